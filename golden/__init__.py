@@ -1,1 +1,42 @@
-"""golden"""
+"""Bit-exact NumPy model of the INCEPTIONN wire format (docs/wire-format.md).
+
+Block names follow the paper (Figs. 9 and 10) so the model reads side by side with hw/.
+"""
+
+from .codec import (K_DEFAULT, K_MAX, K_MIN, TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_WIDTH, TAG_ZERO,
+                    as_bits, band_limits, check_k, compression_block, decompression_block)
+from .groups import (GROUP_VALUES, compression_unit, group_lengths, pack_groups, shifter_tree,
+                     tag_decoder, tag_word, unpack_groups)
+from .api import as_float32, decode, encode, parse_error_bound, roundtrip
+from .alignment_unit import alignment_unit
+from .burst_buffer import BurstBuffer
+from .decompression_unit import decompression_unit
+from .payload import (MAX_PAYLOAD, SHIM_BYTES, SHIM_MAGIC, compress_payload, decoded_payload,
+                      decompress_payload, make_shim, parse_shim)
+from .checksum import internet_checksum, ip_header_checksum, l4_checksum, ones_sum
+from .packet_matcher import DSCP_DEFAULT, FrameInfo, check_dscp, packet_matcher
+from .counters import BYTE_COUNTER_BITS, FRAME_COUNTER_BITS, MAX_FRAME_BYTES, Counters
+from .frames import ip_checksum_ok, l4_checksum_ok, parse_frame, rx_frame, tx_frame
+from .stats import BAND_BITS, BandStats, band_stats
+
+__all__ = [
+    # value codec and groups
+    "K_DEFAULT", "K_MIN", "K_MAX", "TAG_ZERO", "TAG_8BIT", "TAG_16BIT", "TAG_RAW", "TAG_WIDTH",
+    "as_bits", "band_limits", "check_k", "compression_block", "decompression_block",
+    "GROUP_VALUES", "compression_unit", "group_lengths", "pack_groups", "shifter_tree",
+    "tag_decoder", "tag_word", "unpack_groups",
+    # float front end
+    "as_float32", "decode", "encode", "parse_error_bound", "roundtrip",
+    # stream blocks
+    "alignment_unit", "BurstBuffer", "decompression_unit",
+    # payload
+    "MAX_PAYLOAD", "SHIM_BYTES", "SHIM_MAGIC", "compress_payload", "decoded_payload",
+    "decompress_payload", "make_shim", "parse_shim",
+    # frames
+    "internet_checksum", "ip_header_checksum", "l4_checksum", "ones_sum",
+    "DSCP_DEFAULT", "FrameInfo", "check_dscp", "packet_matcher",
+    "BYTE_COUNTER_BITS", "FRAME_COUNTER_BITS", "MAX_FRAME_BYTES", "Counters",
+    "ip_checksum_ok", "l4_checksum_ok", "parse_frame", "rx_frame", "tx_frame",
+    # statistics
+    "BAND_BITS", "BandStats", "band_stats",
+]

@@ -1,0 +1,187 @@
+"""The paper's HDC network (Section VII-A): five fully connected layers with 500 hidden
+units, trained in plain NumPy so that the demo has *real* gradients to push through the
+NIC engines.
+
+The paper trains on MNIST (784 inputs); this module uses scikit-learn's bundled 8x8
+digits (64 inputs, no download), so the shape is 64-500-500-500-500-10. Training follows
+Table I where it can: batch 25, momentum 0.9, weight decay 5e-5; the learning rate is
+smaller than the paper's 0.1 because the deep ReLU stack is trained from scratch in a few
+hundred steps, with no warm-up.
+
+Everything is float32 and seeded, so two runs with the same arguments give the same
+gradients bit for bit on the same machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "HDC_LAYERS",
+    "Dataset",
+    "HDCNet",
+    "TrainResult",
+    "load_digits_split",
+    "capture_steps",
+    "train",
+]
+
+#: Layer widths: 8x8 pixels in, four hidden layers of 500, ten digits out (5 FC layers).
+HDC_LAYERS = (64, 500, 500, 500, 500, 10)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    x_train: np.ndarray  # float32 [n, 64], pixels scaled to 0..1
+    y_train: np.ndarray  # int64 [n]
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
+def load_digits_split(seed: int = 0, test_fraction: float = 0.2) -> Dataset:
+    """scikit-learn's digits, shuffled with `seed` and split into train/test."""
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    # 16 is the largest pixel value in this data set; 0..1 keeps the first layer tame.
+    x = (digits.data / 16.0).astype(np.float32)
+    y = digits.target.astype(np.int64)
+    order = np.random.default_rng(seed).permutation(len(y))
+    n_test = int(round(len(y) * test_fraction))
+    test, tr = order[:n_test], order[n_test:]
+    return Dataset(x[tr], y[tr], x[test], y[test])
+
+
+class HDCNet:
+    """Fully connected ReLU network with a softmax cross-entropy head."""
+
+    def __init__(self, layers=HDC_LAYERS, seed: int = 0):
+        layers = tuple(int(n) for n in layers)
+        if len(layers) < 2 or min(layers) < 1:
+            raise ValueError(f"need at least an input and an output width, got {layers}")
+        self.layers = layers
+        rng = np.random.default_rng(seed)
+        self.params: list[np.ndarray] = []
+        for fan_in, fan_out in zip(layers[:-1], layers[1:]):
+            # He initialisation keeps ReLU activations from dying or exploding with depth.
+            w = rng.standard_normal((fan_in, fan_out)) * np.sqrt(2.0 / fan_in)
+            self.params += [w.astype(np.float32), np.zeros(fan_out, np.float32)]
+
+    @property
+    def num_params(self) -> int:
+        return sum(p.size for p in self.params)
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        h = np.asarray(x, np.float32)
+        n_layers = len(self.params) // 2
+        for i in range(n_layers):
+            h = h @ self.params[2 * i] + self.params[2 * i + 1]
+            if i < n_layers - 1:
+                h = np.maximum(h, 0.0)
+        return h
+
+    def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
+        return float(np.mean(np.argmax(self.logits(x), axis=1) == y))
+
+    def loss_and_grads(self, x: np.ndarray, y: np.ndarray) -> tuple[float, list[np.ndarray]]:
+        """Mean softmax cross-entropy over the batch and its gradient per parameter."""
+        x = np.asarray(x, np.float32)
+        n_layers = len(self.params) // 2
+        acts = [x]
+        h = x
+        for i in range(n_layers):
+            h = h @ self.params[2 * i] + self.params[2 * i + 1]
+            if i < n_layers - 1:
+                h = np.maximum(h, 0.0)
+            acts.append(h)
+        z = acts[-1] - acts[-1].max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        n = x.shape[0]
+        loss = float(-np.mean(np.log(p[np.arange(n), y] + 1e-12)))
+        delta = p
+        delta[np.arange(n), y] -= 1.0
+        delta = (delta / n).astype(np.float32)
+        grads: list[np.ndarray] = [None] * len(self.params)  # type: ignore[list-item]
+        for i in reversed(range(n_layers)):
+            grads[2 * i] = acts[i].T @ delta
+            grads[2 * i + 1] = delta.sum(axis=0)
+            if i > 0:
+                # ReLU passes the gradient only where the unit was active.
+                delta = (delta @ self.params[2 * i].T) * (acts[i] > 0)
+        return loss, [g.astype(np.float32, copy=False) for g in grads]
+
+    @staticmethod
+    def flatten(grads: list[np.ndarray]) -> np.ndarray:
+        """All layers' gradients as one float32 vector (W1, b1, W2, b2, ...), as sent."""
+        return np.concatenate([g.ravel() for g in grads]).astype(np.float32)
+
+
+@dataclass
+class TrainResult:
+    net: HDCNet
+    steps: int
+    losses: list[float]
+    acc_before: float  # test accuracy of the untrained network
+    acc_after: float  # test accuracy after the last step
+    #: name -> (step, flat float32 gradient of all layers at that step)
+    captures: dict[str, tuple[int, np.ndarray]] = field(default_factory=dict)
+
+
+def capture_steps(steps: int) -> dict[str, int]:
+    """Steps at which gradients are captured: early, mid-way and late in training."""
+    if steps < 3:
+        raise ValueError(f"need at least 3 steps to capture early/mid/late, got {steps}")
+    return {"early": 0, "mid": steps // 2, "late": steps - 1}
+
+
+def train(
+    steps: int = 300,
+    *,
+    batch: int = 25,
+    lr: float = 0.01,
+    momentum: float = 0.9,
+    weight_decay: float = 5e-5,
+    seed: int = 0,
+    layers=HDC_LAYERS,
+    progress=None,
+) -> TrainResult:
+    """Train with momentum SGD on mini-batches; capture gradients early, mid-way, late.
+
+    `progress`, if given, is called as progress(step, loss) every 50 steps.
+    """
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    if lr <= 0:
+        raise ValueError(f"lr must be > 0, got {lr}")
+    want = capture_steps(steps)
+    data = load_digits_split(seed)
+    net = HDCNet(layers, seed)
+    rng = np.random.default_rng(seed + 1)
+    velocity = [np.zeros_like(p) for p in net.params]
+    result = TrainResult(net, steps, [], net.accuracy(data.x_test, data.y_test), 0.0)
+    order = rng.permutation(len(data.y_train))
+    pos = 0
+    for step in range(steps):
+        if pos + batch > len(order):
+            order, pos = rng.permutation(len(data.y_train)), 0
+        idx = order[pos:pos + batch]
+        pos += batch
+        loss, grads = net.loss_and_grads(data.x_train[idx], data.y_train[idx])
+        result.losses.append(loss)
+        for name, at in want.items():
+            if at == step:
+                # The gradient a worker would put on the wire: the raw mini-batch gradient.
+                result.captures[name] = (step, HDCNet.flatten(grads))
+        for p, g, v in zip(net.params, grads, velocity):
+            v *= np.float32(momentum)
+            v -= np.float32(lr) * (g + np.float32(weight_decay) * p)
+            p += v
+        if progress is not None and (step % 50 == 0 or step == steps - 1):
+            progress(step, loss)
+    result.acc_after = net.accuracy(data.x_test, data.y_test)
+    return result

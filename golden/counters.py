@@ -1,0 +1,28 @@
+"""Per-engine counters (spec section 5); the RTL keeps frames in 32 bits, bytes in 48."""
+
+from dataclasses import asdict, dataclass
+
+__all__ = ["Counters", "MAX_FRAME_BYTES", "FRAME_COUNTER_BITS", "BYTE_COUNTER_BITS"]
+
+MAX_FRAME_BYTES = 9216     # >= 9022: a 9000-byte MTU jumbo frame with a VLAN tag
+FRAME_COUNTER_BITS = 32
+BYTE_COUNTER_BITS = 48
+
+
+@dataclass
+class Counters:
+    """What one engine has seen; tx_frame/rx_frame add to it."""
+    frames_in: int = 0
+    frames_out: int = 0
+    compressed: int = 0          # TX frames rewritten with a compressed payload
+    decompressed: int = 0        # RX frames restored (malformed ones included)
+    bypassed: int = 0            # forwarded unchanged: not eligible, disabled, tuser (TX), shim rejected (RX)
+    fallback: int = 0            # TX eligible but |C| >= L: sent with DSCP 0
+    malformed: int = 0           # RX groups ran out or bytes left over
+    dropped: int = 0             # TX frames longer than MAX_FRAME_BYTES
+    payload_bytes_in: int = 0    # L4 payload bytes into compressed/decompressed frames
+    payload_bytes_out: int = 0   # ... and out of them
+
+    def as_dict(self):
+        """Counter name -> value."""
+        return asdict(self)

@@ -1,0 +1,58 @@
+"""Compressed payload (spec section 3): shim || groups || raw tail bytes."""
+
+import numpy as np
+
+from .codec import check_k, compression_block
+from .decompression_unit import decompression_unit
+from .groups import pack_groups
+
+__all__ = ["SHIM_BYTES", "SHIM_MAGIC", "MAX_PAYLOAD", "make_shim", "parse_shim",
+           "compress_payload", "decompress_payload", "decoded_payload"]
+
+SHIM_BYTES = 4
+SHIM_MAGIC = 0xC5          # magic and format version 1
+MAX_PAYLOAD = 0xFFFF       # the shim holds L in 16 bits
+
+
+def _values(payload):
+    n = len(payload) // 4
+    return np.frombuffer(payload[:4 * n], dtype="<u4").astype(np.uint32)
+
+
+def make_shim(length, k):
+    """4-byte shim: L big-endian, magic 0xC5, k."""
+    if not 0 <= length <= MAX_PAYLOAD:
+        raise ValueError(f"payload length {length} does not fit the 16-bit shim (max {MAX_PAYLOAD})")
+    return length.to_bytes(2, "big") + bytes([SHIM_MAGIC, check_k(k)])
+
+
+def parse_shim(comp):
+    """(L, magic, k) from the first 4 bytes of a compressed payload."""
+    if len(comp) < SHIM_BYTES:
+        raise ValueError(f"a compressed payload starts with a 4-byte shim, got {len(comp)} bytes")
+    return int.from_bytes(comp[0:2], "big"), comp[2], comp[3]
+
+
+def compress_payload(payload, k):
+    """C = shim || groups of the L div 4 little-endian values || the L mod 4 tail bytes."""
+    payload = bytes(payload)
+    shim = make_shim(len(payload), k)
+    n = len(payload) // 4
+    return shim + pack_groups(_values(payload), k) + payload[4 * n:]
+
+
+def decompress_payload(comp):
+    """Restore D from C; returns ``(D, bad)`` with D exactly L bytes (see decompression_unit)."""
+    comp = bytes(comp)
+    length, magic, _ = parse_shim(comp)
+    if magic != SHIM_MAGIC:
+        raise ValueError(f"shim magic is {magic:#04x}, expected {SHIM_MAGIC:#04x}")
+    return decompression_unit(comp[SHIM_BYTES:], length // 4, length % 4)
+
+
+def decoded_payload(payload, k):
+    """D: what the receiver restores from ``compress_payload(payload, k)``."""
+    payload = bytes(payload)
+    n = len(payload) // 4
+    decoded = compression_block(_values(payload), k)[3]
+    return decoded.astype("<u4").tobytes() + payload[4 * n:]

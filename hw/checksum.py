@@ -1,0 +1,111 @@
+"""Internet checksum (RFC 1071) partial sums over 32-byte beats, and byte-range masks.
+
+Shared by the TX and RX engines. A beat's byte 2w is the high byte and byte 2w+1 the
+low byte of 16-bit word w: this holds for any stream whose beats start at an even
+byte offset of the packet (every frame beat does, since beats are 32 bytes).
+"""
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .axis import BEAT_BITS, BEAT_BYTES
+
+__all__ = ["Checksum", "range_mask"]
+
+
+def range_mask(m, name, base, lo, hi):
+    """32-bit byte mask of lanes i with lo <= base + i < hi (all plain unsigned values).
+
+    Built as two thermometer codes from clamped differences, so each lane is one small
+    LUT function of a 6-bit value; the result is combinational (register it yourself).
+    """
+    def thermo(x, nm):
+        # x in 0..32 -> mask of lanes >= x
+        t = Signal(BEAT_BYTES, name=f"{name}_{nm}")
+        for i in range(BEAT_BYTES):
+            m.d.comb += t[i].eq(x <= i)
+        return t
+
+    width = max(len(base), len(lo), len(hi)) + 1
+    dlo = Signal(signed(width + 1), name=f"{name}_dlo")
+    dhi = Signal(signed(width + 1), name=f"{name}_dhi")
+    m.d.comb += [dlo.eq(lo - base), dhi.eq(hi - base)]
+    clo = Signal(range(BEAT_BYTES + 1), name=f"{name}_clo")
+    chi = Signal(range(BEAT_BYTES + 1), name=f"{name}_chi")
+    m.d.comb += [
+        clo.eq(Mux(dlo < 0, 0, Mux(dlo > BEAT_BYTES, BEAT_BYTES, dlo))),
+        chi.eq(Mux(dhi < 0, 0, Mux(dhi > BEAT_BYTES, BEAT_BYTES, dhi))),
+    ]
+    mask = Signal(BEAT_BYTES, name=f"{name}_mask")
+    m.d.comb += mask.eq(thermo(clo, "ge") & ~thermo(chi, "ge_hi"))
+    return mask
+
+
+class Checksum(wiring.Component):
+    """Pipelined one's-complement sum of the masked bytes of a beat stream.
+
+    Observes beats (no flow control of its own): on a cycle with ``valid``, the bytes
+    of ``data`` whose ``mask`` bit is set are added as 16-bit big-endian words (lane 2w
+    high, 2w+1 low; masked-out bytes count as 0). ``first`` starts a new sum with this
+    beat, ``last`` ends it: ``LATENCY`` cycles after the ``last`` beat, ``done`` pulses
+    for one cycle and ``sum`` holds the folded 16-bit sum (not complemented) until the
+    next ``done``. A sum may span up to 2^16 beats.
+    """
+
+    LATENCY = 7
+
+    valid: In(1)
+    first: In(1)
+    last: In(1)
+    data: In(BEAT_BITS)
+    mask: In(BEAT_BYTES)
+    done: Out(1)
+    sum: Out(16)
+
+    def elaborate(self, platform):
+        m = Module()
+        nw = BEAT_BYTES // 2
+
+        # S1: mask and byte-swap into 16 network-order words.
+        w = [Signal(16, name=f"w{i}") for i in range(nw)]
+        v1, f1, l1 = Signal(), Signal(), Signal()
+        for i in range(nw):
+            hi = self.data[16 * i: 16 * i + 8] & self.mask[2 * i].replicate(8)
+            lo = self.data[16 * i + 8: 16 * i + 16] & self.mask[2 * i + 1].replicate(8)
+            m.d.sync += w[i].eq(Cat(lo, hi))
+        m.d.sync += [v1.eq(self.valid), f1.eq(self.first), l1.eq(self.last)]
+
+        # S2: 16 -> 4 (two carry-chain adder levels).
+        q = [Signal(18, name=f"q{i}") for i in range(4)]
+        v2, f2, l2 = Signal(), Signal(), Signal()
+        for i in range(4):
+            m.d.sync += q[i].eq(w[4 * i] + w[4 * i + 1] + w[4 * i + 2] + w[4 * i + 3])
+        m.d.sync += [v2.eq(v1), f2.eq(f1), l2.eq(l1)]
+
+        # S3: 4 -> 1.
+        s = Signal(20)
+        v3, f3, l3 = Signal(), Signal(), Signal()
+        m.d.sync += [s.eq(q[0] + q[1] + q[2] + q[3]), v3.eq(v2), f3.eq(f2), l3.eq(l2)]
+
+        # S4: accumulate; 36 bits never overflow for 2^16 beats of 16 words.
+        acc = Signal(36)
+        fin = Signal(36)
+        v4 = Signal()
+        with m.If(v3):
+            m.d.sync += acc.eq(Mux(f3, 0, acc) + s)
+        m.d.sync += [fin.eq(Mux(f3, 0, acc) + s), v4.eq(v3 & l3)]
+
+        # S5: fold 36 -> 21 bits, S6: fold to 17 bits and wrap the last carry.
+        g1 = Signal(21)
+        g2 = Signal(17)
+        v5, v6 = Signal(), Signal()
+        m.d.sync += [g1.eq(fin[:16] + fin[16:32] + fin[32:]), v5.eq(v4)]
+        m.d.sync += [g2.eq(g1[:16] + g1[16:]), v6.eq(v5)]
+        res = Signal(16)
+        with m.If(v6):
+            # g2 < 2^16 + 2^5: one more end-around carry cannot carry again.
+            m.d.sync += res.eq(g2[:16] + g2[16])
+        m.d.sync += self.done.eq(v6)
+        m.d.comb += self.sum.eq(res)
+        return m

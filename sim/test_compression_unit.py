@@ -1,0 +1,134 @@
+"""CompressionUnit: groups of random and special float32 values, random counts and k,
+under every idle x backpressure pattern; each output group must equal
+golden.compression_unit(values[:count], k), with the decoded values and last alongside."""
+
+import random
+
+import numpy as np
+
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from inceptionn import golden
+from inceptionn.sim import harness
+from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
+
+DUT = "compression_unit"
+GROUPS = 300
+
+SPECIALS = [
+    0x00000000, 0x80000000,                 # +0.0, -0.0
+    0x00000001, 0x807FFFFF, 0x00400000,     # denormals
+    0x7F800000, 0xFF800000,                 # +-Inf
+    0x7FC00000, 0x7F800001, 0xFFFFFFFF,     # NaNs
+    0x3F800000, 0xBF7FFFFF, 0x3F7FFFFF,     # 1.0 and just below
+    0x00800000, 0x7F7FFFFF,                 # smallest normal, largest finite
+]
+
+
+def _design():
+    from inceptionn.hw.compression_unit import CompressionUnit
+    return CompressionUnit()
+
+
+def _value(rng, k):
+    r = rng.random()
+    if r < 0.15:
+        return rng.choice(SPECIALS)
+    if r < 0.45:
+        # Exponents at and around the band limits T and M for this k.
+        t, m = 127 - k, 127 - k // 2
+        e = min(255, max(0, rng.choice((t - 1, t, t + 1, m - 1, m, m + 1, 111, 112, 119,
+                                        120, 126, 127))))
+        return (rng.getrandbits(1) << 31) | (e << 23) | rng.getrandbits(23)
+    if r < 0.8:
+        # Gradient-like magnitudes.
+        return int(np.float32(rng.gauss(0, 10 ** rng.uniform(-6, 0))).view(np.uint32))
+    return rng.getrandbits(32)
+
+
+def _groups(seed, n):
+    rng = random.Random(seed)
+    out = []
+    for g in range(n):
+        k = rng.choice((1, 2, 6, 7, 8, 10, 10, 10, 16, 24, 125, 126))
+        count = 8 if rng.random() < 0.6 else rng.randint(1, 8)
+        values = [_value(rng, k) for _ in range(8)]
+        out.append((values, count, k, int(rng.random() < 0.2 or g == n - 1)))
+    return out
+
+
+def _expected(values, count, k, last):
+    bits = np.array(values[:count], np.uint32)
+    enc = golden.compression_unit(bits, k)
+    decoded = golden.compression_block(bits, k)[3].tolist() + [0] * (8 - count)
+    return enc, decoded, last
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
+async def random_groups(dut, idle, backpressure):
+    cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
+    dut.rst.value = 1
+    dut.i__valid.value = 0
+    dut.o__ready.value = 0
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+
+    seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
+    groups = _groups(seed, GROUPS)
+    want = [_expected(*g) for g in groups]
+    idle_gen = pause_generator(idle, 10 + seed)
+    bp_gen = pause_generator(backpressure, 20 + seed)
+    pending = list(groups)
+    cur = None
+    got = []
+    cycles = 0
+    while len(got) < len(want):
+        await RisingEdge(dut.clk)
+        cycles += 1
+        assert cycles < 20 * GROUPS + 100, f"stuck: {len(got)} of {len(want)} groups out"
+        if cur is None and pending and not next(idle_gen):
+            cur = pending.pop(0)
+        if cur is not None:
+            values, count, k, last = cur
+            dut.i__payload.value = (sum(v << (32 * j) for j, v in enumerate(values))
+                                    | (count << 256) | (last << 260))
+            dut.k.value = k
+            # k is only sampled with a group; scramble it between groups.
+        else:
+            dut.k.value = random.Random(cycles).randint(0, 127)
+        dut.i__valid.value = int(cur is not None)
+        dut.o__ready.value = int(not next(bp_gen))
+        await ReadOnly()
+        if cur is not None and dut.i__ready.value:
+            cur = None
+        if dut.o__valid.value and dut.o__ready.value:
+            p = int(dut.o__payload.value)
+            got.append((p & ((1 << 272) - 1), (p >> 272) & 0x3F,
+                        [(p >> (278 + 32 * j)) & 0xFFFFFFFF for j in range(8)], p >> 534))
+    # Nothing more may come out (no duplicated group).
+    for _ in range(10):
+        await RisingEdge(dut.clk)
+        dut.i__valid.value = 0
+        dut.o__ready.value = 1
+        await ReadOnly()
+        assert not dut.o__valid.value, "an extra group came out"
+
+    for i, ((data, length, decoded, last), (enc, dec_want, last_want)) in enumerate(zip(got, want)):
+        values, count, k, _ = groups[i]
+        ctx = f"group {i} (k={k}, count={count}, values={[hex(v) for v in values]})"
+        assert length == len(enc), f"{ctx}: length {length}, want {len(enc)}"
+        assert data.to_bytes(34, "little")[:length] == enc, (
+            f"{ctx}: data {data.to_bytes(34, 'little')[:length].hex()}, want {enc.hex()}")
+        assert data >> (8 * length) == 0, f"{ctx}: bytes past length are not zero"
+        assert decoded == dec_want, f"{ctx}: decoded {decoded}, want {dec_want}"
+        assert last == last_want, f"{ctx}: last {last}, want {last_want}"
+    if idle == "none" and backpressure == "none":
+        # One group per clock plus the pipeline latency.
+        assert cycles <= GROUPS + 5 + 2, f"{GROUPS} groups took {cycles} cycles"
+
+
+def test_compression_unit():
+    harness.run(_design, DUT, "inceptionn.sim.test_compression_unit")

@@ -1,0 +1,168 @@
+"""Realigner: random frames and per-frame (skip, insert, length) against a byte model,
+under the idle x backpressure matrix."""
+
+import random
+
+import cocotb
+from cocotb.triggers import RisingEdge
+
+from inceptionn.sim import harness
+from inceptionn.sim.axis import Clock, PAUSE_MODES, frame_to_beats, pause_generator
+
+DUT = "realigner"
+
+
+def _design():
+    from inceptionn.hw.realigner import Realigner
+    return Realigner()
+
+
+def model(frame, skip, insert, length):
+    """Output bytes per the Realigner's docstring: out[j] = in[j + skip - insert]."""
+    d = skip - insert
+    stream = bytes(-d) + frame if d < 0 else frame[d:]
+    return stream[:length]
+
+
+def _jobs(seed, count):
+    rng = random.Random(seed)
+    jobs = []
+    edge_skips = [0, 1, 31, 32, 33, 42, 54, 58, 66, 138, 255]
+    for n in range(count):
+        flen = rng.choice([1, 2, 31, 32, 33, 63, 64, 65, 100, 200, 300, rng.randrange(1, 400)])
+        frame = rng.randbytes(flen)
+        skip = rng.choice(edge_skips + [rng.randrange(0, 256)])
+        insert = rng.choice([0, 0, 1, 5, 31, rng.randrange(0, 32)])
+        length = rng.choice([0, 1, 4, 32, 33, 64, rng.randrange(0, 400), 65535])
+        jobs.append((frame, skip, insert, length, rng.random() < 0.2))
+    return jobs
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
+async def realign_matrix(dut, idle, backpressure):
+    cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
+    dut.i__valid.value = 0
+    dut.cfg__valid.value = 0
+    dut.o__ready.value = 0
+    dut.rst.value = 1
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    jobs = _jobs(hash((idle, backpressure)) & 0xFFFF, 150)
+
+    async def feed_cfg():
+        for _, skip, insert, length, _ in jobs:
+            dut.cfg__payload.value = skip | (insert << 8) | (length << 13)
+            dut.cfg__valid.value = 1
+            await RisingEdge(dut.clk)
+            while not int(dut.cfg__ready.value):
+                await RisingEdge(dut.clk)
+        dut.cfg__valid.value = 0
+
+    async def feed():
+        pause = pause_generator(idle, 1)
+        for frame, _, _, _, user in jobs:
+            for data, keep, last, usr in frame_to_beats(frame, user):
+                while next(pause):
+                    dut.i__valid.value = 0
+                    await RisingEdge(dut.clk)
+                dut.i__payload.value = data | (keep << 256) | (last << 288) | (usr << 289)
+                dut.i__valid.value = 1
+                await RisingEdge(dut.clk)
+                while not int(dut.i__ready.value):
+                    await RisingEdge(dut.clk)
+        dut.i__valid.value = 0
+
+    got = []
+    cur = bytearray()
+    beats = []
+
+    async def sink():
+        pause = pause_generator(backpressure, 2)
+        while True:
+            dut.o__ready.value = 0 if next(pause) else 1
+            await RisingEdge(dut.clk)
+            if int(dut.o__valid.value) and int(dut.o__ready.value):
+                p = int(dut.o__payload.value)
+                data, keep = p & ((1 << 256) - 1), (p >> 256) & 0xFFFFFFFF
+                last, user = (p >> 288) & 1, (p >> 289) & 1
+                n = bin(keep).count("1")
+                assert keep == (1 << n) - 1, f"keep {keep:#x} not contiguous"
+                assert data >> (8 * n) == 0, "bytes past keep must be zero"
+                beats.append(n)
+                cur.extend(data.to_bytes(32, "little")[:n])
+                if last:
+                    got.append((bytes(cur), bool(user), list(beats)))
+                    cur.clear()
+                    beats.clear()
+
+    cocotb.start_soon(feed_cfg())
+    cocotb.start_soon(feed())
+    cocotb.start_soon(sink())
+    waited = 0
+    while len(got) < len(jobs):
+        await RisingEdge(dut.clk)
+        waited += 1
+        assert waited < 100_000, f"stuck after {len(got)} of {len(jobs)} frames"
+    for idx, ((frame, skip, insert, length, user), (out, out_user, nbytes)) in enumerate(zip(jobs, got)):
+        want = model(frame, skip, insert, length)
+        note = f"frame {idx}: len {len(frame)} skip {skip} insert {insert} length {length}"
+        assert out == want, note
+        if want:
+            assert all(n == 32 for n in nbytes[:-1]) and nbytes[-1] > 0, note
+            assert len(nbytes) == -(-len(want) // 32), note
+        else:
+            assert nbytes == [0], note
+        # user passes when the output's last beat is made at or after the input's last
+        # beat: output beat t comes with input beat t + D + 1 (D = (skip - insert) // 32).
+        t_final = max(1, -(-len(want) // 32)) - 1
+        reaches_end = t_final + (skip - insert) // 32 + 1 >= -(-len(frame) // 32) - 1
+        assert out_user == (user and reaches_end), note
+
+
+@cocotb.test()
+async def back_to_back_throughput(dut):
+    """Payload extraction at P = 42 / 54 / 66 keeps one beat per clock per input beat."""
+    cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
+    dut.rst.value = 1
+    dut.i__valid.value = 0
+    dut.cfg__valid.value = 0
+    dut.o__ready.value = 1
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    rng = random.Random(5)
+    jobs = [(rng.randbytes(1514), p, 1514 - p) for p in (42, 54, 66, 42, 54, 66)]
+    dut.cfg__valid.value = 1
+    ci = 0
+    dut.cfg__payload.value = jobs[0][1] | (jobs[0][2] << 13)
+    beats = [b for f, _, _ in jobs for b in frame_to_beats(f)]
+    bi = 0
+    cycles = 0
+    accepted = []
+    out_beats = 0
+    while bi < len(beats):
+        d, k, last, _ = beats[bi]
+        dut.i__payload.value = d | (k << 256) | (last << 288)
+        dut.i__valid.value = 1
+        await RisingEdge(dut.clk)
+        cycles += 1
+        if int(dut.cfg__ready.value) and int(dut.cfg__valid.value):
+            ci += 1
+            if ci < len(jobs):
+                dut.cfg__payload.value = jobs[ci][1] | (jobs[ci][2] << 13)
+            else:
+                dut.cfg__valid.value = 0
+        if int(dut.o__valid.value):
+            out_beats += 1
+        if int(dut.i__ready.value):
+            bi += 1
+            accepted.append(cycles)
+    dut.i__valid.value = 0
+    span = accepted[-1] - accepted[0] + 1
+    assert span == len(beats), f"{len(beats)} beats took {span} cycles"
+
+
+def test_realigner():
+    harness.run(_design, DUT, "inceptionn.sim.test_realigner")

@@ -1,0 +1,134 @@
+"""The end-to-end demo on a short training run: real gradients, frames, NIC stage, pcaps."""
+
+import json
+
+import numpy as np
+import pytest
+from scapy.layers.inet import IP, TCP
+from scapy.utils import rdpcap
+
+from inceptionn import demo, golden
+from inceptionn.drivers import frames as F
+
+STEPS = 60
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    cache = tmp_path_factory.mktemp("cache")
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = demo.main(["--steps", str(STEPS), "--out", str(out), "--cache", str(cache)])
+    return rc, buf.getvalue(), out, cache
+
+
+def test_demo_prints_table_for_each_bound(demo_run):
+    rc, text, _, _ = demo_run
+    assert rc == 0, text
+    for k in (6, 8, 10):
+        rows = [l for l in text.splitlines() if l.strip().startswith(f"2^-{k} ") and "|" in l]
+        assert len(rows) == 3, text  # early, mid, late
+        for l in rows:
+            assert l.rstrip().endswith("yes")
+    assert "checksums valid: True" in text
+
+
+def test_demo_training_and_summary(demo_run):
+    _, _, out, _ = demo_run
+    s = json.loads((out / "summary.json").read_text())
+    assert s["train_steps"] == STEPS
+    assert s["acc_after"] > s["acc_before"] + 0.3
+    assert s["captures"] == {"early": 0, "mid": STEPS // 2, "late": STEPS - 1}
+    assert len(s["rows"]) == 9
+    for r in s["rows"]:
+        assert abs(sum(r["share"].values()) - 1.0) < 1e-9
+        assert r["payload_ratio"] > r["wire_ratio"] > r["link_ratio"] > 1.0
+        assert r["counters"]["tx"]["compressed"] + r["counters"]["tx"]["fallback"] == r["frames"]
+        assert r["counters"]["rx"]["malformed"] == 0 and r["counters"]["bad"] == 0
+        # The 0-bit band never errs by more than the bound; nothing errs by 2^-6 or more
+        # except the 0-bit band at k = 6 (spec section 1: truncation toward zero).
+        assert r["max_error_by_band"]["2"] <= 2.0 ** -r["k"]
+    by_k = {k: [r for r in s["rows"] if r["k"] == k] for k in (6, 8, 10)}
+    # A looser bound zeroes more values and compresses better.
+    for cap in range(3):
+        assert by_k[6][cap]["share"]["2"] >= by_k[8][cap]["share"]["2"] >= by_k[10][cap]["share"]["2"]
+        assert by_k[6][cap]["payload_ratio"] >= by_k[10][cap]["payload_ratio"]
+
+
+def test_demo_saves_gradients_and_cache_returns_them(demo_run):
+    _, _, out, cache = demo_run
+    g = demo.real_gradients(STEPS, 0, cache_dir=cache)
+    assert list(g.captures) == ["early", "mid", "late"]
+    for name, arr in g.captures.items():
+        saved = np.load(out / f"grad_{name}.npy")
+        assert saved.dtype == np.float32 and saved.size == 789010
+        assert np.array_equal(saved, arr)
+    assert g.all().size == 3 * 789010
+    assert (out / "gradients.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _streams(frames):
+    """Frames grouped by TCP source port (one stream per capture), in order."""
+    by_port = {}
+    for f in frames:
+        l4 = F.parse_frame(f).l4
+        by_port.setdefault(int.from_bytes(f[l4:l4 + 2], "big"), []).append(f)
+    return by_port
+
+
+def test_pcaps_have_tos_checksums_and_the_roundtrip(demo_run):
+    _, _, out, _ = demo_run
+    sent, t_sent = F.read_pcap(out / "sent.pcap")
+    wire, t_wire = F.read_pcap(out / "wire_k10.pcap")
+    host, t_host = F.read_pcap(out / "host_k10.pcap")
+    assert len(sent) == len(wire) == len(host) == 3 * 2180
+    assert t_sent == t_wire == t_host and t_sent == sorted(t_sent)
+    assert sum(map(len, wire)) < sum(map(len, sent)) / 4
+
+    pkts = rdpcap(str(out / "wire_k10.pcap"))
+    assert len(pkts) == len(wire)
+    for i in range(0, len(pkts), 97):  # a spread of frames; scapy is slow per frame
+        assert pkts[i][IP].tos == 0x28
+        ip_ok, _ = F.checksums_ok(wire[i])
+        assert ip_ok
+        assert F.checksums_ok(host[i]) == (True, True)
+        # The wire frame carries the checksum of the packet as the receiver restores it.
+        assert pkts[i][TCP].chksum == int.from_bytes(host[i][50:52], "big")
+
+    grads = {name: np.load(out / f"grad_{name}.npy") for name in ("early", "mid", "late")}
+    streams = _streams(host)
+    assert len(streams) == 3
+    for (port, frames), (name, g) in zip(sorted(streams.items()), grads.items()):
+        payload = F.stream_payload(frames)
+        want = golden.compression_block(g.view(np.uint32), 10)[3].tobytes()
+        assert payload == want, name
+        assert payload != g.tobytes()  # the roundtrip is lossy: something did change
+
+
+def test_swapped_nic_stage_is_used_and_checked(demo_run, tmp_path):
+    _, _, _, cache = demo_run
+    calls = []
+
+    def corrupting_nic(frames, k):
+        calls.append(k)
+        wire, host, info = demo.golden_nic_stage(frames, k)
+        h = bytearray(host[5])
+        h[-3] ^= 0x40
+        host[5] = bytes(h)
+        return wire, host, info
+
+    with pytest.raises(RuntimeError, match="frame 5"):
+        demo.run_demo(tmp_path, steps=STEPS, ks=[8], nic=corrupting_nic, cache_dir=cache, quiet=True)
+    assert calls == [8]
+
+
+def test_demo_rejects_bad_arguments(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        demo.main(["--k", "ten", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        demo.main(["--steps", "2", "--out", str(tmp_path)])
+    with pytest.raises(ValueError, match="k"):
+        demo.run_demo(tmp_path, steps=STEPS, ks=[0], quiet=True)

