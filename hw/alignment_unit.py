@@ -7,8 +7,9 @@ for the read side, and the read side never shifts data:
   ``wp`` alone (byte offset ``wp mod 32`` and first slot ``wp div 32``). A vector with
   ``last`` rounds ``wp`` up to the next slot, so every packet starts at a slot
   boundary; the bytes of the packet's final slot past its end are written as zeros.
-- Write (stage B, next clock): the registered vector is shifted up by the byte offset
-  into a 3-slot window and written, with per-byte enables, into the slots it covers.
+- Write (stage B, next clock): the registered vector, rotated by the byte offset, is
+  written with per-byte enables into the (up to 3) slots it covers; each slot lane
+  takes one of two rotations or zero, so no wide window shifter is needed.
   Then the "released" slot pointer ``rel`` moves: slots before the one holding the
   newest byte are released (more bytes follow them, so they are not the packet's
   last); a ``last`` vector also releases the final slot and marks it ``last``.
@@ -30,7 +31,6 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axis import BEAT_BYTES, axis_signature
-from .shifter_tree import shift_bytes_left
 
 __all__ = ["AlignmentUnit", "ByteVector", "VECTOR_BYTES"]
 
@@ -45,6 +45,31 @@ ByteVector = data.StructLayout({
 SLOTS = 4                       # ring of 4 beats; pointers carry one extra wrap bit
 RING = SLOTS * BEAT_BYTES       # 128 bytes
 WINDOW = 3                      # a vector at offset <= 31 spans at most 3 slots
+
+
+def rotate_bytes_left(m, value, amount, nbytes, name="rot"):
+    """Byte ``i`` of ``value`` (zero-extended to ``nbytes``) moves to byte
+    ``(i + amount) mod nbytes``. Two radix stages, rotate by ``amount[0:2]`` (a 4:1 mux,
+    one LUT6 per bit) then by ``4 * amount[2:]`` (an 8:1 mux, LUT6s plus a MUXF7), so
+    synthesis gets wide muxes instead of a chain of 2:1 ones."""
+    width = 8 * nbytes
+
+    def rot(v, nb):
+        k = (8 * nb) % width
+        return Cat(v[width - k:], v[:width - k]) if k else v
+
+    cur = Signal(width, name=f"{name}_in")
+    m.d.comb += cur.eq(value)
+    unit = 1
+    for lo, hi in ((0, 2), (2, len(amount))):
+        nxt = Signal(width, name=f"{name}_s{lo}")
+        with m.Switch(amount[lo:hi]):
+            for c in range(1 << (hi - lo)):
+                with m.Case(c):
+                    m.d.comb += nxt.eq(rot(cur, c * unit))
+        cur = nxt
+        unit <<= hi - lo
+    return cur
 
 
 class AlignmentUnit(wiring.Component):
@@ -82,7 +107,7 @@ class AlignmentUnit(wiring.Component):
         room = Signal()
         room_after_emit = Signal()
         m.d.comb += [
-            used.eq(wp - Cat(C(0, 5), rp)),
+            used.eq(Cat(wp[0:5], wp[5:8] - rp)),   # wp - 32 * rp, mod 256
             room.eq(used <= RING - VECTOR_BYTES),
             room_after_emit.eq(used <= RING + BEAT_BYTES - VECTOR_BYTES),
             self.i.ready.eq(room | (emit & room_after_emit)),
@@ -92,26 +117,43 @@ class AlignmentUnit(wiring.Component):
 
         vin = self.i.payload
         length = Signal(6)
-        m.d.comb += length.eq(vin.length)
-        end = Signal(8)         # wp + length
-        last_byte = Signal(8)   # position of the packet's newest byte
-        has_bytes = Signal()    # the packet has bytes once this vector is in
+        off = Signal(5)         # byte offset of the vector in its first slot
+        m.d.comb += [length.eq(vin.length), off.eq(wp[0:5])]
+        # Everything below derives from rel_end = off + length (0..67), the vector's
+        # end relative to the start of its first slot, and small slot-number sums.
+        rel_end = Signal(7)
+        m.d.comb += rel_end.eq(off + length)
+        nz = Signal()           # the end is inside a slot (not on a boundary)
+        m.d.comb += nz.eq(rel_end[0:5] != 0)
+        lb_rel = Signal(3)      # slot of the newest byte, relative: -1..2 (mod 8)
+        ceil_rel = Signal(2)    # slots up to the end, rounded up: 0..3
         m.d.comb += [
-            end.eq(wp + length),
-            last_byte.eq(end - 1),
-            has_bytes.eq(pkt_bytes | (length != 0)),
+            lb_rel.eq(Mux(nz, rel_end[5:7], rel_end[5:7] - 1)),
+            ceil_rel.eq(Mux(nz, rel_end[5:7] + 1, rel_end[5:7])),
         ]
+        lb_slot = Signal(3)     # slot of the packet's newest byte (mod 8)
+        ceil_slot = Signal(3)   # first slot after it
+        m.d.comb += [lb_slot.eq(wp[5:8] + lb_rel), ceil_slot.eq(wp[5:8] + ceil_rel)]
+        has_bytes = Signal()    # the packet has bytes once this vector is in
+        m.d.comb += has_bytes.eq(pkt_bytes | (length != 0))
+
         wp_next = Signal(8)
+        wend = Signal(7)        # bytes [off, wend) of the 3-slot window get written
         rel_next = Signal(3)
         rel_upd = Signal()
         mark_last = Signal()
         with m.If(vin.last):
-            m.d.comb += [wp_next.eq(wp), mark_last.eq(has_bytes), rel_upd.eq(has_bytes),
-                         rel_next.eq(last_byte[5:8] + 1)]
+            # Round up to the next slot; the rest of the final slot is written as zeros.
+            m.d.comb += [mark_last.eq(has_bytes), rel_upd.eq(has_bytes),
+                         rel_next.eq(ceil_slot)]
             with m.If(has_bytes):
-                m.d.comb += wp_next.eq(Cat(C(0, 5), last_byte[5:8] + 1))
+                m.d.comb += [wp_next.eq(Cat(C(0, 5), ceil_slot)),
+                             wend.eq(Cat(C(0, 5), ceil_rel))]
+            with m.Else():
+                m.d.comb += [wp_next.eq(wp), wend.eq(0)]
         with m.Else():
-            m.d.comb += [wp_next.eq(end), rel_upd.eq(length != 0), rel_next.eq(last_byte[5:8])]
+            m.d.comb += [wp_next.eq(Cat(rel_end[0:5], wp[5:8] + rel_end[5:7])),
+                         wend.eq(rel_end), rel_upd.eq(length != 0), rel_next.eq(lb_slot)]
 
         # Zero the bytes past `length` so that shifting them in writes zeros.
         vmask = Signal(8 * VECTOR_BYTES)
@@ -119,9 +161,10 @@ class AlignmentUnit(wiring.Component):
 
         a_valid = Signal()
         a_data = Signal(8 * VECTOR_BYTES)
-        a_off = Signal(5)       # byte offset of the vector in its first slot
+        a_off = Signal(5)
         a_slot = Signal(2)      # first slot
-        a_wend = Signal(7)      # window bytes [a_off, a_wend) are written
+        a_start = Signal(BEAT_BYTES)            # window bytes j >= off
+        a_end = Signal(WINDOW * BEAT_BYTES)     # window bytes j < wend
         a_rel_upd = Signal()
         a_rel = Signal(3)
         a_mark = Signal()
@@ -134,33 +177,48 @@ class AlignmentUnit(wiring.Component):
                 wp.eq(wp_next),
                 pkt_bytes.eq(has_bytes & ~vin.last),
                 a_data.eq(vin.data & vmask),
-                a_off.eq(wp[0:5]),
+                a_off.eq(off),
                 a_slot.eq(wp[5:7]),
-                a_wend.eq(wp[0:5] + (wp_next - wp)[0:7]),
+                a_start.eq(Cat(*(off <= j for j in range(BEAT_BYTES)))),
+                a_end.eq(Cat(*(wend > j for j in range(WINDOW * BEAT_BYTES)))),
                 a_rel_upd.eq(rel_upd),
                 a_rel.eq(rel_next),
                 a_mark.eq(mark_last),
-                a_last_slot.eq(last_byte[5:7]),
-                a_keep.eq(Cat(*(last_byte[0:5] >= b for b in range(BEAT_BYTES)))),
+                a_last_slot.eq(lb_slot[0:2]),
+                # Valid bytes of the final slot: lanes up to the newest byte's.
+                a_keep.eq(Cat(*(~nz | (rel_end[0:5] > b) for b in range(BEAT_BYTES)))),
             ]
 
         # ---- write (stage B) ---------------------------------------------------------
+        # Byte i of the vector goes to lane (i + off) mod 32 of relative slot
+        # (i + off) div 32. Rotating bytes 0..31 and 32..35 by `off` puts every byte
+        # in its lane; each lane of a relative slot then takes the low rotation, the
+        # high one, or zero, chosen by whether the lane is below `off`.
+        lo = rotate_bytes_left(m, a_data[:8 * BEAT_BYTES], a_off, BEAT_BYTES, name="rot_lo")
+        hi = rotate_bytes_left(m, a_data[8 * BEAT_BYTES:], a_off, BEAT_BYTES, name="rot_hi")
+        below = Signal(BEAT_BYTES)      # lane b < off
+        m.d.comb += below.eq(Cat(*(a_off > b for b in range(BEAT_BYTES))))
         wbytes = WINDOW * BEAT_BYTES
-        win = shift_bytes_left(m, a_data, a_off, wbytes, name="win")
         wen = Signal(wbytes)    # byte enables over the 3-slot window
-        m.d.comb += wen.eq(Cat(*((a_off <= j) & (a_wend > j) for j in range(wbytes))))
+        m.d.comb += wen.eq(a_end & Cat(a_start, C(-1, wbytes - BEAT_BYTES)))
         with m.If(a_valid):
             for s in range(SLOTS):
-                # Which window slot (0..2) lands in ring slot s; 3 = none.
+                # Which relative slot (0..2) ring slot s is; 3 = not written.
                 d = Signal(2, name=f"d{s}")
                 m.d.comb += d.eq(s - a_slot)
                 for b in range(BEAT_BYTES):
+                    lane = slice(8 * b, 8 * b + 8)
+                    dst = slot_data[s][lane]
                     with m.Switch(d):
-                        for w in range(WINDOW):
-                            with m.Case(w):
-                                j = w * BEAT_BYTES + b
-                                with m.If(wen[j]):
-                                    m.d.sync += slot_data[s][8 * b:8 * b + 8].eq(win[8 * j:8 * j + 8])
+                        with m.Case(0):
+                            with m.If(wen[b]):
+                                m.d.sync += dst.eq(lo[lane])
+                        with m.Case(1):
+                            with m.If(wen[BEAT_BYTES + b]):
+                                m.d.sync += dst.eq(Mux(below[b], lo[lane], hi[lane]))
+                        with m.Case(2):
+                            with m.If(wen[2 * BEAT_BYTES + b]):
+                                m.d.sync += dst.eq(Mux(below[b], hi[lane], 0))
             with m.If(a_rel_upd):
                 m.d.sync += rel.eq(a_rel)
             with m.If(a_mark):

@@ -141,7 +141,7 @@ class DecompressionUnit(wiring.Component):
                 cnt1.eq(cnt),
                 r1.eq(Mux(final, tail_r, 0)),
                 final1.eq(final),
-                err1.eq(final & (err | overrun)),
+                err1.eq(final & (err | overrun | more)),
             ]
             m.d.sync += [off1[j].eq(td.offset[j] - 2) for j in range(GROUP_VALUES)]
 

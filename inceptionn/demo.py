@@ -13,8 +13,10 @@ The NIC stage is one function, `nic_stage(frames, k) -> (wire_frames, host_frame
 info)`; `run_demo(nic=...)` accepts any function with that shape (the golden model by
 default, the simulated RTL engines later).
 
-Outputs (default build/demo/): grad_<capture>.npy, wire_k<k>.pcap for every k,
-host_k<k>.pcap for the first k given, gradients.png and summary.json.
+Outputs (default build/demo/): grad_<capture>.npy, sent.pcap (host-side frames as
+sent), wire_k<k>.pcap for every k, host_k<k>.pcap (as received) for the first k given,
+gradients.png and summary.json. `real_gradients()` gives the gradients to other tools,
+trained once and then cached (default build/cache/).
 """
 
 from __future__ import annotations

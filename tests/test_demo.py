@@ -121,8 +121,26 @@ def test_swapped_nic_stage_is_used_and_checked(demo_run, tmp_path):
         return wire, host, info
 
     with pytest.raises(RuntimeError, match="frame 5"):
-        demo.run_demo(tmp_path, steps=STEPS, ks=[8], nic=corrupting_nic, cache_dir=cache, quiet=True)
+        demo.run_demo(tmp_path, steps=STEPS, ks=[8], nic=corrupting_nic, cache_dir=cache,
+                      max_frames=20, quiet=True)
     assert calls == [8]
+
+
+def test_max_frames_sends_the_start_of_each_capture(demo_run, tmp_path):
+    _, _, _, cache = demo_run
+    seen = []
+
+    def counting_nic(frames, k):
+        seen.append(len(frames))
+        return demo.golden_nic_stage(frames, k)
+
+    grads, rows = demo.run_demo(tmp_path, steps=STEPS, ks=[10, 6], nic=counting_nic, cache_dir=cache,
+                                max_frames=4, quiet=True)
+    assert seen == [4] * 6
+    assert [(r.k, r.capture, r.frames, r.payload_in) for r in rows] == [
+        (k, c, 4, 4 * 1448) for k in (10, 6) for c in ("early", "mid", "late")]
+    wire, _ = demo.F.read_pcap(tmp_path / "wire_k6.pcap")
+    assert len(wire) == 12
 
 
 def test_demo_rejects_bad_arguments(tmp_path, capsys):

@@ -1,0 +1,655 @@
+"""CompressionEngine (TX, paper Sec. VI-A, Fig. 9): compresses eligible frames in flight.
+
+Store-and-forward, one 32-byte beat per clock in and out. Data flow:
+
+    s ─► ingress ─┬─► orig FrameStore (ring, every frame as received)
+                  ├─► PacketMatcher (sniffs the first beats) ─► info FIFO ─► dispatcher
+                  └─► beat FIFO ─► front: ┬─► header checksums (IP rest, L4 header)
+                                          └─► Realigner (skip P, length L)
+          ─► GroupFormer (8 values + count per group, tail bytes aside)
+          ─► CompressionUnit ─► feeder: [P mod 32 placeholders + shim] groups [tail]
+          ─► AlignmentUnit (beats already on the output frame's byte lanes)
+          ─► comp FrameStore (ring)
+    finisher: per frame, in order: decision (bypass / fall-back / compressed / drop),
+              HeaderRewrite patches ─► descriptor FIFO
+    egress: reads header beats from the orig store and payload beats from the comp store,
+            merges them at byte P, applies the header patches ─► output FIFO ─► o
+
+The compressed payload is frame-aligned for free: the AlignmentUnit is first fed
+(P mod 32) placeholder bytes and the 4-byte shim, so its beats land on the lanes they
+take in the output frame; the one beat holding byte P is a per-lane merge.
+
+Rates: compression runs while the frame streams in, so the store only has to hold a
+frame until its turn on the wire; both rings hold 1024 beats (>= 3 maximum frames), so
+back-to-back frames keep the input at one beat per clock (compressible payloads). The
+compression path carries 32 bytes per clock into the AlignmentUnit, so payloads that
+grow (all 32-bit values) throttle the input slightly (fall-back frames).
+
+Configuration ``enable``, ``dscp``, ``k`` is sampled on each frame's first beat.
+Frames longer than MAX_FRAME_BYTES are dropped and counted; a frame with ``tuser`` set,
+or with the engine disabled or k outside 1..126, is forwarded unchanged.
+"""
+
+from amaranth import *
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from .alignment_unit import AlignmentUnit, ByteVector, VECTOR_BYTES
+from .axis import AxisBeat, BEAT_BITS, BEAT_BYTES, axis_signature
+from .checksum import Checksum, range_mask
+from .compression_unit import CompressionUnit
+from .frame_store import FrameStore
+from .header_rewrite import PATCHES, HeaderRewrite, Patch
+from .packet_matcher import MatchInfo, PacketMatcher
+from .realigner import Realigner
+
+__all__ = ["CompressionEngine", "MAX_FRAME_BYTES", "MAX_FRAME_BEATS"]
+
+MAX_FRAME_BYTES = 9216
+MAX_FRAME_BEATS = MAX_FRAME_BYTES // BEAT_BYTES     # 288
+SHIM_MAGIC = 0xC5
+K_MIN, K_MAX = 1, 126
+
+FrameCfg = data.StructLayout({"enable": 1, "k": 7})
+
+# What the front stage knows of a frame when it starts it.
+FrameMode = data.StructLayout({
+    "info": MatchInfo,
+    "compress": 1,        # header parsed, engine enabled, k valid: run the compressor
+    "k": 7,
+})
+
+# What the finisher learns from the front stage at the frame's end.
+FrontResult = data.StructLayout({
+    "info": MatchInfo,
+    "compress": 1,
+    "frame_len": 17,
+    "stored": 9,          # beats written to the orig store (<= 288)
+    "orig_start": 11,
+    "user": 1,
+    "drop": 1,
+})
+
+Desc = data.StructLayout({
+    "mode": 2,            # 0: drop, 1: pass (bypass / fall-back), 2: compressed
+    "user": 1,
+    "orig_start": 11,
+    "orig_next": 11,
+    "has_comp": 1,
+    "comp_start": 11,
+    "comp_next": 11,
+    "nbeats": 9,          # output beats
+    "last_bytes": 6,      # valid bytes of the last output beat, 1..32
+    "pb": 3,              # compressed: beat holding byte P
+    "plane": 5,           # compressed: P mod 32
+    "patches": data.ArrayLayout(Patch, PATCHES),
+})
+
+MODE_DROP, MODE_PASS, MODE_COMP = 0, 1, 2
+
+ShimInfo = data.StructLayout({"plane": 5, "L": 16, "k": 7})   # feeder: prefix and shim
+TailInfo = data.StructLayout({"tail": 24, "r": 2})            # the r = L mod 4 raw bytes
+
+
+def _fifo(m, name, shape, depth):
+    fifo = SyncFIFOBuffered(width=Shape.cast(shape).width, depth=depth)
+    m.submodules[name] = fifo
+    return fifo
+
+
+class CompressionEngine(wiring.Component):
+    """TX engine. Ports: ``i``/``o`` AXI streams (``AxisBeat``), config ``enable``,
+    ``dscp``, ``k``; counters (frames: 32 bits, bytes: 48 bits)."""
+
+    i: In(axis_signature())
+    o: Out(axis_signature())
+    enable: In(1, init=1)
+    dscp: In(6, init=10)
+    k: In(7, init=10)
+    frames_in: Out(32)
+    frames_out: Out(32)
+    compressed: Out(32)
+    bypassed: Out(32)
+    fallback: Out(32)
+    dropped: Out(32)
+    payload_bytes_in: Out(48)
+    payload_bytes_out: Out(48)
+
+    def __init__(self, store_depth=1024):
+        self.store_depth = store_depth
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        B = BEAT_BITS
+
+        m.submodules.orig = orig = FrameStore(self.store_depth)
+        m.submodules.comp = comp = FrameStore(self.store_depth)
+        m.submodules.matcher = pm = PacketMatcher()
+        m.submodules.realigner = rl = Realigner()
+        m.submodules.cu = cu = CompressionUnit()
+        m.submodules.au = au = AlignmentUnit()
+        m.submodules.ck_ip = ck_ip = Checksum()
+        m.submodules.ck_l4 = ck_l4 = Checksum()
+        m.submodules.ck_d = ck_d = Checksum()
+        m.submodules.rewrite = hr = HeaderRewrite()
+
+        beatq = _fifo(m, "beatq", AxisBeat, 16)
+        infoq = _fifo(m, "infoq", MatchInfo, 16)
+        cfgq = _fifo(m, "cfgq", FrameCfg, 16)
+        modeq = _fifo(m, "modeq", FrameMode, 4)
+        kq = _fifo(m, "kq", 7, 4)
+        shimq = _fifo(m, "shimq", ShimInfo, 4)
+        tailq = _fifo(m, "tailq", TailInfo, 4)
+        frontq = _fifo(m, "frontq", FrontResult, 8)
+        hsumq = _fifo(m, "hsumq", 32, 16)
+        clenq = _fifo(m, "clenq", 17, 8)
+        dsumq = _fifo(m, "dsumq", 16, 16)
+        compq = _fifo(m, "compq", 22, 8)
+        descq = _fifo(m, "descq", Desc, 4)
+        outq = _fifo(m, "outq", AxisBeat, 8)
+
+        # ------------------------------------------------------------------ ingress
+        # Accepts a beat when the beat FIFO has room and the orig ring has a free entry
+        # (beats past MAX_FRAME_BEATS are not stored: the frame will be dropped).
+        in_q = Signal(range(MAX_FRAME_BEATS + 2))    # beat index in frame, saturating
+        in_store = Signal()
+        m.d.comb += [
+            in_store.eq(in_q < MAX_FRAME_BEATS),
+            self.i.ready.eq(beatq.w_rdy & (orig.w_room | ~in_store)),
+        ]
+        in_fire = Signal()
+        m.d.comb += in_fire.eq(self.i.valid & self.i.ready)
+        m.d.comb += [
+            beatq.w_en.eq(in_fire), beatq.w_data.eq(self.i.payload),
+            orig.w_en.eq(in_fire & in_store), orig.w_data.eq(self.i.payload.data),
+        ]
+        with m.If(in_fire):
+            with m.If(self.i.payload.last):
+                m.d.sync += [in_q.eq(0), self.frames_in.eq(self.frames_in + 1)]
+            with m.Elif(in_q <= MAX_FRAME_BEATS):
+                m.d.sync += in_q.eq(in_q + 1)
+        # enable / k are sampled at the first beat; the matcher samples dscp itself.
+        m.d.comb += [
+            cfgq.w_en.eq(in_fire & (in_q == 0)),
+            cfgq.w_data.eq(Cat(self.enable, self.k)),
+            pm.beat.eq(self.i.payload), pm.valid.eq(in_fire), pm.dscp.eq(self.dscp),
+            # infoq never overflows: every info waiting there belongs to a frame whose
+            # beats are all still in beatq, which holds 16 beats.
+            infoq.w_en.eq(pm.done), infoq.w_data.eq(pm.info),
+        ]
+
+        # --------------------------------------------------------------- dispatcher
+        # Pairs a frame's match info with its config, decides whether to compress it,
+        # and hands the per-frame parameters to the realigner, the group former and the
+        # feeder ahead of time, so that consecutive frames follow without a bubble.
+        info_h = Signal(MatchInfo)
+        cfg_h = Signal(FrameCfg)
+        m.d.comb += [info_h.eq(infoq.r_data), cfg_h.eq(cfgq.r_data)]
+        want = Signal()
+        m.d.comb += want.eq(info_h.header_ok & cfg_h.enable &
+                            (cfg_h.k >= K_MIN) & (cfg_h.k <= K_MAX))
+        disp = Signal()
+        mode_w = Signal(FrameMode)
+        shim_w = Signal(ShimInfo)
+        m.d.comb += disp.eq(infoq.r_rdy & cfgq.r_rdy & modeq.w_rdy &
+                            (~want | (rl.cfg.ready & kq.w_rdy & shimq.w_rdy)))
+        m.d.comb += [
+            infoq.r_en.eq(disp), cfgq.r_en.eq(disp),
+            modeq.w_en.eq(disp), mode_w.info.eq(info_h), mode_w.compress.eq(want),
+            mode_w.k.eq(cfg_h.k), modeq.w_data.eq(mode_w),
+            rl.cfg.valid.eq(disp & want),
+            rl.cfg.payload.skip.eq(info_h.payload_offset),
+            rl.cfg.payload.insert.eq(0),
+            rl.cfg.payload.length.eq(info_h.payload_len),
+            kq.w_en.eq(disp & want), kq.w_data.eq(cfg_h.k),
+            shimq.w_en.eq(disp & want),
+            shim_w.plane.eq(info_h.payload_offset[:5]), shim_w.L.eq(info_h.payload_len),
+            shim_w.k.eq(cfg_h.k), shimq.w_data.eq(shim_w),
+        ]
+
+        # -------------------------------------------------------------------- front
+        # Takes the frame's beats from beatq: compressible frames go to the realigner,
+        # every beat goes past the header checksums; at the frame's end its summary goes
+        # to the finisher.
+        f_active = Signal()
+        f_mode = Signal(FrameMode)
+        f_q = Signal(range(MAX_FRAME_BEATS + 2))
+        f_bytes = Signal(17)
+        f_ptr = Signal(orig.wp.shape())          # mirrors the ingress write pointer
+        f_start = Signal.like(f_ptr)
+        head = Signal(AxisBeat)
+        m.d.comb += head.eq(beatq.r_data)
+        f_pop = Signal()
+        f_end = Signal()
+        to_rl = Signal()
+        m.d.comb += to_rl.eq(f_mode.compress)
+        can_pop = Signal()
+        m.d.comb += [
+            can_pop.eq(f_active & beatq.r_rdy & (~head.last | frontq.w_rdy) &
+                       (~to_rl | rl.i.ready)),
+            f_pop.eq(can_pop),
+            f_end.eq(f_pop & head.last),
+            beatq.r_en.eq(f_pop),
+            rl.i.valid.eq(f_active & beatq.r_rdy & to_rl & (~head.last | frontq.w_rdy)),
+            rl.i.payload.eq(head),
+        ]
+        f_load = Signal()
+        m.d.comb += [f_load.eq(modeq.r_rdy & (~f_active | f_end)), modeq.r_en.eq(f_load)]
+        with m.If(f_end):
+            m.d.sync += f_active.eq(0)
+        with m.If(f_load):
+            m.d.sync += [f_active.eq(1), f_mode.eq(modeq.r_data), f_q.eq(0), f_bytes.eq(0),
+                         f_start.eq(Mux(f_pop, f_ptr + Mux(f_q < MAX_FRAME_BEATS, 1, 0), f_ptr))]
+        nb_head = Signal(6)
+        m.d.comb += nb_head.eq(sum(head.keep[j] for j in range(BEAT_BYTES)))
+        with m.If(f_pop):
+            with m.If(f_q < MAX_FRAME_BEATS):
+                m.d.sync += f_ptr.eq(f_ptr + 1)
+            with m.If(~head.last):
+                m.d.sync += [f_q.eq(Mux(f_q <= MAX_FRAME_BEATS, f_q + 1, f_q)),
+                             f_bytes.eq(f_bytes + BEAT_BYTES)]
+        stored = Signal(9)
+        m.d.comb += stored.eq(Mux(f_q < MAX_FRAME_BEATS, f_q + 1, MAX_FRAME_BEATS))
+        front_w = Signal(FrontResult)
+        m.d.comb += [
+            front_w.info.eq(f_mode.info), front_w.compress.eq(f_mode.compress),
+            front_w.frame_len.eq(f_bytes + nb_head), front_w.stored.eq(stored),
+            front_w.orig_start.eq(f_start), front_w.user.eq(head.user),
+            front_w.drop.eq(f_q >= MAX_FRAME_BEATS),
+            frontq.w_en.eq(f_end), frontq.w_data.eq(front_w),
+        ]
+
+        # Header checksums: masks from the frame's offsets, one register stage, then
+        # the two Checksum pipelines (their results pair up in hsumq, one per frame).
+        info = f_mode.info
+        base = Signal(8)
+        m.d.comb += base.eq(Mux(f_q < 7, f_q, 7) << 5)    # header bytes are < 224
+        l3, l4, P = info.l3, info.l4, info.payload_offset
+        csum_off = Signal(7)
+        m.d.comb += csum_off.eq(l4 + Mux(info.udp, 6, 16))
+        r_ipa = range_mask(m, "m_ipa", base, l3 + 4, l3 + 10)
+        r_ipb = range_mask(m, "m_ipb", base, l3 + 12, l4)
+        r_adr = range_mask(m, "m_adr", base, l3 + 12, l3 + 20)
+        r_l4a = range_mask(m, "m_l4a", base, l4, csum_off)
+        r_l4b = range_mask(m, "m_l4b", base, csum_off + 2, P)
+        ck_v, ck_first, ck_last = Signal(), Signal(), Signal()
+        ck_data = Signal(B)
+        ck_mip, ck_ml4 = Signal(BEAT_BYTES), Signal(BEAT_BYTES)
+        m.d.sync += [
+            ck_v.eq(f_pop), ck_first.eq(f_q == 0), ck_last.eq(head.last),
+            ck_data.eq(head.data), ck_mip.eq(r_ipa | r_ipb), ck_ml4.eq(r_adr | r_l4a | r_l4b),
+        ]
+        for ck, mask in ((ck_ip, ck_mip), (ck_l4, ck_ml4)):
+            m.d.comb += [ck.valid.eq(ck_v), ck.first.eq(ck_first), ck.last.eq(ck_last),
+                         ck.data.eq(ck_data), ck.mask.eq(mask)]
+        # hsumq never overflows: frontq (8) gates the front stage and the checksum
+        # pipelines hold fewer than 8 more frames.
+        m.d.comb += [hsumq.w_en.eq(ck_ip.done), hsumq.w_data.eq(Cat(ck_ip.sum, ck_l4.sum))]
+
+        # ------------------------------------------------------------ group former
+        # Realigned payload beats -> CompressionUnit groups. One beat is held back so that
+        # a final beat with only tail bytes (< 4) marks the previous group as the last.
+        g_valid = Signal()
+        g_data = Signal(B)
+        g_nb = Signal(6)
+        g_last = Signal()
+        rl_nb = Signal(6)
+        m.d.comb += rl_nb.eq(sum(rl.o.payload.keep[j] for j in range(BEAT_BYTES)))
+        absorb = Signal()
+        m.d.comb += absorb.eq(~g_last & rl.o.valid & rl.o.payload.last & (rl_nb < 4))
+        grp_last = Signal()
+        m.d.comb += grp_last.eq(g_last | absorb)
+        g_out = Signal()
+        m.d.comb += g_out.eq(g_valid & (g_last | rl.o.valid) & kq.r_rdy &
+                             (~grp_last | tailq.w_rdy))
+        g_fire = Signal()
+        m.d.comb += g_fire.eq(g_out & cu.i.ready)
+        # Tail bytes: after the last whole value of the held last beat, or the absorbed beat.
+        tail_lane = Signal(3)
+        m.d.comb += tail_lane.eq(g_nb[2:5])
+        held_tail = Signal(24)
+        with m.Switch(tail_lane):
+            for j in range(8):
+                with m.Case(j):
+                    m.d.comb += held_tail.eq(g_data[32 * j: 32 * j + 24])
+        count = Signal(4)
+        tail_w = Signal(TailInfo)
+        m.d.comb += count.eq(Mux(g_last, Mux(g_nb < 4, 1, g_nb[2:6]), 8))
+        m.d.comb += [
+            cu.i.valid.eq(g_out),
+            cu.i.payload.values.eq(g_data),
+            cu.i.payload.count.eq(count),
+            cu.i.payload.last.eq(grp_last),
+            cu.k.eq(kq.r_data),
+            kq.r_en.eq(g_fire & grp_last),
+            tailq.w_en.eq(g_fire & grp_last),
+            tail_w.tail.eq(Mux(absorb, rl.o.payload.data[:24], held_tail)),
+            tail_w.r.eq(Mux(absorb, rl_nb[:2], g_nb[:2])),
+            tailq.w_data.eq(tail_w),
+            rl.o.ready.eq(~g_valid | g_fire),
+        ]
+        with m.If(g_fire & absorb):
+            m.d.sync += g_valid.eq(0)
+        with m.Elif(rl.o.ready):
+            m.d.sync += [g_valid.eq(rl.o.valid), g_data.eq(rl.o.payload.data), g_nb.eq(rl_nb),
+                         g_last.eq(rl.o.payload.last)]
+
+        # ------------------------------------------------------------------ feeder
+        # AlignmentUnit input: [P mod 32 placeholders + shim], the groups, and the tail
+        # (folded into the last group's vector when it fits, to save a clock per frame).
+        a_in = au.i
+        fd_groups = Signal()        # 0: the prefix is next; 1: the frame's groups
+        fd_tail = Signal()          # the tail is owed as a vector of its own
+        fd_first = Signal()         # next group is the frame's first (D checksum)
+        c_len = Signal(17)
+        shim_h = Signal(shimq.r_data.shape())
+        m.d.comb += shim_h.eq(shimq.r_data)
+        sh = data.View(ShimInfo, shim_h)
+        shim_bytes = Signal(32)
+        m.d.comb += shim_bytes.eq(Cat(sh.L[8:], sh.L[:8], C(SHIM_MAGIC, 8), sh.k, C(0, 1)))
+        prefix = Signal(8 * VECTOR_BYTES)
+        with m.Switch(sh.plane):
+            for j in range(BEAT_BYTES):
+                with m.Case(j):
+                    m.d.comb += prefix.eq(shim_bytes << (8 * j))
+        tail_h = data.View(TailInfo, tailq.r_data)
+        g = cu.o.payload
+        fits = Signal()
+        m.d.comb += fits.eq(g.length + tail_h.r <= VECTOR_BYTES)
+        # The group data with the tail appended at byte `length` (when it fits).
+        merged = Signal(8 * VECTOR_BYTES)
+        with m.Switch(g.length):
+            for j in range(2, 35):
+                with m.Case(j):
+                    m.d.comb += merged.eq(g.data[:8 * j] | (tail_h.tail << (8 * j)))
+        last_grp = Signal()
+        m.d.comb += last_grp.eq(g.last & tailq.r_rdy)
+        fd_fire = Signal()
+        d_beat = Signal()           # a D-checksum beat this clock
+        d_first, d_last = Signal(), Signal()
+        d_data = Signal(B)
+        d_mask = Signal(BEAT_BYTES)
+        clen_add = Signal(7)
+        with m.If(fd_tail):
+            m.d.comb += [
+                a_in.valid.eq(tailq.r_rdy & clenq.w_rdy),
+                a_in.payload.data.eq(tail_h.tail), a_in.payload.length.eq(tail_h.r),
+                a_in.payload.last.eq(1),
+                fd_fire.eq(a_in.valid & a_in.ready),
+                clen_add.eq(tail_h.r),
+            ]
+        with m.Elif(~fd_groups):
+            m.d.comb += [
+                a_in.valid.eq(shimq.r_rdy),
+                a_in.payload.data.eq(prefix), a_in.payload.length.eq(sh.plane + 4),
+                a_in.payload.last.eq(0),
+                fd_fire.eq(a_in.valid & a_in.ready),
+            ]
+        with m.Else():
+            # A last group waits for its tail entry (written by the group former when the
+            # group entered the CompressionUnit, so it is there by now).
+            end_here = Signal()
+            m.d.comb += end_here.eq(g.last & fits)
+            m.d.comb += [
+                a_in.valid.eq(cu.o.valid & (~g.last | (tailq.r_rdy & (~fits | clenq.w_rdy)))),
+                a_in.payload.data.eq(Mux(end_here, merged, g.data)),
+                a_in.payload.length.eq(Mux(end_here, g.length + tail_h.r, g.length)),
+                a_in.payload.last.eq(end_here),
+                fd_fire.eq(a_in.valid & a_in.ready),
+                cu.o.ready.eq(a_in.ready & (~g.last | (tailq.r_rdy & (~fits | clenq.w_rdy)))),
+                clen_add.eq(Mux(end_here, g.length + tail_h.r, g.length)),
+                d_beat.eq(fd_fire), d_first.eq(fd_first), d_data.eq(g.decoded), d_mask.eq(~0),
+            ]
+        tail_mask = Signal(BEAT_BYTES)
+        m.d.comb += tail_mask.eq(Mux(tail_h.r == 0, 0, Mux(tail_h.r == 1, 0b1, Mux(tail_h.r == 2, 0b11, 0b111))))
+        # D checksum: decoded groups, then the tail bytes (payload offset 4n is even).
+        # When the tail is folded into the last group, its bytes follow as a second
+        # checksum beat on the next clock.
+        dt_pending = Signal()
+        dt_data = Signal(24)
+        dt_mask = Signal(3)
+        ends_frame = Signal()
+        m.d.comb += ends_frame.eq(fd_fire & a_in.payload.last)
+        with m.If(dt_pending):
+            m.d.comb += [ck_d.valid.eq(1), ck_d.first.eq(0), ck_d.last.eq(1),
+                         ck_d.data.eq(dt_data), ck_d.mask.eq(dt_mask)]
+        with m.Else():
+            m.d.comb += [ck_d.valid.eq(d_beat), ck_d.first.eq(d_first), ck_d.last.eq(0),
+                         ck_d.data.eq(d_data), ck_d.mask.eq(d_mask)]
+        m.d.sync += dt_pending.eq(ends_frame)
+        with m.If(ends_frame):
+            m.d.sync += [dt_data.eq(tail_h.tail), dt_mask.eq(tail_mask[:3])]
+        # A tail-only vector may come on the clock right after a group; the tail beat
+        # of the D checksum is the one registered at `ends_frame`, so both paths meet.
+        m.d.comb += [dsumq.w_en.eq(ck_d.done), dsumq.w_data.eq(ck_d.sum)]
+
+        with m.If(fd_fire):
+            m.d.sync += c_len.eq(Mux(~fd_groups & ~fd_tail, 4, c_len + clen_add))
+            with m.If(fd_tail):
+                m.d.sync += [fd_tail.eq(0), fd_groups.eq(0)]
+            with m.Elif(~fd_groups):
+                m.d.sync += [fd_groups.eq(1), fd_first.eq(1)]
+            with m.Else():
+                m.d.sync += fd_first.eq(0)
+                with m.If(g.last):
+                    with m.If(fits):
+                        m.d.sync += fd_groups.eq(0)
+                    with m.Else():
+                        m.d.sync += fd_tail.eq(1)
+        m.d.comb += [
+            shimq.r_en.eq(ends_frame),
+            tailq.r_en.eq(ends_frame),
+            clenq.w_en.eq(ends_frame),
+            clenq.w_data.eq(c_len + clen_add),
+        ]
+
+        # ------------------------------------------------------------ comp writer
+        # AlignmentUnit beats -> comp ring; a frame's region is capped at 288 beats (a
+        # larger result is never sent: it cannot be smaller than the payload).
+        cw_n = Signal(range(MAX_FRAME_BEATS + 2))
+        cw_start = Signal(comp.wp.shape())
+        cw_store = Signal()
+        m.d.comb += [
+            cw_store.eq(cw_n < MAX_FRAME_BEATS),
+            au.o.ready.eq(compq.w_rdy & (comp.w_room | ~cw_store)),
+            comp.w_en.eq(au.o.valid & au.o.ready & cw_store),
+            comp.w_data.eq(au.o.payload.data),
+        ]
+        cw_fire = Signal()
+        m.d.comb += cw_fire.eq(au.o.valid & au.o.ready)
+        with m.If(cw_fire):
+            with m.If(au.o.payload.last):
+                m.d.sync += [cw_n.eq(0), cw_start.eq(comp.wp + cw_store)]
+            with m.Elif(cw_store):
+                m.d.sync += cw_n.eq(cw_n + 1)
+        m.d.comb += [
+            compq.w_en.eq(cw_fire & au.o.payload.last),
+            compq.w_data.eq(Cat(cw_start, (comp.wp + cw_store)[:11])),
+        ]
+
+        # ---------------------------------------------------------------- finisher
+        # One frame at a time, in order: wait for its results, decide, let HeaderRewrite
+        # compute the patches, push the descriptor. About 8 clocks per frame.
+        fr = Signal(FrontResult)
+        m.d.comb += fr.eq(frontq.r_data)
+        fin_ready = Signal()
+        m.d.comb += fin_ready.eq(frontq.r_rdy & hsumq.r_rdy &
+                                 (~fr.compress | (clenq.r_rdy & dsumq.r_rdy & compq.r_rdy)))
+        x = Signal(FrontResult)
+        x_hs = Signal(32)
+        x_clen = Signal(17)
+        x_dsum = Signal(16)
+        x_comp = Signal(22)
+        x_elig = Signal()
+        x_win = Signal()
+        x_mode = Signal(2)
+        desc = Signal(Desc)
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += [frontq.r_en.eq(fin_ready), hsumq.r_en.eq(fin_ready)]
+                m.d.comb += [clenq.r_en.eq(fin_ready & fr.compress),
+                             dsumq.r_en.eq(fin_ready & fr.compress),
+                             compq.r_en.eq(fin_ready & fr.compress)]
+                with m.If(fin_ready):
+                    m.d.sync += [x.eq(fr), x_hs.eq(hsumq.r_data), x_clen.eq(clenq.r_data),
+                                 x_dsum.eq(dsumq.r_data), x_comp.eq(compq.r_data)]
+                    m.next = "DECIDE"
+            with m.State("DECIDE"):
+                m.d.sync += [
+                    x_elig.eq(x.compress & ~x.user & ~x.drop &
+                              (x.frame_len >= x.info.min_frame_len)),
+                    x_win.eq(x_clen < x.info.payload_len),
+                ]
+                m.next = "MODE"
+            with m.State("MODE"):
+                m.d.sync += x_mode.eq(Mux(x.drop, MODE_DROP,
+                                          Mux(x_elig & x_win, MODE_COMP, MODE_PASS)))
+                m.d.comb += hr.start.eq(1)
+                m.next = "REWRITE"
+            with m.State("REWRITE"):
+                with m.If(hr.done):
+                    m.next = "PUSH"
+            with m.State("PUSH"):
+                m.d.comb += [descq.w_en.eq(1)]
+                with m.If(descq.w_rdy):
+                    with m.Switch(x_mode):
+                        with m.Case(MODE_DROP):
+                            m.d.sync += self.dropped.eq(self.dropped + 1)
+                        with m.Case(MODE_COMP):
+                            m.d.sync += [
+                                self.compressed.eq(self.compressed + 1),
+                                self.payload_bytes_in.eq(self.payload_bytes_in + x.info.payload_len),
+                                self.payload_bytes_out.eq(self.payload_bytes_out + x_clen),
+                            ]
+                        with m.Default():
+                            with m.If(x_elig):
+                                m.d.sync += self.fallback.eq(self.fallback + 1)
+                            with m.Else():
+                                m.d.sync += self.bypassed.eq(self.bypassed + 1)
+                    m.next = "IDLE"
+        # HeaderRewrite inputs (held in x while it runs).
+        is_comp = Signal()
+        is_fb = Signal()
+        m.d.comb += [
+            is_comp.eq(x_elig & x_win & ~x.drop),
+            is_fb.eq(x_elig & ~x_win & ~x.drop),
+            hr.compressed.eq(is_comp), hr.fallback.eq(is_fb),
+            hr.udp.eq(x.info.udp), hr.l3.eq(x.info.l3), hr.ihl.eq(x.info.ihl),
+            hr.l4.eq(x.info.l4), hr.proto.eq(x.info.proto), hr.tos.eq(x.info.tos),
+            hr.ip_total_len.eq(x.info.ip_total_len), hr.payload_len.eq(x.info.payload_len),
+            hr.c_len.eq(x_clen), hr.l4_csum.eq(x.info.l4_csum),
+            hr.ip_rest_sum.eq(x_hs[:16]), hr.l4_hdr_sum.eq(x_hs[16:]), hr.d_sum.eq(x_dsum),
+        ]
+        out_len = Signal(17)
+        m.d.comb += out_len.eq(Mux(x_mode == MODE_COMP,
+                                   x.info.payload_offset + x_clen, x.frame_len))
+        m.d.comb += [
+            desc.mode.eq(x_mode), desc.user.eq(x.user & (x_mode == MODE_PASS)),
+            desc.orig_start.eq(x.orig_start), desc.orig_next.eq(x.orig_start + x.stored),
+            desc.has_comp.eq(x.compress),
+            desc.comp_start.eq(x_comp[:11]), desc.comp_next.eq(x_comp[11:]),
+            desc.nbeats.eq((out_len + BEAT_BYTES - 1) >> 5),
+            desc.last_bytes.eq((out_len - 1)[:5] + 1),
+            desc.pb.eq(x.info.payload_offset[5:]), desc.plane.eq(x.info.payload_offset[:5]),
+            desc.patches.eq(hr.patches),
+            descq.w_data.eq(desc),
+        ]
+
+        # ------------------------------------------------------------------ egress
+        # E0 issues one beat read per clock (both stores), E1 has the BRAM data and
+        # merges / patches it, E2 pushes into outq. Reads are issued only with room in
+        # outq for every beat in flight, so the pipeline never has to stall.
+        e_active = Signal()
+        e = Signal(Desc)
+        e_b = Signal(9)
+        inflight = Signal(2)
+        room = Signal()
+        m.d.comb += room.eq(outq.level + inflight + 1 < outq.depth)
+        dh = Signal(Desc)
+        m.d.comb += dh.eq(descq.r_data)
+        issue = Signal()
+        e_lastb = Signal()
+        m.d.comb += [
+            e_lastb.eq(e_b + 1 == e.nbeats),
+            issue.eq(e_active & (e.mode != MODE_DROP) & room),
+        ]
+        e_done = Signal()           # the current descriptor is finished this clock
+        m.d.comb += e_done.eq(e_active & ((e.mode == MODE_DROP) | (issue & e_lastb)))
+        e_load = Signal()
+        m.d.comb += [e_load.eq(descq.r_rdy & (~e_active | e_done)), descq.r_en.eq(e_load)]
+        with m.If(e_done):
+            m.d.sync += e_active.eq(0)
+        with m.If(issue):
+            m.d.sync += e_b.eq(e_b + 1)
+        with m.If(e_load):
+            m.d.sync += [e_active.eq(1), e.eq(dh), e_b.eq(0)]
+        # Releasing a frame's ring entries once its last beat is read.
+        m.d.comb += [
+            orig.rel_en.eq(e_done), orig.rel.eq(e.orig_next),
+            comp.rel_en.eq(e_done & e.has_comp), comp.rel.eq(e.comp_next),
+        ]
+        is_c = Signal()
+        m.d.comb += is_c.eq(e.mode == MODE_COMP)
+        m.d.comb += [
+            orig.r_en.eq(issue), orig.r_addr.eq((e.orig_start + e_b)[:orig.addr_width]),
+            comp.r_en.eq(issue), comp.r_addr.eq((e.comp_start + e_b - e.pb)[:comp.addr_width]),
+        ]
+        # E0 -> E1 control: which lanes come from the comp store, which are patched.
+        sel_lo = Signal(BEAT_BYTES)     # lanes >= plane
+        for j in range(BEAT_BYTES):
+            m.d.comb += sel_lo[j].eq(e.plane <= j)
+        e1_v, e1_last, e1_user = Signal(), Signal(), Signal()
+        e1_keep = Signal(BEAT_BYTES)
+        e1_sel = Signal(BEAT_BYTES)
+        e1_pmask = Signal(BEAT_BYTES)
+        e1_pval = Signal(B)
+        keep_last = Signal(BEAT_BYTES)
+        for j in range(BEAT_BYTES):
+            m.d.comb += keep_last[j].eq(e.last_bytes > j)
+        pmask = Signal(BEAT_BYTES)
+        pval = Signal(B)
+        hits = []
+        for idx in range(PATCHES):
+            p = e.patches[idx]
+            hit = Signal(BEAT_BYTES, name=f"phit{idx}")
+            m.d.comb += hit.eq(Mux(p.en & (p.beat == e_b), p.lane, 0))
+            hits.append((hit, p.value))
+        for j in range(BEAT_BYTES):
+            m.d.comb += pmask[j].eq(Cat(*(h[j] for h, _ in hits)).any())
+            byte = 0
+            for h, v in hits:
+                byte = byte | (v & h[j].replicate(8))
+            m.d.comb += pval[8 * j: 8 * j + 8].eq(byte)
+        m.d.sync += e1_v.eq(issue)
+        with m.If(issue):
+            m.d.sync += [
+                e1_last.eq(e_lastb), e1_user.eq(e.user & e_lastb),
+                e1_keep.eq(Mux(e_lastb, keep_last, ~0)),
+                e1_sel.eq(Mux(is_c & (e_b > e.pb), ~0, Mux(is_c & (e_b == e.pb), sel_lo, 0))),
+                e1_pmask.eq(pmask), e1_pval.eq(pval),
+            ]
+        # E1: merge and patch.
+        e2_v = Signal()
+        e2 = Signal(AxisBeat)
+        merged_b = Signal(B)
+        for j in range(BEAT_BYTES):
+            lane = slice(8 * j, 8 * j + 8)
+            m.d.comb += merged_b[lane].eq(
+                Mux(e1_pmask[j], e1_pval[lane],
+                    Mux(e1_sel[j], comp.r_data[lane], orig.r_data[lane])) & e1_keep[j].replicate(8))
+        m.d.sync += [e2_v.eq(e1_v), e2.data.eq(merged_b), e2.keep.eq(e1_keep),
+                     e2.last.eq(e1_last), e2.user.eq(e1_user)]
+        m.d.comb += [outq.w_en.eq(e2_v), outq.w_data.eq(e2)]
+        m.d.sync += inflight.eq(inflight + issue - e2_v)
+
+        # ------------------------------------------------------------------ output
+        o_beat = Signal(AxisBeat)
+        m.d.comb += [
+            o_beat.eq(outq.r_data),
+            self.o.valid.eq(outq.r_rdy), self.o.payload.eq(o_beat), outq.r_en.eq(self.o.ready),
+        ]
+        with m.If(self.o.valid & self.o.ready & o_beat.last):
+            m.d.sync += self.frames_out.eq(self.frames_out + 1)
+        return m
