@@ -2,9 +2,13 @@
 
 One float32 bit pattern and the error bound 2^-k give a 2-bit tag, the stored bits
 (0, 8, 16 or 32) and the value the receiver will restore. Everything works on whole
-NumPy arrays of uint32 bit patterns; there is no per-value Python code.
+NumPy arrays of uint32 bit patterns; there is no per-value Python code. For speed the
+work goes through small per-k lookup tables indexed by the sign and exponent, in
+cache-sized chunks with in-place NumPy operations; the tables are built from the
+spec's rules and tests/test_golden_speedup.py checks them against the plain formulas.
 """
 
+import functools
 import numbers
 
 import numpy as np
@@ -50,6 +54,89 @@ def as_bits(bits):
     raise ValueError(f"expected float32 bit patterns as uint32, got dtype {a.dtype}")
 
 
+_CHUNK = 1 << 15  # values per pass: keeps every temporary in the L2 cache
+# Per tag, the bytes of a stored field as a little-endian uint32 of 0/1 bytes.
+_KEEP_BY_TAG = np.array([0x00000000, 0x00000001, 0x00000101, 0x01010101], dtype=np.uint32)
+
+
+@functools.lru_cache(maxsize=None)
+def _encode_luts(k):
+    """Per-k tables indexed by the top 9 bits of a float (sign and exponent).
+
+    Every result of Algorithm 2 depends on those 9 bits plus plain bit operations on
+    the float, so one gather per table replaces the chains of comparisons and np.where:
+      stored  = ((f & MASK) >> SHIFT) | OR      (OR holds the hidden one and the sign)
+      decoded = f & DMASK                        (truncation toward zero = clearing the
+                                                  mantissa bits below 2^-7 or 2^-15;
+                                                  0 when nothing is left, so +0.0)
+    """
+    t, m_lim = band_limits(k)
+    tag = np.zeros(512, np.uint8)
+    mask = np.zeros(512, np.uint32)
+    shift = np.zeros(512, np.uint32)
+    orv = np.zeros(512, np.uint32)
+    dmask = np.zeros(512, np.uint32)
+    for idx in range(512):
+        s, e = idx >> 8, idx & 0xFF
+        if e >= 127:
+            tag[idx], mask[idx], dmask[idx] = TAG_RAW, 0xFFFFFFFF, 0xFFFFFFFF
+        elif e < t:
+            continue  # tag 00, everything 0
+        else:
+            b16 = e >= m_lim
+            tag[idx] = TAG_16BIT if b16 else TAG_8BIT
+            # 16-bit: q15 = fixed >> 8, 8-bit: q7 = fixed >> 16 (fixed = mant >> (127 - e)).
+            # Shifts of 24 or more empty the 24-bit significand; stop at 31 (NumPy limit).
+            sh = min((127 - e) + (8 if b16 else 16), 31)
+            mask[idx], shift[idx] = 0x7FFFFF, sh
+            orv[idx] = ((1 << 23) >> sh) | (s << (15 if b16 else 7))
+            # Clear the mantissa bits below 2^-15 (2^-7); none left below exponent 112 (120).
+            clear = (135 if b16 else 143) - e
+            dmask[idx] = (0xFFFFFFFF << clear) & 0xFFFFFFFF if clear <= 23 else 0
+    width = TAG_WIDTH[tag]
+    keep = _KEEP_BY_TAG[tag]
+    return tag, mask, shift, orv, dmask, width, keep
+
+
+def _encode_into(f, k, tag, stored, width, decoded, keep=None):
+    """Algorithm 2 over a flat contiguous uint32 array, into preallocated flat outputs.
+
+    Any output may be None (not computed). ``keep`` gets, per value, a uint32 whose
+    little-endian bytes are 1 for the bytes of the stored field (the packer's mask).
+    Works chunk by chunk, in place, so that the temporaries stay in the cache.
+    """
+    luts = _encode_luts(k)
+    lut_tag, lut_mask, lut_shift, lut_or, lut_dmask, lut_width, lut_keep = luts
+    n = f.size
+    size = min(n, _CHUNK)
+    u32 = np.empty(size, np.uint32)
+    idx = np.empty(size, np.intp)
+    for lo in range(0, n, _CHUNK):
+        hi = min(lo + _CHUNK, n)
+        m = hi - lo
+        fc, tmp, ix = f[lo:hi], u32[:m], idx[:m]
+        np.right_shift(fc, np.uint32(23), out=tmp)
+        ix[...] = tmp
+        if tag is not None:
+            lut_tag.take(ix, out=tag[lo:hi], mode="clip")
+        if width is not None:
+            lut_width.take(ix, out=width[lo:hi], mode="clip")
+        if keep is not None:
+            lut_keep.take(ix, out=keep[lo:hi], mode="clip")
+        if decoded is not None:
+            dc = decoded[lo:hi]
+            lut_dmask.take(ix, out=dc, mode="clip")
+            np.bitwise_and(dc, fc, out=dc)
+        if stored is not None:
+            sc = stored[lo:hi]
+            lut_mask.take(ix, out=sc, mode="clip")
+            np.bitwise_and(sc, fc, out=sc)
+            lut_shift.take(ix, out=tmp, mode="clip")
+            np.right_shift(sc, tmp, out=sc)
+            lut_or.take(ix, out=tmp, mode="clip")
+            np.bitwise_or(sc, tmp, out=sc)
+
+
 def compression_block(bits, k):
     """Compress float32 bit patterns (Algorithm 2, spec section 1).
 
@@ -58,28 +145,56 @@ def compression_block(bits, k):
     ``decoded`` is the bit pattern the receiver restores.
     """
     f = as_bits(bits)
-    t, m_lim = band_limits(k)
-    s = f >> np.uint32(31)
-    e = (f >> np.uint32(23)) & np.uint32(0xFF)
-    mant = (f & np.uint32(0x7FFFFF)) | np.uint32(1 << 23)
-    # Shift amounts reach k <= 126; NumPy shifts >= 32 are undefined, and 24 already
-    # empties the 24-bit significand, so clamp there.
-    shift = np.minimum(np.uint32(127) - np.minimum(e, np.uint32(127)), np.uint32(24))
-    fixed = mant >> shift  # |f| with 23 fraction bits, truncated
-    q15 = (fixed >> np.uint32(8)) & np.uint32(0x7FFF)
-    q7 = (fixed >> np.uint32(16)) & np.uint32(0x7F)
+    k = check_k(k)
+    shape = f.shape
+    f = np.ascontiguousarray(f).reshape(-1)
+    tag = np.empty(f.size, np.uint8)
+    stored = np.empty(f.size, np.uint32)
+    width = np.empty(f.size, np.uint8)
+    decoded = np.empty(f.size, np.uint32)
+    _encode_into(f, k, tag, stored, width, decoded)
+    width = width.reshape(shape)
+    return (tag.reshape(shape), stored.reshape(shape),
+            width[()] if width.ndim == 0 else width, decoded.reshape(shape))
 
-    raw = e >= 127
-    zero = e < t
-    b16 = ~raw & ~zero & (e >= m_lim)
-    tag = np.where(raw, TAG_RAW, np.where(zero, TAG_ZERO, np.where(b16, TAG_16BIT, TAG_8BIT)))
-    tag = tag.astype(np.uint8)
-    stored = np.where(raw, f,
-                      np.where(zero, np.uint32(0),
-                               np.where(b16, (s << np.uint32(15)) | q15, (s << np.uint32(7)) | q7)))
-    stored = stored.astype(np.uint32)
-    width = TAG_WIDTH[tag]
-    return tag, stored, width, decompression_block(tag, stored)
+
+# Decoding goes through one 65536-entry table: an 8-bit field {s, q7} is the 16-bit
+# field {s, q7 << 8} (q7 * 2^-7 == (q7 << 8) * 2^-15), so a tag picks a shift and a
+# mask that bring the field to 16 bits (tags 00 and 11 to 0), and a raw mask that lets
+# a tag-11 value through unchanged.
+def _build_dec16():
+    x = np.arange(1 << 16, dtype=np.uint32)
+    q = x & np.uint32(0x7FFF)
+    # q * 2^-15 is exact in float32 (q < 2^15); +0.0 for q = 0 whatever the sign.
+    mag = (q.astype(np.float32) * np.float32(2.0 ** -15)).view(np.uint32)
+    return np.where(q != 0, mag | ((x >> np.uint32(15)) << np.uint32(31)), np.uint32(0)).astype(np.uint32)
+
+
+_DEC16 = _build_dec16()
+_DEC_SHIFT = np.array([0, 8, 0, 0], dtype=np.uint32)
+_DEC_MASK = np.array([0, 0xFF00, 0xFFFF, 0], dtype=np.uint32)
+_DEC_RAW = np.array([0, 0, 0, 0xFFFFFFFF], dtype=np.uint32)
+
+
+def _decode_into(tag, v, out):
+    """Algorithm 3 over flat contiguous arrays (tag uint8 0..3, v uint32) into ``out``."""
+    n = v.size
+    size = min(n, _CHUNK)
+    ix = np.empty(size, np.intp)
+    tmp = np.empty(size, np.uint32)
+    for lo in range(0, n, _CHUNK):
+        hi = min(lo + _CHUNK, n)
+        m = hi - lo
+        t, vc, oc, tc = ix[:m], v[lo:hi], out[lo:hi], tmp[:m]
+        t[...] = tag[lo:hi]
+        _DEC_SHIFT.take(t, out=tc, mode="clip")
+        np.left_shift(vc, tc, out=tc)
+        _DEC_MASK.take(t, out=oc, mode="clip")
+        np.bitwise_and(tc, oc, out=tc)
+        _DEC16.take(tc, out=oc, mode="clip")
+        _DEC_RAW.take(t, out=tc, mode="clip")
+        np.bitwise_and(tc, vc, out=tc)
+        np.bitwise_or(oc, tc, out=oc)
 
 
 def decompression_block(tag, stored):
@@ -93,15 +208,10 @@ def decompression_block(tag, stored):
         raise ValueError("tags must be integers 0..3")
     tag = tag.astype(np.uint8)
     v = as_bits(stored)
-    # q * 2^-7 and q * 2^-15 are exact in float32 (q < 2^15), so float arithmetic
-    # gives exactly the bit pattern Algorithm 3 builds by hand.
-    q7 = (v & np.uint32(0x7F)).astype(np.float32) * np.float32(2.0 ** -7)
-    s7 = (v >> np.uint32(7)) & np.uint32(1)
-    q15 = (v & np.uint32(0x7FFF)).astype(np.float32) * np.float32(2.0 ** -15)
-    s15 = (v >> np.uint32(15)) & np.uint32(1)
-    mag = np.where(tag == TAG_8BIT, q7, q15).astype(np.float32).view(np.uint32)
-    sign = np.where(tag == TAG_8BIT, s7, s15)
-    # +0.0 for q = 0: only set the sign bit on a non-zero magnitude.
-    fixed = np.where(mag != 0, mag | (sign << np.uint32(31)), np.uint32(0))
-    out = np.where(tag == TAG_RAW, v, np.where(tag == TAG_ZERO, np.uint32(0), fixed))
-    return out.astype(np.uint32)
+    tag, v = np.broadcast_arrays(tag, v)
+    shape = v.shape
+    tag = np.ascontiguousarray(tag).reshape(-1)
+    v = np.ascontiguousarray(v).reshape(-1)
+    out = np.empty(v.size, np.uint32)
+    _decode_into(tag, v, out)
+    return out.reshape(shape)

@@ -9,7 +9,7 @@ from .checksum import ip_header_checksum, l4_checksum
 from .codec import K_DEFAULT, K_MAX, K_MIN
 from .counters import MAX_FRAME_BYTES, Counters
 from .packet_matcher import DSCP_DEFAULT, IPPROTO_TCP, IPPROTO_UDP, check_dscp, packet_matcher
-from .payload import SHIM_MAGIC, compress_payload, decoded_payload, decompress_payload
+from .payload import SHIM_MAGIC, _compress, decompress_payload
 
 __all__ = ["tx_frame", "rx_frame", "ip_checksum_ok", "l4_checksum_ok", "parse_frame"]
 
@@ -57,7 +57,8 @@ def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False,
         return frame
     p, length = info.payload_offset, info.payload_len
     payload = frame[p:p + length]
-    comp = compress_payload(payload, k)
+    # C and D (needed below for the L4 checksum) from one pass of the codec.
+    comp, decoded = _compress(payload, k, True)
     if len(comp) >= length:
         # Not worth it: keep the payload, clear the DSCP so no receiver decompresses it.
         out = bytearray(frame)
@@ -70,7 +71,7 @@ def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False,
     csum_off = _csum_offset(info.proto)
     if info.proto == IPPROTO_TCP or _get16(hdr, l4 + 6) != 0:
         # The checksum of the packet as the receiver restores it (original lengths, D).
-        restored = bytes(hdr[l4:]) + decoded_payload(payload, k)
+        restored = bytes(hdr[l4:]) + decoded
         csum = l4_checksum(hdr[info.l3 + 12:info.l3 + 16], hdr[info.l3 + 16:info.l3 + 20],
                            info.proto, restored, csum_off)
         if info.proto == IPPROTO_UDP and csum == 0:

@@ -6,9 +6,11 @@ by the stored fields of values 0..7, each little-endian, 0/1/2/4 bytes. Groups f
 each other with no padding; a short last group has 00 tags for its missing values.
 """
 
+import math
+
 import numpy as np
 
-from .codec import TAG_WIDTH, as_bits, compression_block, decompression_block
+from .codec import _CHUNK, TAG_WIDTH, _decode_into, _encode_into, as_bits, check_k, compression_block
 
 __all__ = ["GROUP_VALUES", "shifter_tree", "compression_unit", "tag_decoder", "tag_word",
            "pack_groups", "unpack_groups", "group_lengths"]
@@ -83,42 +85,134 @@ def group_lengths(tagwords):
     return _LEN_LUT[np.asarray(tagwords, dtype=np.int64)]
 
 
+def _tag_words(tags):
+    """16-bit tag words of groups of 8 uint8 tags (flat, length a multiple of 8), as uint32.
+
+    The 8 tags of a group are one little-endian uint64 (tag i in byte i); three
+    shift-or-mask steps gather the 2-bit fields into bits [2i+1:2i].
+    """
+    x = tags.view("<u8").astype(np.uint64)
+    x |= x >> np.uint64(6)
+    x &= np.uint64(0x000F000F000F000F)
+    x |= x >> np.uint64(12)
+    x &= np.uint64(0x000000FF000000FF)
+    x |= x >> np.uint64(24)
+    x &= np.uint64(0xFFFF)
+    return x.astype(np.uint32)
+
+
+# The packer lays a group out in 9 little-endian 32-bit slots: slot 0 holds the tag
+# word in its upper two bytes, slots 1..8 the stored fields. A byte mask in the same
+# layout (1 for a byte that goes on the wire) turns the packing into one boolean
+# selection over the chunk.
+_SLOTS = GROUP_VALUES + 1
+_TAGWORD_KEEP = 0x01010000
+_GROUP_CHUNK = 4096  # groups per pass
+
+
+def _pack(bits, k, decoded=None):
+    """pack_groups on a flat contiguous uint32 array (n >= 1, k checked); also fills
+    ``decoded`` (uint32[n]) with the restored bit patterns when given."""
+    n = bits.size
+    g = -(-n // GROUP_VALUES)
+    per = _GROUP_CHUNK * GROUP_VALUES
+    rows = min(g, _GROUP_CHUNK)
+    vals = rows * GROUP_VALUES
+    tag = np.empty(vals, np.uint8)
+    stored = np.empty(vals, np.uint32)
+    kept = np.empty(vals, np.uint32)
+    slots = np.empty((rows, _SLOTS), "<u4")
+    keep = np.empty((rows, _SLOTS), "<u4")
+    keep[:, 0] = _TAGWORD_KEEP
+    pieces = []
+    for lo in range(0, n, per):
+        hi = min(lo + per, n)
+        m = hi - lo
+        gr = -(-m // GROUP_VALUES)
+        mv = gr * GROUP_VALUES
+        tc, sc, kc = tag[:mv], stored[:mv], kept[:mv]
+        _encode_into(bits[lo:hi], k, tc[:m], sc[:m], None,
+                     None if decoded is None else decoded[lo:hi], kc[:m])
+        # A short last group: missing values have tag 00 and take no bytes.
+        tc[m:] = 0
+        sc[m:] = 0
+        kc[m:] = 0
+        sl, kp = slots[:gr], keep[:gr]
+        sl[:, 0] = _tag_words(tc) << np.uint32(16)
+        sl[:, 1:] = sc.reshape(gr, GROUP_VALUES)
+        kp[:, 1:] = kc.reshape(gr, GROUP_VALUES)
+        # np.compress: several times faster than boolean indexing on such masks.
+        pieces.append(np.compress(kp.view(np.bool_).reshape(-1), sl.view(np.uint8).reshape(-1)).tobytes())
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
 def pack_groups(bits, k):
     """Encode n float32 bit patterns as consecutive groups (spec section 2)."""
     bits = as_bits(bits).ravel()
-    n = bits.size
-    if n == 0:
+    if bits.size == 0:
         return b""
-    tag, stored, width, _ = compression_block(bits, k)
-    g = -(-n // GROUP_VALUES)
-    pad = g * GROUP_VALUES - n
-    tag = np.concatenate([tag, np.zeros(pad, np.uint8)]).reshape(g, GROUP_VALUES)
-    stored = np.concatenate([stored, np.zeros(pad, np.uint32)]).reshape(g, GROUP_VALUES)
-    width = np.concatenate([width, np.zeros(pad, np.uint8)]).reshape(g, GROUP_VALUES)
-    words = (tag.astype(np.uint32) << _SHIFTS).sum(axis=1, dtype=np.uint32)
-    # Items per group: the tag word (2 bytes), then the 8 fields.
-    values = np.concatenate([words[:, None], stored], axis=1)
-    widths = np.concatenate([np.full((g, 1), 2, np.int64), width.astype(np.int64)], axis=1)
-    return _pack_items(values, widths)
+    return _pack(np.ascontiguousarray(bits), check_k(k))
+
+
+# Offset of each field from its group's start (tag word included), per tag word.
+_OFFS_LUT = (2 + np.cumsum(TAG_WIDTH[_TAGS_LUT], axis=1) - TAG_WIDTH[_TAGS_LUT]).astype(np.uint8)
+_LEN_LIST = _LEN_LUT.tolist()
+_WALK_GROUPS = 384   # up to this many groups, follow the chain in plain Python
 
 
 def _group_starts(ext, g):
     """Start offsets of the first g groups in the (zero-extended) byte array ``ext``.
 
-    Each start depends on every tag word before it. Instead of walking the chain one
-    group at a time, compute "next group start" for every byte position and follow it
-    by pointer doubling: log2(g) vectorized steps.
+    Each start depends on every tag word before it. A short chain is walked in plain
+    Python. A long one: "next group start" for every byte position, composed with
+    itself d times (pointer doubling) to jump S = 2^d groups at once; the chain of
+    every S-th start is walked in Python, and the S - 1 starts after each are then
+    filled in by S - 1 vectorized steps over all of them at once. d balances the
+    Python steps (g / S) against the passes over the bytes (d) and the fill (S).
     """
     size = ext.size
+    if g <= _WALK_GROUPS:
+        b = ext[:min(size, 34 * g + 2)].tobytes()
+        lens, cap = _LEN_LIST, size - 2
+        starts, pos = [0] * g, 0
+        for i in range(g):
+            starts[i] = pos
+            pos += lens[b[pos] | (b[pos + 1] << 8)]
+            if pos > cap:
+                pos = cap
+        return np.array(starts, dtype=np.int64)
     # Positions near the end would read past ext; their tag words are only needed
     # for the chain's own positions, which the caller keeps inside ext.
-    words = ext[:-1].astype(np.int64) | (ext[1:].astype(np.int64) << 8)
-    jump = np.minimum(np.arange(size - 1) + _LEN_LUT[words], size - 2)
-    starts = np.zeros(1, dtype=np.int64)
-    while starts.size < g:
-        starts = np.concatenate([starts, jump[starts]])
-        jump = jump[jump]
-    return starts[:g]
+    words = np.ndarray((size - 1,), dtype="<u2", buffer=ext, strides=(1,))
+    jump = np.empty(size - 1, np.int64)
+    ix = np.empty(min(size - 1, _CHUNK), np.intp)
+    ramp = np.arange(ix.size, dtype=np.int64)
+    for lo in range(0, size - 1, _CHUNK):
+        hi = min(lo + _CHUNK, size - 1)
+        jc, ic = jump[lo:hi], ix[:hi - lo]
+        ic[...] = words[lo:hi]
+        _LEN_LUT.take(ic, out=jc, mode="clip")
+        jc += ramp[:hi - lo]
+        jc += lo
+    np.minimum(jump, size - 2, out=jump)
+    # Two buffers in turn: no fresh (page-faulting) array per doubling step.
+    far, spare = jump, np.empty_like(jump)
+    log2_stride = max(1, min(5, round(math.log2(g / 5) / 2)))
+    for step in range(log2_stride):
+        far.take(far, out=spare, mode="clip")
+        far, spare = spare, (far if step else np.empty_like(jump))
+    stride = 1 << log2_stride
+    coarse = -(-g // stride)
+    heads = np.empty(coarse, np.int64)
+    pos = 0
+    for i in range(coarse):
+        heads[i] = pos
+        pos = int(far[pos])
+    starts = np.empty((stride, coarse), np.int64)
+    starts[0] = heads
+    for j in range(1, stride):
+        jump.take(starts[j - 1], out=starts[j], mode="clip")
+    return starts.T.reshape(-1)[:g]
 
 
 def unpack_groups(buf, n):
@@ -132,7 +226,7 @@ def unpack_groups(buf, n):
     """
     if n < 0:
         raise ValueError(f"value count must be >= 0, got {n}")
-    data = np.frombuffer(bytes(buf), dtype=np.uint8)
+    data = np.frombuffer(buf if isinstance(buf, bytes) else bytes(buf), dtype=np.uint8)
     g = -(-n // GROUP_VALUES)
     if g == 0:
         return np.zeros(0, np.uint32), 0, True
@@ -140,14 +234,24 @@ def unpack_groups(buf, n):
     # starts inside may reach 34 bytes out. Keep every chain position inside ext.
     ext = np.concatenate([data, np.zeros(2 * g + 40, np.uint8)])
     starts = _group_starts(ext, g)
-    words = ext[starts].astype(np.uint32) | (ext[starts + 1].astype(np.uint32) << np.uint32(8))
-    tags = _TAGS_LUT[words]                                   # (g, 8)
-    widths = TAG_WIDTH[tags].astype(np.int64)
-    offs = starts[:, None] + 2 + np.cumsum(widths, axis=1) - widths
-    stored = np.zeros(tags.shape, dtype=np.uint32)
-    for lane in range(4):
-        sel = widths > lane
-        stored[sel] |= ext[offs[sel] + lane].astype(np.uint32) << np.uint32(8 * lane)
-    bits = decompression_block(tags, stored).ravel()[:n]
+    words = ext[starts].astype(np.intp) | (ext[starts + 1].astype(np.intp) << 8)
     consumed = int(starts[-1] + _LEN_LUT[words[-1]])
-    return bits, consumed, consumed <= data.size
+    # Every stored field is read as the 4 bytes at its offset (an unaligned little-endian
+    # uint32 view of ext); the decoder ignores the bytes past the field's width.
+    fields = np.ndarray((ext.size - 3,), dtype="<u4", buffer=ext, strides=(1,))
+    bits = np.empty(g * GROUP_VALUES, np.uint32)
+    rows = min(g, _GROUP_CHUNK)
+    tags = np.empty((rows, GROUP_VALUES), np.uint8)
+    offs = np.empty((rows, GROUP_VALUES), np.intp)
+    rel = np.empty((rows, GROUP_VALUES), np.uint8)
+    stored = np.empty((rows, GROUP_VALUES), np.uint32)
+    for lo in range(0, g, _GROUP_CHUNK):
+        hi = min(lo + _GROUP_CHUNK, g)
+        gr = hi - lo
+        tc, oc, sc, wc = tags[:gr], offs[:gr], stored[:gr], words[lo:hi]
+        _TAGS_LUT.take(wc, axis=0, out=tc, mode="clip")
+        _OFFS_LUT.take(wc, axis=0, out=rel[:gr], mode="clip")
+        np.add(starts[lo:hi, None], rel[:gr], out=oc)
+        sc[...] = fields[oc]  # fancy indexing: np.take would copy the whole view first
+        _decode_into(tc.reshape(-1), sc.reshape(-1), bits[lo * GROUP_VALUES:hi * GROUP_VALUES])
+    return bits[:n], consumed, consumed <= data.size

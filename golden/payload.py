@@ -4,7 +4,7 @@ import numpy as np
 
 from .codec import check_k, compression_block
 from .decompression_unit import decompression_unit
-from .groups import pack_groups
+from .groups import _pack
 
 __all__ = ["SHIM_BYTES", "SHIM_MAGIC", "MAX_PAYLOAD", "make_shim", "parse_shim",
            "compress_payload", "decompress_payload", "decoded_payload"]
@@ -16,7 +16,7 @@ MAX_PAYLOAD = 0xFFFF       # the shim holds L in 16 bits
 
 def _values(payload):
     n = len(payload) // 4
-    return np.frombuffer(payload[:4 * n], dtype="<u4").astype(np.uint32)
+    return np.frombuffer(payload, dtype="<u4", count=n).astype(np.uint32, copy=False)
 
 
 def make_shim(length, k):
@@ -33,12 +33,24 @@ def parse_shim(comp):
     return int.from_bytes(comp[0:2], "big"), comp[2], comp[3]
 
 
-def compress_payload(payload, k):
-    """C = shim || groups of the L div 4 little-endian values || the L mod 4 tail bytes."""
-    payload = bytes(payload)
+def _compress(payload, k, with_decoded):
+    """(C, D or None) for bytes ``payload``: one pass of the codec gives both (the TX
+    engine needs D for the L4 checksum)."""
     shim = make_shim(len(payload), k)
     n = len(payload) // 4
-    return shim + pack_groups(_values(payload), k) + payload[4 * n:]
+    tail = payload[4 * n:]
+    if n == 0:
+        return shim + tail, (tail if with_decoded else None)
+    decoded = np.empty(n, np.uint32) if with_decoded else None
+    comp = shim + _pack(_values(payload), k, decoded) + tail
+    if with_decoded:
+        return comp, decoded.astype("<u4", copy=False).tobytes() + tail
+    return comp, None
+
+
+def compress_payload(payload, k):
+    """C = shim || groups of the L div 4 little-endian values || the L mod 4 tail bytes."""
+    return _compress(bytes(payload), k, False)[0]
 
 
 def decompress_payload(comp):

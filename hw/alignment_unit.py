@@ -6,10 +6,12 @@ for the read side, and the read side never shifts data:
 - Accept (stage A): the vector's place in the ring is fixed from the write pointer
   ``wp`` alone (byte offset ``wp mod 32`` and first slot ``wp div 32``). A vector with
   ``last`` rounds ``wp`` up to the next slot, so every packet starts at a slot
-  boundary; the bytes of the packet's final slot past its end are written as zeros.
-- Write (stage B, next clock): the registered vector, rotated by the byte offset, is
-  written with per-byte enables into the (up to 3) slots it covers; each slot lane
-  takes one of two rotations or zero, so no wide window shifter is needed.
+  boundary (the final beat's bytes past ``keep`` are sent as zeros).
+  The vector is rotated by that offset as it is registered (bytes 0..31 and 32..35
+  separately), which puts every byte in its lane.
+- Write (stage B, next clock): the registered rotations are written with per-byte
+  enables into the (up to 3) slots the vector covers; each slot lane takes one of the
+  two rotations or zero, so no wide window shifter is needed.
   Then the "released" slot pointer ``rel`` moves: slots before the one holding the
   newest byte are released (more bytes follow them, so they are not the packet's
   last); a ``last`` vector also releases the final slot and marks it ``last``.
@@ -91,11 +93,16 @@ class AlignmentUnit(wiring.Component):
         # ---- read side -------------------------------------------------------------
         rd = rp[0:2]
         emit = Signal()
+        o_last = Signal()
+        o_keep = Signal(BEAT_BYTES)
         m.d.comb += [
+            o_last.eq(slot_last.bit_select(rd, 1)),
+            o_keep.eq(Mux(o_last, slot_keep[rd], ~0)),
             self.o.valid.eq(rp != rel),
-            self.o.payload.data.eq(slot_data[rd]),
-            self.o.payload.last.eq(slot_last.bit_select(rd, 1)),
-            self.o.payload.keep.eq(Mux(slot_last.bit_select(rd, 1), slot_keep[rd], ~0)),
+            # The final slot of a packet holds stale bytes past its end: send zeros.
+            self.o.payload.data.eq(slot_data[rd] & Cat(*(k.replicate(8) for k in o_keep))),
+            self.o.payload.last.eq(o_last),
+            self.o.payload.keep.eq(o_keep),
             self.o.payload.user.eq(0),
             emit.eq(self.o.valid & self.o.ready),
         ]
@@ -125,20 +132,24 @@ class AlignmentUnit(wiring.Component):
         m.d.comb += rel_end.eq(off + length)
         nz = Signal()           # the end is inside a slot (not on a boundary)
         m.d.comb += nz.eq(rel_end[0:5] != 0)
-        lb_rel = Signal(3)      # slot of the newest byte, relative: -1..2 (mod 8)
-        ceil_rel = Signal(2)    # slots up to the end, rounded up: 0..3
-        m.d.comb += [
-            lb_rel.eq(Mux(nz, rel_end[5:7], rel_end[5:7] - 1)),
-            ceil_rel.eq(Mux(nz, rel_end[5:7] + 1, rel_end[5:7])),
-        ]
+        # Slot of the newest byte relative to wp's slot is rel_end[5:7] - 1 + nz (-1..2),
+        # the first slot after it one more (0..3). The five possible sums with wp's
+        # slot are formed from wp alone, in parallel with the adder, then selected.
+        wp_plus = [Signal(3, name=f"wp_plus{c + 1}") for c in range(-1, 4)]
+        for c, sig in zip(range(-1, 4), wp_plus):
+            m.d.comb += sig.eq(wp[5:8] + c)
         lb_slot = Signal(3)     # slot of the packet's newest byte (mod 8)
         ceil_slot = Signal(3)   # first slot after it
-        m.d.comb += [lb_slot.eq(wp[5:8] + lb_rel), ceil_slot.eq(wp[5:8] + ceil_rel)]
+        with m.Switch(Cat(rel_end[5:7], nz)):
+            for hi2 in range(3):
+                for n in range(2):
+                    with m.Case(hi2 | (n << 2)):
+                        m.d.comb += [lb_slot.eq(wp_plus[hi2 + n]),
+                                     ceil_slot.eq(wp_plus[hi2 + n + 1])]
         has_bytes = Signal()    # the packet has bytes once this vector is in
         m.d.comb += has_bytes.eq(pkt_bytes | (length != 0))
 
         wp_next = Signal(8)
-        wend = Signal(7)        # bytes [off, wend) of the 3-slot window get written
         rel_next = Signal(3)
         rel_upd = Signal()
         mark_last = Signal()
@@ -147,24 +158,26 @@ class AlignmentUnit(wiring.Component):
             m.d.comb += [mark_last.eq(has_bytes), rel_upd.eq(has_bytes),
                          rel_next.eq(ceil_slot)]
             with m.If(has_bytes):
-                m.d.comb += [wp_next.eq(Cat(C(0, 5), ceil_slot)),
-                             wend.eq(Cat(C(0, 5), ceil_rel))]
+                m.d.comb += wp_next.eq(Cat(C(0, 5), ceil_slot))
             with m.Else():
-                m.d.comb += [wp_next.eq(wp), wend.eq(0)]
+                m.d.comb += wp_next.eq(wp)
         with m.Else():
             m.d.comb += [wp_next.eq(Cat(rel_end[0:5], wp[5:8] + rel_end[5:7])),
-                         wend.eq(rel_end), rel_upd.eq(length != 0), rel_next.eq(lb_slot)]
+                         rel_upd.eq(length != 0), rel_next.eq(lb_slot)]
 
-        # Zero the bytes past `length` so that shifting them in writes zeros.
-        vmask = Signal(8 * VECTOR_BYTES)
-        m.d.comb += vmask.eq(Cat(*((length > b).replicate(8) for b in range(VECTOR_BYTES))))
+        # Byte i of the vector goes to lane (i + off) mod 32 of relative slot
+        # (i + off) div 32. Rotating bytes 0..31 and 32..35 by `off` puts every byte in
+        # its lane; stage B then picks, per lane, the low rotation, the high one or zero.
+        lo = rotate_bytes_left(m, vin.data[:8 * BEAT_BYTES], off, BEAT_BYTES, name="rot_lo")
+        hi = rotate_bytes_left(m, vin.data[8 * BEAT_BYTES:], off, BEAT_BYTES, name="rot_hi")
 
         a_valid = Signal()
-        a_data = Signal(8 * VECTOR_BYTES)
+        a_lo = Signal(8 * BEAT_BYTES)
+        a_hi = Signal(8 * BEAT_BYTES)
         a_off = Signal(5)
         a_slot = Signal(2)      # first slot
         a_start = Signal(BEAT_BYTES)            # window bytes j >= off
-        a_end = Signal(WINDOW * BEAT_BYTES)     # window bytes j < wend
+        a_end = Signal(WINDOW * BEAT_BYTES)     # window bytes j < off + length
         a_rel_upd = Signal()
         a_rel = Signal(3)
         a_mark = Signal()
@@ -176,11 +189,12 @@ class AlignmentUnit(wiring.Component):
             m.d.sync += [
                 wp.eq(wp_next),
                 pkt_bytes.eq(has_bytes & ~vin.last),
-                a_data.eq(vin.data & vmask),
+                a_lo.eq(lo),
+                a_hi.eq(hi),
                 a_off.eq(off),
                 a_slot.eq(wp[5:7]),
                 a_start.eq(Cat(*(off <= j for j in range(BEAT_BYTES)))),
-                a_end.eq(Cat(*(wend > j for j in range(WINDOW * BEAT_BYTES)))),
+                a_end.eq(Cat(*(rel_end > j for j in range(WINDOW * BEAT_BYTES)))),
                 a_rel_upd.eq(rel_upd),
                 a_rel.eq(rel_next),
                 a_mark.eq(mark_last),
@@ -190,12 +204,9 @@ class AlignmentUnit(wiring.Component):
             ]
 
         # ---- write (stage B) ---------------------------------------------------------
-        # Byte i of the vector goes to lane (i + off) mod 32 of relative slot
-        # (i + off) div 32. Rotating bytes 0..31 and 32..35 by `off` puts every byte
-        # in its lane; each lane of a relative slot then takes the low rotation, the
-        # high one, or zero, chosen by whether the lane is below `off`.
-        lo = rotate_bytes_left(m, a_data[:8 * BEAT_BYTES], a_off, BEAT_BYTES, name="rot_lo")
-        hi = rotate_bytes_left(m, a_data[8 * BEAT_BYTES:], a_off, BEAT_BYTES, name="rot_hi")
+        # Lane b of relative slot 0 holds vector byte b - off (lanes >= off); of slot 1,
+        # byte 32 + b - off (low rotation below off, high above); of slot 2, byte
+        # 64 + b - off (high rotation below off).
         below = Signal(BEAT_BYTES)      # lane b < off
         m.d.comb += below.eq(Cat(*(a_off > b for b in range(BEAT_BYTES))))
         wbytes = WINDOW * BEAT_BYTES
@@ -212,13 +223,15 @@ class AlignmentUnit(wiring.Component):
                     with m.Switch(d):
                         with m.Case(0):
                             with m.If(wen[b]):
-                                m.d.sync += dst.eq(lo[lane])
+                                m.d.sync += dst.eq(a_lo[lane])
                         with m.Case(1):
-                            with m.If(wen[BEAT_BYTES + b]):
-                                m.d.sync += dst.eq(Mux(below[b], lo[lane], hi[lane]))
+                            j = BEAT_BYTES + b
+                            with m.If(wen[j]):
+                                m.d.sync += dst.eq(Mux(below[b], a_lo[lane], a_hi[lane]))
                         with m.Case(2):
-                            with m.If(wen[2 * BEAT_BYTES + b]):
-                                m.d.sync += dst.eq(Mux(below[b], hi[lane], 0))
+                            j = 2 * BEAT_BYTES + b
+                            with m.If(wen[j]):
+                                m.d.sync += dst.eq(Mux(below[b], a_hi[lane], 0))
             with m.If(a_rel_upd):
                 m.d.sync += rel.eq(a_rel)
             with m.If(a_mark):

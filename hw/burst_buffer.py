@@ -1,38 +1,43 @@
-"""BurstBuffer (paper Fig. 10): 66 bytes (528 bits) of a compressed byte stream,
-shown as a window at the read position.
+"""BurstBuffer (paper Fig. 10): 96 bytes (three 256-bit bursts) of a compressed byte
+stream, shown as a window at the read position.
 
 A compressed group (2..34 bytes) can straddle two 256-bit bursts, so the buffer keeps
-about two bursts and shifts away what the consumer used, as the paper's decompressor
-does. The window is the buffer register itself (byte 0 = next unconsumed byte), so the
-consumer's tag decode starts straight from flip-flops.
-
-Why 66 bytes and not the paper's 512 bits: pieces are absorbed whole, and a consumer
-may be waiting for 34 bytes (a group of four raw values, or a final step that must
-see one byte past its end) while 34 are held; one more 32-byte burst must still fit,
-else the buffer waits for the consumer and the consumer for the buffer. 34 + 32 = 66.
+several bursts and shifts away what the consumer used each clock, as the paper's
+decompressor does. The window is the buffer register itself (byte 0 = next
+unconsumed byte), so the consumer's decisions start straight from flip-flops.
 
 Ports:
 - ``i``: pieces ``{data 256, first 5, count 6, last 1}``: ``count`` (0..32) valid bytes
   starting at byte ``first`` of ``data`` (first + count <= 32); ``last`` marks the final
-  piece of a payload. A piece is absorbed whole once it fits next to what remains
-  after this clock's ``consume``. Pieces are pre-aligned into a register slice first,
-  so ``i.ready`` comes straight from a flip-flop.
-- ``window`` (34 bytes), ``avail`` (bytes valid in the window, 0..34; bytes past
-  ``avail`` within the buffer read as 0 once nothing more is buffered), ``level``
-  (bytes buffered, 0..66), ``drained`` (the payload's last piece has been absorbed and
-  ``avail`` is all that remains of it).
-- ``consume`` (0..34, must be <= ``avail``): bytes dropped from the front this clock.
-- ``flush``: the consumer is done with this payload. What is buffered is discarded
-  (``consume`` is ignored that clock) and, if the last piece has not arrived yet, the
-  pieces up to and including it are dropped as they come. The next payload's pieces
-  are absorbed from then on. After a payload's last piece, nothing more is absorbed
-  until ``flush``, so payloads never mix. Flush a payload once some of it is visible
-  (``avail`` > 0) or it is drained, as the DecompressionUnit does: a flush while the
-  buffer is still dropping the previous payload's rest has no effect.
+  piece of a payload. Pieces are aligned to byte 0 and registered (``i.ready`` comes
+  from a flip-flop), then absorbed whole while at most 63 bytes are held.
+- ``window`` (34 bytes), ``avail`` (bytes valid in the window, 0..34), ``level`` (bytes
+  held, 0..95), ``drained`` (the payload's last piece has been absorbed and ``avail`` is
+  all that remains of it). Bytes at and above ``level`` read as 0.
+- ``tag_bytes``: the stored-field bytes that the tags in window bytes 0 and 1 announce
+  (0..32), so a group's length is ``2 + tag_bytes`` without decoding it here: each
+  byte carries its four tags' width sum from the input stage on.
+- ``consume`` (0..34) and ``go``: drop ``consume`` bytes from the front this clock
+  when ``go`` is high. Dropping more than ``level`` empties the buffer (a consumer
+  reading past the end of a drained payload sees zeros, as the wire format's
+  zero-extension rule asks).
+- ``flush``: the consumer is done with this payload. What is held is discarded and, if
+  the last piece has not been absorbed yet, the pieces up to and including it are
+  dropped as they come. After a payload's last piece nothing more is absorbed until
+  ``flush``, so payloads never mix. Flush a payload once some of it is visible or it
+  is drained (as the DecompressionUnit does): a flush while the buffer is still
+  dropping the previous payload's rest has no effect.
 
-Invariant: bytes at and above ``level`` are zero. A consumer that reads past the end
-of a drained payload therefore sees zeros, which is what the wire format's
-zero-extension rule for truncated payloads asks for.
+Why 96 bytes and not the paper's 512 bits: pieces are absorbed whole and the decision
+to absorb uses only flip-flops (held <= 63), never this clock's ``consume``, which
+keeps the absorb logic off the consumer's critical loop. A consumer may wait for 34
+bytes with 33 held (or for one byte past a 34-byte final step); absorbing must still
+be possible then, and a 32-byte-per-clock stream must never starve the consumer:
+with "held <= 63" that takes 63 + 32 = 95 bytes.
+
+Timing: the new piece is placed at ``level`` and the held bytes are shifted by
+``consume`` in parallel, each as radix-4 mux stages (one LUT level per two bits of
+shift), and the two are merged in the last LUT.
 """
 
 from amaranth import *
@@ -40,38 +45,84 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axis import AxisRegisterSlice
+from .tag_decoder import TAG_BYTES_WIDTH, tag_byte_prefix
 
-__all__ = ["BurstBuffer", "PieceLayout", "WINDOW_BYTES", "BUFFER_BYTES"]
+__all__ = ["BurstBuffer", "PieceLayout", "WINDOW_BYTES", "BUFFER_BYTES", "shift_items"]
 
 PieceLayout = data.StructLayout({"data": 256, "first": 5, "count": 6, "last": 1})
 
 WINDOW_BYTES = 34
-BUFFER_BYTES = WINDOW_BYTES + 32
+BUFFER_BYTES = 95
+ROOM_LEVEL = 63        # a piece is absorbed while at most this many bytes are held
 
-# A piece after alignment: its bytes start at byte 0, bytes past count are zero.
-_AlignedLayout = data.StructLayout({"data": 256, "count": 6, "last": 1})
+# A piece after alignment: bytes from 0, bytes past count zero, plus each byte's
+# tag width sum.
+_AlignedLayout = data.StructLayout({"data": 256, "psum": 32 * TAG_BYTES_WIDTH,
+                                    "count": 6, "last": 1})
+
+
+def shift_items(m, items, amount, n_out, *, up=False, max_amount=None, name="sh"):
+    """``out[i] = items[i + amount]`` (``items[i - amount]`` if ``up``), 0 outside,
+    for i < n_out, as radix-4 mux stages: each stage is one LUT6 per bit (4 data + 2
+    select inputs), so a 6-bit shift costs 3 LUT levels."""
+    width = len(items[0])
+    zero = C(0, width)
+    max_amount = (1 << len(amount)) - 1 if max_amount is None else max_amount
+    cur = list(items)
+    step = 1
+    for lsb in range(0, len(amount), 2):
+        sel = amount[lsb:lsb + 2]
+        # Shifts still to come after this stage.
+        rest = max_amount >> (lsb + len(sel)) << (lsb + len(sel))
+        n_keep = n_out + (0 if up else rest)
+        nxt = []
+        for i in range(n_keep):
+            cands = []
+            for k in range(1 << len(sel)):
+                src = i - k * step if up else i + k * step
+                ok = 0 <= src < len(cur) and k * step <= max_amount
+                cands.append(cur[src] if ok else zero)
+            s = Signal(width, name=f"{name}{lsb}_{i}")
+            if len(sel) == 2:
+                m.d.comb += s.eq(Mux(sel[1], Mux(sel[0], cands[3], cands[2]),
+                                     Mux(sel[0], cands[1], cands[0])))
+            else:
+                m.d.comb += s.eq(Mux(sel[0], cands[1], cands[0]))
+            nxt.append(s)
+        cur = nxt
+        step <<= len(sel)
+    return cur[:n_out]
 
 
 class BurstBuffer(wiring.Component):
     i: In(stream.Signature(PieceLayout))
     window: Out(8 * WINDOW_BYTES)
+    tag_bytes: Out(6)
     avail: Out(6)
     level: Out(7)
     drained: Out(1)
     consume: In(6)
+    go: In(1)
     flush: In(1)
 
     def elaborate(self, platform):
         m = Module()
 
-        # Input stage: align the piece to byte 0 and zero its unused bytes, then
-        # register it (full skid slice: 1 piece per clock, registered ready).
+        # Input stage: align the piece to byte 0, zero its unused bytes, look up each
+        # byte's tag width sum, then register it (full skid slice: one piece per
+        # clock, registered ready).
         m.submodules.slice = sl = AxisRegisterSlice(_AlignedLayout)
         shifted_in = Signal(256)
-        m.d.comb += shifted_in.eq(self.i.payload.data >> Cat(C(0, 3), self.i.payload.first))
-        keep_in = Cat(*(Mux(self.i.payload.count > b, 0xFF, 0x00) for b in range(32)))
+        aligned = Signal(256)
         m.d.comb += [
-            sl.i.payload.data.eq(shifted_in & keep_in),
+            shifted_in.eq(self.i.payload.data >> Cat(C(0, 3), self.i.payload.first)),
+            aligned.eq(shifted_in & Cat(*(Mux(self.i.payload.count > b, 0xFF, 0x00)
+                                          for b in range(32)))),
+        ]
+        m.d.comb += [
+            sl.i.payload.data.eq(aligned),
+            sl.i.payload.psum.eq(Cat(*(tag_byte_prefix(m, aligned[8 * b:8 * b + 8], 4, f"ps_in{b}")
+                                       for b in range(32)))),
             sl.i.payload.count.eq(self.i.payload.count),
             sl.i.payload.last.eq(self.i.payload.last),
             sl.i.valid.eq(self.i.valid),
@@ -79,50 +130,63 @@ class BurstBuffer(wiring.Component):
         ]
         piece = sl.o.payload
 
-        buf = Signal(8 * BUFFER_BYTES)
+        item = 8 + TAG_BYTES_WIDTH      # a byte and its tag width sum travel together
+        buf = [Signal(item, name=f"buf{b}") for b in range(BUFFER_BYTES)]
         level = Signal(7)
         got_last = Signal()     # this payload's last piece is in the buffer
         discard = Signal()      # flushed before its last piece: drop pieces up to it
 
         m.d.comb += [
-            self.window.eq(buf[:8 * WINDOW_BYTES]),
+            self.window.eq(Cat(*(b[:8] for b in buf[:WINDOW_BYTES]))),
+            self.tag_bytes.eq(buf[0][8:] + buf[1][8:]),
             self.avail.eq(Mux(level > WINDOW_BYTES, WINDOW_BYTES, level)),
             self.level.eq(level),
             self.drained.eq(got_last & (level <= WINDOW_BYTES)),
         ]
 
-        remain = Signal(7)      # bytes left after this clock's consume
-        m.d.comb += remain.eq(level - self.consume)
-        fits = Signal()
-        m.d.comb += fits.eq(remain + piece.count <= BUFFER_BYTES)
-        take = Signal()         # absorb the piece into the buffer
-        drop = Signal()         # swallow a piece of a flushed payload
+        # Absorb from flip-flops only (never from this clock's consume).
+        take = Signal()
+        drop = Signal()
         m.d.comb += [
-            take.eq(sl.o.valid & ~got_last & ~discard & ~self.flush & fits),
+            take.eq(sl.o.valid & ~got_last & ~discard & (level <= ROOM_LEVEL)),
             drop.eq(sl.o.valid & discard),
             sl.o.ready.eq(take | drop),
         ]
+        piece_items = [Cat(piece.data[8 * b:8 * b + 8],
+                           piece.psum[TAG_BYTES_WIDTH * b:TAG_BYTES_WIDTH * (b + 1)])
+                       for b in range(32)]
+        placed = shift_items(m, piece_items, level[:6], BUFFER_BYTES, up=True,
+                             max_amount=ROOM_LEVEL, name="pl")
+        placed_shifted = shift_items(m, placed, self.consume, BUFFER_BYTES,
+                                     max_amount=WINDOW_BYTES, name="ps")
+        held_shifted = shift_items(m, buf, self.consume, BUFFER_BYTES,
+                                   max_amount=WINDOW_BYTES, name="hs")
 
-        kept = Signal(8 * BUFFER_BYTES)
-        placed = Signal(8 * BUFFER_BYTES)
-        m.d.comb += [
-            kept.eq(buf >> Cat(C(0, 3), self.consume)),
-            placed.eq(piece.data << Cat(C(0, 3), remain)),
-        ]
-
-        with m.If(self.flush):
-            m.d.sync += [buf.eq(0), level.eq(0), got_last.eq(0)]
-            # The rest of the payload is still on its way: drop it when it comes.
-            m.d.sync += discard.eq(~got_last & ~discard | discard & ~(drop & piece.last))
-        with m.Else():
-            with m.If(take):
-                m.d.sync += [
-                    buf.eq(kept | placed),
-                    level.eq(remain + piece.count),
-                    got_last.eq(piece.last),
-                ]
+        # Held bytes are zero at and above level, placed ones below it: OR merges.
+        for b in range(BUFFER_BYTES):
+            with m.If(self.flush):
+                m.d.sync += buf[b].eq(0)
+            with m.Elif(self.go):
+                m.d.sync += buf[b].eq(held_shifted[b] | Mux(take, placed_shifted[b], 0))
             with m.Else():
-                m.d.sync += [buf.eq(kept), level.eq(remain)]
+                m.d.sync += buf[b].eq(buf[b] | Mux(take, placed[b], 0))
+
+        grown = Signal(7)
+        m.d.comb += grown.eq(level + Mux(take, piece.count, 0))
+        with m.If(self.flush):
+            m.d.sync += [level.eq(0), got_last.eq(0)]
+            # The rest of the payload is still on its way: drop it when it comes.
+            with m.If(discard):
+                m.d.sync += discard.eq(~(drop & piece.last))
+            with m.Else():
+                m.d.sync += discard.eq(~got_last & ~(take & piece.last))
+        with m.Else():
+            with m.If(self.go):
+                m.d.sync += level.eq(Mux(grown >= self.consume, grown - self.consume, 0))
+            with m.Else():
+                m.d.sync += level.eq(grown)
+            with m.If(take & piece.last):
+                m.d.sync += got_last.eq(1)
             with m.If(drop & piece.last):
                 m.d.sync += discard.eq(0)
         return m

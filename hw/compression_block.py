@@ -90,19 +90,27 @@ class CompressionBlock(wiring.Component):
 
         width = Signal(3)
         bits = Signal(32)
-        decoded = Signal(32)
         with m.Switch(tag):
             with m.Case(TAG_RAW):
-                m.d.comb += [width.eq(4), bits.eq(f), decoded.eq(f)]
+                m.d.comb += [width.eq(4), bits.eq(f)]
             with m.Case(TAG_16BIT):
                 m.d.comb += [width.eq(2), bits.eq(Cat(q15, s))]
-                with m.If(nz16):
-                    m.d.comb += decoded.eq(Cat(mant & keep16, e, s))
             with m.Case(TAG_8BIT):
                 m.d.comb += [width.eq(1), bits.eq(Cat(q7, s))]
-                with m.If(nz8):
-                    m.d.comb += decoded.eq(Cat(mant & keep8, e, s))
             # TAG_ZERO: everything 0 (comb default).
+
+        # decoded = f with per-bit keep flags, written flat so that each bit is one
+        # small function of (f bit, raw, ge_m, ge_t, an e-only flag): a mantissa bit
+        # survives in its band's resolution (keep16/keep8 already imply q != 0), the
+        # exponent and sign survive when q != 0. Tag 00 keeps nothing.
+        keep_exp = Signal()
+        keep_mant = Signal(23)
+        m.d.comb += [
+            keep_exp.eq(raw | Mux(ge_m, nz16, ge_t & nz8)),
+            keep_mant.eq(raw.replicate(23) | Mux(ge_m, keep16, keep8 & ge_t.replicate(23))),
+        ]
+        decoded = Signal(32)
+        m.d.comb += decoded.eq(Cat(mant & keep_mant, e & keep_exp.replicate(8), s & keep_exp))
 
         m.d.comb += [
             self.tag.eq(tag),

@@ -50,7 +50,7 @@ class CompressionUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
+        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(1)]
 
         # Stage 1: input register.
         v1 = Signal()
@@ -94,18 +94,23 @@ class CompressionUnit(wiring.Component):
         # Stages 3-5: the shifter tree, with the side data delayed alongside it.
         m.submodules.tree = tree = ShifterTree(registered=True)
         m.d.comb += [tree.bits.eq(bits2), tree.width.eq(widths2), tree.en.eq(en)]
-        side = Cat(v2, last2, tags2, dec2)
+        # The group length (tag word + fields) is summed beside the tree so that the
+        # output length comes straight from a register.
+        total2 = Signal(6)
+        m.d.comb += total2.eq(2 + sum(widths2[j] for j in range(8)))
+        side = Cat(v2, last2, tags2, dec2, total2)
         for n in range(tree.latency):
             nxt = Signal(len(side), name=f"side{3 + n}")
             with m.If(en):
                 m.d.sync += nxt.eq(side)
             side = nxt
-        v5, last5, tags5, dec5 = side[0], side[1], side[2:18], side[18:274]
+        v5, last5, tags5, dec5, total5 = (side[0], side[1], side[2:18], side[18:274],
+                                          side[274:280])
 
         m.d.comb += [
             self.o.valid.eq(v5),
             self.o.payload.data.eq(Cat(tags5, tree.data)),
-            self.o.payload.length.eq(tree.length + 2),
+            self.o.payload.length.eq(total5),
             self.o.payload.decoded.eq(dec5),
             self.o.payload.last.eq(last5),
         ]

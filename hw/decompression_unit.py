@@ -73,30 +73,36 @@ class DecompressionUnit(wiring.Component):
         running = Signal()
         left = Signal(12)          # values still to decode
         tail_r = Signal(2)
-        final = Signal()           # this step ends the payload (its word is last)
         err = Signal()             # a step ran past the end of the payload
+        # Registered facts about the coming step, so the consume loop (window ->
+        # need -> consume -> window) holds no comparisons on ``left``:
+        final = Signal()           # this step ends the payload (its word is last)
+        no_group = Signal()        # no values left: the step is the tail alone
+        bias = Signal(3)           # need = bias + the tag word's field bytes
         cnt = Signal(4)            # values in this step's word (0..8)
         m.d.comb += cnt.eq(Mux(left >= GROUP_VALUES, GROUP_VALUES, left))
+
+        def plan(values, r):
+            # (final, no_group, bias) for a step with ``values`` still to decode.
+            fin = (values < GROUP_VALUES) | ((values == GROUP_VALUES) & (r == 0))
+            none = values == 0
+            return [final.eq(fin), no_group.eq(none),
+                    bias.eq(Mux(none, r, 2 + Mux(fin, r, 0)))]
 
         m.d.comb += self.start.ready.eq(~running)
         with m.If(self.start.valid & ~running):
             n, r = self.start.payload.n, self.start.payload.r
-            m.d.sync += [
-                running.eq(1), left.eq(n), tail_r.eq(r), err.eq(0),
-                final.eq((n < GROUP_VALUES) | ((n == GROUP_VALUES) & (r == 0))),
-            ]
+            m.d.sync += [running.eq(1), left.eq(n), tail_r.eq(r), err.eq(0), *plan(n, r)]
 
         m.d.comb += td.tags.eq(bb.window[:16])
-        glen = Signal(6)           # bytes of this step's group (0 when no values left)
-        need = Signal(6)           # ... plus the tail on the final step
-        m.d.comb += [
-            glen.eq(Mux(left == 0, 0, td.length)),
-            need.eq(glen + Mux(final, tail_r, 0)),
-        ]
-        have = Signal()            # the whole step is in the window
+        need = Signal(6)           # bytes of this step: tag word, fields, final tail
+        m.d.comb += need.eq(Mux(no_group, 0, bb.tag_bytes) + bias)
+        glen = Signal(6)           # bytes of this step's group (0 when none)
+        m.d.comb += glen.eq(Mux(no_group, 0, bb.tag_bytes + 2))
+        have = Signal()            # the whole step is in the buffer
         more = Signal()            # bytes beyond the step are already buffered
         m.d.comb += [
-            have.eq(bb.avail >= need),
+            have.eq(bb.level >= need),
             more.eq(bb.level > need),
         ]
         # A non-final step goes when its bytes are here (or never will be); the final
@@ -106,26 +112,24 @@ class DecompressionUnit(wiring.Component):
                           Mux(final, bb.drained | more, have | bb.drained))
         overrun = Signal()
         m.d.comb += overrun.eq(~have)
+        # Past the end of a drained payload the buffer empties and reads as zeros.
         m.d.comb += [
-            bb.consume.eq(Mux(go, Mux(have, need, bb.avail), 0)),
+            bb.consume.eq(need),
+            bb.go.eq(go),
             bb.flush.eq(go & final),
         ]
         rest = Signal(12)
         m.d.comb += rest.eq(left - cnt)
         with m.If(go):
-            m.d.sync += [
-                left.eq(rest),
-                final.eq((rest < GROUP_VALUES) | ((rest == GROUP_VALUES) & (tail_r == 0))),
-                err.eq(err | overrun),
-            ]
+            m.d.sync += [left.eq(rest), err.eq(err | overrun), *plan(rest, tail_r)]
             with m.If(final):
                 m.d.sync += running.eq(0)
 
         # ---- S1: select the fields and the tail ---------------------------------
         v1 = Signal()
         win1 = Signal(8 * WINDOW_BYTES)
-        # Field offsets less the 2 tag bytes, so value j's field starts at 0..4j.
-        off1 = [Signal(5, name=f"off1_{j}") for j in range(GROUP_VALUES)]
+        # Field offsets from the group start (tag word included): 2..2+4j.
+        off1 = [Signal(6, name=f"off1_{j}") for j in range(GROUP_VALUES)]
         tags1 = Signal(16)
         glen1 = Signal(6)
         cnt1 = Signal(4)
@@ -136,19 +140,18 @@ class DecompressionUnit(wiring.Component):
             m.d.sync += [
                 v1.eq(go),
                 win1.eq(bb.window),
-                tags1.eq(Mux(left == 0, 0, bb.window[:16])),
+                tags1.eq(Mux(no_group, 0, bb.window[:16])),
                 glen1.eq(glen),
                 cnt1.eq(cnt),
                 r1.eq(Mux(final, tail_r, 0)),
                 final1.eq(final),
                 err1.eq(final & (err | overrun | more)),
             ]
-            m.d.sync += [off1[j].eq(td.offset[j] - 2) for j in range(GROUP_VALUES)]
+            m.d.sync += [off1[j].eq(td.offset[j]) for j in range(GROUP_VALUES)]
 
         fields = []
-        body = win1[16:]           # the window past the tag word
         for j in range(GROUP_VALUES):
-            span = body[:8 * (4 * j + 4)]    # value j's field lies within these bytes
+            span = win1[:8 * (4 * j + 6)]    # value j's field lies within these bytes
             # Bytes past the field's width belong to the next field; the
             # DecompressionBlock ignores them (tag 01 reads 8 bits, 10 reads 16).
             f = Signal(32, name=f"field{j}")

@@ -109,7 +109,7 @@ async def _run(dut, packets, idle, backpressure, seed):
 @cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
 async def random_packets(dut, idle, backpressure):
     seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
-    await _run(dut, _packets(seed, 60), idle, backpressure, seed)
+    await _run(dut, _packets(seed, 200), idle, backpressure, seed)
 
 
 @cocotb.test()
@@ -126,4 +126,6 @@ async def full_rate(dut):
 
 
 def test_alignment_unit():
+    from inceptionn.sim.engines import ensure_pch_flag
+    ensure_pch_flag()   # a model that Verilator splits needs its precompiled header
     harness.run(_design, DUT, "inceptionn.sim.test_alignment_unit")

@@ -2,7 +2,8 @@
 sizes (0..34 bytes) out; the byte stream must come out intact, payload by payload.
 
 Every clock the testbench checks the window against the stream (bytes past the
-level read as 0), that ``avail``/``level``/``drained`` tell the truth, and that a
+level read as 0), that ``avail``/``level``/``drained``/``tag_bytes`` tell the truth,
+that consuming past the end of a drained payload empties the buffer, and that a
 flush mid-payload drops exactly the rest of that payload. Input idle and consumer
 stalls run through the pause matrix.
 """
@@ -17,7 +18,12 @@ from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
 
 DUT = "burst_buffer"
 WINDOW = 34
-CAPACITY = 66
+CAPACITY = 95
+WIDTH = (0, 1, 2, 4)
+
+
+def tag_bytes(b0, b1):
+    return sum(WIDTH[(b >> (2 * i)) & 3] for b in (b0, b1) for i in range(4))
 
 
 def _design():
@@ -61,6 +67,7 @@ async def run(dut, payloads, idle, stall, seed, flush_rate=0.0):
     dut.rst.value = 1
     dut.i__valid.value = 0
     dut.consume.value = 0
+    dut.go.value = 0
     dut.flush.value = 0
     for _ in range(2):
         await RisingEdge(dut.clk)
@@ -88,31 +95,37 @@ async def run(dut, payloads, idle, stall, seed, flush_rate=0.0):
         assert window[avail:] == bytes(WINDOW - avail), "bytes past the level are not zero"
         if drained:
             assert pos + level == len(want), f"payload {pl}: drained with {len(want) - pos - level} bytes missing"
+        assert int(dut.tag_bytes.value) == tag_bytes(window[0], window[1])
 
         # Consumer: a group of random size when it is all there (or all that is left).
         consume, flush = 0, False
         if not next(stall_p):
             g = group_size(rng)
             if drained and pos + avail == len(want) and g >= avail:
-                consume = avail
-                flush = True       # done with this payload
+                # Done with this payload; sometimes read past its end first.
+                consume = g if rng.random() < 0.5 else avail
+                flush = rng.random() < 0.7 or consume == 0
             elif g <= avail:
                 consume = g
             # Only once this payload shows (a flush while the buffer still drops the
             # previous payload's rest has no effect, by contract).
             if not flush and avail > consume and rng.random() < flush_rate:
                 flush = True       # give up on the rest of this payload
-        dut.consume.value = consume
+        if consume == 0 and rng.random() < 0.5:
+            dut.consume.value = rng.randint(0, 34)    # ignored: go is low
+            dut.go.value = 0
+        else:
+            dut.consume.value = consume
+            dut.go.value = 1
         dut.flush.value = int(flush)
+        cur += want[pos:pos + consume]
         if flush:
-            cur += want[pos:pos + consume]
             seen.append(bytes(cur))
             cur = bytearray()
             pl += 1
             pos = 0
         else:
-            cur += want[pos:pos + consume]
-            pos += consume
+            pos = min(pos + consume, len(want))
 
         # Producer: i.ready is a flip-flop, so what it shows now holds at the edge.
         if pi < len(pieces) and not next(idle_p):
@@ -125,6 +138,7 @@ async def run(dut, payloads, idle, stall, seed, flush_rate=0.0):
             dut.i__valid.value = 0
     await FallingEdge(dut.clk)
     dut.consume.value = 0
+    dut.go.value = 0
     dut.flush.value = 0
     dut.i__valid.value = 0
     return seen
@@ -165,6 +179,7 @@ async def full_rate(dut):
     cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
     dut.rst.value = 1
     dut.consume.value = 0
+    dut.go.value = 0
     dut.flush.value = 0
     dut.i__valid.value = 0
     for _ in range(2):
@@ -181,6 +196,7 @@ async def full_rate(dut):
         pos += c
         busy += c == 32
         dut.consume.value = c
+        dut.go.value = 1
         dut.flush.value = int(pos == len(payload))
         if pi < 200:
             chunk = payload[32 * pi:32 * pi + 32]

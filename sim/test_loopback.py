@@ -29,6 +29,7 @@ def _design():
 
 
 async def _reset(dut, enable=1, dscp=10, k=10):
+    cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
     dut.enable.value = enable
     dut.dscp.value = dscp
     dut.k.value = k
