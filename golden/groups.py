@@ -156,33 +156,44 @@ def pack_groups(bits, k):
 
 # Offset of each field from its group's start (tag word included), per tag word.
 _OFFS_LUT = (2 + np.cumsum(TAG_WIDTH[_TAGS_LUT], axis=1) - TAG_WIDTH[_TAGS_LUT]).astype(np.uint8)
-_LEN_LIST = _LEN_LUT.tolist()
-_WALK_GROUPS = 384   # up to this many groups, follow the chain in plain Python
+_WALK_GROUPS = 128   # up to this many groups, follow the chain in plain Python
 
 
-def _group_starts(ext, g):
-    """Start offsets of the first g groups in the (zero-extended) byte array ``ext``.
+_PAD = 296            # zero bytes after the data: room for every chain step read below
 
-    Each start depends on every tag word before it. A short chain is walked in plain
-    Python. A long one: "next group start" for every byte position, composed with
-    itself d times (pointer doubling) to jump S = 2^d groups at once; the chain of
-    every S-th start is walked in Python, and the S - 1 starts after each are then
-    filled in by S - 1 vectorized steps over all of them at once. d balances the
-    Python steps (g / S) against the passes over the bytes (d) and the fill (S).
+
+def _group_starts(ext, n_data, g):
+    """Start offsets (int64) of the first g groups in ``ext``: the n_data bytes of the
+    stream followed by _PAD zero bytes, standing for zeros without end.
+
+    Each start depends on every tag word before it. Once a start lies past the data,
+    every group reads as a zero tag word (2 bytes), so the rest follow by arithmetic.
+    Inside the data, a short chain is walked in plain Python. A long one: "next group
+    start" for every byte position, composed with itself d times (pointer doubling) to
+    jump S = 2^d groups at once; the chain of every S-th start is walked in Python, and
+    the S - 1 starts after each are then filled in by S - 1 vectorized steps over all
+    of them at once. d balances the Python steps (g / S) against the passes over the
+    bytes (d) and the fill (S).
     """
-    size = ext.size
     if g <= _WALK_GROUPS:
-        b = ext[:min(size, 34 * g + 2)].tobytes()
-        lens, cap = _LEN_LIST, size - 2
-        starts, pos = [0] * g, 0
-        for i in range(g):
-            starts[i] = pos
-            pos += lens[b[pos] | (b[pos + 1] << 8)]
-            if pos > cap:
-                pos = cap
+        # "next group start" of every position inside the data, then a list walk.
+        w = ext[:n_data].astype(np.intp)
+        w |= ext[1:n_data + 1].astype(np.intp) << 8
+        nxt = (_LEN_LUT[w] + np.arange(n_data)).tolist()
+        starts, pos = [], 0
+        append = starts.append
+        for _ in range(g):
+            if pos >= n_data:
+                break
+            append(pos)
+            pos = nxt[pos]
+        done = len(starts)
+        starts.extend(range(pos, pos + 2 * (g - done), 2))
         return np.array(starts, dtype=np.int64)
-    # Positions near the end would read past ext; their tag words are only needed
-    # for the chain's own positions, which the caller keeps inside ext.
+    size = ext.size
+    # A chain step from inside the data lands at most 33 bytes past it and then moves
+    # 2 bytes a step: S <= 32 steps stay below n_data + 98, far from the clamp at the
+    # end of ext, which only touches positions the chain never reads.
     words = np.ndarray((size - 1,), dtype="<u2", buffer=ext, strides=(1,))
     jump = np.empty(size - 1, np.int64)
     ix = np.empty(min(size - 1, _CHUNK), np.intp)
@@ -203,16 +214,19 @@ def _group_starts(ext, g):
         far, spare = spare, (far if step else np.empty_like(jump))
     stride = 1 << log2_stride
     coarse = -(-g // stride)
-    heads = np.empty(coarse, np.int64)
-    pos = 0
-    for i in range(coarse):
-        heads[i] = pos
+    heads, pos = [], 0
+    while len(heads) < coarse and pos < n_data:
+        heads.append(pos)
         pos = int(far[pos])
-    starts = np.empty((stride, coarse), np.int64)
+    starts = np.empty((stride, len(heads)), np.int64)
     starts[0] = heads
     for j in range(1, stride):
         jump.take(starts[j - 1], out=starts[j], mode="clip")
-    return starts.T.reshape(-1)[:g]
+    starts = starts.T.reshape(-1)[:g]
+    if starts.size < g:
+        # pos: the first head past the data; from there on, 2 bytes a group.
+        starts = np.concatenate([starts, pos + 2 * np.arange(g - starts.size, dtype=np.int64)])
+    return starts
 
 
 def unpack_groups(buf, n):
@@ -230,23 +244,28 @@ def unpack_groups(buf, n):
     g = -(-n // GROUP_VALUES)
     if g == 0:
         return np.zeros(0, np.uint32), 0, True
-    # Past the end every group reads as a zero tag word (2 bytes); one group that
-    # starts inside may reach 34 bytes out. Keep every chain position inside ext.
-    ext = np.concatenate([data, np.zeros(2 * g + 40, np.uint8)])
-    starts = _group_starts(ext, g)
+    ext = np.concatenate([data, np.zeros(_PAD, np.uint8)])
+    starts = _group_starts(ext, data.size, g)
+    # Groups that start past the data read as zero tag words: +0.0 values, 2 bytes.
+    inside = int(np.searchsorted(starts, data.size))
+    bits = np.zeros(g * GROUP_VALUES, np.uint32)
+    if inside == g:
+        last = int(starts[-1])
+        consumed = last + int(_LEN_LUT[int(ext[last]) | (int(ext[last + 1]) << 8)])
+    else:
+        consumed = int(starts[-1]) + 2
+    starts = starts[:inside]
     words = ext[starts].astype(np.intp) | (ext[starts + 1].astype(np.intp) << 8)
-    consumed = int(starts[-1] + _LEN_LUT[words[-1]])
     # Every stored field is read as the 4 bytes at its offset (an unaligned little-endian
     # uint32 view of ext); the decoder ignores the bytes past the field's width.
     fields = np.ndarray((ext.size - 3,), dtype="<u4", buffer=ext, strides=(1,))
-    bits = np.empty(g * GROUP_VALUES, np.uint32)
-    rows = min(g, _GROUP_CHUNK)
+    rows = max(1, min(inside, _GROUP_CHUNK))
     tags = np.empty((rows, GROUP_VALUES), np.uint8)
     offs = np.empty((rows, GROUP_VALUES), np.intp)
     rel = np.empty((rows, GROUP_VALUES), np.uint8)
     stored = np.empty((rows, GROUP_VALUES), np.uint32)
-    for lo in range(0, g, _GROUP_CHUNK):
-        hi = min(lo + _GROUP_CHUNK, g)
+    for lo in range(0, inside, _GROUP_CHUNK):
+        hi = min(lo + _GROUP_CHUNK, inside)
         gr = hi - lo
         tc, oc, sc, wc = tags[:gr], offs[:gr], stored[:gr], words[lo:hi]
         _TAGS_LUT.take(wc, axis=0, out=tc, mode="clip")

@@ -86,9 +86,13 @@ class AlignmentUnit(wiring.Component):
         rel = Signal(3)         # slots before this one may be read
         pkt_bytes = Signal()    # the current packet has at least one byte
 
-        slot_data = Array(Signal(8 * BEAT_BYTES, name=f"slot{s}") for s in range(SLOTS))
+        # Data registers need no reset (nothing reads them before it is written), which
+        # keeps the reset fan-out to the control state.
+        slot_data = Array(Signal(8 * BEAT_BYTES, name=f"slot{s}", reset_less=True)
+                          for s in range(SLOTS))
         slot_last = Signal(SLOTS)
-        slot_keep = Array(Signal(BEAT_BYTES, name=f"slot{s}_keep") for s in range(SLOTS))
+        slot_keep = Array(Signal(BEAT_BYTES, name=f"slot{s}_keep", reset_less=True)
+                          for s in range(SLOTS))
 
         # ---- read side -------------------------------------------------------------
         rd = rp[0:2]
@@ -154,7 +158,7 @@ class AlignmentUnit(wiring.Component):
         rel_upd = Signal()
         mark_last = Signal()
         with m.If(vin.last):
-            # Round up to the next slot; the rest of the final slot is written as zeros.
+            # Round up to the next slot: the next packet starts on a fresh beat.
             m.d.comb += [mark_last.eq(has_bytes), rel_upd.eq(has_bytes),
                          rel_next.eq(ceil_slot)]
             with m.If(has_bytes):
@@ -172,17 +176,17 @@ class AlignmentUnit(wiring.Component):
         hi = rotate_bytes_left(m, vin.data[8 * BEAT_BYTES:], off, BEAT_BYTES, name="rot_hi")
 
         a_valid = Signal()
-        a_lo = Signal(8 * BEAT_BYTES)
-        a_hi = Signal(8 * BEAT_BYTES)
-        a_off = Signal(5)
-        a_slot = Signal(2)      # first slot
-        a_start = Signal(BEAT_BYTES)            # window bytes j >= off
-        a_end = Signal(WINDOW * BEAT_BYTES)     # window bytes j < off + length
+        a_lo = Signal(8 * BEAT_BYTES, reset_less=True)
+        a_hi = Signal(8 * BEAT_BYTES, reset_less=True)
+        a_off = Signal(5, reset_less=True)
+        a_slot = Signal(2, reset_less=True)                     # first slot
+        a_start = Signal(BEAT_BYTES, reset_less=True)           # window bytes j >= off
+        a_end = Signal(WINDOW * BEAT_BYTES, reset_less=True)    # window bytes j < off + length
         a_rel_upd = Signal()
-        a_rel = Signal(3)
+        a_rel = Signal(3, reset_less=True)
         a_mark = Signal()
-        a_last_slot = Signal(2)
-        a_keep = Signal(BEAT_BYTES)
+        a_last_slot = Signal(2, reset_less=True)
+        a_keep = Signal(BEAT_BYTES, reset_less=True)
 
         m.d.sync += a_valid.eq(accept)
         with m.If(accept):

@@ -108,21 +108,19 @@ class BurstBuffer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
 
-        # Input stage: align the piece to byte 0, zero its unused bytes, look up each
-        # byte's tag width sum, then register it (full skid slice: one piece per
-        # clock, registered ready).
+        # Input stage: look up each byte's tag width sum, align bytes and sums to
+        # byte 0 (radix-4 stages on ``first``), zero what lies past ``count``, then
+        # register (full skid slice: one piece per clock, registered ready).
         m.submodules.slice = sl = AxisRegisterSlice(_AlignedLayout)
-        shifted_in = Signal(256)
-        aligned = Signal(256)
+        raw_items = []
+        for b in range(32):
+            byte = self.i.payload.data[8 * b:8 * b + 8]
+            raw_items.append(Cat(byte, tag_byte_prefix(m, byte, 4, f"ps_in{b}")))
+        in_items = shift_items(m, raw_items, self.i.payload.first, 32, name="al")
+        kept = [Mux(self.i.payload.count > b, it, 0) for b, it in enumerate(in_items)]
         m.d.comb += [
-            shifted_in.eq(self.i.payload.data >> Cat(C(0, 3), self.i.payload.first)),
-            aligned.eq(shifted_in & Cat(*(Mux(self.i.payload.count > b, 0xFF, 0x00)
-                                          for b in range(32)))),
-        ]
-        m.d.comb += [
-            sl.i.payload.data.eq(aligned),
-            sl.i.payload.psum.eq(Cat(*(tag_byte_prefix(m, aligned[8 * b:8 * b + 8], 4, f"ps_in{b}")
-                                       for b in range(32)))),
+            sl.i.payload.data.eq(Cat(*(it[:8] for it in kept))),
+            sl.i.payload.psum.eq(Cat(*(it[8:] for it in kept))),
             sl.i.payload.count.eq(self.i.payload.count),
             sl.i.payload.last.eq(self.i.payload.last),
             sl.i.valid.eq(self.i.valid),

@@ -50,14 +50,16 @@ class CompressionUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         en = Signal()
-        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(1)]
+        m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
 
         # Stage 1: input register.
         v1 = Signal()
-        values1 = Signal(256)
-        vmask1 = Signal(8)
-        last1 = Signal()
-        k1 = Signal(7)
+        # Only the valid bits are reset; data registers are reset-less (a smaller
+        # reset fan-out), their contents matter only under a valid bit.
+        values1 = Signal(256, reset_less=True)
+        vmask1 = Signal(8, reset_less=True)
+        last1 = Signal(reset_less=True)
+        k1 = Signal(7, reset_less=True)
         vmask_in = Signal(8)
         m.d.comb += vmask_in.eq(Cat(*(self.i.payload.count > j for j in range(8))))
         with m.If(en):
@@ -72,11 +74,11 @@ class CompressionUnit(wiring.Component):
         # Stage 2: the eight CompressionBlocks; values past `count` become tag 00,
         # width 0, decoded 0 (the tree drops their bits by width).
         v2 = Signal()
-        last2 = Signal()
-        tags2 = Signal(16)
-        bits2 = Signal(data.ArrayLayout(32, 8))
-        widths2 = Signal(data.ArrayLayout(3, 8))
-        dec2 = Signal(256)
+        last2 = Signal(reset_less=True)
+        tags2 = Signal(16, reset_less=True)
+        bits2 = Signal(data.ArrayLayout(32, 8), reset_less=True)
+        widths2 = Signal(data.ArrayLayout(3, 8), reset_less=True)
+        dec2 = Signal(256, reset_less=True)
         with m.If(en):
             m.d.sync += [v2.eq(v1), last2.eq(last1)]
         for j in range(8):
@@ -98,14 +100,15 @@ class CompressionUnit(wiring.Component):
         # output length comes straight from a register.
         total2 = Signal(6)
         m.d.comb += total2.eq(2 + sum(widths2[j] for j in range(8)))
-        side = Cat(v2, last2, tags2, dec2, total2)
+        v, side = v2, Cat(last2, tags2, dec2, total2)
         for n in range(tree.latency):
-            nxt = Signal(len(side), name=f"side{3 + n}")
+            v_next = Signal(name=f"v{3 + n}")
+            side_next = Signal(len(side), name=f"side{3 + n}", reset_less=True)
             with m.If(en):
-                m.d.sync += nxt.eq(side)
-            side = nxt
-        v5, last5, tags5, dec5, total5 = (side[0], side[1], side[2:18], side[18:274],
-                                          side[274:280])
+                m.d.sync += [v_next.eq(v), side_next.eq(side)]
+            v, side = v_next, side_next
+        v5 = v
+        last5, tags5, dec5, total5 = side[0], side[1:17], side[17:273], side[273:279]
 
         m.d.comb += [
             self.o.valid.eq(v5),

@@ -57,7 +57,7 @@ class ShifterTree(wiring.Component):
         # Optional pipeline register after a tree level, frozen while en is low.
         if not self.registered:
             return value
-        reg = Signal.like(value, name=f"{name}_r")
+        reg = Signal.like(value, name=f"{name}_r", reset_less=True)   # data only
         with m.If(self.en):
             m.d.sync += reg.eq(value)
         return reg

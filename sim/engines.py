@@ -15,7 +15,8 @@ module ``sim/tb_engine_run.py``; the job and the results travel as pickle files 
 by environment variables (``INCEPTIONN_JOB``, ``INCEPTIONN_RESULT``).
 
 Engines are registered in ``DESIGNS``: kind -> (Verilog module name, design factory,
-function frames -> number of frames expected out). Add "rx" / "loopback" there.
+function frames -> number of frames expected out): "tx", "rx" and "loopback" (TX -> link
+FIFO with random stalls -> RX, sim/loopback_top.py).
 """
 
 import os
@@ -26,7 +27,8 @@ from dataclasses import dataclass, field
 from . import harness
 from .axis import PAUSE_MODES
 
-__all__ = ["DESIGNS", "RunResult", "run_frames", "tx_design", "ensure_pch_flag"]
+__all__ = ["DESIGNS", "RunResult", "run_frames", "tx_design", "rx_design", "loopback_design",
+           "ensure_pch_flag"]
 
 
 def ensure_pch_flag():
@@ -50,9 +52,28 @@ def _tx_expected(frames):
     return [len(f) <= MAX_FRAME_BYTES for f, _ in frames]
 
 
+def rx_design():
+    from ..hw.axis import AxisTop
+    from ..hw.decompression_engine import DecompressionEngine
+    return AxisTop(DecompressionEngine())
+
+
+def _rx_expected(frames):
+    # RX never drops: every frame comes out (restored, flagged or unchanged).
+    return [True] * len(frames)
+
+
+def loopback_design():
+    from .loopback_top import loopback_design as factory
+    return factory()
+
+
 # kind -> (module name, design factory, frames -> [bool: this input frame comes out])
 DESIGNS = {
     "tx": ("compression_engine", tx_design, _tx_expected),
+    "rx": ("decompression_engine", rx_design, _rx_expected),
+    # TX -> link FIFO with random stalls -> RX; only TX drops frames (oversize)
+    "loopback": ("loopback", loopback_design, _tx_expected),
 }
 
 

