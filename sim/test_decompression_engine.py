@@ -407,8 +407,22 @@ def test_shim_false_accept_rate():
         f = F.udp_frame(r2.randbytes(64))
         out, bad = rx_frame(f)
         hits += out != f
+    # What happens to a false accept: the frame is restored to garbage of length L;
+    # most are flagged bad (groups run out or bytes are left over), so the host drops them.
+    flagged = 0
+    tries = 2000
+    for i in range(tries):
+        pl = bytearray(r2.randbytes(r2.randrange(8, 1400)))
+        pl[2] = SHIM_MAGIC
+        pl[0:2] = r2.randrange(len(pl) + 1, MAX_FRAME_BYTES - 42 + 1).to_bytes(2, "big")
+        out, bad = rx_frame(F.udp_frame(bytes(pl)))
+        assert len(out) == 42 + int.from_bytes(pl[:2], "big")
+        flagged += bad
     print("\nshim false-accept rate of random DSCP-10 payloads (sample 200,000 each):")
     for lr, rate, expected in rows:
         print(f"  received payload {lr:5d} B: measured {rate:.3e}, analytic {expected:.3e}")
     print(f"  full rx_frame on {frames} random 64-byte UDP payloads: {hits} accepted")
+    print(f"  of {tries} random payloads that pass the shim check, {flagged} are flagged bad "
+          f"({100 * flagged / tries:.1f}%)")
+    assert flagged > tries // 2
     assert hits <= 5

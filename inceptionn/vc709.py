@@ -1,0 +1,61 @@
+"""`make vc709`: the Vivado build tree of the VC709 board self-test.
+
+Writes build/vc709/ (top.v, top.xdc, top.tcl, build_top.sh) for hw.selftest's
+VC709SelfTestTop: frame generator -> TX engine -> RX engine -> checker at 250 MHz.
+If AMARANTH_ENV_VIVADO names Vivado's settings script (settings64.sh), or --bitstream is
+given with vivado on PATH, Vivado also runs and produces top.bit.
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from inceptionn.sim import harness
+
+__all__ = ["build_tree", "main"]
+
+OUT = harness.BUILD / "vc709"
+
+
+def build_tree(out=OUT, *, engines=None, do_build=False, pass_frames=1024, name="top"):
+    """Write (and with do_build run) the Vivado build; returns the BuildPlan/products."""
+    from inceptionn.hw.platform import VC709Platform
+    from inceptionn.hw.selftest import VC709SelfTestTop
+    platform = VC709Platform()
+    top = VC709SelfTestTop(engines=engines, pass_frames=pass_frames)
+    plan = platform.build(top, name=name, build_dir=str(out), do_build=do_build,
+                          emit_src=False)   # no source paths: the same tree gives the same files
+    if not do_build:
+        # Without Vivado, BuildPlan.extract writes the tree instead of running it.
+        plan.extract(str(out))
+    return plan
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m inceptionn.vc709", description=__doc__.split("\n\n")[0])
+    ap.add_argument("-o", "--out", type=Path, default=OUT)
+    ap.add_argument("--bitstream", action="store_true",
+                    help="run Vivado even without AMARANTH_ENV_VIVADO (vivado must be on PATH)")
+    ap.add_argument("--no-engines", action="store_true",
+                    help="self-test of the test: generator -> wire -> checker")
+    args = ap.parse_args(argv)
+    do_build = args.bitstream or bool(os.environ.get("AMARANTH_ENV_VIVADO"))
+    from inceptionn.hw.selftest import engines_available
+    engines = False if args.no_engines else engines_available()
+    if not engines and not args.no_engines:
+        print("note: hw/ has no CompressionEngine/DecompressionEngine yet; "
+              "building the self-test without them (wire loop)")
+    build_tree(args.out, engines=engines, do_build=do_build)
+    files = sorted(p.name for p in args.out.iterdir() if p.is_file())
+    print(f"VC709 self-test ({'TX -> RX engines' if engines else 'wire loop'}) in {args.out}:")
+    for f in files:
+        print(f"  {f}")
+    if not do_build:
+        print("Vivado not run (set AMARANTH_ENV_VIVADO to its settings64.sh to build top.bit); "
+              f"by hand: cd {args.out} && sh build_top.sh")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
