@@ -1,5 +1,5 @@
-"""BurstBuffer (paper Fig. 10): 96 bytes (three 256-bit bursts) of a compressed byte
-stream, shown as a window at the read position.
+"""BurstBuffer (paper Fig. 10): up to 95 bytes (about three 256-bit bursts) of a
+compressed byte stream, shown as a window at the read position.
 
 A compressed group (2..34 bytes) can straddle two 256-bit bursts, so the buffer keeps
 several bursts and shifts away what the consumer used each clock, as the paper's
@@ -28,16 +28,19 @@ Ports:
   is drained (as the DecompressionUnit does): a flush while the buffer is still
   dropping the previous payload's rest has no effect.
 
-Why 96 bytes and not the paper's 512 bits: pieces are absorbed whole and the decision
+Why 95 bytes and not the paper's 512 bits: pieces are absorbed whole and the decision
 to absorb uses only flip-flops (held <= 63), never this clock's ``consume``, which
 keeps the absorb logic off the consumer's critical loop. A consumer may wait for 34
-bytes with 33 held (or for one byte past a 34-byte final step); absorbing must still
-be possible then, and a 32-byte-per-clock stream must never starve the consumer:
-with "held <= 63" that takes 63 + 32 = 95 bytes.
+bytes with 33 held (or for one byte past a 34-byte final step), so absorbing must
+still be possible then; and a consumer taking up to 32 bytes a clock from a stream of
+full beats must never starve. With "held <= 63" both hold, and that takes 63 + 32 =
+95 bytes. (With 64 bytes, a 34-byte group after 33 held bytes would wait forever.)
 
 Timing: the new piece is placed at ``level`` (from flip-flops, in parallel with the
 consumer's decision), OR-ed onto the held bytes and the result shifted by
-``consume``; both shifts are radix-4 mux stages (one LUT6 per bit and stage).
+``consume``. The consumer's loop (window -> size -> consume -> 35-way byte shift ->
+window) is the deepest path of the RX datapath; everything else around it is
+registered.
 """
 
 from amaranth import *
@@ -63,8 +66,8 @@ _AlignedLayout = data.StructLayout({"data": 256, "psum": 32 * TAG_BYTES_WIDTH,
 
 def shift_items(m, items, amount, n_out, *, up=False, max_amount=None, name="sh"):
     """``out[i] = items[i + amount]`` (``items[i - amount]`` if ``up``), 0 outside,
-    for i < n_out, as radix-4 mux stages: each stage is one LUT6 per bit (4 data + 2
-    select inputs), so a 6-bit shift costs 3 LUT levels."""
+    for i < n_out, as radix-4 mux stages (4 data + 2 select inputs each), computing
+    only the outputs and candidates that ``max_amount`` can reach."""
     width = len(items[0])
     zero = C(0, width)
     max_amount = (1 << len(amount)) - 1 if max_amount is None else max_amount

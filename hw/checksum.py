@@ -1,4 +1,4 @@
-"""Internet checksum (RFC 1071) partial sums over 32-byte beats, and byte-range masks.
+"""Internet checksum (RFC 1071) partial sums over 32-byte beats.
 
 Shared by the TX and RX engines. A beat's byte 2w is the high byte and byte 2w+1 the
 low byte of 16-bit word w: this holds for any stream whose beats start at an even
@@ -11,35 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from .axis import BEAT_BITS, BEAT_BYTES
 
-__all__ = ["Checksum", "range_mask"]
-
-
-def range_mask(m, name, base, lo, hi):
-    """32-bit byte mask of lanes i with lo <= base + i < hi (all plain unsigned values).
-
-    Built as two thermometer codes from clamped differences, so each lane is one small
-    LUT function of a 6-bit value; the result is combinational (register it yourself).
-    """
-    def thermo(x, nm):
-        # x in 0..32 -> mask of lanes >= x
-        t = Signal(BEAT_BYTES, name=f"{name}_{nm}")
-        for i in range(BEAT_BYTES):
-            m.d.comb += t[i].eq(x <= i)
-        return t
-
-    width = max(len(base), len(lo), len(hi)) + 1
-    dlo = Signal(signed(width + 1), name=f"{name}_dlo")
-    dhi = Signal(signed(width + 1), name=f"{name}_dhi")
-    m.d.comb += [dlo.eq(lo - base), dhi.eq(hi - base)]
-    clo = Signal(range(BEAT_BYTES + 1), name=f"{name}_clo")
-    chi = Signal(range(BEAT_BYTES + 1), name=f"{name}_chi")
-    m.d.comb += [
-        clo.eq(Mux(dlo < 0, 0, Mux(dlo > BEAT_BYTES, BEAT_BYTES, dlo))),
-        chi.eq(Mux(dhi < 0, 0, Mux(dhi > BEAT_BYTES, BEAT_BYTES, dhi))),
-    ]
-    mask = Signal(BEAT_BYTES, name=f"{name}_mask")
-    m.d.comb += mask.eq(thermo(clo, "ge") & ~thermo(chi, "ge_hi"))
-    return mask
+__all__ = ["Checksum"]
 
 
 class Checksum(wiring.Component):

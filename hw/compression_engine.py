@@ -36,13 +36,13 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from .alignment_unit import AlignmentUnit, ByteVector, VECTOR_BYTES
-from .axis import AxisBeat, BEAT_BITS, BEAT_BYTES, axis_signature
-from .checksum import Checksum, range_mask
-from .compression_unit import CompressionUnit
+from .axis import AxisBeat, AxisRegisterSlice, BEAT_BITS, BEAT_BYTES, axis_signature
+from .checksum import Checksum
+from .compression_unit import CompressionUnit, GroupIn, GroupOut
 from .frame_store import FrameStore
 from .header_rewrite import PATCHES, HeaderRewrite, Patch
 from .packet_matcher import MatchInfo, PacketMatcher
-from .realigner import Realigner
+from .realigner import Realigner, keep_count
 
 __all__ = ["CompressionEngine", "MAX_FRAME_BYTES", "MAX_FRAME_BEATS"]
 
@@ -129,6 +129,11 @@ class CompressionEngine(wiring.Component):
         m.submodules.matcher = pm = PacketMatcher()
         m.submodules.realigner = rl = Realigner()
         m.submodules.cu = cu = CompressionUnit()
+        # Register slices cut the ready chain comp writer -> AlignmentUnit -> feeder ->
+        # CompressionUnit -> group former -> realigner -> front into short paths.
+        m.submodules.rs_rl = rs_rl = AxisRegisterSlice()
+        m.submodules.rs_gin = rs_gin = AxisRegisterSlice(data.StructLayout({"g": GroupIn, "k": 7}))
+        m.submodules.rs_gout = rs_gout = AxisRegisterSlice(GroupOut)
         m.submodules.au = au = AlignmentUnit()
         m.submodules.ck_ip = ck_ip = Checksum()
         m.submodules.ck_l4 = ck_l4 = Checksum()
@@ -243,7 +248,7 @@ class CompressionEngine(wiring.Component):
             m.d.sync += [f_active.eq(1), f_mode.eq(modeq.r_data), f_q.eq(0), f_bytes.eq(0),
                          f_start.eq(Mux(f_pop, f_ptr + Mux(f_q < MAX_FRAME_BEATS, 1, 0), f_ptr))]
         nb_head = Signal(6)
-        m.d.comb += nb_head.eq(sum(head.keep[j] for j in range(BEAT_BYTES)))
+        m.d.comb += nb_head.eq(keep_count(head.keep))
         with m.If(f_pop):
             with m.If(f_q < MAX_FRAME_BEATS):
                 m.d.sync += f_ptr.eq(f_ptr + 1)
@@ -261,25 +266,44 @@ class CompressionEngine(wiring.Component):
             frontq.w_en.eq(f_end), frontq.w_data.eq(front_w),
         ]
 
-        # Header checksums: masks from the frame's offsets, one register stage, then
-        # the two Checksum pipelines (their results pair up in hsumq, one per frame).
-        info = f_mode.info
-        base = Signal(8)
-        m.d.comb += base.eq(Mux(f_q < 7, f_q, 7) << 5)    # header bytes are < 224
-        l3, l4, P = info.l3, info.l4, info.payload_offset
-        csum_off = Signal(7)
-        m.d.comb += csum_off.eq(l4 + Mux(info.udp, 6, 16))
-        r_ipa = range_mask(m, "m_ipa", base, l3 + 4, l3 + 10)
-        r_ipb = range_mask(m, "m_ipb", base, l3 + 12, l4)
-        r_adr = range_mask(m, "m_adr", base, l3 + 12, l3 + 20)
-        r_l4a = range_mask(m, "m_l4a", base, l4, csum_off)
-        r_l4b = range_mask(m, "m_l4b", base, csum_off + 2, P)
+        # Header checksums: per-lane byte masks, then the two Checksum pipelines (their
+        # results pair up in hsumq, one per frame). Each byte range [lo, hi) is kept
+        # relative to the current beat (registers loaded with the frame, minus 32 per
+        # beat), so a lane's mask bit is two compares with constants: no adders between
+        # the beat counter and the mask register.
+        mode_h = Signal(FrameMode)
+        m.d.comb += mode_h.eq(modeq.r_data)
+        ni = mode_h.info
+        n_c = Signal(7)
+        m.d.comb += n_c.eq(ni.l4 + Mux(ni.udp, 6, 16))
+        ranges = {            # name: (lo, hi) for the frame being loaded
+            "ipa": (ni.l3 + 4, ni.l3 + 10),       # IP header words 2..4
+            "ipb": (ni.l3 + 12, ni.l4),           # addresses and options
+            "adr": (ni.l3 + 12, ni.l3 + 20),      # pseudo-header addresses
+            "l4a": (ni.l4, n_c),                  # L4 header before its checksum
+            "l4b": (n_c + 2, ni.payload_offset),  # L4 header after its checksum
+        }
+        masks = {}
+        for name, (lo0, hi0) in ranges.items():
+            lo = Signal(signed(9), name=f"rng_{name}_lo")
+            hi = Signal(signed(9), name=f"rng_{name}_hi")
+            with m.If(f_load):
+                m.d.sync += [lo.eq(lo0), hi.eq(hi0)]
+            with m.Elif(f_pop):
+                # Once negative a bound stays negative: the range is behind us.
+                m.d.sync += [lo.eq(Mux(lo < 0, lo, lo - BEAT_BYTES)),
+                             hi.eq(Mux(hi < 0, hi, hi - BEAT_BYTES))]
+            mk = Signal(BEAT_BYTES, name=f"rng_{name}_mask")
+            for j in range(BEAT_BYTES):
+                m.d.comb += mk[j].eq((lo <= j) & (hi > j))
+            masks[name] = mk
         ck_v, ck_first, ck_last = Signal(), Signal(), Signal()
         ck_data = Signal(B)
         ck_mip, ck_ml4 = Signal(BEAT_BYTES), Signal(BEAT_BYTES)
         m.d.sync += [
             ck_v.eq(f_pop), ck_first.eq(f_q == 0), ck_last.eq(head.last),
-            ck_data.eq(head.data), ck_mip.eq(r_ipa | r_ipb), ck_ml4.eq(r_adr | r_l4a | r_l4b),
+            ck_data.eq(head.data), ck_mip.eq(masks["ipa"] | masks["ipb"]),
+            ck_ml4.eq(masks["adr"] | masks["l4a"] | masks["l4b"]),
         ]
         for ck, mask in ((ck_ip, ck_mip), (ck_l4, ck_ml4)):
             m.d.comb += [ck.valid.eq(ck_v), ck.first.eq(ck_first), ck.last.eq(ck_last),
@@ -291,21 +315,23 @@ class CompressionEngine(wiring.Component):
         # ------------------------------------------------------------ group former
         # Realigned payload beats -> CompressionUnit groups. One beat is held back so that
         # a final beat with only tail bytes (< 4) marks the previous group as the last.
+        wiring.connect(m, rl.o, rs_rl.i)
+        gi = rs_rl.o
         g_valid = Signal()
         g_data = Signal(B)
         g_nb = Signal(6)
         g_last = Signal()
         rl_nb = Signal(6)
-        m.d.comb += rl_nb.eq(sum(rl.o.payload.keep[j] for j in range(BEAT_BYTES)))
+        m.d.comb += rl_nb.eq(keep_count(gi.payload.keep))
         absorb = Signal()
-        m.d.comb += absorb.eq(~g_last & rl.o.valid & rl.o.payload.last & (rl_nb < 4))
+        m.d.comb += absorb.eq(~g_last & gi.valid & gi.payload.last & (rl_nb < 4))
         grp_last = Signal()
         m.d.comb += grp_last.eq(g_last | absorb)
         g_out = Signal()
-        m.d.comb += g_out.eq(g_valid & (g_last | rl.o.valid) & kq.r_rdy &
+        m.d.comb += g_out.eq(g_valid & (g_last | gi.valid) & kq.r_rdy &
                              (~grp_last | tailq.w_rdy))
         g_fire = Signal()
-        m.d.comb += g_fire.eq(g_out & cu.i.ready)
+        m.d.comb += g_fire.eq(g_out & rs_gin.i.ready)
         # Tail bytes: after the last whole value of the held last beat, or the absorbed beat.
         tail_lane = Signal(3)
         m.d.comb += tail_lane.eq(g_nb[2:5])
@@ -318,28 +344,33 @@ class CompressionEngine(wiring.Component):
         tail_w = Signal(TailInfo)
         m.d.comb += count.eq(Mux(g_last, Mux(g_nb < 4, 1, g_nb[2:6]), 8))
         m.d.comb += [
-            cu.i.valid.eq(g_out),
-            cu.i.payload.values.eq(g_data),
-            cu.i.payload.count.eq(count),
-            cu.i.payload.last.eq(grp_last),
-            cu.k.eq(kq.r_data),
+            rs_gin.i.valid.eq(g_out),
+            rs_gin.i.payload.g.values.eq(g_data),
+            rs_gin.i.payload.g.count.eq(count),
+            rs_gin.i.payload.g.last.eq(grp_last),
+            # k travels with each group: the CompressionUnit samples it per group.
+            rs_gin.i.payload.k.eq(kq.r_data),
+            cu.i.valid.eq(rs_gin.o.valid), cu.i.payload.eq(rs_gin.o.payload.g),
+            cu.k.eq(rs_gin.o.payload.k), rs_gin.o.ready.eq(cu.i.ready),
             kq.r_en.eq(g_fire & grp_last),
             tailq.w_en.eq(g_fire & grp_last),
-            tail_w.tail.eq(Mux(absorb, rl.o.payload.data[:24], held_tail)),
+            tail_w.tail.eq(Mux(absorb, gi.payload.data[:24], held_tail)),
             tail_w.r.eq(Mux(absorb, rl_nb[:2], g_nb[:2])),
             tailq.w_data.eq(tail_w),
-            rl.o.ready.eq(~g_valid | g_fire),
+            gi.ready.eq(~g_valid | g_fire),
         ]
         with m.If(g_fire & absorb):
             m.d.sync += g_valid.eq(0)
-        with m.Elif(rl.o.ready):
-            m.d.sync += [g_valid.eq(rl.o.valid), g_data.eq(rl.o.payload.data), g_nb.eq(rl_nb),
-                         g_last.eq(rl.o.payload.last)]
+        with m.Elif(gi.ready):
+            m.d.sync += [g_valid.eq(gi.valid), g_data.eq(gi.payload.data), g_nb.eq(rl_nb),
+                         g_last.eq(gi.payload.last)]
 
         # ------------------------------------------------------------------ feeder
         # AlignmentUnit input: [P mod 32 placeholders + shim], the groups, and the tail
         # (folded into the last group's vector when it fits, to save a clock per frame).
         a_in = au.i
+        wiring.connect(m, cu.o, rs_gout.i)
+        go = rs_gout.o
         fd_groups = Signal()        # 0: the prefix is next; 1: the frame's groups
         fd_tail = Signal()          # the tail is owed as a vector of its own
         fd_first = Signal()         # next group is the frame's first (D checksum)
@@ -355,7 +386,7 @@ class CompressionEngine(wiring.Component):
                 with m.Case(j):
                     m.d.comb += prefix.eq(shim_bytes << (8 * j))
         tail_h = data.View(TailInfo, tailq.r_data)
-        g = cu.o.payload
+        g = go.payload
         fits = Signal()
         m.d.comb += fits.eq(g.length + tail_h.r <= VECTOR_BYTES)
         # The group data with the tail appended at byte `length` (when it fits).
@@ -393,12 +424,12 @@ class CompressionEngine(wiring.Component):
             end_here = Signal()
             m.d.comb += end_here.eq(g.last & fits)
             m.d.comb += [
-                a_in.valid.eq(cu.o.valid & (~g.last | (tailq.r_rdy & (~fits | clenq.w_rdy)))),
+                a_in.valid.eq(go.valid & (~g.last | (tailq.r_rdy & (~fits | clenq.w_rdy)))),
                 a_in.payload.data.eq(Mux(end_here, merged, g.data)),
                 a_in.payload.length.eq(Mux(end_here, g.length + tail_h.r, g.length)),
                 a_in.payload.last.eq(end_here),
                 fd_fire.eq(a_in.valid & a_in.ready),
-                cu.o.ready.eq(a_in.ready & (~g.last | (tailq.r_rdy & (~fits | clenq.w_rdy)))),
+                go.ready.eq(a_in.ready & (~g.last | (tailq.r_rdy & (~fits | clenq.w_rdy)))),
                 clen_add.eq(Mux(end_here, g.length + tail_h.r, g.length)),
                 d_beat.eq(fd_fire), d_first.eq(fd_first), d_data.eq(g.decoded), d_mask.eq(~0),
             ]

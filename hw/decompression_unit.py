@@ -23,17 +23,25 @@ A short last group's missing values keep their tags' widths (the length follows 
 whole tag word); their values are dropped.
 
 Pipeline (one group per clock, all stages advance together when the output register
-slice can take a word):
-  D   the BurstBuffer window (flip-flops): tag word -> TagDecoder -> group length;
-      fire when the group (plus the tail on the final step) is in the window or the
-      payload is drained; consume it; flush after the final step.
-  S1  window and field offsets registered -> per-value 4-byte field select, tail select.
+slice can take a word, so a stall never reaches the BurstBuffer through logic):
+  D   from flip-flops: the BurstBuffer's window and its precomputed tag field bytes
+      give the step's size (tag word + fields, + the tail on the final step); the
+      step goes when all of it is buffered (or the payload is drained: then the
+      missing bytes read as zeros) and is consumed at once; flush after the final
+      step. The TagDecoder's field offsets are registered with the window.
+  S1  per-value 4-byte field select at its offset, tail select after the group.
   S2  fields registered -> DecompressionBlock leading-zero count.
-  S3  DecompressionBlock register -> normalising shift; word assembly (tail merge).
+  S3  DecompressionBlock register -> normalising shift; word assembly (values past
+      the payload's end dropped, tail bytes merged after the last value).
   S4  output word register -> AxisRegisterSlice -> ``o``.
 The final step is taken only once it is known whether bytes are left over (the
 payload is drained, or more than needed is already buffered), so ``error`` travels
-with the final word.
+with the final word. Between payloads the unit idles one clock (the next ``start``
+is accepted the clock after the final step).
+
+Rates (measured by sim/test_decompression_unit.py, output always ready): one word
+per clock while groups average up to 32 bytes; 0.89 words per clock on 34-byte
+groups (all raw values), where the 32-byte input beat is the limit.
 """
 
 from amaranth import *

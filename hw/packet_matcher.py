@@ -33,6 +33,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axis import AxisBeat, BEAT_BYTES
+from .realigner import keep_count
 
 __all__ = ["MatchInfo", "PacketMatcher"]
 
@@ -124,7 +125,7 @@ class PacketMatcher(wiring.Component):
         is_vlan = Signal()
         m.d.comb += is_vlan.eq(et_outer == 0x8100)
         nbytes = Signal(6)
-        m.d.comb += nbytes.eq(sum(keep0[i] for i in range(BEAT_BYTES)))
+        m.d.comb += nbytes.eq(keep_count(keep0))
 
         def ipf(off):
             return Mux(is_vlan, b(18 + off), b(14 + off))

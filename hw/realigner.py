@@ -13,8 +13,9 @@ mask) with ``last``. TX uses it with ``skip = P`` to pull the L4 payload out of 
 bytes on the byte lanes they take in the output frame.
 
 Rules:
-- Each frame needs one ``cfg`` entry; it is taken when the frame's first beat is, and
-  frames and cfg entries pair up in order.
+- Each frame needs one ``cfg`` entry; frames and cfg entries pair up in order. One
+  entry is decoded ahead into a holding register, so frames of two or more beats follow
+  each other with no idle clock.
 - Every input beat of the frame is consumed, also those past the output's end.
 - If the input ends before ``length`` output bytes exist, the output is shorter.
 - A frame whose output would be empty yields one beat with ``keep = 0`` and ``last``.
@@ -34,7 +35,25 @@ from amaranth.lib.wiring import In, Out
 
 from .axis import AxisBeat, BEAT_BITS, BEAT_BYTES, axis_signature
 
-__all__ = ["Realigner", "realigner_cfg"]
+__all__ = ["Realigner", "realigner_cfg", "keep_count"]
+
+
+def keep_count(keep):
+    """Number of set bits of a contiguous low ``keep`` mask (a thermometer code), as XOR
+    trees: bit b of the count is the parity of keep[2^b - 1], keep[2^(b+1) - 1 + 2^b]...
+    (two LUT levels instead of a popcount adder tree)."""
+    n = len(keep)
+    bits = []
+    b = 0
+    while (1 << b) <= n:
+        step = 1 << b
+        taps = [keep[i] for i in range(step - 1, n, step)]
+        x = taps[0]
+        for t in taps[1:]:
+            x = x ^ t
+        bits.append(x)
+        b += 1
+    return Cat(*bits)
 
 
 def realigner_cfg(skip_bits=8, length_bits=16):
@@ -88,8 +107,7 @@ class Realigner(wiring.Component):
             take_next.eq(i.valid & i.ready & flush),
         ]
         nb = Signal(6)  # valid bytes of this input beat
-        m.d.comb += nb.eq(Mux(i.payload.last, sum(i.payload.keep[j] for j in range(BEAT_BYTES)),
-                              BEAT_BYTES))
+        m.d.comb += nb.eq(Mux(i.payload.last, keep_count(i.payload.keep), BEAT_BYTES))
 
         # Stage-1 registers.
         s1_valid = Signal()
@@ -173,7 +191,9 @@ class Realigner(wiring.Component):
         load = Signal()
         m.d.comb += [
             load.eq(nxt_valid & (~active | frame_end)),
-            cfg.ready.eq(~nxt_valid | load),
+            # Only from a register (not from this frame's end): keeps the ready path of
+            # whoever feeds cfg short; nxt refills one clock after it moves on.
+            cfg.ready.eq(~nxt_valid),
         ]
         with m.If(frame_end):
             m.d.sync += active.eq(0)

@@ -159,7 +159,7 @@ class VC709SelfTestTop(Elaboratable):
 
         clk200 = platform.request("clk200", 0, dir="-")
         m.submodules.clk200_buf = clk_buf = io.Buffer("i", clk200)
-        rst_btn = platform.request("cpu_reset", 0)
+        m.submodules.rst_btn = rst_btn = io.Buffer("i", platform.request("cpu_reset", 0, dir="-"))
 
         mmcm_fb = Signal()
         mmcm_out = Signal()
@@ -180,12 +180,16 @@ class VC709SelfTestTop(Elaboratable):
         m.submodules.selftest = st = SelfTest(
             engines=self.engines, k=self.k, pass_frames=self.pass_frames,
             heartbeat_bit=26)       # 2^27 / 250 MHz = 0.54 s per half period
-        fault_sw = platform.request("dip_switch", 0)
+        m.submodules.fault_sw = fault_sw = io.Buffer(
+            "i", platform.request("dip_switch", 0, dir="-"))
         fault = Signal()
         m.submodules.fault_sync = _sync2(fault_sw.i, fault)
         m.d.comb += st.fault.eq(fault)
 
-        leds = [platform.request("led", i) for i in range(8)]
+        leds = []
+        for i in range(8):
+            m.submodules[f"led{i}"] = led = io.Buffer("o", platform.request("led", i, dir="-"))
+            leds.append(led)
         m.d.comb += [
             leds[0].o.eq(st.heartbeat),
             leds[1].o.eq(st.passing),

@@ -29,6 +29,11 @@ design that Amaranth has already width- and type-checked:
   which the logic reads only some bytes (the packet matcher's header window, the RX
   shim whose k byte the receiver does not need). A signal read nowhere still fails.
 
+- UNUSEDSIGNAL for ``rst`` of a submodule: Amaranth hands the domain's reset to every
+  module that uses the clock; one whose registers are all reset-less (datapath stages,
+  on purpose) leaves it unread.
+- UNUSEDSIGNAL for the signals listed in ``WAIVED_SIGNALS``, each with its reason.
+
 Everything else fails the lint, in particular an unused named signal, and (checked
 here, as Verilator does not flag them) an unused input of the top module.
 """
@@ -41,7 +46,7 @@ from pathlib import Path
 
 from inceptionn.sim import harness
 
-__all__ = ["ENGINES", "WAIVED_RULES", "generate", "lint", "LintResult", "main"]
+__all__ = ["ENGINES", "WAIVED_RULES", "WAIVED_SIGNALS", "generate", "lint", "LintResult", "main"]
 
 OUT = harness.BUILD / "verilog"
 
@@ -82,6 +87,13 @@ class LintResult:
         return f"LintResult(errors={len(self.errors)}, waived={len(self.waived)})"
 
 
+# Individual signals waived, by (module path, signal), with the reason.
+WAIVED_SIGNALS = {
+    ("inceptionn_tx.core.ck_l4", "done"):
+        "the TX engine runs its IP and L4 Checksum instances in lockstep and takes the "
+        "'done' strobe of the IP one for both; this instance's copy is unread",
+}
+
 _WARN = re.compile(r"^%(Warning|Error)-?(\w*): ([^:]+):(\d+):\d+: (.*)$")
 _UNUSED = re.compile(r"Signal is not used: '([^']+)'$")
 _UNUSED_BITS = re.compile(r"Bits of signal are not used: '([^']+)'\[[\d:,]+\]$")
@@ -98,6 +110,23 @@ def _modules(lines):
             spans.append((start, i, name))
             start = None
     return spans
+
+
+def _module_at(lines, lineno):
+    for first, last, name in _modules(lines):
+        if first <= lineno <= last:
+            return first, last, name.lstrip("\\")
+    return None
+
+
+def _is_unused_reset(lines, lineno, signal, top):
+    """An unread ``rst`` input of a submodule: Amaranth gives every module that uses a
+    clock domain its reset, and a module whose registers are all reset-less (datapath
+    pipeline stages, on purpose: no reset fan-out) does not read it."""
+    span = _module_at(lines, lineno)
+    if signal != "rst" or span is None or span[2] == top:
+        return False
+    return any(re.match(r"\s*input\s+rst\s*;", ln) for ln in lines[span[0] - 1:span[1]])
 
 
 def _is_alias(lines, lineno, signal):
@@ -173,8 +202,15 @@ def lint(path, top):
             waive(rule)
             continue
         u = _UNUSED.search(msg)
-        if rule == "UNUSEDSIGNAL" and u and Path(file).resolve() == path.resolve() \
-                and _is_alias(lines, int(lineno), u.group(1)):
+        here = Path(file).resolve() == path.resolve()
+        if rule == "UNUSEDSIGNAL" and u and here:
+            span = _module_at(lines, int(lineno))
+            if span and (span[2], u.group(1)) in WAIVED_SIGNALS or \
+                    _is_unused_reset(lines, int(lineno), u.group(1), top):
+                waived.append(u.group(1))
+                waive("UNUSEDSIGNAL")
+                continue
+        if rule == "UNUSEDSIGNAL" and u and here and _is_alias(lines, int(lineno), u.group(1)):
             waived.append(u.group(1))
             waive("UNUSEDSIGNAL")
             continue

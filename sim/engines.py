@@ -5,6 +5,7 @@ Used by the demo, the hardware benchmark and the engine tests:
     res = run_frames("tx", frames, k=10, dscp=10, enable=True, idle="none", backpressure="none")
     res.frames_out      # [(bytes, tuser)] in output order
     res.cycles          # clock cycles from the first input beat to the last output beat
+    res.in_cycles       # clock cycles from the first to the last accepted input beat
     res.in_beats, res.out_beats
     res.counters        # {name: value} read from the engine's counter ports at the end
     res.latency         # (min, max) cycles from a frame's last input beat to its first output beat
@@ -85,6 +86,7 @@ class RunResult:
     out_beats: int
     counters: dict
     latencies: list = field(default_factory=list)
+    in_cycles: int = 0
 
     @property
     def latency(self):

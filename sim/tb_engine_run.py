@@ -44,7 +44,9 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
     """Send `frames` [(bytes, tuser)] and collect output frames until `expect` of them
     came out (default: as many as were sent), then `drain` more quiet cycles.
 
-    Returns dict(frames_out, cycles, in_beats, out_beats, in_last_cycle, out_first_cycle)."""
+    Returns dict(frames_out, cycles, in_cycles, in_beats, out_beats, in_last_cycle,
+    out_first_cycle); cycles spans first input beat to last output beat, in_cycles the
+    input beats only (first to last accepted)."""
     expect = len(frames) if expect is None else expect
     beats = []
     for idx, (frame, user) in enumerate(frames):
@@ -61,6 +63,7 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
     presenting = False
     cycle = 0
     first_in = None
+    last_in = None
     last_out = None
     in_last_cycle = [None] * len(frames)
     out_first_cycle = []
@@ -86,6 +89,7 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
         if presenting and s_ready.value:
             if first_in is None:
                 first_in = cycle
+            last_in = cycle
             if beats[pos][2]:
                 in_last_cycle[beats[pos][4]] = cycle
             pos += 1
@@ -114,6 +118,7 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
     return {
         "frames_out": frames_out,
         "cycles": (last_out - first_in + 1) if (first_in and last_out) else 0,
+        "in_cycles": (last_in - first_in + 1) if first_in else 0,
         "in_beats": len(beats), "out_beats": out_beats,
         "in_last_cycle": in_last_cycle, "out_first_cycle": out_first_cycle,
     }
@@ -136,7 +141,8 @@ async def engine_run(dut):
                      seed=job["seed"], expect=sum(job["comes_out"]),
                      timeout_cycles=job["timeout_cycles"])
     result = {
-        "frames_out": res["frames_out"], "cycles": res["cycles"], "in_beats": res["in_beats"],
+        "frames_out": res["frames_out"], "cycles": res["cycles"], "in_cycles": res["in_cycles"],
+        "in_beats": res["in_beats"],
         "out_beats": res["out_beats"], "counters": read_counters(dut),
         "latencies": latencies(job["comes_out"], res["in_last_cycle"], res["out_first_cycle"]),
     }

@@ -51,6 +51,10 @@ def check(dut, frames, got, **cfg):
     return c
 
 
+def n_out(frames, **cfg):
+    return len(expected(frames, **cfg)[0])
+
+
 async def start(dut, **cfg):
     cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
     configure(dut, **cfg)
@@ -171,7 +175,7 @@ def corner_frames():
 async def corner_cases(dut, mode):
     await start(dut)
     frames = corner_frames()
-    res = await play(dut, frames, idle=mode, backpressure=mode, seed=9)
+    res = await play(dut, frames, idle=mode, backpressure=mode, seed=9, expect=n_out(frames))
     c = check(dut, frames, res["frames_out"])
     assert c.dropped == 3 and c.fallback >= 3 and c.compressed >= 10
 
@@ -185,7 +189,7 @@ async def configuration(dut, cfg):
     rng = np.random.default_rng(2)
     frames = [(F.udp_frame(_payload(rng, 300), tos=tos), False) for tos in (0x28, 0x2C, 0x00, 0x2D)]
     frames += [(F.tcp_frame(_payload(rng, 1000)), False)]
-    res = await play(dut, frames)
+    res = await play(dut, frames, expect=n_out(frames, **cfg))
     check(dut, frames, res["frames_out"], **cfg)
 
 
@@ -227,7 +231,7 @@ async def random_stress(dut):
     await start(dut)
     frames = F.mixed_frames(21, count)
     res = await play(dut, frames, idle="random", backpressure="random", seed=6,
-                     timeout_cycles=50 * res_beats(frames) + 100_000)
+                     expect=n_out(frames), timeout_cycles=50 * res_beats(frames) + 100_000)
     c = check(dut, frames, res["frames_out"])
     dut._log.warning(f"random_stress: {count} frames, {c.compressed} compressed, "
                      f"{c.fallback} fall-back, {c.bypassed} bypassed, {c.dropped} dropped")

@@ -1,0 +1,99 @@
+"""TX hardware benchmark: the CompressionEngine RTL measured in simulation (Verilator).
+
+``measure()`` returns rows for the benchmark table; ``python -m inceptionn.sim.bench_tx``
+prints them. Every output frame is also checked against golden.tx_frame, so a number is
+only reported for a run that was right.
+
+Rows: input beats accepted per clock on back-to-back compressible 1514- and 9014-byte
+frames (sink always ready), the same for all-incompressible frames (fall-back), the
+latency from a frame's last input beat to its first output beat, and the output beats
+per input beat on the demo's real gradients (build/demo/*.npy, when present).
+"""
+
+import numpy as np
+
+from . import frames as F
+from .engines import run_frames
+from .harness import REPO
+
+__all__ = ["measure", "format_table"]
+
+DEMO_DIR = REPO / "build" / "demo"
+
+
+def _verify(frames, res, **cfg):
+    from .. import golden
+    want = []
+    for f in frames:
+        out = golden.tx_frame(f, **cfg)
+        if out is not None:
+            want.append(out)
+    got = [f for f, _ in res.frames_out]
+    if got != want:
+        bad = next(i for i, (g, w) in enumerate(zip(got + [None] * len(want), want)) if g != w)
+        raise AssertionError(f"RTL output differs from golden.tx_frame at frame {bad}")
+
+
+def _frames(size, count, values):
+    n = (size - 42) // 4
+    need = n * count
+    vals = np.resize(values, need)
+    return [F.udp_frame(F.float_payload(vals[i * n:(i + 1) * n])) for i in range(count)]
+
+
+def _row(case, metric, value, note=""):
+    return {"case": case, "metric": metric, "value": value, "note": note}
+
+
+def measure(count_1514=24, count_9014=8):
+    """Run the benchmark scenarios on the RTL; returns a list of row dicts
+    {case, metric, value, note}."""
+    rows = []
+    synth, synth_src = F.gradient_values(200_000, seed=1, demo_dir=None)
+    for size, count in ((1514, count_1514), (9014, count_9014)):
+        frames = _frames(size, count, synth)
+        res = run_frames("tx", frames, tag=f"bench_tx_{size}")
+        _verify(frames, res)
+        case = f"{count} x {size} B compressible, back-to-back"
+        rows.append(_row(case, "input beats / clock", round(res.in_beats / res.in_cycles, 4),
+                         f"{res.in_beats} beats in {res.in_cycles} clocks; {synth_src}"))
+        rows.append(_row(case, "latency (clocks, last beat in -> first beat out)",
+                         f"{res.latency[0]}..{res.latency[1]}", ""))
+        rows.append(_row(case, "output beats / input beat", round(res.out_beats / res.in_beats, 4),
+                         f"compressed {res.counters['compressed']} of {count}"))
+    frames = [F.udp_frame(F.incompressible_payload(1472, i)) for i in range(count_1514)]
+    res = run_frames("tx", frames, tag="bench_tx_fallback")
+    _verify(frames, res)
+    case = f"{count_1514} x 1514 B incompressible (fall-back)"
+    rows.append(_row(case, "input beats / clock", round(res.in_beats / res.in_cycles, 4),
+                     f"fall-back {res.counters['fallback']} of {count_1514}"))
+    rows.append(_row(case, "latency (clocks, last beat in -> first beat out)",
+                     f"{res.latency[0]}..{res.latency[1]}", ""))
+    vals, src = F.gradient_values(368 * count_1514, seed=2, demo_dir=DEMO_DIR)
+    frames = _frames(1514, count_1514, vals)
+    res = run_frames("tx", frames, tag="bench_tx_gradients")
+    _verify(frames, res)
+    case = f"{count_1514} x 1514 B gradients"
+    rows.append(_row(case, "output beats / input beat", round(res.out_beats / res.in_beats, 4),
+                     src))
+    rows.append(_row(case, "payload bytes out / in",
+                     round(res.counters["payload_bytes_out"] / res.counters["payload_bytes_in"], 4),
+                     src))
+    return rows
+
+
+def format_table(rows):
+    head = ("case", "metric", "value", "note")
+    table = [head] + [tuple(str(r[h]) for h in head) for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+    lines = []
+    for n, r in enumerate(table):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print("CompressionEngine (TX) RTL, Verilator simulation, 256-bit beats")
+    print(format_table(measure()))
