@@ -134,6 +134,7 @@ class CompressionEngine(wiring.Component):
         m.submodules.rs_rl = rs_rl = AxisRegisterSlice()
         m.submodules.rs_gin = rs_gin = AxisRegisterSlice(data.StructLayout({"g": GroupIn, "k": 7}))
         m.submodules.rs_gout = rs_gout = AxisRegisterSlice(GroupOut)
+        m.submodules.rs_vec = rs_vec = AxisRegisterSlice(ByteVector)
         m.submodules.au = au = AlignmentUnit()
         m.submodules.ck_ip = ck_ip = Checksum()
         m.submodules.ck_l4 = ck_l4 = Checksum()
@@ -368,7 +369,8 @@ class CompressionEngine(wiring.Component):
         # ------------------------------------------------------------------ feeder
         # AlignmentUnit input: [P mod 32 placeholders + shim], the groups, and the tail
         # (folded into the last group's vector when it fits, to save a clock per frame).
-        a_in = au.i
+        a_in = rs_vec.i
+        wiring.connect(m, rs_vec.o, au.i)
         wiring.connect(m, cu.o, rs_gout.i)
         go = rs_gout.o
         fd_groups = Signal()        # 0: the prefix is next; 1: the frame's groups
@@ -380,23 +382,28 @@ class CompressionEngine(wiring.Component):
         sh = data.View(ShimInfo, shim_h)
         shim_bytes = Signal(32)
         m.d.comb += shim_bytes.eq(Cat(sh.L[8:], sh.L[:8], C(SHIM_MAGIC, 8), sh.k, C(0, 1)))
+        # Per output byte a 4-way choice (which shim byte lands here, if any), not a
+        # 32-way shift of the whole vector.
         prefix = Signal(8 * VECTOR_BYTES)
-        with m.Switch(sh.plane):
-            for j in range(BEAT_BYTES):
-                with m.Case(j):
-                    m.d.comb += prefix.eq(shim_bytes << (8 * j))
+        for b in range(VECTOR_BYTES):
+            byte = 0
+            for d in range(4):
+                if 0 <= b - d < BEAT_BYTES:
+                    byte = byte | Mux(sh.plane == b - d, shim_bytes[8 * d: 8 * d + 8], 0)
+            m.d.comb += prefix[8 * b: 8 * b + 8].eq(byte)
         tail_h = data.View(TailInfo, tailq.r_data)
         g = go.payload
         fits = Signal()
         m.d.comb += fits.eq(g.length + tail_h.r <= VECTOR_BYTES)
         # The group data with the tail appended at byte `length` (when it fits).
         merged = Signal(8 * VECTOR_BYTES)
-        with m.Switch(g.length):
-            for j in range(2, 35):
-                with m.Case(j):
-                    m.d.comb += merged.eq(g.data[:8 * j] | (tail_h.tail << (8 * j)))
-        last_grp = Signal()
-        m.d.comb += last_grp.eq(g.last & tailq.r_rdy)
+        for b in range(VECTOR_BYTES):
+            tbyte = 0
+            for d in range(3):
+                if b - d >= 2:
+                    tbyte = tbyte | Mux(g.length == b - d, tail_h.tail[8 * d: 8 * d + 8], 0)
+            dbyte = g.data[8 * b: 8 * b + 8] if b < 34 else C(0, 8)
+            m.d.comb += merged[8 * b: 8 * b + 8].eq(Mux(g.length > b, dbyte, tbyte))
         fd_fire = Signal()
         d_beat = Signal()           # a D-checksum beat this clock
         d_first, d_last = Signal(), Signal()

@@ -8,9 +8,10 @@ Cut-through. Two loosely coupled halves share one "pending frame" slot:
   DecompressionUnit, streams the compressed bytes (shim stripped, Ethernet padding
   dropped) into it and launches the HeaderRestore on the held header;
 * the back half emits the frame: for a decompressed one the restored header beats, then
-  the unit's 32-byte words rotated to the payload offset P and merged with the header
-  beat that holds byte P, P + L bytes in all, ``user`` on the last beat if the payload
-  was malformed, the input was cut short, or the input frame had ``user`` set.
+  the unit's 32-byte words, moved by the Realigner onto the byte lanes they take after
+  byte P and merged with the header beat that holds byte P: P + L bytes in all, ``user``
+  on the last beat if the payload was malformed, the input was cut short, or the input
+  frame had ``user`` set.
 
 The front half moves on to the next frame as soon as the current one's input is in,
 so a frame's header work overlaps the previous frame's output and, with the sink
@@ -30,6 +31,7 @@ from .axis import BEAT_BYTES, AxisBeat, AxisRegisterSlice, axis_signature
 from .decompression_unit import DecompressionUnit
 from .header_restore import HEADER_BYTES, HeaderRestore
 from .packet_matcher import PacketMatcher
+from .realigner import Realigner
 
 __all__ = ["DecompressionEngine", "MAX_FRAME_BYTES", "SHIM_MAGIC", "HOLD_BEATS"]
 
@@ -77,6 +79,7 @@ class DecompressionEngine(wiring.Component):
         m.submodules.feed = feed = AxisRegisterSlice(unit.i.payload.shape())
         m.submodules.restore = restore = HeaderRestore()
         m.submodules.matcher = pm = PacketMatcher()
+        m.submodules.realign = rl = Realigner()
 
         in_kc = Signal(6)
         m.d.comb += [
@@ -91,6 +94,20 @@ class DecompressionEngine(wiring.Component):
         ]
         wiring.connect(m, out_slice.o, wiring.flipped(self.o))
         wiring.connect(m, feed.o, unit.i)
+        # The unit's words go through the Realigner, which puts D on the byte lanes it
+        # takes in the output frame (P mod 32 lanes inserted in front); the unit's error
+        # rides on the last beat's user bit.
+        word_keep = Signal(BEAT_BYTES)
+        for k in range(BEAT_BYTES):
+            m.d.comb += word_keep[k].eq(unit.o.payload.count > k)
+        m.d.comb += [
+            rl.i.payload.data.eq(unit.o.payload.data),
+            rl.i.payload.keep.eq(word_keep),
+            rl.i.payload.last.eq(unit.o.payload.last),
+            rl.i.payload.user.eq(unit.o.payload.error),
+            rl.i.valid.eq(unit.o.valid),
+            unit.o.ready.eq(rl.i.ready),
+        ]
         inb = in_slice.o
         ob = out_slice.i
 
@@ -213,6 +230,17 @@ class DecompressionEngine(wiring.Component):
         ]
         with m.If(unit.start.ready):
             m.d.sync += st_valid.eq(0)
+        rl_valid = Signal()
+        rl_insert = Signal(5)
+        rl_length = Signal(16)
+        m.d.comb += [
+            rl.cfg.valid.eq(rl_valid),
+            rl.cfg.payload.skip.eq(0),
+            rl.cfg.payload.insert.eq(rl_insert),
+            rl.cfg.payload.length.eq(rl_length),
+        ]
+        with m.If(rl.cfg.ready):
+            m.d.sync += rl_valid.eq(0)
 
         # Feed state.
         f_idx = Signal(range(HOLD_BEATS + 1))
@@ -276,7 +304,9 @@ class DecompressionEngine(wiring.Component):
             with m.State("ACT"):
                 ok = Signal()
                 m.d.comb += ok.eq(x_ok & (x_end <= MAX_FRAME_BYTES))
-                with m.If(~pend_busy):
+                # The unit and the Realigner take one frame ahead at most: wait until
+                # they took the previous frame's start and cfg.
+                with m.If(~pend_busy & ~st_valid & ~rl_valid):
                     for j in range(HOLD_BEATS):
                         m.d.sync += pend_hdr[j].eq(hold[j])
                     m.d.sync += [
@@ -302,6 +332,9 @@ class DecompressionEngine(wiring.Component):
                             st_valid.eq(1),
                             st_n.eq(d_ls >> 2),
                             st_r.eq(d_ls[:2]),
+                            rl_valid.eq(1),
+                            rl_insert.eq(d_p[:5]),
+                            rl_length.eq(d_ls + d_p[:5]),
                             f_idx.eq(x_fidx),
                             f_first.eq(x_ffirst),
                             f_rem.eq(x_rem),
@@ -408,13 +441,10 @@ class DecompressionEngine(wiring.Component):
         o_hleft = Signal(range(HOLD_BEATS + 1))   # header beats before the one holding P
         o_first = Signal()                         # next data beat holds byte P
         o_left = Signal(range(MAX_FRAME_BYTES // BEAT_BYTES + 2))   # beats left, incl. this
-        o_wleft = Signal(range(MAX_FRAME_BYTES // BEAT_BYTES + 2))  # unit words left
         o_s = Signal(5)                            # P mod 32
         o_low = Signal(BEAT_BYTES)                 # bytes below P mod 32
         o_last_keep = Signal(BEAT_BYTES)
-        o_err = Signal()
         mhdr = Signal(8 * BEAT_BYTES)              # the header beat that holds byte P
-        prev_rot = Signal(8 * BEAT_BYTES)          # last word, rotated: its top bytes carry over
 
         def load_next():
             # Take the pending frame; everything here is a register load from the slot.
@@ -430,9 +460,7 @@ class DecompressionEngine(wiring.Component):
                 o_hleft.eq(pend_p >> 5),
                 o_first.eq(1),
                 o_left.eq((end_m1 >> 5) + 1),
-                o_wleft.eq(((pend_end - pend_p - 1) >> 5) + 1),
                 o_s.eq(pend_p[:5]),
-                o_err.eq(0),
                 mhdr.eq(pend_hdr[pend_p >> 5]),
             ]
             for k in range(BEAT_BYTES):
@@ -445,19 +473,11 @@ class DecompressionEngine(wiring.Component):
             with m.Else():
                 m.next = "FRAME"
 
-        # The unit's word rotated left by P mod 32 bytes: byte k of a data beat is
-        # byte k - s of this word (k >= s) or byte k of the previous one rotated (k < s).
-        rot = unit.o.payload.data
-        for b in range(5):
-            r = Signal(8 * BEAT_BYTES, name=f"rot{b}")
-            m.d.comb += r.eq(Mux(o_s[b], rot.rotate_left(8 << b), rot))
-            rot = r
-        low_src = Signal(8 * BEAT_BYTES)
+        # Byte k of the beat holding P: header below lane P mod 32, realigned D above.
         merged = Signal(8 * BEAT_BYTES)
-        m.d.comb += low_src.eq(Mux(o_first, mhdr, prev_rot))
         for k in range(BEAT_BYTES):
             sl = slice(8 * k, 8 * k + 8)
-            m.d.comb += merged[sl].eq(Mux(o_low[k], low_src[sl], rot[sl]))
+            m.d.comb += merged[sl].eq(Mux(o_first & o_low[k], mhdr[sl], rl.o.payload.data[sl]))
 
         ob_hs = Signal()
         m.d.comb += ob_hs.eq(ob.valid & ob.ready)
@@ -511,24 +531,22 @@ class DecompressionEngine(wiring.Component):
             with m.State("FRAME"):
                 # Decompressed: restored header beats, then P + L bytes of header and D.
                 hdr_beat = Signal()
-                need_word = Signal()
                 is_last = Signal()
-                word_ok = Signal()
+                data_ok = Signal()
                 fin_ok = Signal()
                 bad = Signal()
                 m.d.comb += [
                     hdr_beat.eq(o_hleft != 0),
-                    need_word.eq(~hdr_beat & (o_wleft != 0)),
                     is_last.eq(o_left == 1),
-                    word_ok.eq(~need_word | unit.o.valid),
+                    data_ok.eq(hdr_beat | rl.o.valid),
                     fin_ok.eq(~is_last | fin_valid),
-                    bad.eq(o_err | (need_word & unit.o.payload.error) | fin_trunc),
-                    ob.valid.eq(word_ok & fin_ok),
+                    bad.eq(rl.o.payload.user | fin_trunc),
+                    ob.valid.eq(data_ok & fin_ok),
                     ob.payload.data.eq(Mux(hdr_beat, pend_hdr[o_idx], merged)),
                     ob.payload.keep.eq(Mux(is_last, o_last_keep, (1 << BEAT_BYTES) - 1)),
                     ob.payload.last.eq(is_last),
                     ob.payload.user.eq(is_last & (bad | fin_bad)),
-                    unit.o.ready.eq(need_word & fin_ok & ob.ready),
+                    rl.o.ready.eq(~hdr_beat & fin_ok & ob.ready),
                 ]
                 with m.If(ob_hs):
                     m.d.sync += o_left.eq(o_left - 1)
@@ -536,12 +554,6 @@ class DecompressionEngine(wiring.Component):
                         m.d.sync += [o_hleft.eq(o_hleft - 1), o_idx.eq(o_idx + 1)]
                     with m.Else():
                         m.d.sync += o_first.eq(0)
-                    with m.If(need_word):
-                        m.d.sync += [
-                            prev_rot.eq(rot),
-                            o_wleft.eq(o_wleft - 1),
-                            o_err.eq(o_err | unit.o.payload.error),
-                        ]
                     releasing = Signal()
                     m.d.comb += releasing.eq(~hdr_beat & o_first)
                     with m.If(releasing):

@@ -23,7 +23,8 @@ Rules:
   (or after) the input's last beat, else 0.
 - The input's ``keep`` is only read on its last beat (a frame's other beats are full).
 
-Pipeline: stage 1 registers the 64-byte window {current beat, previous beat} and the
+Pipeline: an input register slice (which also counts the beat's bytes); stage 1
+registers the 64-byte window {current beat, previous beat} and the
 byte count of the output beat; stage 2 registers the shifted beat. Both stages move
 together (``advance = ~o.valid | o.ready``), so ``i.ready`` follows ``o.ready`` through
 a few gates: put an AxisRegisterSlice after it if that path gets long.
@@ -33,7 +34,7 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axis import AxisBeat, BEAT_BITS, BEAT_BYTES, axis_signature
+from .axis import AxisBeat, AxisRegisterSlice, BEAT_BITS, BEAT_BYTES, axis_signature
 
 __all__ = ["Realigner", "realigner_cfg", "keep_count"]
 
@@ -73,7 +74,25 @@ class Realigner(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         B = BEAT_BITS
-        i, o, cfg = self.i, self.o, self.cfg
+        o, cfg = self.o, self.cfg
+
+        # Input register slice that also registers the beat's byte count: the frame-end
+        # decision (and the cfg reload behind it) then starts from flip-flops.
+        m.submodules.in_rs = in_rs = AxisRegisterSlice(
+            data.StructLayout({"beat": AxisBeat, "nb": 6}))
+        m.d.comb += [
+            in_rs.i.valid.eq(self.i.valid), self.i.ready.eq(in_rs.i.ready),
+            in_rs.i.payload.beat.eq(self.i.payload),
+            in_rs.i.payload.nb.eq(Mux(self.i.payload.last, keep_count(self.i.payload.keep),
+                                      BEAT_BYTES)),
+        ]
+
+        class _In:      # the registered input, under the names the logic below uses
+            valid = in_rs.o.valid
+            payload = in_rs.o.payload.beat
+            ready = Signal(name="in_ready")
+        i = _In
+        m.d.comb += in_rs.o.ready.eq(i.ready)
 
         advance = Signal()
         o_valid = Signal()
@@ -107,7 +126,7 @@ class Realigner(wiring.Component):
             take_next.eq(i.valid & i.ready & flush),
         ]
         nb = Signal(6)  # valid bytes of this input beat
-        m.d.comb += nb.eq(Mux(i.payload.last, keep_count(i.payload.keep), BEAT_BYTES))
+        m.d.comb += nb.eq(in_rs.o.payload.nb)
 
         # Stage-1 registers.
         s1_valid = Signal()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 
 __all__ = ["LevelPath", "logic_levels", "cell_counts", "run_yosys", "synthesize",
-           "report_design", "DESIGNS", "main"]
+           "report_design", "markdown_table", "DESIGNS", "main"]
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("INCEPTIONN_BUILD", REPO / "build"))
@@ -366,6 +366,10 @@ DESIGNS = [
     ("burst_buffer", "burst_buffer", "BurstBuffer", False, False),
     ("decompression_unit", "decompression_unit", "DecompressionUnit", False, False),
     ("axis_register_slice", "axis", "AxisRegisterSlice", True, False),
+    # The board self-test's own logic (hw/selftest*.py), for the VC709 build.
+    ("selftest_generator", "selftest_gen", "FrameGenerator", False, False),
+    ("selftest_reference", "selftest_gen", "ReferenceGenerator", False, False),
+    ("selftest_checker", "selftest_check", "Checker", False, False),
 ]
 
 
@@ -393,6 +397,19 @@ def design_factory(module, cls, wrap):
         return None, f"{cls}() needs constructor arguments ({e})"
     probe._MustUse__silence = True   # built only to see that it can be built
     return factory, None
+
+
+def markdown_table(report):
+    """The report's designs as a Markdown table (what docs/synthesis.md shows)."""
+    rows = ["| design | LUT | FF | CARRY4 | MUXF7/8 | BRAM36 | DSP | levels | Vivado-style levels | deepest path (start -> end) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in report["designs"]:
+        rows.append(f"| {r['name']} | {r['LUT']} | {r['FF']} | {r['CARRY4']} | "
+                    f"{r['MUXF7']}/{r['MUXF8']} | {r['BRAM36']:g} | {r['DSP']} | {r['levels']} | "
+                    f"{r['vivado_levels']} | `{r['levels_start']}` -> `{r['levels_end']}` |")
+    for name, why in report["pending"].items():
+        rows.append(f"| {name} | pending: {why} | | | | | | | | |")
+    return "\n".join(rows)
 
 
 def main(argv=None):
@@ -442,6 +459,7 @@ def main(argv=None):
               "designs": results, "pending": pending, "summary": summary}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print("\n" + markdown_table(report))
     print(f"\nsummary: {json.dumps(summary)}\nwritten: {args.output}")
     return 0
 
