@@ -12,8 +12,9 @@ Ports:
   at and above ``level`` read as 0 for good).
 - ``length`` (2..34): the length of the group at byte 0 (tag word + fields),
   ``tag_bytes`` = length - 2, ``fits`` (the whole group is held: level >= length).
-  They are valid while ``ready`` is high.
-- ``go``: drop ``length`` bytes from the front this clock (only while ``ready``). Going
+  They are valid while ``known`` is high; ``ready``: known and a step may go this
+  clock (it is low on a hold clock, see below).
+- ``go``: drop ``length`` bytes from the front this clock (ignored unless ``ready``). Going
   past ``level`` empties the buffer (a consumer reading past the end of a payload whose
   ``last`` is in sees zeros, as the wire format's zero-extension rule asks).
 - ``flush``: the consumer is done with this payload. What is held is discarded and, if
@@ -55,11 +56,9 @@ WINDOW_BYTES = 37
 BUFFER_BYTES = 72
 ROOM = BUFFER_BYTES - 32     # a piece is placed at positions u .. u + 31, u <= ROOM
 MAX_TAG_BYTES = 32           # a group's fields: 0..32 bytes
-TS_BITS = 5                  # a tag byte's four field widths summed: 0..16
-ITEM = 8 + TS_BITS           # a byte and its tag width sum travel together
 
 # A piece after alignment: bytes from 0, bytes past count zero.
-_AlignedLayout = data.StructLayout({"data": 256, "ts": 32 * TS_BITS, "count": 6, "last": 1})
+_AlignedLayout = data.StructLayout({"data": 256, "count": 6, "last": 1})
 
 
 def shift_items(m, items, amount, n_out, *, up=False, max_amount=None, name="sh"):
@@ -81,6 +80,7 @@ def shift_items(m, items, amount, n_out, *, up=False, max_amount=None, name="sh"
         rest = max_amount >> (lsb + len(sel)) << (lsb + len(sel))
         n_keep = n_out + (0 if up else rest)
         nxt = []
+        dec = [sel == k for k in range(4)] if len(sel) == 2 else None
         for i in range(n_keep):
             cands = []
             for k in range(1 << len(sel)):
@@ -89,8 +89,11 @@ def shift_items(m, items, amount, n_out, *, up=False, max_amount=None, name="sh"
                 cands.append(cur[src] if ok else zero)
             s = Signal(width, name=f"{name}{lsb}_{i}")
             if len(sel) == 2:
-                m.d.comb += s.eq(Mux(sel[1], Mux(sel[0], cands[3], cands[2]),
-                                     Mux(sel[0], cands[1], cands[0])))
+                # AND-OR over a decoded select: nested 2:1 muxes would share their
+                # halves between neighbouring outputs and map to two LUT levels.
+                m.d.comb += s.eq(
+                    (dec[0].replicate(width) & cands[0]) | (dec[1].replicate(width) & cands[1])
+                    | (dec[2].replicate(width) & cands[2]) | (dec[3].replicate(width) & cands[3]))
             else:
                 m.d.comb += s.eq(Mux(sel[0], cands[1], cands[0]))
             nxt.append(s)
@@ -106,6 +109,7 @@ class BurstBuffer(wiring.Component):
     length: Out(6)
     tag_bytes: Out(6)
     ready: Out(1)
+    known: Out(1)
     fits: Out(1)
     level: Out(7)
     last: Out(1)
@@ -119,15 +123,11 @@ class BurstBuffer(wiring.Component):
         # Input stage: align bytes to byte 0 (radix-4 stages on ``first``), zero what
         # lies past ``count``, then register (full skid slice, registered ready).
         m.submodules.slice = sl = AxisRegisterSlice(_AlignedLayout)
-        raw = []
-        for b in range(32):
-            byte = self.i.payload.data[8 * b:8 * b + 8]
-            raw.append(Cat(byte, tag_byte_prefix(m, byte, 4, f"ts_in{b}")))
+        raw = [self.i.payload.data[8 * b:8 * b + 8] for b in range(32)]
         aligned = shift_items(m, raw, self.i.payload.first, 32, name="al")
         kept = [Mux(self.i.payload.count > b, it, 0) for b, it in enumerate(aligned)]
         m.d.comb += [
-            sl.i.payload.data.eq(Cat(*(it[:8] for it in kept))),
-            sl.i.payload.ts.eq(Cat(*(it[8:] for it in kept))),
+            sl.i.payload.data.eq(Cat(*kept)),
             sl.i.payload.count.eq(self.i.payload.count),
             sl.i.payload.last.eq(self.i.payload.last),
             sl.i.valid.eq(self.i.valid),
@@ -135,7 +135,7 @@ class BurstBuffer(wiring.Component):
         ]
         piece = sl.o.payload
 
-        buf = [Signal(ITEM, name=f"buf{b}") for b in range(N)]
+        buf = [Signal(8, name=f"buf{b}") for b in range(N)]
         lvl2 = Signal(signed(8))    # level - 2 (so that level >= length is lvl2 >= tb)
         tb = Signal(6)              # length - 2 of the group at byte 0
         lv = Signal()               # tb is valid
@@ -146,10 +146,11 @@ class BurstBuffer(wiring.Component):
         runl = Signal()             # a step may go this clock
         m.d.comb += runl.eq(~hold & lv)
         m.d.comb += [
-            self.window.eq(Cat(*(b[:8] for b in buf[:WINDOW_BYTES]))),
+            self.window.eq(Cat(*buf[:WINDOW_BYTES])),
             self.tag_bytes.eq(tb),
             self.length.eq(tb + 2),
             self.ready.eq(runl),
+            self.known.eq(lv),
             self.fits.eq(lvl2 >= tb),
             self.level.eq(lvl2 + 2),
             self.last.eq(got_last),
@@ -172,14 +173,25 @@ class BurstBuffer(wiring.Component):
             take.eq(fit & (~runl | go)),
             sl.o.ready.eq(take | drop),
         ]
-        pitems = [Cat(piece.data[8 * b:8 * b + 8], piece.ts[TS_BITS * b:TS_BITS * (b + 1)])
-                  for b in range(32)]
+        pitems = [piece.data[8 * b:8 * b + 8] for b in range(32)]
         placed = shift_items(m, pitems, u[:6], N, up=True, max_amount=ROOM, name="pl")
 
-        # The step: shift by length = 2 + tb.
-        shd = shift_items(m, buf[2:], tb, N, max_amount=MAX_TAG_BYTES, name="sh")
+        # The step: shift by length = 2 + tb, as two radix-4 stages on tb[3:0] and a
+        # last 3-way stage on tb[5:4] (0, 16 or 32 more).
+        s12 = shift_items(m, buf[2:], [tb[0:2], tb[2:4]], N + MAX_TAG_BYTES,
+                          max_amount=15, name="sh")
+        z8 = C(0, 8)
+
+        def at(i):
+            return s12[i] if i < len(s12) else z8
+
+        shd = []
         for b in range(N):
-            nxt = Signal(ITEM, name=f"nxt{b}")
+            s = Signal(8, name=f"shd{b}")
+            m.d.comb += s.eq(Mux(tb[5], at(b + 32), Mux(tb[4], at(b + 16), at(b))))
+            shd.append(s)
+        for b in range(N):
+            nxt = Signal(8, name=f"nxt{b}")
             with m.If(self.flush):
                 m.d.comb += nxt.eq(0)
             with m.Elif(go):
@@ -188,20 +200,21 @@ class BurstBuffer(wiring.Component):
                 m.d.comb += nxt.eq(buf[b] | Mux(take, placed[b], 0))
             m.d.sync += buf[b].eq(nxt)
 
-        # Next group length: precomputed for byte 0 (no step) and for every byte a
-        # step can end at (2 + tb), from the held bytes; chosen like the data.
-        def tbytes(p):
-            return buf[p][8:]
+        # Next group length: the tag width sums of the two bytes that will be at 0 and
+        # 1, looked up on the data shift's candidates before its last stage, so that
+        # only that stage and one adder follow the lookup.
+        def tsum(byte, name):
+            return tag_byte_prefix(m, byte, 4, name)
 
-        pair = {}
-        for p in [0] + list(range(2, 2 + MAX_TAG_BYTES + 1)):
-            s = Signal(6, name=f"pair{p}")
-            m.d.comb += s.eq(tbytes(p) + tbytes(p + 1))
-            pair[p] = s
-        after = shift_items(m, [pair[p] for p in range(2, 2 + MAX_TAG_BYTES + 1)], tb, 1,
-                            max_amount=MAX_TAG_BYTES, name="np")[0]
+        tw = []
+        for k in range(2):
+            c = [tsum(at(k + 16 * j), f"tc{k}_{j}") for j in range(3)]
+            here = tsum(buf[k], f"th{k}")
+            t = Signal(5, name=f"tn{k}")
+            m.d.comb += t.eq(Mux(go, Mux(tb[5], c[2], Mux(tb[4], c[1], c[0])), here))
+            tw.append(t)
         tb_next = Signal(6)
-        m.d.comb += tb_next.eq(Mux(go, after, pair[0]))
+        m.d.comb += tb_next.eq(tw[0] + tw[1])
 
         # Level after this clock: lvl2' = u - 2 + count when a piece is taken (u >= 0
         # then), max(u, 0) - 2 after a step, unchanged otherwise.

@@ -325,7 +325,8 @@ class CompressionEngine(wiring.Component):
         rl_nb = Signal(6)
         m.d.comb += rl_nb.eq(keep_count(gi.payload.keep))
         absorb = Signal()
-        m.d.comb += absorb.eq(~g_last & gi.valid & gi.payload.last & (rl_nb < 4))
+        # keep is a contiguous low mask: fewer than 4 bytes <=> lane 3 is empty.
+        m.d.comb += absorb.eq(~g_last & gi.valid & gi.payload.last & ~gi.payload.keep[3])
         grp_last = Signal()
         m.d.comb += grp_last.eq(g_last | absorb)
         g_out = Signal()
@@ -601,28 +602,35 @@ class CompressionEngine(wiring.Component):
         # outq for every beat in flight, so the pipeline never has to stall.
         e_active = Signal()
         e = Signal(Desc)
-        e_b = Signal(9)
-        inflight = Signal(2)
+        e_b = Signal(9)             # beat index in the output frame
+        e_is_last = Signal()        # the next beat issued is the frame's last
+        e_left = Signal(9)          # beats still to issue
+        e_drop = Signal()
+        # Beats issued and not yet taken from outq; the room flag is registered (one
+        # clock stale, so it keeps one more entry free) to keep it off the issue path.
+        occ = Signal(range(outq.depth + 1))
         room = Signal()
-        m.d.comb += room.eq(outq.level + inflight + 1 < outq.depth)
+        m.d.sync += room.eq(occ < outq.depth - 2)
         dh = Signal(Desc)
         m.d.comb += dh.eq(descq.r_data)
         issue = Signal()
         e_lastb = Signal()
         m.d.comb += [
-            e_lastb.eq(e_b + 1 == e.nbeats),
-            issue.eq(e_active & (e.mode != MODE_DROP) & room),
+            e_lastb.eq(e_is_last),
+            issue.eq(e_active & ~e_drop & room),
         ]
         e_done = Signal()           # the current descriptor is finished this clock
-        m.d.comb += e_done.eq(e_active & ((e.mode == MODE_DROP) | (issue & e_lastb)))
+        m.d.comb += e_done.eq(e_active & (e_drop | (issue & e_is_last)))
         e_load = Signal()
         m.d.comb += [e_load.eq(descq.r_rdy & (~e_active | e_done)), descq.r_en.eq(e_load)]
         with m.If(e_done):
             m.d.sync += e_active.eq(0)
         with m.If(issue):
-            m.d.sync += e_b.eq(e_b + 1)
+            m.d.sync += [e_b.eq(e_b + 1), e_left.eq(e_left - 1), e_is_last.eq(e_left == 2)]
         with m.If(e_load):
-            m.d.sync += [e_active.eq(1), e.eq(dh), e_b.eq(0)]
+            m.d.sync += [e_active.eq(1), e.eq(dh), e_b.eq(0), e_left.eq(dh.nbeats),
+                         e_is_last.eq(dh.nbeats == 1), e_drop.eq(dh.mode == MODE_DROP)]
+        m.d.sync += occ.eq(occ + issue - (self.o.valid & self.o.ready))
         # Releasing a frame's ring entries once its last beat is read.
         m.d.comb += [
             orig.rel_en.eq(e_done), orig.rel.eq(e.orig_next),
@@ -680,7 +688,6 @@ class CompressionEngine(wiring.Component):
         m.d.sync += [e2_v.eq(e1_v), e2.data.eq(merged_b), e2.keep.eq(e1_keep),
                      e2.last.eq(e1_last), e2.user.eq(e1_user)]
         m.d.comb += [outq.w_en.eq(e2_v), outq.w_data.eq(e2)]
-        m.d.sync += inflight.eq(inflight + issue - e2_v)
 
         # ------------------------------------------------------------------ output
         o_beat = Signal(AxisBeat)

@@ -52,10 +52,13 @@ class FrameStore(wiring.Component):
 
         wp = Signal(aw + 1)
         rel = Signal(aw + 1)
-        used = Signal(aw + 1)
+        # w_room comes from a flip-flop (writers put it on their ready paths): computed
+        # from the registered pointers, keeping one entry spare for the write that may
+        # happen in the same clock; a release shows one clock later.
+        room = Signal(init=1)
+        m.d.sync += room.eq((wp - rel)[:aw + 1] < self.depth - 1)
         m.d.comb += [
-            used.eq(wp - rel),
-            self.w_room.eq(used < self.depth),
+            self.w_room.eq(room),
             self.wp.eq(wp),
             wr.addr.eq(wp[:aw]), wr.data.eq(self.w_data), wr.en.eq(self.w_en),
             rd.addr.eq(self.r_addr), rd.en.eq(self.r_en), self.r_data.eq(rd.data),

@@ -114,6 +114,9 @@ class Realigner(wiring.Component):
         nxt_skipb = Signal.like(skipb)
         nxt_off = Signal(5)
         nxt_rem = Signal.like(rem)
+        # rem <= 32 / <= 64 kept as flags beside rem (the frame-end decision reads them).
+        rem_le32, rem_le64 = Signal(), Signal()
+        nxt_le32, nxt_le64 = Signal(), Signal()
 
         # During a flush cycle the output slot is taken, but a first beat of the next
         # frame that only gets skipped (it produces no output) is taken all the same:
@@ -177,12 +180,13 @@ class Realigner(wiring.Component):
                 m.d.sync += skipb.eq(skipb - 1)
             with m.If(~out_done & producing):
                 is_last_out = Signal()
-                m.d.comb += is_last_out.eq((rem <= BEAT_BYTES) | (i.payload.last & (nb <= off)))
+                m.d.comb += is_last_out.eq(rem_le32 | (i.payload.last & (nb <= off)))
                 m.d.sync += [
                     s1_valid.eq(1), s1_win.eq(Cat(prev, i.payload.data)), s1_off.eq(off),
                     s1_bytes.eq(here), s1_last.eq(is_last_out),
                     s1_user.eq(i.payload.user & i.payload.last),
                     rem.eq(rem - BEAT_BYTES),
+                    rem_le32.eq(rem_le64), rem_le64.eq(rem <= 3 * BEAT_BYTES),
                 ]
                 with m.If(is_last_out):
                     m.d.sync += out_done.eq(1)
@@ -198,8 +202,7 @@ class Realigner(wiring.Component):
             with m.If(i.payload.last):
                 # The frame ends here unless a flush beat is owed (decided above).
                 owe = Signal()
-                m.d.comb += owe.eq(~out_done & ~(producing & ((rem <= BEAT_BYTES) |
-                                                               (nb <= off))))
+                m.d.comb += owe.eq(~out_done & ~(producing & (rem_le32 | (nb <= off))))
                 with m.If(~owe):
                     m.d.comb += frame_end.eq(1)
 
@@ -219,12 +222,15 @@ class Realigner(wiring.Component):
         with m.If(load):
             m.d.sync += [
                 active.eq(1), out_done.eq(0), skipb.eq(nxt_skipb), off.eq(nxt_off),
-                rem.eq(nxt_rem), prev.eq(0), nxt_valid.eq(0),
+                rem.eq(nxt_rem), rem_le32.eq(nxt_le32), rem_le64.eq(nxt_le64),
+                prev.eq(0), nxt_valid.eq(0),
             ]
         with m.If(cfg.valid & cfg.ready):
             m.d.sync += [
                 nxt_valid.eq(1), nxt_skipb.eq((d >> 5) + 1), nxt_off.eq(d[:5]),
                 nxt_rem.eq(cfg.payload.length),
+                nxt_le32.eq(cfg.payload.length <= BEAT_BYTES),
+                nxt_le64.eq(cfg.payload.length <= 2 * BEAT_BYTES),
             ]
 
         # The next frame's first beat taken in a flush cycle (always a skipped beat):

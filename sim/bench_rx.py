@@ -33,7 +33,7 @@ TWO_GROUPS = (
     "offset. Cost relative to the 1-group engine: the BurstBuffer grows from 64 to ~128 "
     "bytes (window 68), 8 -> 16 DecompressionBlocks and field selects (the unit's "
     "datapath roughly doubles, ~2x its LUTs), the Realigner and the header merge become "
-    "64 bytes wide (~2x its muxes), and the compressed input must supply up to 68 bytes "
+    "64 bytes wide (~2x their muxes), and the compressed input must supply up to 68 bytes "
     "per clock for incompressible groups, i.e. 2 input beats per clock: with a 256-bit "
     "input it only pays off for ratios above 2x. Verdict: it would fit the device, but "
     "not the 256-bit stream; not worth it for a 10G NIC."

@@ -71,6 +71,7 @@ def test_make_verilog_cli(tmp_path, capsys, monkeypatch):
         verilog.generate(slice_[0][1], "axis_register_slice")
     assert "axis_register_slice" in out and "lint: clean" in out
     assert "inceptionn_rx" in out and "pending" in out
-    monkeypatch.setattr(verilog, "available_engines", lambda: ([("sloppy", _Sloppy)], {}))
+    monkeypatch.setattr(verilog, "available_engines",
+                        lambda: ([("sloppy", lambda: _Sloppy())], {}))
     assert verilog.main(["-o", str(tmp_path)]) == 1
     assert "'waste'" in capsys.readouterr().out

@@ -1,0 +1,226 @@
+"""DecompressionUnit (paper Fig. 10): the RX decompression datapath for one payload
+at a time, from the compressed byte stream to the restored 32-byte words.
+
+Ports:
+- ``start``: ``{n 12, r 2}``: the next payload restores ``n = L div 4`` values and
+  ``r = L mod 4`` raw tail bytes.
+- ``i``: that payload's compressed bytes as BurstBuffer pieces ``{data 256, first 5,
+  count 6, last 1}``: the groups, then the r tail bytes (the compressed payload
+  without its 4-byte shim), up to a piece with ``last``.
+- ``o``: ``{data 256, count 6, last 1, error 1}``: the restored payload D, 32 bytes
+  (8 floats, one group) per word. ``count`` is 32 on every word but the final one,
+  which has ``last`` and ``count`` = the bytes left (1..32), or 0 for n = r = 0 (one
+  empty word, so every payload ends with exactly one ``last``). ``error`` (final word
+  only): the groups ran out before n values and r tail bytes, or bytes were left
+  over after them.
+
+Malformed input follows the wire format's zero-extension rule (as the golden model):
+past the end of the payload every byte reads as 0, so a truncated group decodes from
+the bytes that are there padded with zeros, later groups read as all-zero tags (+0.0
+values, 2 bytes each) and missing tail bytes are 0. The whole input payload is
+consumed in every case: leftover bytes are discarded through the BurstBuffer's flush.
+A short last group's missing values keep their tags' widths (the length follows the
+whole tag word); their values are dropped.
+
+Pipeline (one group per clock, all stages advance together when the output register
+slice can take a word, so a stall never reaches the BurstBuffer through logic):
+  D   from flip-flops: the BurstBuffer's window and its precomputed tag field bytes
+      give the step's size (tag word + fields, + the tail on the final step); the
+      step goes when all of it is buffered (or the payload is drained: then the
+      missing bytes read as zeros) and is consumed at once; flush after the final
+      step. The TagDecoder's field offsets are registered with the window.
+  S1  per-value 4-byte field select at its offset, tail select after the group.
+  S2  fields registered -> DecompressionBlock leading-zero count.
+  S3  DecompressionBlock register -> normalising shift; word assembly (values past
+      the payload's end dropped, tail bytes merged after the last value).
+  S4  output word register -> AxisRegisterSlice -> ``o``.
+The final step is taken only once it is known whether bytes are left over (the
+payload is drained, or more than needed is already buffered), so ``error`` travels
+with the final word. Between payloads the unit idles one clock (the next ``start``
+is accepted the clock after the final step).
+
+Rates (measured by sim/test_decompression_unit.py, output always ready): one word
+per clock while groups average up to 32 bytes; 0.89 words per clock on 34-byte
+groups (all raw values), where the 32-byte input beat is the limit.
+"""
+
+from amaranth import *
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .axis import AxisRegisterSlice
+from .burst_buffer_fast import BurstBuffer, PieceLayout, WINDOW_BYTES
+from .decompression_block import DecompressionBlock
+from .tag_decoder import GROUP_VALUES, TagDecoder
+
+__all__ = ["DecompressionUnit", "StartLayout", "WordLayout", "PieceLayout"]
+
+StartLayout = data.StructLayout({"n": 12, "r": 2})
+WordLayout = data.StructLayout({"data": 256, "count": 6, "last": 1, "error": 1})
+
+
+class DecompressionUnit(wiring.Component):
+    start: In(stream.Signature(StartLayout))
+    i: In(stream.Signature(PieceLayout))
+    o: Out(stream.Signature(WordLayout))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.bb = bb = BurstBuffer()
+        m.submodules.td = td = TagDecoder()
+        m.submodules.out = oslice = AxisRegisterSlice(WordLayout)
+        wiring.connect(m, wiring.flipped(self.i), bb.i)
+        wiring.connect(m, oslice.o, wiring.flipped(self.o))
+
+        # Every stage moves when the output slice can take a word; its ready is a
+        # flip-flop, so the stall never reaches the BurstBuffer through logic.
+        adv = Signal()
+        m.d.comb += adv.eq(oslice.i.ready)
+
+        # ---- D: decide and consume ----------------------------------------------
+        running = Signal()
+        left = Signal(12)          # values still to decode
+        tail_r = Signal(2)
+        err = Signal()             # a step ran past the end of the payload
+        # Registered facts about the coming step, so the consume loop (window ->
+        # need -> consume -> window) holds no comparisons on ``left``:
+        final = Signal()           # this step ends the payload (its word is last)
+        no_group = Signal()        # no values left: the step is the tail alone
+        bias = Signal(3)           # need = bias + the tag word's field bytes
+        cnt = Signal(4)            # values in this step's word (0..8)
+        m.d.comb += cnt.eq(Mux(left >= GROUP_VALUES, GROUP_VALUES, left))
+
+        def plan(values, r):
+            # (final, no_group, bias) for a step with ``values`` still to decode.
+            fin = (values < GROUP_VALUES) | ((values == GROUP_VALUES) & (r == 0))
+            none = values == 0
+            return [final.eq(fin), no_group.eq(none),
+                    bias.eq(Mux(none, r, 2 + Mux(fin, r, 0)))]
+
+        m.d.comb += self.start.ready.eq(~running)
+        with m.If(self.start.valid & ~running):
+            n, r = self.start.payload.n, self.start.payload.r
+            m.d.sync += [running.eq(1), left.eq(n), tail_r.eq(r), err.eq(0), *plan(n, r)]
+
+        m.d.comb += td.tags.eq(bb.window[:16])
+        need = Signal(6)           # bytes of this step: tag word, fields, final tail
+        m.d.comb += need.eq(Mux(no_group, 0, bb.tag_bytes) + bias)
+        glen = Signal(6)           # bytes of this step's group (0 when none)
+        m.d.comb += glen.eq(Mux(no_group, 0, bb.tag_bytes + 2))
+        have = Signal()            # the whole step is in the buffer
+        more = Signal()            # bytes beyond the step are already buffered
+        m.d.comb += [
+            have.eq(bb.level >= need),
+            more.eq(bb.level > need),
+        ]
+        # A non-final step goes when its bytes are here (or never will be); the final
+        # step also waits until leftover bytes are known to exist or not.
+        go = Signal()
+        m.d.comb += go.eq(running & adv &
+                          Mux(final, bb.drained | more, have | bb.drained))
+        overrun = Signal()
+        m.d.comb += overrun.eq(~have)
+        # Past the end of a drained payload the buffer empties and reads as zeros.
+        m.d.comb += [
+            bb.consume.eq(need),
+            bb.go.eq(go),
+            bb.flush.eq(go & final),
+        ]
+        rest = Signal(12)
+        m.d.comb += rest.eq(left - cnt)
+        with m.If(go):
+            m.d.sync += [left.eq(rest), err.eq(err | overrun), *plan(rest, tail_r)]
+            with m.If(final):
+                m.d.sync += running.eq(0)
+
+        # ---- S1: select the fields and the tail ---------------------------------
+        v1 = Signal()
+        win1 = Signal(8 * WINDOW_BYTES)
+        # Field offsets from the group start (tag word included): 2..2+4j.
+        off1 = [Signal(6, name=f"off1_{j}") for j in range(GROUP_VALUES)]
+        tags1 = Signal(16)
+        glen1 = Signal(6)
+        cnt1 = Signal(4)
+        r1 = Signal(2)
+        final1 = Signal()
+        err1 = Signal()
+        with m.If(adv):
+            m.d.sync += [
+                v1.eq(go),
+                win1.eq(bb.window),
+                tags1.eq(Mux(no_group, 0, bb.window[:16])),
+                glen1.eq(glen),
+                cnt1.eq(cnt),
+                r1.eq(Mux(final, tail_r, 0)),
+                final1.eq(final),
+                err1.eq(final & (err | overrun | more)),
+            ]
+            m.d.sync += [off1[j].eq(td.offset[j]) for j in range(GROUP_VALUES)]
+
+        fields = []
+        for j in range(GROUP_VALUES):
+            span = win1[:8 * (4 * j + 6)]    # value j's field lies within these bytes
+            # Bytes past the field's width belong to the next field; the
+            # DecompressionBlock ignores them (tag 01 reads 8 bits, 10 reads 16).
+            f = Signal(32, name=f"field{j}")
+            m.d.comb += f.eq(span >> Cat(C(0, 3), off1[j]))
+            fields.append(f)
+        tail_raw = Signal(24)
+        tail1 = Signal(24)
+        m.d.comb += [
+            tail_raw.eq(win1[:8 * (WINDOW_BYTES - 1)] >> Cat(C(0, 3), glen1)),
+            tail1.eq(tail_raw & Cat(Mux(r1 > 0, 0xFF, 0), Mux(r1 > 1, 0xFF, 0),
+                                    Mux(r1 > 2, 0xFF, 0))),
+        ]
+
+        # ---- S2: fields registered, DecompressionBlocks -------------------------
+        v2, final2, err2 = Signal(), Signal(), Signal()
+        cnt2 = Signal(4)
+        r2 = Signal(2)
+        tail2 = Signal(24)
+        tags2 = Signal(16)
+        fields2 = [Signal(32, name=f"field2_{j}") for j in range(GROUP_VALUES)]
+        with m.If(adv):
+            m.d.sync += [v2.eq(v1), final2.eq(final1), err2.eq(err1), cnt2.eq(cnt1),
+                         r2.eq(r1), tail2.eq(tail1), tags2.eq(tags1)]
+            m.d.sync += [fields2[j].eq(fields[j]) for j in range(GROUP_VALUES)]
+
+        values = []
+        for j in range(GROUP_VALUES):
+            db = DecompressionBlock(pipelined=True)
+            m.submodules[f"db{j}"] = db
+            m.d.comb += [db.tag.eq(tags2[2 * j:2 * j + 2]), db.bits.eq(fields2[j]),
+                         db.en.eq(adv)]
+            values.append(db.value)
+
+        # ---- S3: the DecompressionBlocks' own register; assemble the word -------
+        v3, final3, err3 = Signal(), Signal(), Signal()
+        cnt3 = Signal(4)
+        r3 = Signal(2)
+        tail3 = Signal(24)
+        with m.If(adv):
+            m.d.sync += [v3.eq(v2), final3.eq(final2), err3.eq(err2), cnt3.eq(cnt2),
+                         r3.eq(r2), tail3.eq(tail2)]
+        vals = Signal(256)
+        m.d.comb += vals.eq(Cat(*(Mux(cnt3 > j, values[j], 0) for j in range(GROUP_VALUES))))
+        placed_tail = Signal(256)
+        m.d.comb += placed_tail.eq(tail3 << Cat(C(0, 5), cnt3))
+        word = Signal(256)
+        count = Signal(6)
+        m.d.comb += [
+            word.eq(vals | placed_tail),
+            count.eq(Mux(final3, Cat(r3, cnt3), 32)),
+        ]
+
+        # ---- S4: output register, then the slice --------------------------------
+        v4 = Signal()
+        with m.If(adv):
+            m.d.sync += [
+                v4.eq(v3),
+                oslice.i.payload.data.eq(word),
+                oslice.i.payload.count.eq(count),
+                oslice.i.payload.last.eq(final3),
+                oslice.i.payload.error.eq(err3),
+            ]
+        m.d.comb += oslice.i.valid.eq(v4)
+        return m
