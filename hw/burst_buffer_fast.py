@@ -136,15 +136,14 @@ class BurstBuffer(wiring.Component):
         piece = sl.o.payload
 
         buf = [Signal(8, name=f"buf{b}") for b in range(N)]
-        lvl2 = Signal(signed(8))    # level - 2 (so that level >= length is lvl2 >= tb)
+        lvl2 = Signal(signed(8), init=-2)    # level - 2 (so that level >= length is lvl2 >= tb)
         tb = Signal(6)              # length - 2 of the group at byte 0
         lv = Signal()               # tb is valid
         hold = Signal()             # a hold clock: no step, place at level
         got_last = Signal()         # this payload's last piece is in the buffer
         discard = Signal()          # flushed before its last piece: drop pieces up to it
 
-        runl = Signal()             # a step may go this clock
-        m.d.comb += runl.eq(~hold & lv)
+        runl = Signal()             # a step may go this clock: ~hold & lv, registered
         m.d.comb += [
             self.window.eq(Cat(*buf[:WINDOW_BYTES])),
             self.tag_bytes.eq(tb),
@@ -168,7 +167,8 @@ class BurstBuffer(wiring.Component):
         take = Signal()
         m.d.comb += [
             pv.eq(sl.o.valid & ~got_last & ~discard),
-            fit.eq(pv & (u >= 0) & (u <= ROOM)),
+            # u < 0 only when a step reads past the end: the last piece is in then.
+            fit.eq(pv & (u <= ROOM)),
             drop.eq(sl.o.valid & discard),
             take.eq(fit & (~runl | go)),
             sl.o.ready.eq(take | drop),
@@ -226,8 +226,19 @@ class BurstBuffer(wiring.Component):
             lvl_take.eq(u + cnt_m2),
             lvl_step.eq(Mux(u[7], -2, u - 2)),
         ]
+        lv_n = Signal()
+        hold_n = Signal()
+        m.d.comb += [
+            # The next length is right when both of its tag bytes were held (or the
+            # payload has ended: then missing bytes are zeros for good).
+            lv_n.eq(~self.flush & (got_last | Mux(go, u >= 2, lvl2 >= 0))),
+            # A valid length that did not go blocks placement; give it a hold clock
+            # when a piece is waiting that would fit at the level.
+            hold_n.eq(~self.flush & runl & ~go & pv & (lvl2 <= ROOM - 2)),
+        ]
+        m.d.sync += [lv.eq(lv_n), hold.eq(hold_n), runl.eq(lv_n & ~hold_n)]
         with m.If(self.flush):
-            m.d.sync += [lvl2.eq(-2), got_last.eq(0), lv.eq(0), hold.eq(0)]
+            m.d.sync += [lvl2.eq(-2), got_last.eq(0)]
             # The rest of the payload is still on its way: drop it when it comes.
             with m.If(discard):
                 m.d.sync += discard.eq(~(drop & piece.last))
@@ -239,15 +250,6 @@ class BurstBuffer(wiring.Component):
             with m.Elif(go):
                 m.d.sync += lvl2.eq(lvl_step)
             m.d.sync += tb.eq(tb_next)
-            # The next length is right when both of its tag bytes were held (or the
-            # payload has ended: then missing bytes are zeros for good).
-            with m.If(go):
-                m.d.sync += lv.eq(got_last | (u >= 2))
-            with m.Else():
-                m.d.sync += lv.eq(got_last | (lvl2 >= 0))
-            # A valid length that did not go blocks placement; give it a hold clock
-            # when a piece is waiting that would fit at the level.
-            m.d.sync += hold.eq(runl & ~go & pv & (lvl2 <= ROOM - 2))
             with m.If(take & piece.last):
                 m.d.sync += got_last.eq(1)
             with m.If(drop & piece.last):

@@ -119,7 +119,6 @@ class DecompressionEngine(wiring.Component):
         held_keep = Signal(BEAT_BYTES)
         held_user = Signal()
         en_r = Signal()
-        dscp_r = Signal(6)
 
         in_hs = Signal()
         m.d.comb += in_hs.eq(inb.valid & inb.ready)
@@ -265,8 +264,9 @@ class DecompressionEngine(wiring.Component):
                         held_last.eq(inb.payload.last),
                     ]
                     with m.If(nheld == 0):
-                        # Configuration is sampled at the start of each frame.
-                        m.d.sync += [en_r.eq(self.enable), dscp_r.eq(self.dscp)]
+                        # enable is sampled at the start of each frame (the matcher
+                        # samples dscp on the same beat).
+                        m.d.sync += en_r.eq(self.enable)
                     with m.If(inb.payload.last | (nheld == HOLD_BEATS - 1)):
                         m.d.sync += held_len.eq((nheld << 5) + inb.payload.kc)
                         m.next = "MATCH"

@@ -118,15 +118,17 @@ class Realigner(wiring.Component):
         rem_le32, rem_le64 = Signal(), Signal()
         nxt_le32, nxt_le64 = Signal(), Signal()
 
-        # During a flush cycle the output slot is taken, but a first beat of the next
-        # frame that only gets skipped (it produces no output) is taken all the same:
-        # this is what keeps one beat per clock when every frame ends with a flush.
+        # In the clock the next frame's cfg loads (a flush clock, or the clock after a
+        # frame ended on an input beat), the next frame's first beat is taken if that
+        # frame only skips it (it produces no output): this keeps one beat per clock.
         take = Signal()
-        take_next = Signal()    # the beat taken belongs to the next frame (flush cycle)
+        take_next = Signal()    # the beat taken belongs to the next frame (loaded now)
+        nxt_ok = Signal()       # that beat can be taken: it is one the next frame skips
         m.d.comb += [
-            i.ready.eq(advance & active & (~flush | (nxt_valid & (nxt_skipb != 0)))),
-            take.eq(i.valid & i.ready & ~flush),
-            take_next.eq(i.valid & i.ready & flush),
+            nxt_ok.eq(nxt_valid & (nxt_skipb != 0)),
+            i.ready.eq(advance & ((active & ~flush) | ((flush | ~active) & nxt_ok))),
+            take.eq(i.valid & i.ready & active & ~flush),
+            take_next.eq(i.valid & i.ready & (flush | ~active)),
         ]
         nb = Signal(6)  # valid bytes of this input beat
         m.d.comb += nb.eq(in_rs.o.payload.nb)
@@ -212,7 +214,10 @@ class Realigner(wiring.Component):
         m.d.comb += d.eq(cfg.payload.skip - cfg.payload.insert)
         load = Signal()
         m.d.comb += [
-            load.eq(nxt_valid & (~active | frame_end)),
+            # Not from frame_end (a deep signal): a frame that ends on an input beat
+            # frees `active`, and the next frame loads on the following clock, whose
+            # first beat (a skipped one) is taken in that same clock.
+            load.eq(nxt_valid & (~active | (flush & advance))),
             # Only from a register (not from this frame's end): keeps the ready path of
             # whoever feeds cfg short; nxt refills one clock after it moves on.
             cfg.ready.eq(~nxt_valid),
@@ -233,7 +238,7 @@ class Realigner(wiring.Component):
                 nxt_le64.eq(cfg.payload.length <= 2 * BEAT_BYTES),
             ]
 
-        # The next frame's first beat taken in a flush cycle (always a skipped beat):
+        # The next frame's first beat taken as its cfg loads (always a skipped beat):
         # applied on top of the load above.
         with m.If(take_next):
             m.d.sync += [prev.eq(i.payload.data), skipb.eq(nxt_skipb - 1)]

@@ -34,12 +34,15 @@ FAIL_HEADER, FAIL_PAYLOAD, FAIL_TOS, FAIL_FRAMING, FAIL_TUSER, FAIL_IP_CSUM, FAI
     1 << i for i in range(7))
 
 
-def _fold(m, x, name):
-    """Fold a sum to 16 bits with end-around carries (two registered-friendly adds)."""
-    f1 = Signal(17, name=f"{name}_f1")
-    f2 = Signal(16, name=f"{name}_f2")
-    m.d.comb += [f1.eq(x[:16] + x[16:]), f2.eq(f1[:16] + f1[16])]
-    return f2
+def _fold1(x):
+    """First fold of a 32-bit one's-complement sum: 17 bits."""
+    return x[:16] + x[16:]
+
+
+def _is_ffff(f1):
+    """Whether a 17-bit first fold ends as 0xFFFF after its end-around carry, as a
+    plain compare (no second adder): 0x0FFFF stays, 0x1FFFE + 1 becomes 0xFFFF."""
+    return (f1 == 0x0FFFF) | (f1 == 0x1FFFE)
 
 
 class Checker(wiring.Component):
@@ -194,32 +197,41 @@ class Checker(wiring.Component):
                 m.d.sync += [ip_acc.eq(ip_acc + ip_beat), l4_acc.eq(l4_acc + l4_beat),
                              flag_acc.eq(flag_acc | s4_flags)]
 
-        # Stage 6: checksums folded, the verdict.
+        # Stage 6: first folds of the checksums; stage 7: compares; then the verdict.
         s6 = Signal()
-        ip_ok, l4_ok = Signal(), Signal()
+        ip_f1, l4_f1 = Signal(17), Signal(17)
         s6_flags = Signal(5)
         s6_kind = Signal(2)
         s6_tos = Signal(8)
         s6_fallback = Signal()
-        ipf = _fold(m, ip_tot, "ipsum")
-        l4f = _fold(m, l4_tot, "l4sum")
         m.d.sync += [
-            s6.eq(s5), ip_ok.eq(ipf == 0xFFFF), l4_ok.eq(l4f == 0xFFFF),
+            s6.eq(s5), ip_f1.eq(_fold1(ip_tot)), l4_f1.eq(_fold1(l4_tot)),
             s6_flags.eq(s5_flags), s6_kind.eq(s5_kind), s6_tos.eq(s5_tos),
             s6_fallback.eq(s5_csize >= s5_length),
         ]
-        other = s6_kind == KIND_OTHER_DSCP
-        hdr_bad, pay_bad_o, pay_bad_d, frame_bad, user = (s6_flags[i] for i in range(5))
+        s7 = Signal()
+        ip_ok, l4_ok = Signal(), Signal()
+        s7_flags = Signal(5)
+        s7_kind = Signal(2)
+        s7_tos = Signal(8)
+        s7_fallback = Signal()
+        m.d.sync += [
+            s7.eq(s6), ip_ok.eq(_is_ffff(ip_f1)), l4_ok.eq(_is_ffff(l4_f1)),
+            s7_flags.eq(s6_flags), s7_kind.eq(s6_kind), s7_tos.eq(s6_tos),
+            s7_fallback.eq(s6_fallback),
+        ]
+        other = s7_kind == KIND_OTHER_DSCP
+        hdr_bad, pay_bad_o, pay_bad_d, frame_bad, user = (s7_flags[i] for i in range(5))
         if self.codec:
-            use_dec = ~other & ~s6_fallback
-            tos_exp = Mux(other, 0x2C, Mux(s6_fallback, 0x00, 0x28))
+            use_dec = ~other & ~s7_fallback
+            tos_exp = Mux(other, 0x2C, Mux(s7_fallback, 0x00, 0x28))
         else:
             use_dec = C(0)
             tos_exp = Mux(other, 0x2C, 0x28)
         reason = Signal(7)
         m.d.comb += reason.eq(Cat(hdr_bad, Mux(use_dec, pay_bad_d, pay_bad_o),
-                                  s6_tos != tos_exp, frame_bad, user, ~ip_ok, ~l4_ok))
-        with m.If(s6):
+                                  s7_tos != tos_exp, frame_bad, user, ~ip_ok, ~l4_ok))
+        with m.If(s7):
             with m.If(reason == 0):
                 m.d.sync += self.frames_ok.eq(self.frames_ok + 1)
             with m.Else():

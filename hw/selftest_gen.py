@@ -179,41 +179,41 @@ class WordGen(wiring.Component):
             for j in range(8):
                 m.d.sync += [s1_vals[j].eq(vals[j]), lanes[j].eq(nxt[j])]
 
-        # Stage 2: the codec (reference only).
+        # Stage 2: the codec's raw outputs (reference only), registered right behind
+        # the CompressionBlocks; the lane selects come in stage 3.
         s2_valid = Signal()
         s2_last = Signal()
         s2_data = Signal(256)
-        s2_dec = Signal(256)
-        s2_width = [Signal(3, name=f"s2_width{j}") for j in range(8)]
-        s2_group = Signal()
+        s2_isval = Signal(8)
+        s2_cbdec = [Signal(32, name=f"s2_cbdec{j}") for j in range(8)]
+        s2_cbw = [Signal(3, name=f"s2_cbw{j}") for j in range(8)]
         m.d.sync += [s2_valid.eq(s1_valid), s2_last.eq(s1_last),
-                     s2_data.eq(Cat(*s1_vals)), s2_group.eq(s1_isval[0])]
+                     s2_data.eq(Cat(*s1_vals)), s2_isval.eq(s1_isval)]
         if self.decode:
             from .compression_block import CompressionBlock
-            decs = []
             for j in range(8):
                 cb = m.submodules[f"cb{j}"] = CompressionBlock()
                 m.d.comb += [cb.value.eq(s1_vals[j]), cb.k.eq(self.k)]
-                d = Signal(32, name=f"dec{j}")
-                # Values restore through the codec; the tail bytes (and zeros) are raw.
-                m.d.comb += d.eq(Mux(s1_isval[j], cb.decoded, s1_vals[j]))
-                decs.append(d)
-                m.d.sync += s2_width[j].eq(Mux(s1_isval[j], cb.width, 0))
-            m.d.sync += s2_dec.eq(Cat(*decs))
-        else:
-            m.d.sync += s2_dec.eq(Cat(*s1_vals))
+                m.d.sync += [s2_cbdec[j].eq(cb.decoded), s2_cbw[j].eq(cb.width)]
 
-        # Stage 3: group size, into the FIFO.
+        # Stage 3: values restore through the codec, the tail bytes (and zeros) stay
+        # raw; the group's size; into the FIFO.
         s3_valid = Signal()
         s3 = Signal(WordOut)
+        widths = [Mux(s2_isval[j], s2_cbw[j], 0) for j in range(8)]
         wsum_a = Signal(5)
         wsum_b = Signal(5)
-        m.d.comb += [wsum_a.eq(s2_width[0] + s2_width[1] + s2_width[2] + s2_width[3]),
-                     wsum_b.eq(s2_width[4] + s2_width[5] + s2_width[6] + s2_width[7])]
+        m.d.comb += [wsum_a.eq(widths[0] + widths[1] + widths[2] + widths[3]),
+                     wsum_b.eq(widths[4] + widths[5] + widths[6] + widths[7])]
+        if self.decode:
+            dec = Cat(*(Mux(s2_isval[j], s2_cbdec[j], s2_data[32 * j:32 * j + 32])
+                        for j in range(8)))
+        else:
+            dec = s2_data
         m.d.sync += [
             s3_valid.eq(s2_valid),
-            s3.data.eq(s2_data), s3.dec.eq(s2_dec), s3.last.eq(s2_last),
-            s3.gbytes.eq(Mux(s2_group, 2 + wsum_a + wsum_b, 0)),
+            s3.data.eq(s2_data), s3.dec.eq(dec), s3.last.eq(s2_last),
+            s3.gbytes.eq(Mux(s2_isval[0], 2 + wsum_a + wsum_b, 0)),
         ]
         m.d.comb += [q.w_data.eq(s3), q.w_en.eq(s3_valid)]
         return m
@@ -358,6 +358,9 @@ class FrameEmitter(wiring.Component):
         prev = Signal(256)
         prev_dec = Signal(256)
         csum_acc = Signal(13)
+        # This beat takes a payload word: b != 0 and words remain. Kept as a register
+        # (updated with b and wt) so that the FIFO's read enable is two LUTs deep.
+        need = Signal()
 
         desc = d.desc
         tos = Signal(8)
@@ -405,6 +408,7 @@ class FrameEmitter(wiring.Component):
                              wg.start.payload.dense.eq(self.i.payload.desc.kind == KIND_DENSE)]
                 with m.If(self.i.valid & wg.start.ready):
                     m.d.sync += [d.eq(self.i.payload), b.eq(0), wt.eq(0), csum_acc.eq(0),
+                                 need.eq(0),
                                  length.eq(Cat(self.i.payload.desc.r, self.i.payload.desc.n)),
                                  tcp.eq(self.i.payload.desc.kind == KIND_TCP)]
                     m.next = "SETUP"
@@ -419,8 +423,6 @@ class FrameEmitter(wiring.Component):
                 ]
                 m.next = "RUN"
             with m.State("RUN"):
-                need = Signal()
-                m.d.comb += need.eq((b != 0) & (wt != words))
                 go = Signal()
                 m.d.comb += [go.eq(free & (~need | wg.o.valid)), wg.o.ready.eq(go & need)]
                 word = Mux(need, wg.o.payload.data, 0)
@@ -440,6 +442,7 @@ class FrameEmitter(wiring.Component):
                         o.csize.eq(4 + csum_acc + gb + desc.r),
                         b.eq(b + 1),
                         csum_acc.eq(csum_acc + gb),
+                        need.eq(wt + need != words),
                     ]
                     with m.If(need):
                         m.d.sync += [prev.eq(wg.o.payload.data), prev_dec.eq(wg.o.payload.dec),

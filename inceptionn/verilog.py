@@ -28,7 +28,6 @@ design that Amaranth has already width- and type-checked:
   back drops the carry by definition), and registers that hold a whole beat or field of
   which the logic reads only some bytes (the packet matcher's header window, the RX
   shim whose k byte the receiver does not need). A signal read nowhere still fails.
-
 - UNUSEDSIGNAL for ``rst`` of a submodule: Amaranth hands the domain's reset to every
   module that uses the clock; one whose registers are all reset-less (datapath stages,
   on purpose) leaves it unread.
