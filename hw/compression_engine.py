@@ -37,7 +37,9 @@ or with the engine disabled or k outside 1..126, is forwarded unchanged.
 from amaranth import *
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
 
 from .alignment_unit import AlignmentUnit, ByteVector, VECTOR_BYTES
 from .axis import AxisBeat, AxisRegisterSlice, BEAT_BITS, BEAT_BYTES, axis_signature
@@ -55,7 +57,8 @@ MAX_FRAME_BEATS = MAX_FRAME_BYTES // BEAT_BYTES     # 288
 SHIM_MAGIC = 0xC5
 K_MIN, K_MAX = 1, 126
 
-FrameCfg = data.StructLayout({"enable": 1, "k": 7})
+# ok: enabled and k in range, decided at the ingress so the dispatcher reads one bit.
+FrameCfg = data.StructLayout({"ok": 1, "k": 7})
 
 # What the front stage knows of a frame when it starts it.
 FrameMode = data.StructLayout({
@@ -96,10 +99,65 @@ ShimInfo = data.StructLayout({"plane": 5, "L": 16, "k": 7})   # feeder: prefix a
 TailInfo = data.StructLayout({"tail": 24, "r": 2})            # the r = L mod 4 raw bytes
 
 
-def _fifo(m, name, shape, depth):
-    fifo = SyncFIFOBuffered(width=Shape.cast(shape).width, depth=depth)
+def _pick(m, vec, idx, name):
+    """vec[idx] as one wide mux (a Switch), not bit_select's chain of 2:1 shift stages."""
+    out = Signal(name=name)
+    with m.Switch(idx):
+        for c in range(len(vec)):
+            with m.Case(c):
+                m.d.comb += out.eq(vec[c])
+    return out
+
+
+def _fifo(m, name, shape, depth, fast=False):
+    width = Shape.cast(shape).width
+    fifo = _FastFifo(width, depth) if fast else SyncFIFOBuffered(width=width, depth=depth)
     m.submodules[name] = fifo
     return fifo
+
+
+class _FastFifo(Elaboratable):
+    """SyncFIFOBuffered's ports and timing (registered ``r_data``/``r_rdy``) with shorter
+    paths behind ``r_en``/``w_en``: no shared level counter (plain pointers), and
+    ``w_rdy`` comes from a flip-flop, computed one clock early with one entry spare.
+    For FIFOs whose handshakes sit at the end of deep logic; the writer must check
+    ``w_rdy``."""
+
+    def __init__(self, width, depth):
+        if depth < 2 or depth & (depth - 1):
+            raise ValueError(f"_FastFifo depth must be a power of two >= 2, got {depth}")
+        self.width, self.depth = width, depth
+        self.w_en, self.w_data, self.w_rdy = Signal(), Signal(width), Signal()
+        self.r_en, self.r_data, self.r_rdy = Signal(), Signal(width), Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        aw = ceil_log2(self.depth)
+        m.submodules.mem = mem = Memory(shape=self.width, depth=self.depth, init=[])
+        wr = mem.write_port()
+        rd = mem.read_port(domain="sync")
+        wp = Signal(aw + 1)
+        rp = Signal(aw + 1)
+        w_rdy = Signal(init=1)
+        # Stale by one clock: at most one write went in since, so one entry is spare.
+        m.d.sync += w_rdy.eq((wp - rp)[:aw + 1] < self.depth - 1)
+        do_write = Signal()
+        do_read = Signal()
+        m.d.comb += [
+            self.w_rdy.eq(w_rdy),
+            do_write.eq(self.w_en & w_rdy),
+            wr.addr.eq(wp[:aw]), wr.data.eq(self.w_data), wr.en.eq(do_write),
+            # Refill the output register when it is empty or being read.
+            do_read.eq((wp != rp) & (~self.r_rdy | self.r_en)),
+            rd.addr.eq(rp[:aw]), rd.en.eq(do_read), self.r_data.eq(rd.data),
+        ]
+        with m.If(do_write):
+            m.d.sync += wp.eq(wp + 1)
+        with m.If(do_read):
+            m.d.sync += [rp.eq(rp + 1), self.r_rdy.eq(1)]
+        with m.Elif(self.r_en):
+            m.d.sync += self.r_rdy.eq(0)
+        return m
 
 
 class CompressionEngine(wiring.Component):
@@ -149,9 +207,9 @@ class CompressionEngine(wiring.Component):
         infoq = _fifo(m, "infoq", MatchInfo, 16)
         cfgq = _fifo(m, "cfgq", FrameCfg, 16)
         modeq = _fifo(m, "modeq", FrameMode, 4)
-        kq = _fifo(m, "kq", 7, 4)
-        shimq = _fifo(m, "shimq", ShimInfo, 4)
-        tailq = _fifo(m, "tailq", TailInfo, 4)
+        kq = _fifo(m, "kq", 7, 4, fast=True)
+        shimq = _fifo(m, "shimq", ShimInfo, 4, fast=True)
+        tailq = _fifo(m, "tailq", TailInfo, 4, fast=True)
         frontq = _fifo(m, "frontq", FrontResult, 8)
         hsumq = _fifo(m, "hsumq", 32, 16)
         clenq = _fifo(m, "clenq", 17, 8)
@@ -164,11 +222,10 @@ class CompressionEngine(wiring.Component):
         # Accepts a beat when the beat FIFO has room and the orig ring has a free entry
         # (beats past MAX_FRAME_BEATS are not stored: the frame will be dropped).
         in_q = Signal(range(MAX_FRAME_BEATS + 2))    # beat index in frame, saturating
-        in_store = Signal()
-        m.d.comb += [
-            in_store.eq(in_q < MAX_FRAME_BEATS),
-            self.i.ready.eq(beatq.w_rdy & (orig.w_room | ~in_store)),
-        ]
+        # in_q < MAX_FRAME_BEATS and in_q == 0 kept as flags: they sit on the ready path.
+        in_store = Signal(init=1)
+        in_first = Signal(init=1)
+        m.d.comb += self.i.ready.eq(beatq.w_rdy & (orig.w_room | ~in_store))
         in_fire = Signal()
         m.d.comb += in_fire.eq(self.i.valid & self.i.ready)
         m.d.comb += [
@@ -177,13 +234,16 @@ class CompressionEngine(wiring.Component):
         ]
         with m.If(in_fire):
             with m.If(self.i.payload.last):
-                m.d.sync += [in_q.eq(0), self.frames_in.eq(self.frames_in + 1)]
-            with m.Elif(in_q <= MAX_FRAME_BEATS):
-                m.d.sync += in_q.eq(in_q + 1)
+                m.d.sync += [in_q.eq(0), in_store.eq(1), in_first.eq(1),
+                             self.frames_in.eq(self.frames_in + 1)]
+            with m.Else():
+                m.d.sync += in_first.eq(0)
+                with m.If(in_q <= MAX_FRAME_BEATS):
+                    m.d.sync += [in_q.eq(in_q + 1), in_store.eq(in_q + 1 < MAX_FRAME_BEATS)]
         # enable / k are sampled at the first beat; the matcher samples dscp itself.
         m.d.comb += [
-            cfgq.w_en.eq(in_fire & (in_q == 0)),
-            cfgq.w_data.eq(Cat(self.enable, self.k)),
+            cfgq.w_en.eq(in_fire & in_first),
+            cfgq.w_data.eq(Cat(self.enable & (self.k >= K_MIN) & (self.k <= K_MAX), self.k)),
             pm.beat.eq(self.i.payload), pm.valid.eq(in_fire), pm.dscp.eq(self.dscp),
             # infoq never overflows: every info waiting there belongs to a frame whose
             # beats are all still in beatq, which holds 16 beats.
@@ -198,8 +258,7 @@ class CompressionEngine(wiring.Component):
         cfg_h = Signal(FrameCfg)
         m.d.comb += [info_h.eq(infoq.r_data), cfg_h.eq(cfgq.r_data)]
         want = Signal()
-        m.d.comb += want.eq(info_h.header_ok & cfg_h.enable &
-                            (cfg_h.k >= K_MIN) & (cfg_h.k <= K_MAX))
+        m.d.comb += want.eq(info_h.header_ok & cfg_h.ok)
         disp = Signal()
         mode_w = Signal(FrameMode)
         shim_w = Signal(ShimInfo)
@@ -288,19 +347,32 @@ class CompressionEngine(wiring.Component):
             "l4a": (ni.l4, n_c),                  # L4 header before its checksum
             "l4b": (n_c + 2, ni.payload_offset),  # L4 header after its checksum
         }
+        # Each bound is split into its lane (fixed per frame) and its beat, which is
+        # tracked as flags "this beat" / "a past beat", so a lane's mask bit is a small
+        # function of flip-flops (no signed compares of a down-counter).
+        def bound(name, v0):
+            lane = Signal(5, name=f"{name}_lane")
+            cnt = Signal(4, name=f"{name}_cnt")     # beats from the current one
+            now = Signal(name=f"{name}_now")
+            past = Signal(name=f"{name}_past")
+            with m.If(f_load):
+                m.d.sync += [lane.eq(v0[:5]), cnt.eq(v0[5:9]), now.eq(v0[5:9] == 0),
+                             past.eq(0)]
+            with m.Elif(f_pop):
+                m.d.sync += [cnt.eq(cnt - 1), past.eq(past | now),
+                             now.eq(~past & ~now & (cnt == 1))]
+            return lane, now, past
+
         masks = {}
         for name, (lo0, hi0) in ranges.items():
-            lo = Signal(signed(9), name=f"rng_{name}_lo")
-            hi = Signal(signed(9), name=f"rng_{name}_hi")
-            with m.If(f_load):
-                m.d.sync += [lo.eq(lo0), hi.eq(hi0)]
-            with m.Elif(f_pop):
-                # Once negative a bound stays negative: the range is behind us.
-                m.d.sync += [lo.eq(Mux(lo < 0, lo, lo - BEAT_BYTES)),
-                             hi.eq(Mux(hi < 0, hi, hi - BEAT_BYTES))]
+            lo_v, hi_v = Signal(9, name=f"rng_{name}_lo0"), Signal(9, name=f"rng_{name}_hi0")
+            m.d.comb += [lo_v.eq(lo0), hi_v.eq(hi0)]
+            lo_lane, lo_now, lo_past = bound(f"rng_{name}_lo", lo_v)
+            hi_lane, hi_now, hi_past = bound(f"rng_{name}_hi", hi_v)
             mk = Signal(BEAT_BYTES, name=f"rng_{name}_mask")
             for j in range(BEAT_BYTES):
-                m.d.comb += mk[j].eq((lo <= j) & (hi > j))
+                m.d.comb += mk[j].eq((lo_past | (lo_now & (lo_lane <= j))) &
+                                     ((~hi_past & ~hi_now) | (hi_now & (hi_lane > j))))
             masks[name] = mk
         ck_v, ck_first, ck_last = Signal(), Signal(), Signal()
         ck_data = Signal(B)
@@ -399,7 +471,13 @@ class CompressionEngine(wiring.Component):
         tail_h = data.View(TailInfo, tailq.r_data)
         g = go.payload
         fits = Signal()
-        m.d.comb += fits.eq(g.length + tail_h.r <= VECTOR_BYTES)
+        # length + r <= 36 as four compares with constants picked by r: no adder in front
+        # of the compare (this bit gates the feeder's handshake).
+        m.d.comb += fits.eq(Mux(tail_h.r[1],
+                                Mux(tail_h.r[0], g.length <= VECTOR_BYTES - 3,
+                                    g.length <= VECTOR_BYTES - 2),
+                                Mux(tail_h.r[0], g.length <= VECTOR_BYTES - 1,
+                                    g.length <= VECTOR_BYTES)))
         # The group data with the tail appended at byte `length` (when it fits).
         merged = Signal(8 * VECTOR_BYTES)
         for b in range(VECTOR_BYTES):
@@ -421,7 +499,6 @@ class CompressionEngine(wiring.Component):
                 a_in.payload.data.eq(tail_h.tail), a_in.payload.length.eq(tail_h.r),
                 a_in.payload.last.eq(1),
                 fd_fire.eq(a_in.valid & a_in.ready),
-                clen_add.eq(tail_h.r),
             ]
         with m.Elif(~fd_groups):
             m.d.comb += [
@@ -442,7 +519,7 @@ class CompressionEngine(wiring.Component):
                 a_in.payload.last.eq(end_here),
                 fd_fire.eq(a_in.valid & a_in.ready),
                 go.ready.eq(a_in.ready & (~g.last | (tailq.r_rdy & (~fits | clenq.w_rdy)))),
-                clen_add.eq(Mux(end_here, g.length + tail_h.r, g.length)),
+                clen_add.eq(g.length),
                 d_beat.eq(fd_fire), d_first.eq(fd_first), d_data.eq(g.decoded), d_mask.eq(~0),
             ]
         tail_mask = Signal(BEAT_BYTES)
@@ -468,6 +545,9 @@ class CompressionEngine(wiring.Component):
         # of the D checksum is the one registered at `ends_frame`, so both paths meet.
         m.d.comb += [dsumq.w_en.eq(ck_d.done), dsumq.w_data.eq(ck_d.sum)]
 
+        # c_len sums the shim and the groups; the tail's r bytes are added as the frame's
+        # length is pushed into clenq one clock after its end (a registered push keeps
+        # the feeder's handshake off the FIFO's write logic).
         with m.If(fd_fire):
             m.d.sync += c_len.eq(Mux(~fd_groups & ~fd_tail, 4, c_len + clen_add))
             with m.If(fd_tail):
@@ -484,8 +564,18 @@ class CompressionEngine(wiring.Component):
         m.d.comb += [
             shimq.r_en.eq(ends_frame),
             tailq.r_en.eq(ends_frame),
-            clenq.w_en.eq(ends_frame),
-            clenq.w_data.eq(c_len + clen_add),
+        ]
+        # Frame ends are at least two clocks apart (prefix, then a group or the tail), so
+        # the w_rdy checked at the end still holds for the write one clock later; c_len
+        # holds the frame's sum in that clock (a new prefix only reloads it at its end).
+        clen_push = Signal()
+        clen_r = Signal(2)
+        m.d.sync += clen_push.eq(ends_frame)
+        with m.If(ends_frame):
+            m.d.sync += clen_r.eq(tail_h.r)
+        m.d.comb += [
+            clenq.w_en.eq(clen_push),
+            clenq.w_data.eq(c_len + clen_r),
         ]
 
         # ------------------------------------------------------------ comp writer
@@ -493,9 +583,8 @@ class CompressionEngine(wiring.Component):
         # larger result is never sent: it cannot be smaller than the payload).
         cw_n = Signal(range(MAX_FRAME_BEATS + 2))
         cw_start = Signal(comp.wp.shape())
-        cw_store = Signal()
+        cw_store = Signal(init=1)       # cw_n < MAX_FRAME_BEATS, as a flag (ready path)
         m.d.comb += [
-            cw_store.eq(cw_n < MAX_FRAME_BEATS),
             au.o.ready.eq(compq.w_rdy & (comp.w_room | ~cw_store)),
             comp.w_en.eq(au.o.valid & au.o.ready & cw_store),
             comp.w_data.eq(au.o.payload.data),
@@ -504,9 +593,9 @@ class CompressionEngine(wiring.Component):
         m.d.comb += cw_fire.eq(au.o.valid & au.o.ready)
         with m.If(cw_fire):
             with m.If(au.o.payload.last):
-                m.d.sync += [cw_n.eq(0), cw_start.eq(comp.wp + cw_store)]
+                m.d.sync += [cw_n.eq(0), cw_store.eq(1), cw_start.eq(comp.wp + cw_store)]
             with m.Elif(cw_store):
-                m.d.sync += cw_n.eq(cw_n + 1)
+                m.d.sync += [cw_n.eq(cw_n + 1), cw_store.eq(cw_n + 1 < MAX_FRAME_BEATS)]
         m.d.comb += [
             compq.w_en.eq(cw_fire & au.o.payload.last),
             compq.w_data.eq(Cat(cw_start, (comp.wp + cw_store)[:11])),
@@ -529,13 +618,20 @@ class CompressionEngine(wiring.Component):
         x_win = Signal()
         x_mode = Signal(2)
         desc = Signal(Desc)
+        # "In IDLE" as a flip-flop of its own: the FIFO reads below need no state decode.
+        fin_idle = Signal(init=1)
+        fin_take = Signal()
+        m.d.comb += [
+            fin_take.eq(fin_idle & fin_ready),
+            frontq.r_en.eq(fin_take), hsumq.r_en.eq(fin_take),
+            clenq.r_en.eq(fin_take & fr.compress),
+            dsumq.r_en.eq(fin_take & fr.compress),
+            compq.r_en.eq(fin_take & fr.compress),
+        ]
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += [frontq.r_en.eq(fin_ready), hsumq.r_en.eq(fin_ready)]
-                m.d.comb += [clenq.r_en.eq(fin_ready & fr.compress),
-                             dsumq.r_en.eq(fin_ready & fr.compress),
-                             compq.r_en.eq(fin_ready & fr.compress)]
                 with m.If(fin_ready):
+                    m.d.sync += fin_idle.eq(0)
                     m.d.sync += [x.eq(fr), x_hs.eq(hsumq.r_data), x_clen.eq(clenq.r_data),
                                  x_dsum.eq(dsumq.r_data), x_comp.eq(compq.r_data)]
                     m.next = "DECIDE"
@@ -557,6 +653,7 @@ class CompressionEngine(wiring.Component):
             with m.State("PUSH"):
                 m.d.comb += [descq.w_en.eq(1)]
                 with m.If(descq.w_rdy):
+                    m.d.sync += fin_idle.eq(1)
                     with m.Switch(x_mode):
                         with m.Case(MODE_DROP):
                             m.d.sync += self.dropped.eq(self.dropped + 1)
@@ -629,11 +726,19 @@ class CompressionEngine(wiring.Component):
         m.d.comb += [e_load.eq(descq.r_rdy & (~e_active | e_done)), descq.r_en.eq(e_load)]
         with m.If(e_done):
             m.d.sync += e_active.eq(0)
+        # e_b's low beats one-hot (0 past beat 7: patches and the payload start beat pb
+        # lie in beats 0..4), and "e_b > pb": flags, so the per-beat patch and merge
+        # selects are a bit pick instead of 9-bit compares against the beat counter.
+        e_at = Signal(8)
+        e_gt_pb = Signal()
+        e_at_pb = _pick(m, e_at, e.pb, "e_at_pb")
         with m.If(issue):
-            m.d.sync += [e_b.eq(e_b + 1), e_left.eq(e_left - 1), e_is_last.eq(e_left == 2)]
+            m.d.sync += [e_b.eq(e_b + 1), e_left.eq(e_left - 1), e_is_last.eq(e_left == 2),
+                         e_at.eq(e_at << 1), e_gt_pb.eq(e_gt_pb | e_at_pb)]
         with m.If(e_load):
             m.d.sync += [e_active.eq(1), e.eq(dh), e_b.eq(0), e_left.eq(dh.nbeats),
-                         e_is_last.eq(dh.nbeats == 1), e_drop.eq(dh.mode == MODE_DROP)]
+                         e_is_last.eq(dh.nbeats == 1), e_drop.eq(dh.mode == MODE_DROP),
+                         e_at.eq(1), e_gt_pb.eq(0)]
         m.d.sync += occ.eq(occ + issue - (self.o.valid & self.o.ready))
         # Releasing a frame's ring entries once its last beat is read.
         m.d.comb += [
@@ -664,7 +769,10 @@ class CompressionEngine(wiring.Component):
         for idx in range(PATCHES):
             p = e.patches[idx]
             hit = Signal(BEAT_BYTES, name=f"phit{idx}")
-            m.d.comb += hit.eq(Mux(p.en & (p.beat == e_b), p.lane, 0))
+            on = Signal(name=f"pon{idx}")
+            m.d.comb += on.eq(p.en & _pick(m, e_at, p.beat, f"pat{idx}"))
+            for j in range(BEAT_BYTES):
+                m.d.comb += hit[j].eq(on & (p.lane == j))
             hits.append((hit, p.value))
         for j in range(BEAT_BYTES):
             m.d.comb += pmask[j].eq(Cat(*(h[j] for h, _ in hits)).any())
@@ -677,7 +785,7 @@ class CompressionEngine(wiring.Component):
             m.d.sync += [
                 e1_last.eq(e_lastb), e1_user.eq(e.user & e_lastb),
                 e1_keep.eq(Mux(e_lastb, keep_last, ~0)),
-                e1_sel.eq(Mux(is_c & (e_b > e.pb), ~0, Mux(is_c & (e_b == e.pb), sel_lo, 0))),
+                e1_sel.eq(Mux(is_c & e_gt_pb, ~0, Mux(is_c & e_at_pb, sel_lo, 0))),
                 e1_pmask.eq(pmask), e1_pval.eq(pval),
             ]
         # E1: merge and patch.

@@ -24,24 +24,24 @@ whole tag word); their values are dropped.
 
 Pipeline (one group per clock, all stages advance together when the output register
 slice can take a word, so a stall never reaches the BurstBuffer through logic):
-  D   from flip-flops: the BurstBuffer's window and its precomputed tag field bytes
-      give the step's size (tag word + fields, + the tail on the final step); the
-      step goes when all of it is buffered (or the payload is drained: then the
-      missing bytes read as zeros) and is consumed at once; flush after the final
-      step. The TagDecoder's field offsets are registered with the window.
+  D   from flip-flops: the BurstBuffer keeps the length of the group at its byte 0 in
+      a register (and whether all of it is held); a non-final step goes when the
+      group is held (or the payload's last piece is in: then missing bytes read as
+      zeros) and the buffer drops it at once. The final step (its group, if any, and
+      the tail) is decided from the previous clock's state, registered, so it stays
+      off the step loop; it goes once it is known whether bytes are left over (the
+      last piece is in, or more than needed is buffered), and flushes the buffer.
+      The TagDecoder's field offsets are registered with the window.
   S1  per-value 4-byte field select at its offset, tail select after the group.
   S2  fields registered -> DecompressionBlock leading-zero count.
   S3  DecompressionBlock register -> normalising shift; word assembly (values past
       the payload's end dropped, tail bytes merged after the last value).
   S4  output word register -> AxisRegisterSlice -> ``o``.
-The final step is taken only once it is known whether bytes are left over (the
-payload is drained, or more than needed is already buffered), so ``error`` travels
-with the final word. Between payloads the unit idles one clock (the next ``start``
-is accepted the clock after the final step).
+Between payloads the unit idles a few clocks (the final step's decision, the next
+``start``, the buffer's first length).
 
-Rates (measured by sim/test_decompression_unit.py, output always ready): one word
-per clock while groups average up to 32 bytes; 0.89 words per clock on 34-byte
-groups (all raw values), where the 32-byte input beat is the limit.
+Rates (measured by sim/test_decompression_unit.py, output always ready): see the
+throughput test; one word per clock while groups average up to 32 bytes.
 """
 
 from amaranth import *
@@ -86,16 +86,14 @@ class DecompressionUnit(wiring.Component):
         # need -> consume -> window) holds no comparisons on ``left``:
         final = Signal()           # this step ends the payload (its word is last)
         no_group = Signal()        # no values left: the step is the tail alone
-        bias = Signal(3)           # need = bias + the tag word's field bytes
         cnt = Signal(4)            # values in this step's word (0..8)
         m.d.comb += cnt.eq(Mux(left >= GROUP_VALUES, GROUP_VALUES, left))
 
         def plan(values, r):
-            # (final, no_group, bias) for a step with ``values`` still to decode.
+            # (final, no_group) for a step with ``values`` still to decode.
             fin = (values < GROUP_VALUES) | ((values == GROUP_VALUES) & (r == 0))
             none = values == 0
-            return [final.eq(fin), no_group.eq(none),
-                    bias.eq(Mux(none, r, 2 + Mux(fin, r, 0)))]
+            return [final.eq(fin), no_group.eq(none)]
 
         m.d.comb += self.start.ready.eq(~running)
         with m.If(self.start.valid & ~running):
@@ -103,26 +101,26 @@ class DecompressionUnit(wiring.Component):
             m.d.sync += [running.eq(1), left.eq(n), tail_r.eq(r), err.eq(0), *plan(n, r)]
 
         m.d.comb += td.tags.eq(bb.window[:16])
-        need = Signal(6)           # bytes of this step: tag word, fields, final tail
-        m.d.comb += need.eq(Mux(no_group, 0, bb.tag_bytes) + bias)
         glen = Signal(6)           # bytes of this step's group (0 when none)
-        m.d.comb += glen.eq(Mux(no_group, 0, bb.tag_bytes + 2))
-        have = Signal()            # the whole step is in the buffer
-        more = Signal()            # bytes beyond the step are already buffered
+        m.d.comb += glen.eq(Mux(no_group, 0, bb.length))
+        need = Signal(7)           # bytes of the final step: group and tail
+        m.d.comb += need.eq(glen + tail_r)
+        # The final step goes once it is known whether bytes are left over: decided
+        # from the previous clock's state (registered, off the step loop); a step that
+        # goes changes the state, so the decision is redone after it.
+        fin_ok = Signal()
+        # A non-final step goes when its group is in the buffer (or never will be).
+        go = Signal()
+        m.d.comb += go.eq(running & adv & bb.ready & Mux(final, fin_ok, bb.fits | bb.last))
+        m.d.sync += fin_ok.eq(running & ~go & final & bb.known & (bb.last | (bb.level > need)))
+        overrun = Signal()         # the step reads past the end of the payload
+        more = Signal()            # bytes beyond the final step are buffered
         m.d.comb += [
-            have.eq(bb.level >= need),
+            overrun.eq(Mux(final, bb.level < need, ~bb.fits)),
             more.eq(bb.level > need),
         ]
-        # A non-final step goes when its bytes are here (or never will be); the final
-        # step also waits until leftover bytes are known to exist or not.
-        go = Signal()
-        m.d.comb += go.eq(running & adv &
-                          Mux(final, bb.drained | more, have | bb.drained))
-        overrun = Signal()
-        m.d.comb += overrun.eq(~have)
-        # Past the end of a drained payload the buffer empties and reads as zeros.
+        # Past the end of a payload whose last piece is in, the buffer reads as zeros.
         m.d.comb += [
-            bb.consume.eq(need),
             bb.go.eq(go),
             bb.flush.eq(go & final),
         ]
@@ -168,7 +166,7 @@ class DecompressionUnit(wiring.Component):
         tail_raw = Signal(24)
         tail1 = Signal(24)
         m.d.comb += [
-            tail_raw.eq(win1[:8 * (WINDOW_BYTES - 1)] >> Cat(C(0, 3), glen1)),
+            tail_raw.eq(win1 >> Cat(C(0, 3), glen1)),
             tail1.eq(tail_raw & Cat(Mux(r1 > 0, 0xFF, 0), Mux(r1 > 1, 0xFF, 0),
                                     Mux(r1 > 2, 0xFF, 0))),
         ]

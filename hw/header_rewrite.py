@@ -15,7 +15,7 @@ Checksum inputs (16-bit one's-complement sums, not complemented):
 length) and its checksum; ``l4_hdr_sum`` = IP source and destination addresses plus
 the L4 header without its checksum field; ``d_sum`` = the decoded payload D.
 
-Output: ``PATCHES`` byte patches {en, beat, lane one-hot, value}, ``LATENCY`` clocks
+Output: ``PATCHES`` byte patches {en, beat, lane, value}, ``LATENCY`` clocks
 after ``start`` (inputs are sampled at ``start``; one frame may start every clock).
 Patches only touch bytes before the payload offset P (P <= 138: beats 0..4).
 """
@@ -24,14 +24,14 @@ from amaranth import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axis import BEAT_BYTES
 
 __all__ = ["HeaderRewrite", "Patch", "PATCHES"]
 
 Patch = data.StructLayout({
     "en": 1,
     "beat": 3,            # beat index of the byte (offset // 32)
-    "lane": BEAT_BYTES,   # one-hot byte lane (offset % 32)
+    "lane": 5,            # byte lane (offset % 32); kept binary: the descriptor FIFO
+                          # and the egress hold 9 patches, one-hot lanes would triple them
     "value": 8,
 })
 PATCHES = 9               # ToS, total length (2), IP checksum (2), UDP length (2), L4 checksum (2)
@@ -120,9 +120,12 @@ class HeaderRewrite(wiring.Component):
         ipsum = Signal(16)
         l4sum = Signal(16)
         m.d.comb += [ipsum.eq(ipf3[:16] + ipf3[16]), l4sum.eq(l4f3[:16] + l4f3[16])]
+        # l4sum == 0xFFFF read from l4f3 beside the end-around adder (not behind it).
+        l4ones = Signal()
+        m.d.comb += l4ones.eq(Mux(l4f3[16], l4f3[:16] == 0xFFFE, l4f3[:16] == 0xFFFF))
         m.d.sync += [
             ipc4.eq(~ipsum),
-            l4c4.eq(Mux(udp3 & (l4sum == 0xFFFF), 0xFFFF, ~l4sum)),
+            l4c4.eq(Mux(udp3 & l4ones, 0xFFFF, ~l4sum)),
         ]
         v4, comp4, fb4, udp4, zu4, tot4, tos4, udpl4 = carry(
             [v3, comp3, fb3, udp3, zu3, tot3, tos3, udpl3], 4)
@@ -138,6 +141,6 @@ class HeaderRewrite(wiring.Component):
             p = self.patches[idx]
             m.d.sync += [
                 p.en.eq(enables[idx]), p.beat.eq(offs4[idx][5:]), p.value.eq(values[idx]),
-                p.lane.eq(C(1, BEAT_BYTES) << offs4[idx][:5]),
+                p.lane.eq(offs4[idx][:5]),
             ]
         return m

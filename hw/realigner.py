@@ -105,7 +105,12 @@ class Realigner(wiring.Component):
         rem = Signal(self._length_bits + 1)   # output bytes still allowed
         out_done = Signal()     # output finished; discard the rest of the input
         flush = Signal()        # one more output beat from {0, prev} is owed
-        flush_bytes = Signal(6)
+        # The owed beat's byte count is min(fa, fb) (0 if fz or fa <= 0), worked out in
+        # the flush clock itself from these registers, so the frame-end clock only
+        # stores operands (no subtract-compare-select chain behind the end decision).
+        fa = Signal(signed(7))
+        fb = Signal(self._length_bits + 1)
+        fz = Signal()
         flush_user = Signal()
         prev = Signal(B)
 
@@ -114,9 +119,19 @@ class Realigner(wiring.Component):
         nxt_skipb = Signal.like(skipb)
         nxt_off = Signal(5)
         nxt_rem = Signal.like(rem)
-        # rem <= 32 / <= 64 kept as flags beside rem (the frame-end decision reads them).
+        # rem <= 32 / <= 64 kept as flags beside rem (the frame-end decision reads them),
+        # and min(rem, 32) as a register of its own.
         rem_le32, rem_le64 = Signal(), Signal()
         nxt_le32, nxt_le64 = Signal(), Signal()
+        rem_cap = Signal(6)
+        nxt_cap = Signal(6)
+        # skipb == 0 as a flag, and 32 - off (the output bytes a beat yields before the
+        # input's last beat cuts it short).
+        producing = Signal()
+        off_c = Signal(6)
+        nxt_off_c = Signal(6)
+        nxt_skip0 = Signal()    # nxt_skipb == 0 (insert > skip: output from the first beat)
+        nxt_skip1 = Signal()    # nxt_skipb == 1
 
         # In the clock the next frame's cfg loads (a flush clock, or the clock after a
         # frame ended on an input beat), the next frame's first beat is taken if that
@@ -125,7 +140,7 @@ class Realigner(wiring.Component):
         take_next = Signal()    # the beat taken belongs to the next frame (loaded now)
         nxt_ok = Signal()       # that beat can be taken: it is one the next frame skips
         m.d.comb += [
-            nxt_ok.eq(nxt_valid & (nxt_skipb != 0)),
+            nxt_ok.eq(nxt_valid & ~nxt_skip0),      # nxt_skipb != 0
             i.ready.eq(advance & ((active & ~flush) | ((flush | ~active) & nxt_ok))),
             take.eq(i.valid & i.ready & active & ~flush),
             take_next.eq(i.valid & i.ready & (flush | ~active)),
@@ -143,16 +158,18 @@ class Realigner(wiring.Component):
 
         # Output byte count of a beat produced now: min(32, rem, 32 + nb - o).
         avail = Signal(7)
-        m.d.comb += avail.eq(BEAT_BYTES + nb - off)
-        cap_rem = Signal(7)
-        m.d.comb += cap_rem.eq(Mux(rem < BEAT_BYTES, rem, BEAT_BYTES))
+        m.d.comb += avail.eq(nb + off_c)
         here = Signal(6)
-        m.d.comb += here.eq(Mux(avail < cap_rem, avail, cap_rem))
+        m.d.comb += here.eq(Mux(avail < rem_cap, avail, rem_cap))
         # After the input's last beat, the bytes left for a flush beat: min(rem - 32, nb - o).
-        tail_avail = Signal(signed(8))
+        tail_avail = Signal(signed(7))
         m.d.comb += tail_avail.eq(nb - off)
-        producing = Signal()
-        m.d.comb += producing.eq(skipb == 0)
+        # The input's last beat ends at or before lane `off` (nb is only < 32 on a last
+        # beat): a compare of two registers, off any adder.
+        last_le_off = Signal()
+        m.d.comb += last_le_off.eq(nb <= off)
+        flush_bytes = Signal(6)
+        m.d.comb += flush_bytes.eq(Mux(fz | (fa <= 0), 0, Mux(fa < fb, fa, fb)))
 
         frame_end = Signal()    # the frame is finished this cycle (its state may reload)
 
@@ -161,7 +178,7 @@ class Realigner(wiring.Component):
             # `off` (owed as a flush beat), or empty (one keep = 0 beat).
             return [
                 flush.eq(1), flush_user.eq(i.payload.user),
-                flush_bytes.eq(Mux(on_this & (tavail > 0), Mux(tavail < rem_, tavail, rem_), 0)),
+                fa.eq(tavail), fb.eq(rem_), fz.eq(~on_this),
                 prev.eq(Mux(on_this, i.payload.data, 0)),
             ]
 
@@ -179,16 +196,17 @@ class Realigner(wiring.Component):
         with m.Elif(take):
             m.d.sync += prev.eq(i.payload.data)
             with m.If(~producing):
-                m.d.sync += skipb.eq(skipb - 1)
+                m.d.sync += [skipb.eq(skipb - 1), producing.eq(skipb == 1)]
             with m.If(~out_done & producing):
                 is_last_out = Signal()
-                m.d.comb += is_last_out.eq(rem_le32 | (i.payload.last & (nb <= off)))
+                m.d.comb += is_last_out.eq(rem_le32 | last_le_off)
                 m.d.sync += [
                     s1_valid.eq(1), s1_win.eq(Cat(prev, i.payload.data)), s1_off.eq(off),
                     s1_bytes.eq(here), s1_last.eq(is_last_out),
                     s1_user.eq(i.payload.user & i.payload.last),
                     rem.eq(rem - BEAT_BYTES),
                     rem_le32.eq(rem_le64), rem_le64.eq(rem <= 3 * BEAT_BYTES),
+                    rem_cap.eq(Mux(rem_le64, (rem - BEAT_BYTES)[:6], BEAT_BYTES)),
                 ]
                 with m.If(is_last_out):
                     m.d.sync += out_done.eq(1)
@@ -196,15 +214,14 @@ class Realigner(wiring.Component):
                     # Bytes of this beat past lane `off` go into one more output beat.
                     m.d.sync += [
                         flush.eq(1), flush_user.eq(i.payload.user),
-                        flush_bytes.eq(Mux(tail_avail < rem - BEAT_BYTES, tail_avail,
-                                           rem - BEAT_BYTES)),
+                        fa.eq(tail_avail), fb.eq(rem - BEAT_BYTES), fz.eq(0),
                     ]
             with m.Elif(~out_done & i.payload.last):
                 m.d.sync += skipped_last(skipb == 1, tail_avail, rem)
             with m.If(i.payload.last):
                 # The frame ends here unless a flush beat is owed (decided above).
                 owe = Signal()
-                m.d.comb += owe.eq(~out_done & ~(producing & (rem_le32 | (nb <= off))))
+                m.d.comb += owe.eq(~out_done & ~(producing & (rem_le32 | last_le_off)))
                 with m.If(~owe):
                     m.d.comb += frame_end.eq(1)
 
@@ -228,6 +245,7 @@ class Realigner(wiring.Component):
             m.d.sync += [
                 active.eq(1), out_done.eq(0), skipb.eq(nxt_skipb), off.eq(nxt_off),
                 rem.eq(nxt_rem), rem_le32.eq(nxt_le32), rem_le64.eq(nxt_le64),
+                rem_cap.eq(nxt_cap), off_c.eq(nxt_off_c), producing.eq(nxt_skip0),
                 prev.eq(0), nxt_valid.eq(0),
             ]
         with m.If(cfg.valid & cfg.ready):
@@ -236,23 +254,39 @@ class Realigner(wiring.Component):
                 nxt_rem.eq(cfg.payload.length),
                 nxt_le32.eq(cfg.payload.length <= BEAT_BYTES),
                 nxt_le64.eq(cfg.payload.length <= 2 * BEAT_BYTES),
+                nxt_cap.eq(Mux(cfg.payload.length < BEAT_BYTES, cfg.payload.length, BEAT_BYTES)),
+                nxt_off_c.eq(BEAT_BYTES - d[:5]),
+                nxt_skip0.eq(d < 0),
+                nxt_skip1.eq((d >> 5) == 0),
             ]
 
         # The next frame's first beat taken as its cfg loads (always a skipped beat):
         # applied on top of the load above.
         with m.If(take_next):
-            m.d.sync += [prev.eq(i.payload.data), skipb.eq(nxt_skipb - 1)]
+            m.d.sync += [prev.eq(i.payload.data), skipb.eq(nxt_skipb - 1),
+                         producing.eq(nxt_skip1)]
             with m.If(i.payload.last):
-                ntail = Signal(signed(8))
+                ntail = Signal(signed(7))
                 m.d.comb += ntail.eq(nb - nxt_off)
-                m.d.sync += skipped_last(nxt_skipb == 1, ntail, nxt_rem)
+                m.d.sync += skipped_last(nxt_skip1, ntail, nxt_rem)
 
         # --- Stage 2: shift the window and register the output beat.
         keep_mask = Signal(BEAT_BYTES)
         for j in range(BEAT_BYTES):
             m.d.comb += keep_mask[j].eq(s1_bytes > j)
+        # shifted byte j = window byte j + off, in two radix stages (a 4:1 mux by off[0:2],
+        # then an 8:1 mux by off[2:5]): wide LUT6/MUXF7 muxes, not a 64-byte barrel shift.
+        nA = BEAT_BYTES + 28
+        stage_a = Signal(8 * nA)
+        with m.Switch(s1_off[:2]):
+            for c in range(4):
+                with m.Case(c):
+                    m.d.comb += stage_a.eq(s1_win[8 * c: 8 * (c + nA)])
         shifted = Signal(B)
-        m.d.comb += shifted.eq((s1_win >> (s1_off * 8))[:B])
+        with m.Switch(s1_off[2:]):
+            for c in range(8):
+                with m.Case(c):
+                    m.d.comb += shifted.eq(stage_a[32 * c: 32 * c + B])
         with m.If(advance):
             m.d.sync += [
                 o_valid.eq(s1_valid),

@@ -29,6 +29,8 @@ from amaranth import *
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .axis import AxisRegisterSlice
+
 __all__ = ["xorshift32", "FrameDesc", "CsumDesc", "GenBeat", "FrameSource", "WordGen",
            "PayloadSum", "FrameEmitter", "FrameGenerator", "ReferenceGenerator",
            "KIND_UDP", "KIND_TCP", "KIND_OTHER_DSCP", "KIND_DENSE", "LANE_SEEDS",
@@ -122,6 +124,12 @@ class WordGen(wiring.Component):
         nxt = [xorshift32(m, lanes[j], f"lane{j}_prng") for j in range(8)]
         words_left = Signal(7)       # ceil(2051 / 32) = 65 at most
         rem = Signal(12)             # payload bytes not yet issued
+        # Valid bytes of the next word, kept as a register: from the frame length at
+        # start, then from the current remainder (32 fewer bytes, same low 5 bits).
+        byte_ok = Signal(32)
+
+        def therm(v5):
+            return Cat(*(v5 > i for i in range(32)))
         vrem = Signal(11)            # values not yet issued
         dense = Signal()
 
@@ -140,6 +148,7 @@ class WordGen(wiring.Component):
             m.d.sync += [
                 words_left.eq((length + 31) >> 5),
                 rem.eq(length),
+                byte_ok.eq(Mux(length >= 32, 0xFFFFFFFF, therm(length[:5]))),
                 vrem.eq(self.start.payload.n),
                 dense.eq(self.start.payload.dense),
             ]
@@ -153,8 +162,6 @@ class WordGen(wiring.Component):
         s1_vals = [Signal(32, name=f"s1_val{j}") for j in range(8)]
         s1_isval = Signal(8)
         s1_last = Signal()
-        byte_ok = Signal(32)
-        m.d.comb += byte_ok.eq(Mux(rem >= 32, 0xFFFFFFFF, Cat(*(rem[:5] > i for i in range(32)))))
         m.d.sync += s1_valid.eq(issue)
         vals = []
         for j in range(8):
@@ -172,6 +179,7 @@ class WordGen(wiring.Component):
             m.d.sync += [
                 words_left.eq(words_left - 1),
                 rem.eq(Mux(rem >= 32, rem - 32, 0)),
+                byte_ok.eq(Mux(rem >= 64, 0xFFFFFFFF, Mux(rem >= 32, therm(rem[:5]), 0))),
                 vrem.eq(Mux(vrem >= 8, vrem - 8, 0)),
                 s1_last.eq(words_left == 1),
                 s1_isval.eq(Cat(*(vrem > j for j in range(8)))),
@@ -345,8 +353,12 @@ class FrameEmitter(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.words = wg = WordGen(decode=self.decode)
-        m.d.comb += wg.k.eq(self.k)
+        m.submodules.words = wg_fifo = WordGen(decode=self.decode)
+        m.d.comb += wg_fifo.k.eq(self.k)
+        # A register slice between the word FIFO and the beat logic: the FIFO's read
+        # enable then comes from a flip-flop, not through the beat decision.
+        m.submodules.wbuf = wg = AxisRegisterSlice(WordOut)
+        wiring.connect(m, wg_fifo.o, wg.i)
         d = Signal(CsumDesc)
         length = Signal(12)
         tcp = Signal()
@@ -401,12 +413,12 @@ class FrameEmitter(wiring.Component):
 
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += self.i.ready.eq(wg.start.ready)
-                m.d.comb += [wg.start.valid.eq(self.i.valid),
-                             wg.start.payload.n.eq(self.i.payload.desc.n),
-                             wg.start.payload.r.eq(self.i.payload.desc.r),
-                             wg.start.payload.dense.eq(self.i.payload.desc.kind == KIND_DENSE)]
-                with m.If(self.i.valid & wg.start.ready):
+                m.d.comb += self.i.ready.eq(wg_fifo.start.ready)
+                m.d.comb += [wg_fifo.start.valid.eq(self.i.valid),
+                             wg_fifo.start.payload.n.eq(self.i.payload.desc.n),
+                             wg_fifo.start.payload.r.eq(self.i.payload.desc.r),
+                             wg_fifo.start.payload.dense.eq(self.i.payload.desc.kind == KIND_DENSE)]
+                with m.If(self.i.valid & wg_fifo.start.ready):
                     m.d.sync += [d.eq(self.i.payload), b.eq(0), wt.eq(0), csum_acc.eq(0),
                                  need.eq(0),
                                  length.eq(Cat(self.i.payload.desc.r, self.i.payload.desc.n)),

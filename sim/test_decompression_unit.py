@@ -280,7 +280,8 @@ async def malformed(dut):
 async def edge_cases(dut):
     """Hand-made corner cases: empty payloads, only a tail, a stream of zero tags,
     non-zero tags on a short last group's missing values, a group ending exactly at
-    a piece boundary, all-raw groups (34 bytes, larger than a beat)."""
+    a piece boundary, all-raw groups (34 bytes, larger than a beat), a tail after a
+    34-byte short last group."""
     await _reset(dut)
     rng = random.Random(3)
     raw8 = golden.compress_payload(np.full(8, 0x3F800000, "<u4").tobytes(), 10)[4:]
@@ -292,6 +293,12 @@ async def edge_cases(dut):
         (bytes([0x03, 0xC0]) + rng.randbytes(8), 1, 2),
         (raw8 * 20, 160, 0), (raw8 * 20 + b"xyz", 160, 3), (raw8 * 20, 161, 0),
         (raw8 + raw8[:20], 16, 0),
+        # A short last group whose tag word announces 34 bytes, then the tail: the
+        # tail sits right after the 34 bytes (exactly there, one byte short, one over).
+        (bytes([0xFF, 0xFF]) + rng.randbytes(32) + b"xyz", 1, 3),
+        (bytes([0xFF, 0xFF]) + rng.randbytes(32) + b"xy", 1, 3),
+        (bytes([0xFF, 0xFF]) + rng.randbytes(32) + b"xyzw", 1, 3),
+        (raw8 * 3 + bytes([0xFF, 0xFF]) + rng.randbytes(32) + b"xyz", 25, 3),
     ]
     for _ in range(3):
         await run_jobs(dut, jobs, rng, "none", "none", modes=("engine",))
