@@ -44,7 +44,7 @@ from amaranth.utils import ceil_log2
 from .alignment_unit import AlignmentUnit, ByteVector, VECTOR_BYTES
 from .axis import AxisBeat, AxisRegisterSlice, BEAT_BITS, BEAT_BYTES, axis_signature
 from .checksum import Checksum
-from .compression_unit import CompressionUnit, GroupIn, GroupOut
+from .compression_unit import CompressionUnit, GroupIn
 from .frame_store import FrameStore
 from .header_rewrite import PATCHES, HeaderRewrite, Patch
 from .packet_matcher import MatchInfo, PacketMatcher
@@ -97,6 +97,12 @@ MODE_DROP, MODE_PASS, MODE_COMP = 0, 1, 2
 
 ShimInfo = data.StructLayout({"plane": 5, "L": 16, "k": 7})   # feeder: prefix and shim
 TailInfo = data.StructLayout({"tail": 24, "r": 2})            # the r = L mod 4 raw bytes
+# A CompressionUnit group as the feeder needs it: the decoded values (for the D
+# checksum) are summed as they leave the CompressionUnit, not carried further.
+FedGroup = data.StructLayout({"data": 272, "length": 6, "last": 1})
+# Per compressed frame, feeder -> finisher: |C| and the 16-bit word sum of the tail bytes
+# (the D checksum's last part, added to the groups' sum by the finisher).
+CLenInfo = data.StructLayout({"clen": 17, "tsum": 17})
 
 
 def _pick(m, vec, idx, name):
@@ -195,7 +201,7 @@ class CompressionEngine(wiring.Component):
         # CompressionUnit -> group former -> realigner -> front into short paths.
         m.submodules.rs_rl = rs_rl = AxisRegisterSlice()
         m.submodules.rs_gin = rs_gin = AxisRegisterSlice(data.StructLayout({"g": GroupIn, "k": 7}))
-        m.submodules.rs_gout = rs_gout = AxisRegisterSlice(GroupOut)
+        m.submodules.rs_gout = rs_gout = AxisRegisterSlice(FedGroup)
         m.submodules.rs_vec = rs_vec = AxisRegisterSlice(ByteVector)
         m.submodules.au = au = AlignmentUnit()
         m.submodules.ck_ip = ck_ip = Checksum()
@@ -212,7 +218,7 @@ class CompressionEngine(wiring.Component):
         tailq = _fifo(m, "tailq", TailInfo, 4, fast=True)
         frontq = _fifo(m, "frontq", FrontResult, 8)
         hsumq = _fifo(m, "hsumq", 32, 16)
-        clenq = _fifo(m, "clenq", 17, 8)
+        clenq = _fifo(m, "clenq", CLenInfo, 8)
         dsumq = _fifo(m, "dsumq", 16, 16)
         compq = _fifo(m, "compq", 22, 8)
         descq = _fifo(m, "descq", Desc, 4)
@@ -448,11 +454,27 @@ class CompressionEngine(wiring.Component):
         # (folded into the last group's vector when it fits, to save a clock per frame).
         a_in = rs_vec.i
         wiring.connect(m, rs_vec.o, au.i)
-        wiring.connect(m, cu.o, rs_gout.i)
+        cu_fire = Signal()
+        cu_first = Signal(init=1)       # the next group leaving the CU is a frame's first
+        m.d.comb += [
+            rs_gout.i.valid.eq(cu.o.valid), cu.o.ready.eq(rs_gout.i.ready),
+            rs_gout.i.payload.data.eq(cu.o.payload.data),
+            rs_gout.i.payload.length.eq(cu.o.payload.length),
+            rs_gout.i.payload.last.eq(cu.o.payload.last),
+            cu_fire.eq(cu.o.valid & rs_gout.i.ready),
+        ]
+        with m.If(cu_fire):
+            m.d.sync += cu_first.eq(cu.o.payload.last)
+        # D checksum over the decoded groups, summed as they leave the CompressionUnit
+        # (in frame order, like everything else); the tail bytes come in the finisher.
+        m.d.comb += [
+            ck_d.valid.eq(cu_fire), ck_d.first.eq(cu_first), ck_d.last.eq(cu.o.payload.last),
+            ck_d.data.eq(cu.o.payload.decoded), ck_d.mask.eq(~0),
+            dsumq.w_en.eq(ck_d.done), dsumq.w_data.eq(ck_d.sum),
+        ]
         go = rs_gout.o
         fd_groups = Signal()        # 0: the prefix is next; 1: the frame's groups
         fd_tail = Signal()          # the tail is owed as a vector of its own
-        fd_first = Signal()         # next group is the frame's first (D checksum)
         c_len = Signal(17)
         shim_h = Signal(shimq.r_data.shape())
         m.d.comb += shim_h.eq(shimq.r_data)
@@ -488,10 +510,6 @@ class CompressionEngine(wiring.Component):
             dbyte = g.data[8 * b: 8 * b + 8] if b < 34 else C(0, 8)
             m.d.comb += merged[8 * b: 8 * b + 8].eq(Mux(g.length > b, dbyte, tbyte))
         fd_fire = Signal()
-        d_beat = Signal()           # a D-checksum beat this clock
-        d_first, d_last = Signal(), Signal()
-        d_data = Signal(B)
-        d_mask = Signal(BEAT_BYTES)
         clen_add = Signal(7)
         with m.If(fd_tail):
             m.d.comb += [
@@ -520,30 +538,9 @@ class CompressionEngine(wiring.Component):
                 fd_fire.eq(a_in.valid & a_in.ready),
                 go.ready.eq(a_in.ready & (~g.last | (tailq.r_rdy & (~fits | clenq.w_rdy)))),
                 clen_add.eq(g.length),
-                d_beat.eq(fd_fire), d_first.eq(fd_first), d_data.eq(g.decoded), d_mask.eq(~0),
             ]
-        tail_mask = Signal(BEAT_BYTES)
-        m.d.comb += tail_mask.eq(Mux(tail_h.r == 0, 0, Mux(tail_h.r == 1, 0b1, Mux(tail_h.r == 2, 0b11, 0b111))))
-        # D checksum: decoded groups, then the tail bytes (payload offset 4n is even).
-        # When the tail is folded into the last group, its bytes follow as a second
-        # checksum beat on the next clock.
-        dt_pending = Signal()
-        dt_data = Signal(24)
-        dt_mask = Signal(3)
         ends_frame = Signal()
         m.d.comb += ends_frame.eq(fd_fire & a_in.payload.last)
-        with m.If(dt_pending):
-            m.d.comb += [ck_d.valid.eq(1), ck_d.first.eq(0), ck_d.last.eq(1),
-                         ck_d.data.eq(dt_data), ck_d.mask.eq(dt_mask)]
-        with m.Else():
-            m.d.comb += [ck_d.valid.eq(d_beat), ck_d.first.eq(d_first), ck_d.last.eq(0),
-                         ck_d.data.eq(d_data), ck_d.mask.eq(d_mask)]
-        m.d.sync += dt_pending.eq(ends_frame)
-        with m.If(ends_frame):
-            m.d.sync += [dt_data.eq(tail_h.tail), dt_mask.eq(tail_mask[:3])]
-        # A tail-only vector may come on the clock right after a group; the tail beat
-        # of the D checksum is the one registered at `ends_frame`, so both paths meet.
-        m.d.comb += [dsumq.w_en.eq(ck_d.done), dsumq.w_data.eq(ck_d.sum)]
 
         # c_len sums the shim and the groups; the tail's r bytes are added as the frame's
         # length is pushed into clenq one clock after its end (a registered push keeps
@@ -553,9 +550,8 @@ class CompressionEngine(wiring.Component):
             with m.If(fd_tail):
                 m.d.sync += [fd_tail.eq(0), fd_groups.eq(0)]
             with m.Elif(~fd_groups):
-                m.d.sync += [fd_groups.eq(1), fd_first.eq(1)]
+                m.d.sync += fd_groups.eq(1)
             with m.Else():
-                m.d.sync += fd_first.eq(0)
                 with m.If(g.last):
                     with m.If(fits):
                         m.d.sync += fd_groups.eq(0)
@@ -568,14 +564,20 @@ class CompressionEngine(wiring.Component):
         # Frame ends are at least two clocks apart (prefix, then a group or the tail), so
         # the w_rdy checked at the end still holds for the write one clock later; c_len
         # holds the frame's sum in that clock (a new prefix only reloads it at its end).
+        # The tail's words for the D checksum (payload offset 4n is even: the tail's
+        # byte 0 is a high byte): (t0 << 8 | t1) + (t2 << 8), bytes past r as zeros.
         clen_push = Signal()
         clen_r = Signal(2)
+        clen_tsum = Signal(17)
+        t_b = [Mux(tail_h.r > n, tail_h.tail[8 * n: 8 * n + 8], 0) for n in range(3)]
         m.d.sync += clen_push.eq(ends_frame)
         with m.If(ends_frame):
-            m.d.sync += clen_r.eq(tail_h.r)
+            m.d.sync += [clen_r.eq(tail_h.r),
+                         clen_tsum.eq(Cat(t_b[1], t_b[0]) + Cat(C(0, 8), t_b[2]))]
+        clen_w = Signal(CLenInfo)
         m.d.comb += [
-            clenq.w_en.eq(clen_push),
-            clenq.w_data.eq(c_len + clen_r),
+            clen_w.clen.eq(c_len + clen_r), clen_w.tsum.eq(clen_tsum),
+            clenq.w_en.eq(clen_push), clenq.w_data.eq(clen_w),
         ]
 
         # ------------------------------------------------------------ comp writer
@@ -613,6 +615,8 @@ class CompressionEngine(wiring.Component):
         x_hs = Signal(32)
         x_clen = Signal(17)
         x_dsum = Signal(16)
+        x_tsum = Signal(17)
+        x_ds = Signal(18)           # groups' D sum + tail words, folded in MODE
         x_comp = Signal(22)
         x_elig = Signal()
         x_win = Signal()
@@ -632,7 +636,8 @@ class CompressionEngine(wiring.Component):
             with m.State("IDLE"):
                 with m.If(fin_ready):
                     m.d.sync += fin_idle.eq(0)
-                    m.d.sync += [x.eq(fr), x_hs.eq(hsumq.r_data), x_clen.eq(clenq.r_data),
+                    m.d.sync += [x.eq(fr), x_hs.eq(hsumq.r_data), x_clen.eq(clenq.r_data[:17]),
+                                 x_tsum.eq(clenq.r_data[17:34]),
                                  x_dsum.eq(dsumq.r_data), x_comp.eq(compq.r_data)]
                     m.next = "DECIDE"
             with m.State("DECIDE"):
@@ -640,6 +645,7 @@ class CompressionEngine(wiring.Component):
                     x_elig.eq(x.compress & ~x.user & ~x.drop &
                               (x.frame_len >= x.info.min_frame_len)),
                     x_win.eq(x_clen < x.info.payload_len),
+                    x_ds.eq(x_dsum + x_tsum),
                 ]
                 m.next = "MODE"
             with m.State("MODE"):
@@ -669,6 +675,10 @@ class CompressionEngine(wiring.Component):
                             with m.Else():
                                 m.d.sync += self.bypassed.eq(self.bypassed + 1)
                     m.next = "IDLE"
+        # One's-complement fold of x_ds: two end-around carries (< 2^18 needs two).
+        d_fold1 = Signal(17)
+        d_fold2 = Signal(16)
+        m.d.comb += [d_fold1.eq(x_ds[:16] + x_ds[16:]), d_fold2.eq(d_fold1[:16] + d_fold1[16])]
         # HeaderRewrite inputs (held in x while it runs).
         is_comp = Signal()
         is_fb = Signal()
@@ -680,7 +690,7 @@ class CompressionEngine(wiring.Component):
             hr.l4.eq(x.info.l4), hr.proto.eq(x.info.proto), hr.tos.eq(x.info.tos),
             hr.ip_total_len.eq(x.info.ip_total_len), hr.payload_len.eq(x.info.payload_len),
             hr.c_len.eq(x_clen), hr.l4_csum.eq(x.info.l4_csum),
-            hr.ip_rest_sum.eq(x_hs[:16]), hr.l4_hdr_sum.eq(x_hs[16:]), hr.d_sum.eq(x_dsum),
+            hr.ip_rest_sum.eq(x_hs[:16]), hr.l4_hdr_sum.eq(x_hs[16:]), hr.d_sum.eq(d_fold2),
         ]
         out_len = Signal(17)
         m.d.comb += out_len.eq(Mux(x_mode == MODE_COMP,

@@ -141,16 +141,24 @@ class WordGen(wiring.Component):
             q.r_en.eq(self.o.ready),
         ]
 
-        m.d.comb += self.start.ready.eq(words_left == 0)
+        # A frame's parameters are latched first and set up the next cycle, so that the
+        # drawing logic upstream and the setup arithmetic here are separate paths.
+        loading = Signal()
+        length = Signal(12)
+        m.d.comb += self.start.ready.eq((words_left == 0) & ~loading)
+        m.d.sync += loading.eq(0)
         with m.If(self.start.valid & self.start.ready):
-            length = Signal(12)
-            m.d.comb += length.eq(Cat(self.start.payload.r, self.start.payload.n))
+            m.d.sync += [
+                loading.eq(1),
+                length.eq(Cat(self.start.payload.r, self.start.payload.n)),
+                vrem.eq(self.start.payload.n),
+                dense.eq(self.start.payload.dense),
+            ]
+        with m.If(loading):
             m.d.sync += [
                 words_left.eq((length + 31) >> 5),
                 rem.eq(length),
                 byte_ok.eq(Mux(length >= 32, 0xFFFFFFFF, therm(length[:5]))),
-                vrem.eq(self.start.payload.n),
-                dense.eq(self.start.payload.dense),
             ]
 
         issue = Signal()
@@ -365,6 +373,7 @@ class FrameEmitter(wiring.Component):
         beats = Signal(7)            # beats in this frame, minus one
         words = Signal(7)            # payload words in this frame
         last_keep = Signal(32)
+        frame_len = Signal(13)
         b = Signal(7)                # beat index
         wt = Signal(7)               # words taken
         prev = Signal(256)
@@ -425,8 +434,9 @@ class FrameEmitter(wiring.Component):
                                  tcp.eq(self.i.payload.desc.kind == KIND_TCP)]
                     m.next = "SETUP"
             with m.State("SETUP"):
-                frame_len = Signal(13)
-                m.d.comb += frame_len.eq(length + Mux(tcp, 54, 42))
+                m.d.sync += frame_len.eq(length + Mux(tcp, 54, 42))
+                m.next = "SETUP2"
+            with m.State("SETUP2"):
                 m.d.sync += [
                     beats.eq((frame_len - 1) >> 5),
                     words.eq((length + 31) >> 5),

@@ -10,8 +10,9 @@
    gets exactly the codec's roundtrip of the gradients in frames with valid checksums.
 
 The NIC stage is one function, `nic_stage(frames, k) -> (wire_frames, host_frames,
-info)`; `run_demo(nic=...)` accepts any function with that shape (the golden model by
-default, the simulated RTL engines later).
+info)`; `run_demo(nic=...)` accepts any function with that shape. The default is the
+Verilated RTL engines (TX then RX), each checked byte for byte against the golden model;
+`--nic golden` runs the model alone.
 
 Outputs (default build/demo/): grad_<capture>.npy, sent.pcap (host-side frames as
 sent), wire_k<k>.pcap for every k, host_k<k>.pcap (as received) for the first k given,
@@ -45,6 +46,7 @@ __all__ = [
     "Gradients",
     "NicStage",
     "golden_nic_stage",
+    "rtl_nic_stage",
     "nic_stage",
     "real_gradients",
     "run_demo",
@@ -152,8 +154,47 @@ def golden_nic_stage(frames, k: int, *, dscp: int = golden.DSCP_DEFAULT):
     return wire, host, {"tx": tx.as_dict(), "rx": rx.as_dict(), "bad": bad}
 
 
-#: The stage the demo uses unless told otherwise; swap in another NicStage to test RTL.
-nic_stage: NicStage = golden_nic_stage
+def _first_difference(got, want):
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            at = next((j for j, (a, b) in enumerate(zip(g, w)) if a != b), min(len(g), len(w)))
+            return f"frame {i}: {len(g)} bytes vs {len(w)} expected, first difference at byte {at}"
+    return f"{len(got)} frames vs {len(want)} expected"
+
+
+def _engine_info(res):
+    # Cycle figures of one engine run, as measured by the Verilated model.
+    lo, hi = res.latency
+    return {"cycles": res.cycles, "in_beats": res.in_beats, "out_beats": res.out_beats,
+            "in_beats_per_cycle": res.in_beats / max(res.in_cycles, 1),
+            "out_beats_per_cycle": res.out_beats / max(res.cycles, 1),
+            "latency_min": lo, "latency_max": hi, "counters": res.counters}
+
+
+def rtl_nic_stage(frames, k: int, *, dscp: int = golden.DSCP_DEFAULT):
+    """The NIC pair as the Verilated RTL: CompressionEngine, then DecompressionEngine.
+
+    Both engines' outputs are checked byte for byte (and tuser) against the golden model;
+    any difference raises RuntimeError. info adds the cycle counts under "rtl".
+    """
+    from inceptionn.sim import engines
+
+    wire_g, host_g, info = golden_nic_stage(frames, k, dscp=dscp)
+    tx = engines.run_frames("tx", frames, k=k, dscp=dscp, tag="demo_tx")
+    wire = [f for f, _ in tx.frames_out]
+    if wire != wire_g or any(u for _, u in tx.frames_out):
+        raise RuntimeError(f"RTL TX differs from golden.tx_frame: {_first_difference(wire, wire_g)}")
+    rx = engines.run_frames("rx", wire, dscp=dscp, tag="demo_rx")
+    host = [f for f, _ in rx.frames_out]
+    if host != host_g or any(u for _, u in rx.frames_out):
+        raise RuntimeError(f"RTL RX differs from golden.rx_frame: {_first_difference(host, host_g)}")
+    info["rtl"] = {"tx": _engine_info(tx), "rx": _engine_info(rx)}
+    return wire, host, info
+
+
+#: The stage the demo uses unless told otherwise (`--nic golden` runs the model only).
+nic_stage: NicStage = rtl_nic_stage
+NIC_STAGES = {"rtl": rtl_nic_stage, "golden": golden_nic_stage}
 
 
 # ---------------------------------------------------------------------- checks
@@ -352,6 +393,26 @@ def _band_notes(rows) -> str:
     return "\n".join(out)
 
 
+def _rtl_table(rows) -> str:
+    """Cycles and beats/cycle of the Verilated engines, summed over the captures of each k."""
+    lines = []
+    for k in dict.fromkeys(r.k for r in rows):
+        runs = [r.counters["rtl"] for r in rows if r.k == k and "rtl" in r.counters]
+        if not runs:
+            continue
+        tot = {e: {f: sum(x[e][f] for x in runs) for f in ("cycles", "in_beats", "out_beats")}
+               for e in ("tx", "rx")}
+        lat = {e: (min(x[e]["latency_min"] for x in runs), max(x[e]["latency_max"] for x in runs))
+               for e in ("tx", "rx")}
+        tx, rx = tot["tx"], tot["rx"]
+        lines.append(
+            f"  2^-{k}: TX {tx['in_beats']} beats in, {tx['out_beats']} out, {tx['cycles']} cycles "
+            f"({tx['in_beats'] / tx['cycles']:.3f} in-beats/cycle, latency {lat['tx'][0]}..{lat['tx'][1]}); "
+            f"RX {rx['in_beats']} in, {rx['out_beats']} out, {rx['cycles']} cycles "
+            f"({rx['out_beats'] / rx['cycles']:.3f} out-beats/cycle, latency {lat['rx'][0]}..{lat['rx'][1]})")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m inceptionn.demo", description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default %(default)s)")
@@ -364,6 +425,9 @@ def main(argv=None) -> int:
     ap.add_argument("--refresh", action="store_true", help="retrain even if cached")
     ap.add_argument("--max-frames", type=int, default=None,
                     help="send only this many frames of each capture (for slow NIC stages)")
+    ap.add_argument("--nic", choices=sorted(NIC_STAGES), default="rtl",
+                    help="NIC stage: the Verilated engines checked against the golden model "
+                         "(rtl, default) or the golden model alone (golden)")
     args = ap.parse_args(argv)
     try:
         ks = [int(x) for x in args.ks.split(",") if x.strip()]
@@ -373,7 +437,8 @@ def main(argv=None) -> int:
         ap.error("--steps must be at least 3 (gradients are captured early, mid-way and late)")
     try:
         grads, rows = run_demo(args.out, steps=args.steps, seed=args.seed, ks=ks,
-                               cache_dir=args.cache, refresh=args.refresh, max_frames=args.max_frames)
+                               cache_dir=args.cache, refresh=args.refresh, max_frames=args.max_frames,
+                               nic=NIC_STAGES[args.nic])
     except (RuntimeError, ValueError) as e:
         print(f"demo FAILED: {e}", file=sys.stderr)
         return 1
@@ -387,6 +452,11 @@ def main(argv=None) -> int:
           "link = + preamble, FCS, gap")
     print(_table(rows))
     print(_band_notes(rows))
+    rtl = _rtl_table(rows)
+    if rtl:
+        print("RTL engines (Verilator, cycle-accurate), all captures of each bound; "
+              "output identical to golden/ byte for byte:")
+        print(rtl)
     print(f"host-side frames carry exactly the roundtrip of the gradients, checksums valid: "
           f"{all(r.exact for r in rows)}")
     print(f"outputs in {args.out}/: grad_*.npy, sent.pcap, wire_k*.pcap, host_k{ks[0]}.pcap, "

@@ -21,7 +21,8 @@ def demo_run(tmp_path_factory):
     import io
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = demo.main(["--steps", str(STEPS), "--out", str(out), "--cache", str(cache)])
+        rc = demo.main(["--steps", str(STEPS), "--out", str(out), "--cache", str(cache),
+                        "--nic", "golden"])
     return rc, buf.getvalue(), out, cache
 
 
