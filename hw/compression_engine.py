@@ -95,7 +95,9 @@ Desc = data.StructLayout({
 
 MODE_DROP, MODE_PASS, MODE_COMP = 0, 1, 2
 
-ShimInfo = data.StructLayout({"plane": 5, "L": 16, "k": 7})   # feeder: prefix and shim
+# feeder: prefix and shim; the plane also one-hot, so the shim's placement in the prefix
+# vector is an AND-OR per byte (no compares on the feeder's path)
+ShimInfo = data.StructLayout({"plane": 5, "plane_oh": 32, "L": 16, "k": 7})
 TailInfo = data.StructLayout({"tail": 24, "r": 2})            # the r = L mod 4 raw bytes
 # A CompressionUnit group as the feeder needs it: the decoded values (for the D
 # checksum) are summed as they leave the CompressionUnit, not carried further.
@@ -210,9 +212,12 @@ class CompressionEngine(wiring.Component):
         m.submodules.rewrite = hr = HeaderRewrite()
 
         beatq = _fifo(m, "beatq", AxisBeat, 16)
-        infoq = _fifo(m, "infoq", MatchInfo, 16)
+        # Fast FIFOs where the dispatcher's decision drives r_en. infoq is written without
+        # a w_rdy check (see below); 32 entries (the same LUTRAM as 16) cover the one
+        # entry its early w_rdy keeps spare.
+        infoq = _fifo(m, "infoq", MatchInfo, 32, fast=True)
         cfgq = _fifo(m, "cfgq", FrameCfg, 16)
-        modeq = _fifo(m, "modeq", FrameMode, 4)
+        modeq = _fifo(m, "modeq", FrameMode, 4, fast=True)
         kq = _fifo(m, "kq", 7, 4, fast=True)
         shimq = _fifo(m, "shimq", ShimInfo, 4, fast=True)
         tailq = _fifo(m, "tailq", TailInfo, 4, fast=True)
@@ -281,6 +286,7 @@ class CompressionEngine(wiring.Component):
             kq.w_en.eq(disp & want), kq.w_data.eq(cfg_h.k),
             shimq.w_en.eq(disp & want),
             shim_w.plane.eq(info_h.payload_offset[:5]), shim_w.L.eq(info_h.payload_len),
+            shim_w.plane_oh.eq(C(1, 32) << info_h.payload_offset[:5]),
             shim_w.k.eq(cfg_h.k), shimq.w_data.eq(shim_w),
         ]
 
@@ -488,7 +494,7 @@ class CompressionEngine(wiring.Component):
             byte = 0
             for d in range(4):
                 if 0 <= b - d < BEAT_BYTES:
-                    byte = byte | Mux(sh.plane == b - d, shim_bytes[8 * d: 8 * d + 8], 0)
+                    byte = byte | (shim_bytes[8 * d: 8 * d + 8] & sh.plane_oh[b - d].replicate(8))
             m.d.comb += prefix[8 * b: 8 * b + 8].eq(byte)
         tail_h = data.View(TailInfo, tailq.r_data)
         g = go.payload

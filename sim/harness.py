@@ -72,6 +72,26 @@ class _Lock:
         self._f.close()
 
 
+def _design_key(design, name):
+    """A key for a design factory: its identity plus every HDL source it can depend on.
+    None for a design instance (its parameters are not known), which is always converted."""
+    import hashlib
+    import inspect
+    import amaranth
+    if hasattr(design, "elaborate") or not callable(design):
+        return None
+    h = hashlib.sha256(f"{name}|{design.__module__}|{design.__qualname__}|"
+                       f"{amaranth.__version__}".encode())
+    files = sorted((REPO / "hw").rglob("*.py"))
+    mod_file = inspect.getsourcefile(design)
+    if mod_file:
+        files.append(Path(mod_file))
+    for f in files:
+        h.update(str(f.relative_to(REPO) if f.is_relative_to(REPO) else f).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def _waves():
     return os.environ.get("WAVES", "0") not in ("", "0")
 
@@ -88,7 +108,15 @@ def build(design, name, *, extra_sources=(), build_args=()):
         args += ["--trace-fst", "--trace-structs"]
     with _Lock(build_dir / ".lock"):
         src = build_dir / f"{name}.v"
-        _write_if_changed(src, to_verilog(design, name))
+        key = _design_key(design, name)
+        stamp = build_dir / ".verilog-key"
+        # Converting an engine to Verilog takes tens of seconds; skip it when neither the
+        # HDL sources nor the factory changed since the last conversion.
+        if key is None or not src.exists() or not stamp.exists() or stamp.read_text() != key:
+            stamp.unlink(missing_ok=True)
+            _write_if_changed(src, to_verilog(design, name))
+            if key is not None:
+                stamp.write_text(key)
         sources = [src, *map(Path, extra_sources)]
         # Verilator skips itself when its inputs are unchanged (--skip-identical is its
         # default), and make then finds nothing to do, so an unchanged design costs ~1 s.

@@ -21,7 +21,7 @@ from inceptionn.golden.packet_matcher import packet_matcher
 from inceptionn.golden.payload import SHIM_MAGIC
 from inceptionn.sim import frames as F
 from inceptionn.sim import harness
-from inceptionn.sim.engines import ensure_pch_flag
+from inceptionn.sim.engines import ensure_pch_flag, rx_design  # the runner's factory: one shared model
 from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, PAUSE_MODES,
                                  pause_generator)
 
@@ -31,10 +31,6 @@ COUNTERS = ("frames_in", "frames_out", "decompressed", "bypassed", "malformed",
 DEMO_DIR = harness.REPO / "build" / "demo"
 
 
-def _design():
-    from inceptionn.hw.axis import AxisTop
-    from inceptionn.hw.decompression_engine import DecompressionEngine
-    return AxisTop(DecompressionEngine())
 
 
 async def _reset(dut, enable=1, dscp=10):
@@ -362,7 +358,7 @@ def test_decompression_engine_matrix():
     ensure_pch_flag()
     names = [f"matrix_cocotbext_axi/idle={i}/backpressure={b}"
              for i in PAUSE_MODES for b in PAUSE_MODES]
-    assert harness.run(_design, DUT, "inceptionn.sim.test_decompression_engine",
+    assert harness.run(rx_design, DUT, "inceptionn.sim.test_decompression_engine",
                        testcase=names, tag="matrix") == len(names)
 
 
@@ -370,13 +366,13 @@ def test_decompression_engine_stress_config_reset():
     ensure_pch_flag()
     for case in ("stress_mixed", "config_enable_and_dscp", "config_sampled_per_frame",
                  "reset_mid_frame"):
-        harness.run(_design, DUT, "inceptionn.sim.test_decompression_engine",
+        harness.run(rx_design, DUT, "inceptionn.sim.test_decompression_engine",
                     testcase=case, tag=case)
 
 
 def test_decompression_engine_malformed():
     ensure_pch_flag()
-    harness.run(_design, DUT, "inceptionn.sim.test_decompression_engine",
+    harness.run(rx_design, DUT, "inceptionn.sim.test_decompression_engine",
                 testcase="malformed_then_correct", tag="malformed")
 
 

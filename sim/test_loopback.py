@@ -16,7 +16,7 @@ from inceptionn.golden.frames import rx_frame, tx_frame
 from inceptionn.sim import frames as F
 from inceptionn.sim import harness
 from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, pause_generator
-from inceptionn.sim.engines import ensure_pch_flag
+from inceptionn.sim.engines import ensure_pch_flag, loopback_design  # the runner's factory
 from inceptionn.sim.test_decompression_engine import DEMO_DIR
 
 DUT = "loopback"
@@ -24,9 +24,6 @@ COUNTERS = ("frames_in", "frames_out", "compressed", "fallback", "dropped", "dec
             "bypassed", "malformed", "payload_bytes_in", "payload_bytes_out")
 
 
-def _design():
-    from inceptionn.sim.loopback_top import loopback_design
-    return loopback_design()
 
 
 async def _reset(dut, enable=1, dscp=10, k=10):
@@ -150,4 +147,4 @@ async def loopback_reset_mid_frame(dut):
 
 def test_loopback():
     ensure_pch_flag()
-    assert harness.run(_design, DUT, "inceptionn.sim.test_loopback") == 2
+    assert harness.run(loopback_design, DUT, "inceptionn.sim.test_loopback") == 2
