@@ -40,9 +40,19 @@ def _be16(b, off):
     return (b[off] << 8) | b[off + 1]
 
 
-def packet_matcher(frame, dscp=DSCP_DEFAULT):
-    """FrameInfo of an eligible frame, or None (not eligible, runt, lying lengths)."""
+def packet_matcher(frame, dscp=DSCP_DEFAULT, *, window=None):
+    """FrameInfo of an eligible frame, or None (not eligible, runt, lying lengths).
+
+    ``window`` (RX only; None for TX) is the number of leading bytes a cut-through
+    engine holds when it decides. A frame longer than that cannot be checked against
+    its IP total length in time, so for it the "fits in the frame" rule is skipped
+    and ``payload_len`` is the length the IP header claims (the caller must then
+    cope with fewer bytes arriving). Frames within the window are checked in full.
+    """
     dscp = check_dscp(dscp)
+    if window is not None and (isinstance(window, bool) or not isinstance(window, numbers.Integral)
+                               or window < 0):
+        raise ValueError(f"window must be None or a non-negative integer, got {window!r}")
     f = bytes(frame)
     if len(f) < 14:
         return None
@@ -57,8 +67,9 @@ def packet_matcher(frame, dscp=DSCP_DEFAULT):
     if version != 4 or ihl < 5 or f[l3 + 1] >> 2 != dscp:
         return None
     total = _be16(f, l3 + 2)
-    # Bytes past l3 + total are Ethernet padding; a total beyond the frame is a lie.
-    if l3 + total > len(f):
+    # Bytes past l3 + total are Ethernet padding; a total beyond the frame is a lie,
+    # caught here unless the frame outlasts a cut-through engine's window.
+    if l3 + total > len(f) and (window is None or len(f) <= window):
         return None
     if _be16(f, l3 + 6) & 0x3FFF:          # MF flag or a fragment offset
         return None

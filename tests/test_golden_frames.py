@@ -9,6 +9,7 @@ from scapy.packet import Padding, Raw
 
 from inceptionn import golden
 from inceptionn.golden import Counters, MAX_FRAME_BYTES, packet_matcher, rx_frame, tx_frame
+from inceptionn.golden.frames import RX_HEADER_WINDOW
 
 SRC, DST = "10.1.2.3", "10.9.8.7"
 
@@ -391,3 +392,59 @@ def test_checksum_helpers():
     assert golden.ip_header_checksum(bytes.fromhex("45000073000040004011" "0000" "c0a80001c0a800c7")) \
         == 0xB861
     assert golden.ones_sum(b"\x01") == 0x0100
+
+
+def test_rx_truncated_long_frame_flagged():
+    """Past the RX header window the IP total length is trusted (cut-through): a frame
+    cut short is restored to P + L bytes from what arrived and flagged bad."""
+    for proto in ("udp", "tcp"):
+        orig = frame(gradients(1000, seed=3), proto)
+        wire = tx_frame(orig)
+        info = packet_matcher(wire)
+        p, lr = info.payload_offset, info.payload_len
+        good, _ = rx_frame(wire)
+        cut = wire[:len(wire) - 50]
+        assert len(cut) > RX_HEADER_WINDOW and packet_matcher(cut) is None
+        assert packet_matcher(cut, window=RX_HEADER_WINDOW).payload_len == lr
+        c = Counters()
+        host, bad = rx_frame(cut, counters=c)
+        assert bad and len(host) == len(orig) == p + int.from_bytes(wire[p:p + 2], "big")
+        assert host[:p] == good[:p]                  # lengths restored, IP checksum fixed
+        assert host[p:] == golden.decompress_payload(cut[p:])[0]
+        assert host[-40:] == bytes(40) and good[-40:] != bytes(40)
+        assert (c.decompressed, c.malformed, c.bypassed) == (1, 1, 0)
+        assert (c.payload_bytes_in, c.payload_bytes_out) == (lr, len(orig) - p)
+        # input tuser changes nothing but is propagated
+        assert rx_frame(cut, tuser=True) == (host, True)
+    # A TCP frame whose IP total length claims 40 bytes more than it has: every group
+    # decodes, but the frame is still bad (bytes are missing).
+    wire = tx_frame(frame(gradients(1000, seed=4), "tcp"))
+    info = packet_matcher(wire)
+    lying = bytearray(wire)
+    lying[info.l3 + 2:info.l3 + 4] = (info.ip_total_len + 40).to_bytes(2, "big")
+    c = Counters()
+    host, bad = rx_frame(bytes(lying), counters=c)
+    assert not golden.decompress_payload(wire[info.payload_offset:])[1]
+    assert (host, bad) == (rx_frame(wire)[0], True) and c.malformed == 1
+    assert c.payload_bytes_in == info.payload_len + 40
+    # TX is not cut-through: it keeps the full rule.
+    assert tx_frame(bytes(lying)) == bytes(lying)
+
+
+def test_rx_truncated_frame_within_window_unchanged():
+    """A frame that ends within the header window is judged in full: a lying IP total
+    length makes it ineligible, forwarded unchanged (as are frames of exactly the window)."""
+    short = tx_frame(frame(gradients(100, seed=5), "tcp"))
+    assert len(short) <= RX_HEADER_WINDOW and packet_matcher(short) is not None
+    long = tx_frame(frame(gradients(1000, seed=5), "udp"))
+    for f in (short[:-10], long[:RX_HEADER_WINDOW], long[:100]):
+        assert packet_matcher(f, window=RX_HEADER_WINDOW) is None
+        c = Counters()
+        assert rx_frame(f, counters=c) == (f, False)
+        assert (c.bypassed, c.decompressed, c.malformed) == (1, 0, 0)
+        assert rx_frame(f, tuser=True) == (f, True)
+    # One byte past the window, the same frame is restored and flagged.
+    host, bad = rx_frame(long[:RX_HEADER_WINDOW + 1])
+    assert bad and len(host) == len(rx_frame(long)[0])
+    with pytest.raises(ValueError, match="window"):
+        packet_matcher(long, window=-1)
