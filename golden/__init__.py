@@ -16,7 +16,8 @@ from .payload import (MAX_PAYLOAD, SHIM_BYTES, SHIM_MAGIC, compress_payload, dec
 from .checksum import internet_checksum, ip_header_checksum, l4_checksum, ones_sum
 from .packet_matcher import DSCP_DEFAULT, FrameInfo, check_dscp, packet_matcher
 from .counters import BYTE_COUNTER_BITS, FRAME_COUNTER_BITS, MAX_FRAME_BYTES, Counters
-from .frames import ip_checksum_ok, l4_checksum_ok, parse_frame, rx_frame, tx_frame
+from .frames import (RX_HEADER_WINDOW, ip_checksum_ok, l4_checksum_ok, parse_frame, rx_frame,
+                     tx_frame)
 from .stats import BAND_BITS, BandStats, band_stats
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
     "internet_checksum", "ip_header_checksum", "l4_checksum", "ones_sum",
     "DSCP_DEFAULT", "FrameInfo", "check_dscp", "packet_matcher",
     "BYTE_COUNTER_BITS", "FRAME_COUNTER_BITS", "MAX_FRAME_BYTES", "Counters",
-    "ip_checksum_ok", "l4_checksum_ok", "parse_frame", "rx_frame", "tx_frame",
+    "ip_checksum_ok", "l4_checksum_ok", "parse_frame", "rx_frame", "tx_frame", "RX_HEADER_WINDOW",
     # statistics
     "BAND_BITS", "BandStats", "band_stats",
 ]

