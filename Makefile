@@ -22,7 +22,7 @@ setup: $(STAMP)
 
 # Every test: golden model, CLI, demo, drivers, and the cocotb regression on Verilator.
 test: $(STAMP)
-	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q
+	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q --durations=15
 
 # Python-only tests (no Verilator).
 test-fast: $(STAMP)

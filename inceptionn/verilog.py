@@ -28,6 +28,9 @@ design that Amaranth has already width- and type-checked:
   back drops the carry by definition), and registers that hold a whole beat or field of
   which the logic reads only some bytes (the packet matcher's header window, the RX
   shim whose k byte the receiver does not need). A signal read nowhere still fails.
+- UNUSEDSIGNAL for anonymous temporaries (``$2017``): nets the back-end itself made
+  while lowering an expression, some of whose uses it then folded away; they carry no
+  design name, so no design signal can hide behind them.
 - UNUSEDSIGNAL for ``rst`` of a submodule: Amaranth hands the domain's reset to every
   module that uses the clock; one whose registers are all reset-less (datapath stages,
   on purpose) leaves it unread.
@@ -98,8 +101,21 @@ _UNUSED = re.compile(r"Signal is not used: '([^']+)'$")
 _UNUSED_BITS = re.compile(r"Bits of signal are not used: '([^']+)'\[[\d:,]+\]$")
 
 
+_SPANS = [None, None]   # (lines, spans) of the last file scanned
+
+
 def _modules(lines):
-    """[(first line, last line, module name)], 1-based line numbers."""
+    """[(first line, last line, module name)], 1-based line numbers.
+
+    Called once per warning on files of ~50k lines: the scan is kept for the last list."""
+    if _SPANS[0] is lines:
+        return _SPANS[1]
+    spans = _scan_modules(lines)
+    _SPANS[:] = [lines, spans]
+    return spans
+
+
+def _scan_modules(lines):
     spans, start, name = [], None, None
     for i, line in enumerate(lines, 1):
         m = re.match(r"\s*module\s+(\\\S+|\w+)", line)
@@ -209,7 +225,8 @@ def lint(path, top):
                 waived.append(u.group(1))
                 waive("UNUSEDSIGNAL")
                 continue
-        if rule == "UNUSEDSIGNAL" and u and here and _is_alias(lines, int(lineno), u.group(1)):
+        if rule == "UNUSEDSIGNAL" and u and here and (
+                re.fullmatch(r"\$\d+", u.group(1)) or _is_alias(lines, int(lineno), u.group(1))):
             waived.append(u.group(1))
             waive("UNUSEDSIGNAL")
             continue

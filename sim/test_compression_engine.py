@@ -285,6 +285,5 @@ async def line_rate(dut, size):
 
 
 def test_compression_engine():
-    from inceptionn.sim.engines import ensure_pch_flag, tx_design
-    ensure_pch_flag()
+    from inceptionn.sim.engines import tx_design
     harness.run(tx_design, DUT, "inceptionn.sim.test_compression_engine")

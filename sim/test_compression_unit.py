@@ -133,6 +133,4 @@ async def random_groups(dut, idle, backpressure):
 
 
 def test_compression_unit():
-    from inceptionn.sim.engines import ensure_pch_flag
-    ensure_pch_flag()   # a model that Verilator splits needs its precompiled header
     harness.run(_design, DUT, "inceptionn.sim.test_compression_unit")

@@ -21,7 +21,7 @@ from inceptionn.golden.packet_matcher import packet_matcher
 from inceptionn.golden.payload import SHIM_MAGIC
 from inceptionn.sim import frames as F
 from inceptionn.sim import harness
-from inceptionn.sim.engines import ensure_pch_flag, rx_design  # the runner's factory: one shared model
+from inceptionn.sim.engines import rx_design  # the runner's factory: one shared model
 from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, PAUSE_MODES,
                                  pause_generator)
 
@@ -358,7 +358,6 @@ async def reset_mid_frame(dut):
 # ------------------------------------------------------------------ pytest entries
 
 def test_decompression_engine_matrix():
-    ensure_pch_flag()
     names = [f"matrix_cocotbext_axi/idle={i}/backpressure={b}"
              for i in PAUSE_MODES for b in PAUSE_MODES]
     assert harness.run(rx_design, DUT, "inceptionn.sim.test_decompression_engine",
@@ -366,7 +365,6 @@ def test_decompression_engine_matrix():
 
 
 def test_decompression_engine_stress_config_reset():
-    ensure_pch_flag()
     for case in ("stress_mixed", "config_enable_and_dscp", "config_sampled_per_frame",
                  "reset_mid_frame"):
         harness.run(rx_design, DUT, "inceptionn.sim.test_decompression_engine",
@@ -374,7 +372,6 @@ def test_decompression_engine_stress_config_reset():
 
 
 def test_decompression_engine_malformed():
-    ensure_pch_flag()
     harness.run(rx_design, DUT, "inceptionn.sim.test_decompression_engine",
                 testcase="malformed_then_correct", tag="malformed")
 

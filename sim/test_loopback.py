@@ -16,7 +16,7 @@ from inceptionn.golden.frames import rx_frame, tx_frame
 from inceptionn.sim import frames as F
 from inceptionn.sim import harness
 from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, pause_generator
-from inceptionn.sim.engines import ensure_pch_flag, loopback_design  # the runner's factory
+from inceptionn.sim.engines import loopback_design  # the runner's factory
 from inceptionn.sim.test_decompression_engine import DEMO_DIR
 
 DUT = "loopback"
@@ -146,5 +146,4 @@ async def loopback_reset_mid_frame(dut):
 
 
 def test_loopback():
-    ensure_pch_flag()
     assert harness.run(loopback_design, DUT, "inceptionn.sim.test_loopback") == 2

@@ -112,6 +112,4 @@ async def all_width_combinations(dut):
 
 
 def test_shifter_tree():
-    from inceptionn.sim.engines import ensure_pch_flag
-    ensure_pch_flag()   # a model that Verilator splits needs its precompiled header
     harness.run(_design, DUT, "inceptionn.sim.test_shifter_tree")
