@@ -143,11 +143,10 @@ class BurstBuffer(wiring.Component):
         lvl2 = Signal(signed(8), init=-2)    # level - 2 (so that level >= length is lvl2 >= tb)
         tb = Signal(6)              # length - 2 of the group at byte 0
         lv = Signal()               # tb is valid
-        hold = Signal()             # a hold clock: no step, place at level
         got_last = Signal()         # this payload's last piece is in the buffer
         discard = Signal()          # flushed before its last piece: drop pieces up to it
 
-        runl = Signal()             # a step may go this clock: ~hold & lv, registered
+        runl = Signal()             # a step may go this clock: not a hold clock, lv; registered
         m.d.comb += [
             self.window.eq(Cat(*buf[:WINDOW_BYTES])),
             self.tag_bytes.eq(tb),
@@ -240,7 +239,7 @@ class BurstBuffer(wiring.Component):
             # when a piece is waiting that would fit at the level.
             hold_n.eq(~self.flush & runl & ~go & pv & (lvl2 <= ROOM - 2)),
         ]
-        m.d.sync += [lv.eq(lv_n), hold.eq(hold_n), runl.eq(lv_n & ~hold_n)]
+        m.d.sync += [lv.eq(lv_n), runl.eq(lv_n & ~hold_n)]
         with m.If(self.flush):
             m.d.sync += [lvl2.eq(-2), got_last.eq(0)]
             # The rest of the payload is still on its way: drop it when it comes.

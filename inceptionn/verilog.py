@@ -144,6 +144,11 @@ def _is_unused_reset(lines, lineno, signal, top):
     return any(re.match(r"\s*input\s+rst\s*;", ln) for ln in lines[span[0] - 1:span[1]])
 
 
+def _port_net(line):
+    m = re.match(r"\s*\.(?:\\\S+ |\w+)\s*\((.*)$", line)
+    return m.group(1) if m else line
+
+
 def _is_alias(lines, lineno, signal):
     """True when `signal` is, within its module, declared and only ever driven by one
     plain `assign` (an Amaranth debug alias), and read nowhere."""
@@ -159,7 +164,9 @@ def _is_alias(lines, lineno, signal):
         ident = re.escape(escaped)
     else:
         ident = r"(?<![\w\\.$])" + re.escape(signal) + r"(?![\w.$])"
-    uses = [ln for ln in body if re.search(ident, ln + " ")]
+    # In an instance's port list (`.\\o__ready$10 (x)`) the name before the parenthesis
+    # is the submodule's port, which may share the name; only the connected net counts.
+    uses = [ln for ln in body if re.search(ident, _port_net(ln) + " ")]
     decl = [ln for ln in uses if re.match(r"\s*(wire|reg)\b", ln)]
     assign = [ln for ln in uses if re.match(r"\s*assign\s+(\\\S+ |\w+)\s*=", ln)
               and re.match(r"\s*assign\s+" + ident, ln + " ")]
