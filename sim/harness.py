@@ -109,7 +109,14 @@ def build(design, name, *, extra_sources=(), build_args=()):
     args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL",
             "-O3", "--x-assign", "fast", "--x-initial", "fast", *build_args]
     if waves:
-        args += ["--trace-fst", "--trace-structs"]
+        # Verilator's FST writer needs the system's lz4 headers (Debian: liblz4-dev);
+        # without them, write VCD rather than fail the build.
+        if Path("/usr/include/lz4.h").exists():
+            args += ["--trace-fst", "--trace-structs"]
+        else:
+            print("WAVES: lz4.h not found (install liblz4-dev for FST); writing VCD instead",
+                  file=sys.stderr)
+            args += ["--trace-structs"]
     with _Lock(build_dir / ".lock"):
         src = build_dir / f"{name}.v"
         key = _design_key(design, name)
