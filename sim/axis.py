@@ -8,12 +8,13 @@ Both take pause generators: an iterable of bools, True meaning "idle this cycle"
 import itertools
 import random
 
+import cocotb
 from cocotb.triggers import RisingEdge
 
 from ..hw.axis import BEAT_BYTES
 
 __all__ = ["frame_to_beats", "beats_to_frame", "AxisDriver", "AxisMonitor",
-           "pause_generator", "PAUSE_MODES", "Clock"]
+           "pause_generator", "PAUSE_MODES", "Clock", "start"]
 
 from cocotb.clock import Clock  # re-exported for testbenches
 
@@ -126,3 +127,15 @@ class AxisMonitor:
             waited += 1
             if waited > timeout_cycles:
                 raise TimeoutError(f"got {len(self.frames)} of {n} frames in {timeout_cycles} cycles")
+
+
+async def start(dut, inputs, reset_cycles=2):
+    """Starts the 250 MHz clock, drives `inputs` ({port name: value}, the DUT's idle
+    handshakes) and holds reset for `reset_cycles` clocks: every block testbench's opening."""
+    cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
+    dut.rst.value = 1
+    for name, value in inputs.items():
+        getattr(dut, name).value = value
+    for _ in range(reset_cycles):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0

@@ -9,7 +9,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn import golden
 from inceptionn.sim import harness
-from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
+from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
 
 DUT = "alignment_unit"
 VEC = 36
@@ -52,13 +52,7 @@ def _expected(packets):
 
 async def _run(dut, packets, idle, backpressure, seed):
     """Drives the vectors and collects the beats; returns (beats, cycles)."""
-    cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
-    dut.rst.value = 1
-    dut.i__valid.value = 0
-    dut.o__ready.value = 0
-    for _ in range(2):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
+    await start(dut, {"i__valid": 0, "o__ready": 0})
 
     rng = random.Random(seed)
     vectors = [(v, int(j == len(p) - 1)) for p in packets for j, v in enumerate(p)]

@@ -11,7 +11,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn import golden
 from inceptionn.sim import harness
-from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
+from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
 
 DUT = "compression_unit"
 GROUPS = 300
@@ -68,13 +68,7 @@ def _expected(values, count, k, last):
 @cocotb.test()
 @cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
 async def random_groups(dut, idle, backpressure):
-    cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
-    dut.rst.value = 1
-    dut.i__valid.value = 0
-    dut.o__ready.value = 0
-    for _ in range(2):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
+    await start(dut, {"i__valid": 0, "o__ready": 0})
 
     seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
     groups = _groups(seed, GROUPS)
