@@ -39,12 +39,13 @@ class Checksum(wiring.Component):
         m = Module()
         nw = BEAT_BYTES // 2
 
-        # S1: mask and byte-swap into 16 network-order words.
-        w = [Signal(16, name=f"w{i}") for i in range(nw)]
+        # S1: mask and byte-swap into 16 network-order words. The words keep no reset
+        # value, so a masked-out byte is the flip-flops' synchronous reset (no LUT).
+        w = [Signal(16, name=f"w{i}", reset_less=True) for i in range(nw)]
         v1, f1, l1 = Signal(), Signal(), Signal()
         for i in range(nw):
-            hi = self.data[16 * i: 16 * i + 8] & self.mask[2 * i].replicate(8)
-            lo = self.data[16 * i + 8: 16 * i + 16] & self.mask[2 * i + 1].replicate(8)
+            hi = Mux(self.mask[2 * i], self.data[16 * i: 16 * i + 8], 0)
+            lo = Mux(self.mask[2 * i + 1], self.data[16 * i + 8: 16 * i + 16], 0)
             m.d.sync += w[i].eq(Cat(lo, hi))
         m.d.sync += [v1.eq(self.valid), f1.eq(self.first), l1.eq(self.last)]
 
@@ -60,19 +61,20 @@ class Checksum(wiring.Component):
         v3, f3, l3 = Signal(), Signal(), Signal()
         m.d.sync += [s.eq(q[0] + q[1] + q[2] + q[3]), v3.eq(v2), f3.eq(f2), l3.eq(l2)]
 
-        # S4: accumulate; 36 bits never overflow for 2^16 beats of 16 words.
+        # S4: accumulate; 36 bits never overflow for 2^16 beats of 16 words. S5 reads
+        # the finished sum from `acc` itself: a next sum's first beat can only replace it
+        # at the edge S5 samples it.
         acc = Signal(36)
-        fin = Signal(36)
         v4 = Signal()
         with m.If(v3):
             m.d.sync += acc.eq(Mux(f3, 0, acc) + s)
-        m.d.sync += [fin.eq(Mux(f3, 0, acc) + s), v4.eq(v3 & l3)]
+        m.d.sync += v4.eq(v3 & l3)
 
         # S5: fold 36 -> 21 bits, S6: fold to 17 bits and wrap the last carry.
         g1 = Signal(21)
         g2 = Signal(17)
         v5, v6 = Signal(), Signal()
-        m.d.sync += [g1.eq(fin[:16] + fin[16:32] + fin[32:]), v5.eq(v4)]
+        m.d.sync += [g1.eq(acc[:16] + acc[16:32] + acc[32:]), v5.eq(v4)]
         m.d.sync += [g2.eq(g1[:16] + g1[16:]), v6.eq(v5)]
         res = Signal(16)
         with m.If(v6):

@@ -24,17 +24,20 @@ Rules:
 - The input's ``keep`` is only read on its last beat (a frame's other beats are full).
 
 Pipeline: an input register slice (which also counts the beat's bytes); stage 1
-registers the 64-byte window {current beat, previous beat} and the
-byte count of the output beat; stage 2 registers the shifted beat. Both stages move
-together (``advance = ~o.valid | o.ready``), so ``i.ready`` follows ``o.ready`` through
-a few gates: put an AxisRegisterSlice after it if that path gets long.
+registers each beat taken rotated down by ``(skip - insert) mod 16`` bytes, so that it
+and the beat before it (kept one advance longer) form the window {previous, current},
+and the byte count of the output beat; stage 2 picks each output byte from one of four
+bytes of that window and registers the output beat. Both stages move together
+(``advance = ~o.valid | o.ready``), so ``i.ready`` follows ``o.ready`` through a few
+gates: put an AxisRegisterSlice after it if that path gets long. The output ``data``
+has no reset value (it is only meaningful with ``valid``).
 """
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axis import AxisBeat, AxisRegisterSlice, BEAT_BITS, BEAT_BYTES, axis_signature
+from .axis import AxisRegisterSlice, BEAT_BITS, BEAT_BYTES, axis_signature
 
 __all__ = ["Realigner", "realigner_cfg", "keep_count"]
 
@@ -77,19 +80,22 @@ class Realigner(wiring.Component):
         o, cfg = self.o, self.cfg
 
         # Input register slice that also registers the beat's byte count: the frame-end
-        # decision (and the cfg reload behind it) then starts from flip-flops.
+        # decision (and the cfg reload behind it) then starts from flip-flops. It carries
+        # no `keep`: only the byte count is read.
         m.submodules.in_rs = in_rs = AxisRegisterSlice(
-            data.StructLayout({"beat": AxisBeat, "nb": 6}))
+            data.StructLayout({"data": B, "last": 1, "user": 1, "nb": 6}))
         m.d.comb += [
             in_rs.i.valid.eq(self.i.valid), self.i.ready.eq(in_rs.i.ready),
-            in_rs.i.payload.beat.eq(self.i.payload),
+            in_rs.i.payload.data.eq(self.i.payload.data),
+            in_rs.i.payload.last.eq(self.i.payload.last),
+            in_rs.i.payload.user.eq(self.i.payload.user),
             in_rs.i.payload.nb.eq(Mux(self.i.payload.last, keep_count(self.i.payload.keep),
                                       BEAT_BYTES)),
         ]
 
         class _In:      # the registered input, under the names the logic below uses
             valid = in_rs.o.valid
-            payload = in_rs.o.payload.beat
+            payload = in_rs.o.payload
             ready = Signal(name="in_ready")
         i = _In
         m.d.comb += in_rs.o.ready.eq(i.ready)
@@ -112,7 +118,7 @@ class Realigner(wiring.Component):
         fb = Signal(self._length_bits + 1)
         fz = Signal()
         flush_user = Signal()
-        prev = Signal(B)
+        pz = Signal()           # the previous beat (rc below) reads as zeros
 
         # The next frame's cfg, decoded ahead so that frames follow with no bubble.
         nxt_valid = Signal()
@@ -150,8 +156,9 @@ class Realigner(wiring.Component):
 
         # Stage-1 registers.
         s1_valid = Signal()
-        s1_win = Signal(2 * B)
         s1_off = Signal(5)
+        s1_pz = Signal()        # the window's low half {prev} is zeros
+        s1_cz = Signal()        # its high half {current beat} is zeros (a flush beat)
         s1_bytes = Signal(6)
         s1_last = Signal()
         s1_user = Signal()
@@ -179,7 +186,7 @@ class Realigner(wiring.Component):
             return [
                 flush.eq(1), flush_user.eq(i.payload.user),
                 fa.eq(tavail), fb.eq(rem_), fz.eq(~on_this),
-                prev.eq(Mux(on_this, i.payload.data, 0)),
+                pz.eq(~on_this),
             ]
 
         with m.If(advance):
@@ -188,20 +195,20 @@ class Realigner(wiring.Component):
         with m.If(flush & advance):
             # Owed beat: window {0, prev}.
             m.d.sync += [
-                s1_valid.eq(1), s1_win.eq(Cat(prev, C(0, B))), s1_off.eq(off),
+                s1_valid.eq(1), s1_pz.eq(pz), s1_cz.eq(1), s1_off.eq(off),
                 s1_bytes.eq(flush_bytes), s1_last.eq(1), s1_user.eq(flush_user),
                 flush.eq(0),
             ]
             m.d.comb += frame_end.eq(1)
         with m.Elif(take):
-            m.d.sync += prev.eq(i.payload.data)
+            m.d.sync += pz.eq(0)
             with m.If(~producing):
                 m.d.sync += [skipb.eq(skipb - 1), producing.eq(skipb == 1)]
             with m.If(~out_done & producing):
                 is_last_out = Signal()
                 m.d.comb += is_last_out.eq(rem_le32 | last_le_off)
                 m.d.sync += [
-                    s1_valid.eq(1), s1_win.eq(Cat(prev, i.payload.data)), s1_off.eq(off),
+                    s1_valid.eq(1), s1_pz.eq(pz), s1_cz.eq(0), s1_off.eq(off),
                     s1_bytes.eq(here), s1_last.eq(is_last_out),
                     s1_user.eq(i.payload.user & i.payload.last),
                     rem.eq(rem - BEAT_BYTES),
@@ -246,7 +253,7 @@ class Realigner(wiring.Component):
                 active.eq(1), out_done.eq(0), skipb.eq(nxt_skipb), off.eq(nxt_off),
                 rem.eq(nxt_rem), rem_le32.eq(nxt_le32), rem_le64.eq(nxt_le64),
                 rem_cap.eq(nxt_cap), off_c.eq(nxt_off_c), producing.eq(nxt_skip0),
-                prev.eq(0), nxt_valid.eq(0),
+                pz.eq(1), nxt_valid.eq(0),
             ]
         with m.If(cfg.valid & cfg.ready):
             m.d.sync += [
@@ -263,34 +270,80 @@ class Realigner(wiring.Component):
         # The next frame's first beat taken as its cfg loads (always a skipped beat):
         # applied on top of the load above.
         with m.If(take_next):
-            m.d.sync += [prev.eq(i.payload.data), skipb.eq(nxt_skipb - 1),
+            m.d.sync += [pz.eq(0), skipb.eq(nxt_skipb - 1),
                          producing.eq(nxt_skip1)]
             with m.If(i.payload.last):
                 ntail = Signal(signed(7))
                 m.d.comb += ntail.eq(nb - nxt_off)
                 m.d.sync += skipped_last(nxt_skip1, ntail, nxt_rem)
 
-        # --- Stage 2: shift the window and register the output beat.
+        # --- Beats are kept rotated: rc is the last beat taken, rotated down by l =
+        # off mod 16 bytes (rc[k] = beat[(k + l) mod 32]), with the offset of the frame
+        # that beat belongs to (the next frame's when its first beat is taken as its cfg
+        # loads); rp is rc one advance later, i.e. the window's previous beat at stage 2.
+        # Two radix-4 byte rotations, each one LUT6 level (2 select bits + 4 data bits).
+        # The rotation of a beat taken now is Mux(flush | ~active, nxt_off, off) (a
+        # take_next happens only then, a take never); it is kept in a register `amt`
+        # (the selects must come from flip-flops for one LUT per radix-4 stage), loaded
+        # with that expression's next value: after a take, flush | ~active holds iff
+        # the beat was a last one; otherwise flush and active only change with a load,
+        # after which the value is the old nxt_off either way.
+        amt = Signal(4)
+        amt_next_sel = Signal()
+        m.d.comb += amt_next_sel.eq(~(active & ~flush) | (i.valid & advance & i.payload.last))
+        m.d.sync += amt.eq(Mux(amt_next_sel, Mux(cfg.valid & cfg.ready, d[:4], nxt_off[:4]),
+                               off[:4]))
+        # AND-OR over a decoded select (nested 2:1 muxes share halves between
+        # neighbouring bytes and map to two LUT levels per stage).
+        def rotate4(x, sel, step):
+            dec = [(sel == k).replicate(B) for k in range(4)]
+            return ((dec[0] & x) | (dec[1] & x.rotate_right(8 * step))
+                    | (dec[2] & x.rotate_right(16 * step)) | (dec[3] & x.rotate_right(24 * step)))
+        rot_a = Signal(B)
+        m.d.comb += rot_a.eq(rotate4(i.payload.data, amt[:2], 1))
+        rot = Signal(B)
+        m.d.comb += rot.eq(rotate4(rot_a, amt[2:], 4))
+        rc = Signal(B)
+        rp = Signal(B)
+        with m.If(take | take_next):
+            m.d.sync += rc.eq(rot)
+        with m.If(advance):
+            m.d.sync += rp.eq(rc)
+
+        # --- Stage 2: out[j] = window[j + off]. With off = 16h + l, that is byte
+        # (j + 16h) mod 32 of rp (if j + off < 32) or of rc: one 4:1 select per bit.
+        # Bytes past the count, or from a half that reads as zeros, are the output
+        # flip-flops' synchronous reset (hence no reset value of their own: that would
+        # take a LUT per byte and a level).
+        # The keep mask as a table of s1_bytes (one LUT6 per bit; compares ripple).
         keep_mask = Signal(BEAT_BYTES)
+        with m.Switch(s1_bytes):
+            for v in range(BEAT_BYTES):
+                with m.Case(v):
+                    m.d.comb += keep_mask.eq((1 << v) - 1)
+            with m.Default():
+                m.d.comb += keep_mask.eq(~0)
+        h = s1_off[4]
+        o_bytes = []
         for j in range(BEAT_BYTES):
-            m.d.comb += keep_mask[j].eq(s1_bytes > j)
-        # shifted byte j = window byte j + off, in two radix stages (a 4:1 mux by off[0:2],
-        # then an 8:1 mux by off[2:5]): wide LUT6/MUXF7 muxes, not a 64-byte barrel shift.
-        nA = BEAT_BYTES + 28
-        stage_a = Signal(8 * nA)
-        with m.Switch(s1_off[:2]):
-            for c in range(4):
-                with m.Case(c):
-                    m.d.comb += stage_a.eq(s1_win[8 * c: 8 * (c + nA)])
-        shifted = Signal(B)
-        with m.Switch(s1_off[2:]):
-            for c in range(8):
-                with m.Case(c):
-                    m.d.comb += shifted.eq(stage_a[32 * c: 32 * c + B])
+            cur = Signal(name=f"cur{j}")        # window byte j + off is in the current beat
+            m.d.comb += cur.eq(s1_off >= BEAT_BYTES - j)
+            zero = Signal(name=f"zero{j}")
+            m.d.comb += zero.eq(~keep_mask[j] | Mux(cur, s1_cz, s1_pz))
+            src = Signal(8, name=f"src{j}")
+            j2 = j ^ 16
+            with m.Switch(Cat(h, cur)):
+                for c, (reg, k) in enumerate([(rp, j), (rp, j2), (rc, j), (rc, j2)]):
+                    with m.Case(c):
+                        m.d.comb += src.eq(reg[8 * k: 8 * k + 8])
+            ob = Signal(8, name=f"o_byte{j}", reset_less=True)
+            with m.If(advance):
+                m.d.sync += ob.eq(Mux(zero, 0, src))
+            o_bytes.append(ob)
+        m.d.comb += o.payload.data.eq(Cat(*o_bytes))
         with m.If(advance):
             m.d.sync += [
                 o_valid.eq(s1_valid),
-                o.payload.data.eq(shifted & Cat(*(keep_mask[j].replicate(8) for j in range(BEAT_BYTES)))),
                 o.payload.keep.eq(keep_mask),
                 o.payload.last.eq(s1_last),
                 o.payload.user.eq(s1_user),

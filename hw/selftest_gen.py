@@ -123,13 +123,13 @@ class WordGen(wiring.Component):
         lanes = [Signal(32, init=LANE_SEEDS[j], name=f"lane{j}") for j in range(8)]
         nxt = [xorshift32(m, lanes[j], f"lane{j}_prng") for j in range(8)]
         words_left = Signal(7)       # ceil(2051 / 32) = 65 at most
-        rem = Signal(12)             # payload bytes not yet issued
-        # Valid bytes of the next word, kept as a register: from the frame length at
-        # start, then from the current remainder (32 fewer bytes, same low 5 bits).
-        byte_ok = Signal(32)
+        # words_left != 0 and == 1 as registers, and the valid bytes of the frame's last
+        # word (all 32 when L is a multiple of 32; every other word is full): the
+        # issue decision and the byte mask then come straight from flip-flops.
+        busy = Signal()
+        last_word = Signal()
+        tail_ok = Signal(32)
 
-        def therm(v5):
-            return Cat(*(v5 > i for i in range(32)))
         vrem = Signal(11)            # values not yet issued
         dense = Signal()
 
@@ -145,7 +145,7 @@ class WordGen(wiring.Component):
         # drawing logic upstream and the setup arithmetic here are separate paths.
         loading = Signal()
         length = Signal(12)
-        m.d.comb += self.start.ready.eq((words_left == 0) & ~loading)
+        m.d.comb += self.start.ready.eq(~busy & ~loading)
         m.d.sync += loading.eq(0)
         with m.If(self.start.valid & self.start.ready):
             m.d.sync += [
@@ -154,16 +154,28 @@ class WordGen(wiring.Component):
                 vrem.eq(self.start.payload.n),
                 dense.eq(self.start.payload.dense),
             ]
+        # The last word's valid bytes as a table of length[:5]: one LUT per bit (a
+        # thermometer of compares ripples).
+        tail_now = Signal(32)
+        with m.Switch(length[:5]):
+            for v in range(32):
+                with m.Case(v):
+                    m.d.comb += tail_now.eq((1 << v) - 1 if v else 0xFFFFFFFF)
         with m.If(loading):
             m.d.sync += [
                 words_left.eq((length + 31) >> 5),
-                rem.eq(length),
-                byte_ok.eq(Mux(length >= 32, 0xFFFFFFFF, therm(length[:5]))),
+                busy.eq(length != 0),
+                last_word.eq((length != 0) & (length <= 32)),
+                tail_ok.eq(tail_now),
             ]
 
         issue = Signal()
-        # Level + everything in flight must fit: stages hold at most STAGES words.
-        m.d.comb += issue.eq((words_left != 0) & (q.level <= self.DEPTH - self.STAGES - 1))
+        # Level + everything in flight must fit: stages hold at most STAGES words. The
+        # FIFO's level is an adder behind its registers; `level` keeps the same count
+        # in a register of its own.
+        level = Signal(range(self.DEPTH + 1))
+        m.d.sync += level.eq(level + (q.w_en & q.w_rdy) - (q.r_en & q.r_rdy))
+        m.d.comb += issue.eq(busy & (level <= self.DEPTH - self.STAGES - 1))
 
         # Stage 1: values (exponent mapped to the frame's mix), bytes past L cleared.
         s1_valid = Signal()
@@ -180,16 +192,16 @@ class WordGen(wiring.Component):
             m.d.comb += e.eq(Mux(dense, Mux(r[23:26] == 7, 255, 127 + r[23:26]),
                                  112 + r[23:27]))
             v = Signal(32, name=f"val{j}")
-            mask = Cat(*(byte_ok[4 * j + b].replicate(8) for b in range(4)))
+            mask = Cat(*((~last_word | tail_ok[4 * j + b]).replicate(8) for b in range(4)))
             m.d.comb += v.eq(Cat(r[0:23], e, r[31]) & mask)
             vals.append(v)
         with m.If(issue):
             m.d.sync += [
                 words_left.eq(words_left - 1),
-                rem.eq(Mux(rem >= 32, rem - 32, 0)),
-                byte_ok.eq(Mux(rem >= 64, 0xFFFFFFFF, Mux(rem >= 32, therm(rem[:5]), 0))),
+                busy.eq(~last_word),
+                last_word.eq(words_left == 2),
                 vrem.eq(Mux(vrem >= 8, vrem - 8, 0)),
-                s1_last.eq(words_left == 1),
+                s1_last.eq(last_word),
                 s1_isval.eq(Cat(*(vrem > j for j in range(8)))),
             ]
             for j in range(8):
@@ -275,6 +287,23 @@ class PayloadSum(wiring.Component):
         udp_hdr = PORT_SRC + PORT_DST                       # + length (twice: pseudo + UDP)
         tcp_hdr = PORT_SRC + PORT_DST + 0x0001 + (TCP_ACK >> 16) + (TCP_ACK & 0xFFFF) \
             + TCP_FLAGS + TCP_WINDOW                        # + seq high word (= seq)
+        # The header sums depend on desc only, which holds from SUM on: two register
+        # stages worked out every clock have them ready by FOLD1 (three clocks at least
+        # after desc loads), so FOLD1 only copies them.
+        a_tcp = Signal()
+        a_tos, a_proto = Signal(8), Signal(8)
+        a_l4len = Signal(12)
+        a_seq = Signal(16)
+        ip_pre = Signal(20)
+        l4_pre = Signal(20)
+        m.d.sync += [a_tcp.eq(tcp), a_tos.eq(tos), a_proto.eq(proto), a_l4len.eq(l4len),
+                     a_seq.eq(desc.seq)]
+        m.d.sync += [
+            ip_pre.eq(ip_base + Cat(a_tos, C(0x45, 8)) + (a_l4len + 20)
+                      + a_seq + Cat(a_proto, C(0x40, 8))),
+            l4_pre.eq(addr_sum + a_proto + Mux(a_tcp, a_l4len + tcp_hdr + a_seq,
+                                                a_l4len + a_l4len + udp_hdr)),
+        ]
         fold1 = Signal(17)
         pay_be = Signal(16)
         csum_ip = Signal(16)
@@ -300,11 +329,7 @@ class PayloadSum(wiring.Component):
                 m.next = "FOLD1"
             with m.State("FOLD1"):      # ... in acc
                 m.d.sync += [
-                    fold1.eq(acc[:16] + acc[16:]),
-                    ip_sum.eq(ip_base + Cat(tos, C(0x45, 8)) + (l4len + 20)
-                              + desc.seq + Cat(proto, C(0x40, 8))),
-                    l4_sum.eq(addr_sum + proto + Mux(tcp, l4len + tcp_hdr + desc.seq,
-                                                     l4len + l4len + udp_hdr)),
+                    fold1.eq(acc[:16] + acc[16:]), ip_sum.eq(ip_pre), l4_sum.eq(l4_pre),
                 ]
                 m.next = "FOLD2"
             with m.State("FOLD2"):
