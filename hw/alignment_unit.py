@@ -49,11 +49,21 @@ RING = SLOTS * BEAT_BYTES       # 128 bytes
 WINDOW = 3                      # a vector at offset <= 31 spans at most 3 slots
 
 
+def mux_tree(sel, cands):
+    """``cands[sel]`` as a binary tree of 2:1 muxes over distinct inputs (one tree per
+    output bit, nothing shared), which synthesis maps as wide muxes; a Switch becomes a
+    decoded AND-OR of more LUTs."""
+    level = list(cands)
+    for bit in range(len(sel)):
+        level = [Mux(sel[bit], level[2 * i + 1], level[2 * i]) for i in range(len(level) // 2)]
+    return level[0]
+
+
 def rotate_bytes_left(m, value, amount, nbytes, name="rot"):
     """Byte ``i`` of ``value`` (zero-extended to ``nbytes``) moves to byte
     ``(i + amount) mod nbytes``. Two radix stages, rotate by ``amount[0:2]`` (a 4:1 mux,
-    one LUT6 per bit) then by ``4 * amount[2:]`` (an 8:1 mux, LUT6s plus a MUXF7), so
-    synthesis gets wide muxes instead of a chain of 2:1 ones."""
+    one LUT6 per bit) then by ``4 * amount[2:]`` (an 8:1 mux), each written per output
+    byte as a mux tree, so synthesis gets wide muxes instead of a chain of 2:1 ones."""
     width = 8 * nbytes
 
     def rot(v, nb):
@@ -65,10 +75,8 @@ def rotate_bytes_left(m, value, amount, nbytes, name="rot"):
     unit = 1
     for lo, hi in ((0, 2), (2, len(amount))):
         nxt = Signal(width, name=f"{name}_s{lo}")
-        with m.Switch(amount[lo:hi]):
-            for c in range(1 << (hi - lo)):
-                with m.Case(c):
-                    m.d.comb += nxt.eq(rot(cur, c * unit))
+        m.d.comb += nxt.eq(mux_tree(amount[lo:hi], [rot(cur, c * unit)
+                                                     for c in range(1 << (hi - lo))]))
         cur = nxt
         unit <<= hi - lo
     return cur
@@ -104,7 +112,8 @@ class AlignmentUnit(wiring.Component):
             o_keep.eq(Mux(o_last, slot_keep[rd], ~0)),
             self.o.valid.eq(rp != rel),
             # The final slot of a packet holds stale bytes past its end: send zeros.
-            self.o.payload.data.eq(slot_data[rd] & Cat(*(k.replicate(8) for k in o_keep))),
+            self.o.payload.data.eq(mux_tree(rd, list(slot_data)) &
+                                   Cat(*(k.replicate(8) for k in o_keep))),
             self.o.payload.last.eq(o_last),
             self.o.payload.keep.eq(o_keep),
             self.o.payload.user.eq(0),
@@ -134,8 +143,11 @@ class AlignmentUnit(wiring.Component):
         # end relative to the start of its first slot, and small slot-number sums.
         rel_end = Signal(7)
         m.d.comb += rel_end.eq(off + length)
-        nz = Signal()           # the end is inside a slot (not on a boundary)
-        m.d.comb += nz.eq(rel_end[0:5] != 0)
+        # The end is inside a slot (not on a boundary): length != -off (mod 32), a compare
+        # beside the adder (wp_neg = -wp mod 32 is kept in a register), not behind it.
+        wp_neg = Signal(5)
+        nz = Signal()
+        m.d.comb += nz.eq(length[0:5] != wp_neg)
         # Slot of the newest byte relative to wp's slot is rel_end[5:7] - 1 + nz (-1..2),
         # the first slot after it one more (0..3). The five possible sums with wp's
         # slot are formed from wp alone, in parallel with the adder, then selected.
@@ -186,12 +198,14 @@ class AlignmentUnit(wiring.Component):
         a_rel = Signal(3, reset_less=True)
         a_mark = Signal()
         a_last_slot = Signal(2, reset_less=True)
-        a_keep = Signal(BEAT_BYTES, reset_less=True)
+        a_end_lane = Signal(5, reset_less=True)     # rel_end mod 32
+        a_nz = Signal(reset_less=True)
 
         m.d.sync += a_valid.eq(accept)
         with m.If(accept):
             m.d.sync += [
                 wp.eq(wp_next),
+                wp_neg.eq(Mux(vin.last & has_bytes, 0, wp_neg - length[0:5])),
                 pkt_bytes.eq(has_bytes & ~vin.last),
                 a_lo.eq(lo),
                 a_hi.eq(hi),
@@ -203,11 +217,15 @@ class AlignmentUnit(wiring.Component):
                 a_rel.eq(rel_next),
                 a_mark.eq(mark_last),
                 a_last_slot.eq(lb_slot[0:2]),
-                # Valid bytes of the final slot: lanes up to the newest byte's.
-                a_keep.eq(Cat(*(~nz | (rel_end[0:5] > b) for b in range(BEAT_BYTES)))),
+                a_end_lane.eq(rel_end[0:5]),
+                a_nz.eq(nz),
             ]
 
         # ---- write (stage B) ---------------------------------------------------------
+        # Valid bytes of the final slot: lanes up to the newest byte's (decoded here, not
+        # behind stage A's adder).
+        a_keep = Signal(BEAT_BYTES)
+        m.d.comb += a_keep.eq(Cat(*(~a_nz | (a_end_lane > b) for b in range(BEAT_BYTES))))
         # Lane b of relative slot 0 holds vector byte b - off (lanes >= off); of slot 1,
         # byte 32 + b - off (low rotation below off, high above); of slot 2, byte
         # 64 + b - off (high rotation below off).

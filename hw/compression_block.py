@@ -21,9 +21,40 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["CompressionBlock", "TAG_ZERO", "TAG_8BIT", "TAG_16BIT", "TAG_RAW"]
+__all__ = ["CompressionBlock", "decoded_value", "TAG_ZERO", "TAG_8BIT", "TAG_16BIT",
+           "TAG_RAW"]
 
 TAG_ZERO, TAG_8BIT, TAG_16BIT, TAG_RAW = 0, 1, 2, 3
+
+
+def decoded_value(m, f, tag, name="dec"):
+    """What the receiver restores from float32 bits ``f`` stored with ``tag``: ``f`` with
+    the mantissa bits below the band's resolution cleared (2^-15 for tag 10, 2^-7 for
+    tag 01), +0.0 when the stored magnitude is 0; ``f`` for tag 11, +0.0 for tag 00.
+    Mantissa bit i is worth 2^(e - 150 + i): kept when e >= 135 - i (tag 10) or
+    e >= 143 - i (tag 01); constant compares on e only. A function of (f, tag) alone, so
+    a pipeline may compute it a clock after the tag (the CompressionUnit does)."""
+    s, e, mant = f[31], f[23:31], f[0:23]
+    keep16 = Signal(23, name=f"{name}_keep16")
+    keep8 = Signal(23, name=f"{name}_keep8")
+    nz16 = Signal(name=f"{name}_nz16")      # the 16-bit field is not 0
+    nz8 = Signal(name=f"{name}_nz8")        # the 8-bit field is not 0
+    m.d.comb += [
+        keep16.eq(Cat(*(e >= 135 - i for i in range(23)))),
+        keep8.eq(Cat(*(e >= 143 - i for i in range(23)))),
+        nz16.eq(e >= 112), nz8.eq(e >= 120),
+    ]
+    raw, t16, t8 = tag == TAG_RAW, tag == TAG_16BIT, tag == TAG_8BIT
+    keep_exp = Signal(name=f"{name}_keep_exp")
+    keep_mant = Signal(23, name=f"{name}_keep_mant")
+    m.d.comb += [
+        keep_exp.eq(raw | (t16 & nz16) | (t8 & nz8)),
+        keep_mant.eq(raw.replicate(23) | (keep16 & t16.replicate(23)) |
+                     (keep8 & t8.replicate(23))),
+    ]
+    out = Signal(32, name=name)
+    m.d.comb += out.eq(Cat(mant & keep_mant, e & keep_exp.replicate(8), s & keep_exp))
+    return out
 
 
 class CompressionBlock(wiring.Component):
@@ -75,19 +106,6 @@ class CompressionBlock(wiring.Component):
         m.d.comb += q15.eq(Mux(sh[4:7] != 0, 0, shifted[8:23]))
         q7 = q15[8:15]
 
-        # Decoded value: clear the mantissa bits worth less than 2^-15 (tag 10) or
-        # 2^-7 (tag 01). Mantissa bit i is worth 2^(e - 150 + i): keep it when
-        # e >= 135 - i (tag 10) or e >= 143 - i (tag 01). Constant compares on e only.
-        keep16 = Signal(23)
-        keep8 = Signal(23)
-        m.d.comb += [
-            keep16.eq(Cat(*(e >= 135 - i for i in range(23)))),
-            keep8.eq(Cat(*(e >= 143 - i for i in range(23)))),
-        ]
-        nz16 = Signal()      # q15 != 0
-        nz8 = Signal()       # q7 != 0
-        m.d.comb += [nz16.eq(e >= 112), nz8.eq(e >= 120)]
-
         width = Signal(3)
         bits = Signal(32)
         with m.Switch(tag):
@@ -99,18 +117,7 @@ class CompressionBlock(wiring.Component):
                 m.d.comb += [width.eq(1), bits.eq(Cat(q7, s))]
             # TAG_ZERO: everything 0 (comb default).
 
-        # decoded = f with per-bit keep flags, written flat so that each bit is one
-        # small function of (f bit, raw, ge_m, ge_t, an e-only flag): a mantissa bit
-        # survives in its band's resolution (keep16/keep8 already imply q != 0), the
-        # exponent and sign survive when q != 0. Tag 00 keeps nothing.
-        keep_exp = Signal()
-        keep_mant = Signal(23)
-        m.d.comb += [
-            keep_exp.eq(raw | Mux(ge_m, nz16, ge_t & nz8)),
-            keep_mant.eq(raw.replicate(23) | Mux(ge_m, keep16, keep8 & ge_t.replicate(23))),
-        ]
-        decoded = Signal(32)
-        m.d.comb += decoded.eq(Cat(mant & keep_mant, e & keep_exp.replicate(8), s & keep_exp))
+        decoded = decoded_value(m, f, tag)
 
         m.d.comb += [
             self.tag.eq(tag),

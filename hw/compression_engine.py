@@ -8,6 +8,8 @@ Store-and-forward, one 32-byte beat per clock in and out. Data flow:
                                           └─► Realigner (skip P, length L)
           ─► GroupFormer (8 values + count per group, tail bytes aside)
           ─► CompressionUnit ─► feeder: [P mod 32 placeholders + shim] groups [tail]
+             (the tail rides in the last group, unless the payload's last beat holds
+             only tail bytes)
           ─► AlignmentUnit (beats already on the output frame's byte lanes)
           ─► comp FrameStore (ring)
     finisher: per frame, in order: decision (bypass / fall-back / compressed / drop),
@@ -25,8 +27,10 @@ back-to-back frames keep the input at one beat per clock (compressible payloads)
 compression path carries 32 bytes per clock into the AlignmentUnit, so payloads that
 grow (all 32-bit values) throttle the input slightly (fall-back frames).
 
-Register slices sit between the realigner, the group former, the CompressionUnit, the
-feeder and the AlignmentUnit, so no ready signal ripples through more than one block.
+Register slices (4-entry FIFOs in distributed RAM) sit between the realigner and the
+group former, the CompressionUnit and the feeder, the feeder and the AlignmentUnit, so
+no ready signal ripples through more than one block (the CompressionUnit registers its
+own input).
 Latency from a frame's last input beat to its first output beat: about 50 clocks.
 
 Configuration ``enable``, ``dscp``, ``k`` is sampled on each frame's first beat.
@@ -35,16 +39,16 @@ or with the engine disabled or k outside 1..126, is forwarded unchanged.
 """
 
 from amaranth import *
-from amaranth.lib import data, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from .alignment_unit import AlignmentUnit, ByteVector, VECTOR_BYTES
-from .axis import AxisBeat, AxisRegisterSlice, BEAT_BITS, BEAT_BYTES, axis_signature
+from .axis import AxisBeat, BEAT_BITS, BEAT_BYTES, axis_signature
 from .checksum import Checksum
-from .compression_unit import CompressionUnit, GroupIn
+from .compression_unit import CompressionUnit
 from .frame_store import FrameStore
 from .header_rewrite import PATCHES, HeaderRewrite, Patch
 from .packet_matcher import MatchInfo, PacketMatcher
@@ -61,10 +65,14 @@ K_MIN, K_MAX = 1, 126
 FrameCfg = data.StructLayout({"ok": 1, "k": 7})
 
 # What the front stage knows of a frame when it starts it.
+# The header checksums' byte-range bounds that are not MatchInfo fields already are
+# summed by the dispatcher, so that no adder sits in front of the front stage's masks.
+HdrBounds = data.StructLayout({n: 8 for n in ("ip4", "ip10", "ip12", "ip20", "l4c", "l4c2")})
 FrameMode = data.StructLayout({
     "info": MatchInfo,
     "compress": 1,        # header parsed, engine enabled, k valid: run the compressor
     "k": 7,
+    "bounds": HdrBounds,
 })
 
 # What the finisher learns from the front stage at the frame's end.
@@ -95,10 +103,12 @@ Desc = data.StructLayout({
 
 MODE_DROP, MODE_PASS, MODE_COMP = 0, 1, 2
 
-# feeder: prefix and shim; the plane also one-hot, so the shim's placement in the prefix
-# vector is an AND-OR per byte (no compares on the feeder's path)
-ShimInfo = data.StructLayout({"plane": 5, "plane_oh": 32, "L": 16, "k": 7})
-TailInfo = data.StructLayout({"tail": 24, "r": 2})            # the r = L mod 4 raw bytes
+# feeder: prefix and shim. The shim is kept rotated by plane mod 4, so that the prefix
+# vector (placeholder bytes below the plane are never sent) is that word repeated.
+ShimInfo = data.StructLayout({"plane": 5, "shim_rot": 32})
+# The r = L mod 4 raw bytes; sep: they follow the last group as a vector of their own
+# (a final beat of fewer than 4 bytes), else they ride in the last group (CompressionUnit).
+TailInfo = data.StructLayout({"tail": 24, "r": 2, "sep": 1})
 # A CompressionUnit group as the feeder needs it: the decoded values (for the D
 # checksum) are summed as they leave the CompressionUnit, not carried further.
 FedGroup = data.StructLayout({"data": 272, "length": 6, "last": 1})
@@ -168,6 +178,28 @@ class _FastFifo(Elaboratable):
         return m
 
 
+class _FifoSlice(wiring.Component):
+    """A register slice as a 4-entry _FastFifo: ``i.ready``, ``o.valid`` and ``o.payload``
+    come from flip-flops like AxisRegisterSlice's, but the entries sit in distributed RAM
+    (about 4 LUTs per 6 bits) instead of two flip-flops and a mux per bit; two clocks of
+    latency instead of one."""
+
+    def __init__(self, shape):
+        self.shape = shape
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.fifo = fifo = _FastFifo(Shape.cast(self.shape).width, 4)
+        m.d.comb += [
+            fifo.w_en.eq(self.i.valid), fifo.w_data.eq(self.i.payload),
+            self.i.ready.eq(fifo.w_rdy),
+            self.o.valid.eq(fifo.r_rdy), self.o.payload.eq(fifo.r_data),
+            fifo.r_en.eq(self.o.ready),
+        ]
+        return m
+
+
 class CompressionEngine(wiring.Component):
     """TX engine. Ports: ``i``/``o`` AXI streams (``AxisBeat``), config ``enable``,
     ``dscp``, ``k``; counters (frames: 32 bits, bytes: 48 bits)."""
@@ -200,11 +232,12 @@ class CompressionEngine(wiring.Component):
         m.submodules.realigner = rl = Realigner()
         m.submodules.cu = cu = CompressionUnit()
         # Register slices cut the ready chain comp writer -> AlignmentUnit -> feeder ->
-        # CompressionUnit -> group former -> realigner -> front into short paths.
-        m.submodules.rs_rl = rs_rl = AxisRegisterSlice()
-        m.submodules.rs_gin = rs_gin = AxisRegisterSlice(data.StructLayout({"g": GroupIn, "k": 7}))
-        m.submodules.rs_gout = rs_gout = AxisRegisterSlice(FedGroup)
-        m.submodules.rs_vec = rs_vec = AxisRegisterSlice(ByteVector)
+        # CompressionUnit -> group former -> realigner -> front into short paths. The
+        # CompressionUnit needs none in front: it registers its input, and its i.ready is
+        # two gates behind the slice after it.
+        m.submodules.rs_rl = rs_rl = _FifoSlice(AxisBeat)
+        m.submodules.rs_gout = rs_gout = _FifoSlice(FedGroup)
+        m.submodules.rs_vec = rs_vec = _FifoSlice(ByteVector)
         m.submodules.au = au = AlignmentUnit()
         m.submodules.ck_ip = ck_ip = Checksum()
         m.submodules.ck_l4 = ck_l4 = Checksum()
@@ -216,7 +249,10 @@ class CompressionEngine(wiring.Component):
         # a w_rdy check (see below); 32 entries (the same LUTRAM as 16) cover the one
         # entry its early w_rdy keeps spare.
         infoq = _fifo(m, "infoq", MatchInfo, 32, fast=True)
-        cfgq = _fifo(m, "cfgq", FrameCfg, 16)
+        # cfgq likewise (fast: the dispatcher's decision drives its r_en): a frame's entry
+        # is written with its first beat, and a frame is not popped from beatq before it
+        # is dispatched, so cfgq holds at most 16 entries.
+        cfgq = _fifo(m, "cfgq", FrameCfg, 32, fast=True)
         modeq = _fifo(m, "modeq", FrameMode, 4, fast=True)
         kq = _fifo(m, "kq", 7, 4, fast=True)
         shimq = _fifo(m, "shimq", ShimInfo, 4, fast=True)
@@ -279,16 +315,27 @@ class CompressionEngine(wiring.Component):
             infoq.r_en.eq(disp), cfgq.r_en.eq(disp),
             modeq.w_en.eq(disp), mode_w.info.eq(info_h), mode_w.compress.eq(want),
             mode_w.k.eq(cfg_h.k), modeq.w_data.eq(mode_w),
+            mode_w.bounds.ip4.eq(info_h.l3 + 4), mode_w.bounds.ip10.eq(info_h.l3 + 10),
+            mode_w.bounds.ip12.eq(info_h.l3 + 12), mode_w.bounds.ip20.eq(info_h.l3 + 20),
+            # the L4 checksum field: UDP l4 + 6, TCP l4 + 16
+            mode_w.bounds.l4c.eq(info_h.l4 + Mux(info_h.udp, 6, 16)),
+            mode_w.bounds.l4c2.eq(info_h.l4 + Mux(info_h.udp, 8, 18)),
             rl.cfg.valid.eq(disp & want),
             rl.cfg.payload.skip.eq(info_h.payload_offset),
             rl.cfg.payload.insert.eq(0),
             rl.cfg.payload.length.eq(info_h.payload_len),
             kq.w_en.eq(disp & want), kq.w_data.eq(cfg_h.k),
             shimq.w_en.eq(disp & want),
-            shim_w.plane.eq(info_h.payload_offset[:5]), shim_w.L.eq(info_h.payload_len),
-            shim_w.plane_oh.eq(C(1, 32) << info_h.payload_offset[:5]),
-            shim_w.k.eq(cfg_h.k), shimq.w_data.eq(shim_w),
+            shim_w.plane.eq(info_h.payload_offset[:5]), shimq.w_data.eq(shim_w),
         ]
+        shim_bytes = Signal(32)
+        m.d.comb += shim_bytes.eq(Cat(info_h.payload_len[8:16], info_h.payload_len[:8],
+                                      C(SHIM_MAGIC, 8), cfg_h.k, C(0, 1)))
+        with m.Switch(info_h.payload_offset[:2]):
+            for c in range(4):
+                with m.Case(c):
+                    m.d.comb += shim_w.shim_rot.eq(
+                        Cat(shim_bytes[32 - 8 * c:], shim_bytes[:32 - 8 * c]) if c else shim_bytes)
 
         # -------------------------------------------------------------------- front
         # Takes the frame's beats from beatq: compressible frames go to the realigner,
@@ -342,59 +389,65 @@ class CompressionEngine(wiring.Component):
             frontq.w_en.eq(f_end), frontq.w_data.eq(front_w),
         ]
 
-        # Header checksums: per-lane byte masks, then the two Checksum pipelines (their
+        # Header checksums: per-word masks, then the two Checksum pipelines (their
         # results pair up in hsumq, one per frame). Each byte range [lo, hi) is kept
-        # relative to the current beat (registers loaded with the frame, minus 32 per
-        # beat), so a lane's mask bit is two compares with constants: no adders between
-        # the beat counter and the mask register.
+        # relative to the current beat, so no adders or compares sit between the beat
+        # counter and the mask register.
         mode_h = Signal(FrameMode)
         m.d.comb += mode_h.eq(modeq.r_data)
-        ni = mode_h.info
-        n_c = Signal(7)
-        m.d.comb += n_c.eq(ni.l4 + Mux(ni.udp, 6, 16))
+        ni, nb = mode_h.info, mode_h.bounds
+        bounds = {"ip4": nb.ip4, "ip10": nb.ip10, "ip12": nb.ip12, "ip20": nb.ip20,
+                  "l4": ni.l4, "l4c": nb.l4c, "l4c2": nb.l4c2, "p": ni.payload_offset}
         ranges = {            # name: (lo, hi) for the frame being loaded
-            "ipa": (ni.l3 + 4, ni.l3 + 10),       # IP header words 2..4
-            "ipb": (ni.l3 + 12, ni.l4),           # addresses and options
-            "adr": (ni.l3 + 12, ni.l3 + 20),      # pseudo-header addresses
-            "l4a": (ni.l4, n_c),                  # L4 header before its checksum
-            "l4b": (n_c + 2, ni.payload_offset),  # L4 header after its checksum
+            "ipa": ("ip4", "ip10"),       # IP header words 2..4
+            "ipb": ("ip12", "l4"),        # addresses and options
+            "adr": ("ip12", "ip20"),      # pseudo-header addresses
+            "l4a": ("l4", "l4c"),         # L4 header before its checksum
+            "l4b": ("l4c2", "p"),         # L4 header after its checksum
         }
-        # Each bound is split into its lane (fixed per frame) and its beat, which is
-        # tracked as flags "this beat" / "a past beat", so a lane's mask bit is a small
-        # function of flip-flops (no signed compares of a down-counter).
+        # Every bound is even (l3 and l4 are, and so are the field offsets), so the masks
+        # are per 16-bit word. Each bound is split into its word (fixed per frame, kept as
+        # a thermometer "words >= bound") and its beat, which is tracked as flags "this
+        # beat" / "a past beat", so a word's mask bit is one LUT of flip-flops.
+        words = BEAT_BYTES // 2
+
         def bound(name, v0):
-            lane = Signal(5, name=f"{name}_lane")
+            ge = Signal(words, name=f"{name}_ge")   # word w >= the bound's word
             cnt = Signal(4, name=f"{name}_cnt")     # beats from the current one
             now = Signal(name=f"{name}_now")
             past = Signal(name=f"{name}_past")
             with m.If(f_load):
-                m.d.sync += [lane.eq(v0[:5]), cnt.eq(v0[5:9]), now.eq(v0[5:9] == 0),
-                             past.eq(0)]
+                m.d.sync += [ge.eq(Cat(*(v0[1:5] <= w for w in range(words)))),
+                             cnt.eq(v0[5:9]), now.eq(v0[5:9] == 0), past.eq(0)]
             with m.Elif(f_pop):
                 m.d.sync += [cnt.eq(cnt - 1), past.eq(past | now),
                              now.eq(~past & ~now & (cnt == 1))]
-            return lane, now, past
+            return ge, now, past
 
+        bnd = {}
+        for name, v in bounds.items():
+            v0 = Signal(9, name=f"bnd_{name}_v")
+            m.d.comb += v0.eq(v)
+            bnd[name] = bound(f"bnd_{name}", v0)
         masks = {}
-        for name, (lo0, hi0) in ranges.items():
-            lo_v, hi_v = Signal(9, name=f"rng_{name}_lo0"), Signal(9, name=f"rng_{name}_hi0")
-            m.d.comb += [lo_v.eq(lo0), hi_v.eq(hi0)]
-            lo_lane, lo_now, lo_past = bound(f"rng_{name}_lo", lo_v)
-            hi_lane, hi_now, hi_past = bound(f"rng_{name}_hi", hi_v)
-            mk = Signal(BEAT_BYTES, name=f"rng_{name}_mask")
-            for j in range(BEAT_BYTES):
-                m.d.comb += mk[j].eq((lo_past | (lo_now & (lo_lane <= j))) &
-                                     ((~hi_past & ~hi_now) | (hi_now & (hi_lane > j))))
+        for name, (lo_name, hi_name) in ranges.items():
+            lo_ge, lo_now, lo_past = bnd[lo_name]
+            hi_ge, hi_now, hi_past = bnd[hi_name]
+            mk = Signal(words, name=f"rng_{name}_mask")
+            for w in range(words):
+                m.d.comb += mk[w].eq((lo_past | (lo_now & lo_ge[w])) &
+                                     ((~hi_past & ~hi_now) | (hi_now & ~hi_ge[w])))
             masks[name] = mk
         ck_v, ck_first, ck_last = Signal(), Signal(), Signal()
         ck_data = Signal(B)
-        ck_mip, ck_ml4 = Signal(BEAT_BYTES), Signal(BEAT_BYTES)
+        ck_mip, ck_ml4 = Signal(words), Signal(words)
         m.d.sync += [
             ck_v.eq(f_pop), ck_first.eq(f_q == 0), ck_last.eq(head.last),
             ck_data.eq(head.data), ck_mip.eq(masks["ipa"] | masks["ipb"]),
             ck_ml4.eq(masks["adr"] | masks["l4a"] | masks["l4b"]),
         ]
-        for ck, mask in ((ck_ip, ck_mip), (ck_l4, ck_ml4)):
+        for ck, wmask in ((ck_ip, ck_mip), (ck_l4, ck_ml4)):
+            mask = Cat(*(b.replicate(2) for b in wmask))
             m.d.comb += [ck.valid.eq(ck_v), ck.first.eq(ck_first), ck.last.eq(ck_last),
                          ck.data.eq(ck_data), ck.mask.eq(mask)]
         # hsumq never overflows: frontq (8) gates the front stage and the checksum
@@ -421,7 +474,7 @@ class CompressionEngine(wiring.Component):
         m.d.comb += g_out.eq(g_valid & (g_last | gi.valid) & kq.r_rdy &
                              (~grp_last | tailq.w_rdy))
         g_fire = Signal()
-        m.d.comb += g_fire.eq(g_out & rs_gin.i.ready)
+        m.d.comb += g_fire.eq(g_out & cu.i.ready)
         # Tail bytes: after the last whole value of the held last beat, or the absorbed beat.
         tail_lane = Signal(3)
         m.d.comb += tail_lane.eq(g_nb[2:5])
@@ -434,18 +487,19 @@ class CompressionEngine(wiring.Component):
         tail_w = Signal(TailInfo)
         m.d.comb += count.eq(Mux(g_last, Mux(g_nb < 4, 1, g_nb[2:6]), 8))
         m.d.comb += [
-            rs_gin.i.valid.eq(g_out),
-            rs_gin.i.payload.g.values.eq(g_data),
-            rs_gin.i.payload.g.count.eq(count),
-            rs_gin.i.payload.g.last.eq(grp_last),
+            cu.i.valid.eq(g_out),
+            cu.i.payload.values.eq(g_data),
+            cu.i.payload.count.eq(count),
+            cu.i.payload.last.eq(grp_last),
+            # A held last beat's tail sits in value slot `count` (count < 8 when r > 0).
+            cu.i.payload.tail.eq(Mux(g_last, g_nb[:2], 0)),
             # k travels with each group: the CompressionUnit samples it per group.
-            rs_gin.i.payload.k.eq(kq.r_data),
-            cu.i.valid.eq(rs_gin.o.valid), cu.i.payload.eq(rs_gin.o.payload.g),
-            cu.k.eq(rs_gin.o.payload.k), rs_gin.o.ready.eq(cu.i.ready),
+            cu.k.eq(kq.r_data),
             kq.r_en.eq(g_fire & grp_last),
             tailq.w_en.eq(g_fire & grp_last),
             tail_w.tail.eq(Mux(absorb, gi.payload.data[:24], held_tail)),
             tail_w.r.eq(Mux(absorb, rl_nb[:2], g_nb[:2])),
+            tail_w.sep.eq(absorb & (rl_nb[:2] != 0)),
             tailq.w_data.eq(tail_w),
             gi.ready.eq(~g_valid | g_fire),
         ]
@@ -457,7 +511,7 @@ class CompressionEngine(wiring.Component):
 
         # ------------------------------------------------------------------ feeder
         # AlignmentUnit input: [P mod 32 placeholders + shim], the groups, and the tail
-        # (folded into the last group's vector when it fits, to save a clock per frame).
+        # (inside the last group when the group former could put it there).
         a_in = rs_vec.i
         wiring.connect(m, rs_vec.o, au.i)
         cu_fire = Signal()
@@ -485,36 +539,11 @@ class CompressionEngine(wiring.Component):
         shim_h = Signal(shimq.r_data.shape())
         m.d.comb += shim_h.eq(shimq.r_data)
         sh = data.View(ShimInfo, shim_h)
-        shim_bytes = Signal(32)
-        m.d.comb += shim_bytes.eq(Cat(sh.L[8:], sh.L[:8], C(SHIM_MAGIC, 8), sh.k, C(0, 1)))
-        # Per output byte a 4-way choice (which shim byte lands here, if any), not a
-        # 32-way shift of the whole vector.
+        # Byte b holds shim byte (b - plane) mod 4: bytes plane..plane+3 are the shim.
         prefix = Signal(8 * VECTOR_BYTES)
-        for b in range(VECTOR_BYTES):
-            byte = 0
-            for d in range(4):
-                if 0 <= b - d < BEAT_BYTES:
-                    byte = byte | (shim_bytes[8 * d: 8 * d + 8] & sh.plane_oh[b - d].replicate(8))
-            m.d.comb += prefix[8 * b: 8 * b + 8].eq(byte)
+        m.d.comb += prefix.eq(sh.shim_rot.replicate(VECTOR_BYTES // 4))
         tail_h = data.View(TailInfo, tailq.r_data)
         g = go.payload
-        fits = Signal()
-        # length + r <= 36 as four compares with constants picked by r: no adder in front
-        # of the compare (this bit gates the feeder's handshake).
-        m.d.comb += fits.eq(Mux(tail_h.r[1],
-                                Mux(tail_h.r[0], g.length <= VECTOR_BYTES - 3,
-                                    g.length <= VECTOR_BYTES - 2),
-                                Mux(tail_h.r[0], g.length <= VECTOR_BYTES - 1,
-                                    g.length <= VECTOR_BYTES)))
-        # The group data with the tail appended at byte `length` (when it fits).
-        merged = Signal(8 * VECTOR_BYTES)
-        for b in range(VECTOR_BYTES):
-            tbyte = 0
-            for d in range(3):
-                if b - d >= 2:
-                    tbyte = tbyte | Mux(g.length == b - d, tail_h.tail[8 * d: 8 * d + 8], 0)
-            dbyte = g.data[8 * b: 8 * b + 8] if b < 34 else C(0, 8)
-            m.d.comb += merged[8 * b: 8 * b + 8].eq(Mux(g.length > b, dbyte, tbyte))
         fd_fire = Signal()
         clen_add = Signal(7)
         with m.If(fd_tail):
@@ -523,6 +552,7 @@ class CompressionEngine(wiring.Component):
                 a_in.payload.data.eq(tail_h.tail), a_in.payload.length.eq(tail_h.r),
                 a_in.payload.last.eq(1),
                 fd_fire.eq(a_in.valid & a_in.ready),
+                clen_add.eq(tail_h.r),
             ]
         with m.Elif(~fd_groups):
             m.d.comb += [
@@ -535,22 +565,23 @@ class CompressionEngine(wiring.Component):
             # A last group waits for its tail entry (written by the group former when the
             # group entered the CompressionUnit, so it is there by now).
             end_here = Signal()
-            m.d.comb += end_here.eq(g.last & fits)
+            g_ok = Signal()
             m.d.comb += [
-                a_in.valid.eq(go.valid & (~g.last | (tailq.r_rdy & (~fits | clenq.w_rdy)))),
-                a_in.payload.data.eq(Mux(end_here, merged, g.data)),
-                a_in.payload.length.eq(Mux(end_here, g.length + tail_h.r, g.length)),
+                end_here.eq(g.last & ~tail_h.sep),
+                g_ok.eq(~g.last | (tailq.r_rdy & (tail_h.sep | clenq.w_rdy))),
+                a_in.valid.eq(go.valid & g_ok),
+                a_in.payload.data.eq(g.data), a_in.payload.length.eq(g.length),
                 a_in.payload.last.eq(end_here),
                 fd_fire.eq(a_in.valid & a_in.ready),
-                go.ready.eq(a_in.ready & (~g.last | (tailq.r_rdy & (~fits | clenq.w_rdy)))),
+                go.ready.eq(a_in.ready & g_ok),
                 clen_add.eq(g.length),
             ]
         ends_frame = Signal()
         m.d.comb += ends_frame.eq(fd_fire & a_in.payload.last)
 
-        # c_len sums the shim and the groups; the tail's r bytes are added as the frame's
-        # length is pushed into clenq one clock after its end (a registered push keeps
-        # the feeder's handshake off the FIFO's write logic).
+        # c_len sums the shim, the groups (tails inside included) and a separate tail;
+        # the frame's length is pushed into clenq one clock after its end (a registered
+        # push keeps the feeder's handshake off the FIFO's write logic).
         with m.If(fd_fire):
             m.d.sync += c_len.eq(Mux(~fd_groups & ~fd_tail, 4, c_len + clen_add))
             with m.If(fd_tail):
@@ -559,10 +590,10 @@ class CompressionEngine(wiring.Component):
                 m.d.sync += fd_groups.eq(1)
             with m.Else():
                 with m.If(g.last):
-                    with m.If(fits):
-                        m.d.sync += fd_groups.eq(0)
-                    with m.Else():
+                    with m.If(tail_h.sep):
                         m.d.sync += fd_tail.eq(1)
+                    with m.Else():
+                        m.d.sync += fd_groups.eq(0)
         m.d.comb += [
             shimq.r_en.eq(ends_frame),
             tailq.r_en.eq(ends_frame),
@@ -573,16 +604,14 @@ class CompressionEngine(wiring.Component):
         # The tail's words for the D checksum (payload offset 4n is even: the tail's
         # byte 0 is a high byte): (t0 << 8 | t1) + (t2 << 8), bytes past r as zeros.
         clen_push = Signal()
-        clen_r = Signal(2)
         clen_tsum = Signal(17)
         t_b = [Mux(tail_h.r > n, tail_h.tail[8 * n: 8 * n + 8], 0) for n in range(3)]
         m.d.sync += clen_push.eq(ends_frame)
         with m.If(ends_frame):
-            m.d.sync += [clen_r.eq(tail_h.r),
-                         clen_tsum.eq(Cat(t_b[1], t_b[0]) + Cat(C(0, 8), t_b[2]))]
+            m.d.sync += clen_tsum.eq(Cat(t_b[1], t_b[0]) + Cat(C(0, 8), t_b[2]))
         clen_w = Signal(CLenInfo)
         m.d.comb += [
-            clen_w.clen.eq(c_len + clen_r), clen_w.tsum.eq(clen_tsum),
+            clen_w.clen.eq(c_len), clen_w.tsum.eq(clen_tsum),
             clenq.w_en.eq(clen_push), clenq.w_data.eq(clen_w),
         ]
 
@@ -767,52 +796,71 @@ class CompressionEngine(wiring.Component):
             orig.r_en.eq(issue), orig.r_addr.eq((e.orig_start + e_b)[:orig.addr_width]),
             comp.r_en.eq(issue), comp.r_addr.eq((e.comp_start + e_b - e.pb)[:comp.addr_width]),
         ]
-        # E0 -> E1 control: which lanes come from the comp store, which are patched.
+        # E0 -> E1 control: per byte lane, a 3-bit code of its source (orig store, comp
+        # store, one of the patches, or zero past keep), so that E1 is one 8:1 mux per
+        # bit (two LUTs and a MUXF7) instead of a patch AND-OR behind a merge.
+        SRC_ORIG, SRC_COMP, SRC_PATCH, SRC_ZERO = 0, 1, 2, 7
         sel_lo = Signal(BEAT_BYTES)     # lanes >= plane
         for j in range(BEAT_BYTES):
             m.d.comb += sel_lo[j].eq(e.plane <= j)
         e1_v, e1_last, e1_user = Signal(), Signal(), Signal()
         e1_keep = Signal(BEAT_BYTES)
-        e1_sel = Signal(BEAT_BYTES)
-        e1_pmask = Signal(BEAT_BYTES)
-        e1_pval = Signal(B)
         keep_last = Signal(BEAT_BYTES)
         for j in range(BEAT_BYTES):
             m.d.comb += keep_last[j].eq(e.last_bytes > j)
-        pmask = Signal(BEAT_BYTES)
-        pval = Signal(B)
+        keep = Signal(BEAT_BYTES)
+        sel = Signal(BEAT_BYTES)
+        m.d.comb += [
+            keep.eq(Mux(e_lastb, keep_last, ~0)),
+            sel.eq(Mux(is_c & e_gt_pb, ~0, Mux(is_c & e_at_pb, sel_lo, 0))),
+        ]
+        # Patches are 16-bit words: per word of the beat, which patch (if any) lands on
+        # it; values are registered with the codes (the descriptor may change under E1).
+        words = BEAT_BYTES // 2
         hits = []
         for idx in range(PATCHES):
             p = e.patches[idx]
-            hit = Signal(BEAT_BYTES, name=f"phit{idx}")
+            hit = Signal(words, name=f"phit{idx}")
             on = Signal(name=f"pon{idx}")
             m.d.comb += on.eq(p.en & _pick(m, e_at, p.beat, f"pat{idx}"))
-            for j in range(BEAT_BYTES):
-                m.d.comb += hit[j].eq(on & (p.lane == j))
-            hits.append((hit, p.value))
-        for j in range(BEAT_BYTES):
-            m.d.comb += pmask[j].eq(Cat(*(h[j] for h, _ in hits)).any())
-            byte = 0
-            for h, v in hits:
-                byte = byte | (v & h[j].replicate(8))
-            m.d.comb += pval[8 * j: 8 * j + 8].eq(byte)
+            for w in range(words):
+                m.d.comb += hit[w].eq(on & (p.word == w))
+            hits.append(hit)
+        e1_code = [Signal(3, name=f"e1_code{j}") for j in range(BEAT_BYTES)]
+        e1_pv = [Signal(16, name=f"e1_pv{idx}") for idx in range(PATCHES)]
         m.d.sync += e1_v.eq(issue)
         with m.If(issue):
             m.d.sync += [
-                e1_last.eq(e_lastb), e1_user.eq(e.user & e_lastb),
-                e1_keep.eq(Mux(e_lastb, keep_last, ~0)),
-                e1_sel.eq(Mux(is_c & e_gt_pb, ~0, Mux(is_c & e_at_pb, sel_lo, 0))),
-                e1_pmask.eq(pmask), e1_pval.eq(pval),
+                e1_last.eq(e_lastb), e1_user.eq(e.user & e_lastb), e1_keep.eq(keep),
             ]
+            for idx in range(PATCHES):
+                m.d.sync += e1_pv[idx].eq(e.patches[idx].value)
+            for w in range(words):
+                # the patch hitting word w (at most one does), as a code
+                pcode = Signal(3, name=f"pcode{w}")
+                m.d.comb += pcode.eq(Cat(*(Cat(*(hits[idx][w] for idx in range(PATCHES)
+                                                 if (SRC_PATCH + idx) >> bit & 1)).any()
+                                           for bit in range(3))))
+                phit = Signal(name=f"phit_w{w}")
+                m.d.comb += phit.eq(Cat(*(h[w] for h in hits)).any())
+                for j in (2 * w, 2 * w + 1):
+                    m.d.sync += e1_code[j].eq(Mux(~keep[j], SRC_ZERO,
+                                                  Mux(phit, pcode,
+                                                      Mux(sel[j], SRC_COMP, SRC_ORIG))))
         # E1: merge and patch.
         e2_v = Signal()
         e2 = Signal(AxisBeat)
         merged_b = Signal(B)
         for j in range(BEAT_BYTES):
             lane = slice(8 * j, 8 * j + 8)
+            h = 8 * (j % 2)
+            src = [orig.r_data[lane], comp.r_data[lane]] + \
+                  [e1_pv[idx][h:h + 8] for idx in range(PATCHES)] + [C(0, 8)]
+            assert len(src) == 8
+            c = e1_code[j]
             m.d.comb += merged_b[lane].eq(
-                Mux(e1_pmask[j], e1_pval[lane],
-                    Mux(e1_sel[j], comp.r_data[lane], orig.r_data[lane])) & e1_keep[j].replicate(8))
+                Mux(c[2], Mux(c[1], Mux(c[0], src[7], src[6]), Mux(c[0], src[5], src[4])),
+                    Mux(c[1], Mux(c[0], src[3], src[2]), Mux(c[0], src[1], src[0]))))
         m.d.sync += [e2_v.eq(e1_v), e2.data.eq(merged_b), e2.keep.eq(e1_keep),
                      e2.last.eq(e1_last), e2.user.eq(e1_user)]
         m.d.comb += [outq.w_en.eq(e2_v), outq.w_data.eq(e2)]

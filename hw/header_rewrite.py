@@ -15,8 +15,12 @@ Checksum inputs (16-bit one's-complement sums, not complemented):
 length) and its checksum; ``l4_hdr_sum`` = IP source and destination addresses plus
 the L4 header without its checksum field; ``d_sum`` = the decoded payload D.
 
-Output: ``PATCHES`` byte patches {en, beat, lane, value}, ``LATENCY`` clocks
+Output: ``PATCHES`` 16-bit word patches {en, beat, word, value}, ``LATENCY`` clocks
 after ``start`` (inputs are sampled at ``start``; one frame may start every clock).
+Every patched field is a 16-bit word at an even frame offset (l3 is 14 or 18 and l4 =
+l3 + 4 IHL, as the PacketMatcher accepts them), so a patch names a beat and one of its
+16 words, and the egress chooses among 5 candidates per word instead of 9 per byte; the
+ToS patch rewrites the version/IHL byte beside it with the value it already has.
 Patches only touch bytes before the payload offset P (P <= 138: beats 0..4).
 """
 
@@ -29,12 +33,11 @@ __all__ = ["HeaderRewrite", "Patch", "PATCHES"]
 
 Patch = data.StructLayout({
     "en": 1,
-    "beat": 3,            # beat index of the byte (offset // 32)
-    "lane": 5,            # byte lane (offset % 32); kept binary: the descriptor FIFO
-                          # and the egress hold 9 patches, one-hot lanes would triple them
-    "value": 8,
+    "beat": 3,            # beat index of the word (offset // 32)
+    "word": 4,            # 16-bit word of the beat (offset % 32 // 2)
+    "value": 16,          # in lane order: bits [7:0] the byte at the even offset
 })
-PATCHES = 9               # ToS, total length (2), IP checksum (2), UDP length (2), L4 checksum (2)
+PATCHES = 5               # version/IHL+ToS, total length, IP checksum, UDP length, L4 checksum
 
 
 class HeaderRewrite(wiring.Component):
@@ -69,7 +72,7 @@ class HeaderRewrite(wiring.Component):
         verihl1 = Signal(8)
         proto1 = Signal(8)
         ipr1, l4h1, d1 = Signal(16), Signal(16), Signal(16)
-        offs = [Signal(8, name=f"off{i}") for i in range(PATCHES)]
+        offs = [Signal(8, name=f"off{i}") for i in range(PATCHES)]     # even offsets
         m.d.sync += [
             v1.eq(self.start), comp1.eq(self.compressed), fb1.eq(self.fallback),
             udp1.eq(self.udp), zero_udp1.eq(self.udp & (self.l4_csum == 0)),
@@ -83,11 +86,8 @@ class HeaderRewrite(wiring.Component):
         ]
         l4c_off = Mux(self.udp, 6, 16)
         m.d.sync += [
-            offs[0].eq(self.l3 + 1),
-            offs[1].eq(self.l3 + 2), offs[2].eq(self.l3 + 3),
-            offs[3].eq(self.l3 + 10), offs[4].eq(self.l3 + 11),
-            offs[5].eq(self.l4 + 4), offs[6].eq(self.l4 + 5),
-            offs[7].eq(self.l4 + l4c_off), offs[8].eq(self.l4 + l4c_off + 1),
+            offs[0].eq(self.l3), offs[1].eq(self.l3 + 2), offs[2].eq(self.l3 + 10),
+            offs[3].eq(self.l4 + 4), offs[4].eq(self.l4 + l4c_off),
         ]
 
         def carry(signals, n):
@@ -102,16 +102,16 @@ class HeaderRewrite(wiring.Component):
             ipacc2.eq(ipr1 + Cat(tos1, verihl1) + tot1),
             l4acc2.eq(l4h1 + proto1 + l4len1 + d1),
         ]
-        v2, comp2, fb2, udp2, zu2, tot2, tos2, udpl2 = carry(
-            [v1, comp1, fb1, udp1, zero_udp1, tot1, tos1, udpl1], 2)
+        v2, comp2, fb2, udp2, zu2, tot2, tos2, udpl2, verihl2 = carry(
+            [v1, comp1, fb1, udp1, zero_udp1, tot1, tos1, udpl1, verihl1], 2)
         offs2 = carry(offs, 2)
 
         # R3: first fold.
         ipf3 = Signal(17)
         l4f3 = Signal(17)
         m.d.sync += [ipf3.eq(ipacc2[:16] + ipacc2[16:]), l4f3.eq(l4acc2[:16] + l4acc2[16:])]
-        v3, comp3, fb3, udp3, zu3, tot3, tos3, udpl3 = carry(
-            [v2, comp2, fb2, udp2, zu2, tot2, tos2, udpl2], 3)
+        v3, comp3, fb3, udp3, zu3, tot3, tos3, udpl3, verihl3 = carry(
+            [v2, comp2, fb2, udp2, zu2, tot2, tos2, udpl2, verihl2], 3)
         offs3 = carry(offs2, 3)
 
         # R4: last end-around carry and complement; UDP never sends a computed 0.
@@ -127,20 +127,20 @@ class HeaderRewrite(wiring.Component):
             ipc4.eq(~ipsum),
             l4c4.eq(Mux(udp3 & l4ones, 0xFFFF, ~l4sum)),
         ]
-        v4, comp4, fb4, udp4, zu4, tot4, tos4, udpl4 = carry(
-            [v3, comp3, fb3, udp3, zu3, tot3, tos3, udpl3], 4)
+        v4, comp4, fb4, udp4, zu4, tot4, tos4, udpl4, verihl4 = carry(
+            [v3, comp3, fb3, udp3, zu3, tot3, tos3, udpl3, verihl3], 4)
         offs4 = carry(offs3, 4)
 
-        # R5: the patch list.
-        values = [tos4, tot4[8:], tot4[:8], ipc4[8:], ipc4[:8], udpl4[8:], udpl4[:8],
-                  l4c4[8:], l4c4[:8]]
-        enables = [fb4, comp4, comp4, comp4 | fb4, comp4 | fb4, comp4 & udp4, comp4 & udp4,
-                   comp4 & ~zu4, comp4 & ~zu4]
+        # R5: the patch list; a word's high byte goes first on the wire (lane order).
+        def lanes(v):
+            return Cat(v[8:16], v[0:8])
+        values = [Cat(verihl4, tos4), lanes(tot4), lanes(ipc4), lanes(udpl4), lanes(l4c4)]
+        enables = [fb4, comp4, comp4 | fb4, comp4 & udp4, comp4 & ~zu4]
         m.d.sync += self.done.eq(v4)
         for idx in range(PATCHES):
             p = self.patches[idx]
             m.d.sync += [
                 p.en.eq(enables[idx]), p.beat.eq(offs4[idx][5:]), p.value.eq(values[idx]),
-                p.lane.eq(offs4[idx][:5]),
+                p.word.eq(offs4[idx][1:5]),
             ]
         return m

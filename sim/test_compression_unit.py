@@ -1,6 +1,8 @@
 """CompressionUnit: groups of random and special float32 values, random counts and k,
 under every idle x backpressure pattern; each output group must equal
-golden.compression_unit(values[:count], k), with the decoded values and last alongside."""
+golden.compression_unit(values[:count], k) followed by the first ``tail`` bytes of value
+slot ``count`` (a payload's raw tail, for groups of fewer than 8 values), with the
+decoded values and last alongside."""
 
 import random
 
@@ -54,13 +56,17 @@ def _groups(seed, n):
         k = rng.choice((1, 2, 6, 7, 8, 10, 10, 10, 16, 24, 125, 126))
         count = 8 if rng.random() < 0.6 else rng.randint(1, 8)
         values = [_value(rng, k) for _ in range(8)]
-        out.append((values, count, k, int(rng.random() < 0.2 or g == n - 1)))
+        tail = rng.choice((0, 1, 2, 3, 3)) if count < 8 else 0
+        out.append((values, count, k, int(rng.random() < 0.2 or g == n - 1), tail))
     return out
 
 
-def _expected(values, count, k, last):
+def _expected(values, count, k, last, tail):
     bits = np.array(values[:count], np.uint32)
     enc = golden.compression_unit(bits, k)
+    if tail:
+        # the raw tail as the payload holds it: the slot's little-endian bytes
+        enc += values[count].to_bytes(4, "little")[:tail]
     decoded = golden.compression_block(bits, k)[3].tolist() + [0] * (8 - count)
     return enc, decoded, last
 
@@ -88,9 +94,9 @@ async def random_groups(dut, idle, backpressure):
         if cur is None and pending and not next(idle_gen):
             cur = pending.pop(0)
         if cur is not None:
-            values, count, k, last = cur
+            values, count, k, last, tail = cur
             dut.i__payload.value = (sum(v << (32 * j) for j, v in enumerate(values))
-                                    | (count << 256) | (last << 260))
+                                    | (count << 256) | (last << 260) | (tail << 261))
             dut.k.value = k
             # k is only sampled with a group; scramble it between groups.
         else:
@@ -113,8 +119,8 @@ async def random_groups(dut, idle, backpressure):
         assert not dut.o__valid.value, "an extra group came out"
 
     for i, ((data, length, decoded, last), (enc, dec_want, last_want)) in enumerate(zip(got, want)):
-        values, count, k, _ = groups[i]
-        ctx = f"group {i} (k={k}, count={count}, values={[hex(v) for v in values]})"
+        values, count, k, _, tail = groups[i]
+        ctx = f"group {i} (k={k}, count={count}, tail={tail}, values={[hex(v) for v in values]})"
         assert length == len(enc), f"{ctx}: length {length}, want {len(enc)}"
         assert data.to_bytes(34, "little")[:length] == enc, (
             f"{ctx}: data {data.to_bytes(34, 'little')[:length].hex()}, want {enc.hex()}")
