@@ -25,16 +25,22 @@ Ports:
   dropping the previous payload's rest has no effect.
 
 Why this shape (timing): the consumer's loop is "length at byte 0 -> shift by it ->
-next length at byte 0". Here the length is a register (``tb`` = length - 2; the
-fixed 2 of the tag word is wiring). The step shifts by ``tb`` in three radix-4
-stages; the tag width sums of the two bytes that land at 0 and 1 are looked up on the
-shift's candidates before its last stage, so only that stage and one adder follow
-the lookup. The radix-4 stages are AND-OR over a decoded select: nested 2:1 muxes
+next length at byte 0". Here the length is a register, twice (``tb`` = length - 2
+steers the shift, the fixed 2 of the tag word being wiring; ``length`` itself feeds
+the consumer and the level arithmetic, so neither needs an adder). The step shifts
+by ``tb`` in three radix-4 stages; the next length is computed in full (three
+6-input tables, carry-save, one adder: ``tag_decoder.group_length``) on each of the
+last stage's three candidates for bytes 0 and 1 and on bytes 0 and 1 as they are
+(no step; below 2 bytes held, the bytes the waiting piece brings, so a payload's
+first length is known the clock after its first piece lands), and one 4-way select
+picks the result. The radix-4 stages are AND-OR over a decoded select: nested 2:1 muxes
 share their halves between neighbouring outputs and then map to two LUT levels per
 stage (and more LUTs). A new piece is placed with its own shifter at ``u``, the
 position its first byte has *after* this clock's step (level - length when a step
 may go, the level otherwise), computed from registers only, and merged with the
-shifted bytes in the final LUT. Placement at level - length is only right when the
+shifted bytes in the final LUT (an AND-OR of shifted, held and placed bytes with
+flat enables). ``level - 41`` is kept in a register beside the level, so "the piece
+fits at u" is the sign of one subtraction, as is ``fits``. Placement at level - length is only right when the
 step goes, so a piece waits while a valid length does not go, and the clock after
 such a stall is a "hold" clock: no step, the piece is placed at the level.
 
@@ -50,7 +56,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axis import AxisRegisterSlice
-from .tag_decoder import tag_byte_prefix
+from .tag_decoder import group_length
 
 __all__ = ["BurstBuffer", "PieceLayout", "WINDOW_BYTES", "BUFFER_BYTES", "shift_items"]
 
@@ -140,30 +146,43 @@ class BurstBuffer(wiring.Component):
         piece = sl.o.payload
 
         buf = [Signal(8, name=f"buf{b}") for b in range(N)]
-        lvl2 = Signal(signed(8), init=-2)    # level - 2 (so that level >= length is lvl2 >= tb)
-        tb = Signal(6)              # length - 2 of the group at byte 0
+        lvl = Signal(signed(8))     # bytes held
+        lvl41 = Signal(signed(8), init=-(ROOM + 1))   # lvl - 41: its sign is "lvl <= ROOM"
+        tb = Signal(6)              # length - 2 of the group at byte 0 (the shift amount)
+        glen = Signal(6, init=2)    # the same length, kept in its own register
         lv = Signal()               # tb is valid
         got_last = Signal()         # this payload's last piece is in the buffer
         discard = Signal()          # flushed before its last piece: drop pieces up to it
 
         runl = Signal()             # a step may go this clock: not a hold clock, lv; registered
+        fits = Signal()
         m.d.comb += [
             self.window.eq(Cat(*buf[:WINDOW_BYTES])),
             self.tag_bytes.eq(tb),
-            self.length.eq(tb + 2),
+            self.length.eq(glen),
             self.ready.eq(runl),
             self.known.eq(lv),
-            self.fits.eq(lvl2 >= tb),
-            self.level.eq(lvl2 + 2),
+            self.fits.eq(fits),
+            self.level.eq(lvl),
             self.last.eq(got_last),
         ]
         go = Signal()
         m.d.comb += go.eq(self.go & runl)
+        # "Whole group held" as the sign of one subtraction (a compare maps deeper).
+        after = Signal(signed(8))
+        m.d.comb += [after.eq(lvl - glen), fits.eq(~after[7])]
 
         # Where a piece taken this clock lands, from registers only: after the step
         # when one may go (it is taken only if the step goes), else at the level.
+        # u41 = u - 41 is computed beside it so that "fits at u" is a sign bit.
+        sub = Signal(6)
         u = Signal(signed(8))
-        m.d.comb += u.eq(lvl2 - Mux(runl, tb, -2))
+        u41 = Signal(signed(8))
+        m.d.comb += [
+            sub.eq(Mux(runl, glen, 0)),
+            u.eq(lvl - sub),
+            u41.eq(lvl41 - sub),
+        ]
         pv = Signal()               # a piece of this payload is waiting
         fit = Signal()              # ... and it fits at u
         drop = Signal()
@@ -171,7 +190,7 @@ class BurstBuffer(wiring.Component):
         m.d.comb += [
             pv.eq(sl.o.valid & ~got_last & ~discard),
             # u < 0 only when a step reads past the end: the last piece is in then.
-            fit.eq(pv & (u <= ROOM)),
+            fit.eq(pv & u41[7]),
             drop.eq(sl.o.valid & discard),
             take.eq(fit & (~runl | go)),
             sl.o.ready.eq(take | drop),
@@ -193,55 +212,73 @@ class BurstBuffer(wiring.Component):
             s = Signal(8, name=f"shd{b}")
             m.d.comb += s.eq(Mux(tb[5], at(b + 32), Mux(tb[4], at(b + 16), at(b))))
             shd.append(s)
+        # Next state as one AND-OR over three sources with flat enables (one LUT).
+        keep_shd = Signal()
+        keep_buf = Signal()
+        put = Signal()
+        m.d.comb += [
+            keep_shd.eq(go & ~self.flush),
+            keep_buf.eq(~go & ~self.flush),
+            put.eq(take & ~self.flush),
+        ]
         for b in range(N):
             nxt = Signal(8, name=f"nxt{b}")
-            with m.If(self.flush):
-                m.d.comb += nxt.eq(0)
-            with m.Elif(go):
-                m.d.comb += nxt.eq(shd[b] | Mux(fit, placed[b], 0))
-            with m.Else():
-                m.d.comb += nxt.eq(buf[b] | Mux(take, placed[b], 0))
+            m.d.comb += nxt.eq((keep_shd.replicate(8) & shd[b]) | (keep_buf.replicate(8) & buf[b])
+                               | (put.replicate(8) & placed[b]))
             m.d.sync += buf[b].eq(nxt)
 
-        # Next group length: the tag width sums of the two bytes that will be at 0 and
-        # 1, looked up on the data shift's candidates before its last stage, so that
-        # only that stage and one adder follow the lookup.
-        def tsum(byte, name):
-            return tag_byte_prefix(m, byte, 4, name)
+        # Next group length: computed on the data shift's candidates before its last
+        # stage (the two bytes that land at 0 and 1 for each of its three choices) and
+        # on bytes 0 and 1 when no step goes; the last stage's choice (or "no step")
+        # then picks one of four finished lengths.
+        def lengths(b0, b1, name):
+            return (group_length(m, b0, b1, f"{name}t"), group_length(m, b0, b1, f"{name}l", bias=2))
 
-        tw = []
-        for k in range(2):
-            c = [tsum(at(k + 16 * j), f"tc{k}_{j}") for j in range(3)]
-            here = tsum(buf[k], f"th{k}")
-            t = Signal(5, name=f"tn{k}")
-            m.d.comb += t.eq(Mux(go, Mux(tb[5], c[2], Mux(tb[4], c[1], c[0])), here))
-            tw.append(t)
-        tb_next = Signal(6)
-        m.d.comb += tb_next.eq(tw[0] + tw[1])
-
-        # Level after this clock: lvl2' = u - 2 + count when a piece is taken (u >= 0
-        # then), max(u, 0) - 2 after a step, unchanged otherwise.
-        cnt_m2 = Signal(signed(8))
-        m.d.comb += cnt_m2.eq(piece.count - 2)
-        lvl_take = Signal(signed(8))
-        lvl_step = Signal(signed(8))
+        cands = [lengths(at(16 * j), at(1 + 16 * j), f"gc{j}") for j in range(3)]
+        # No step: bytes 0 and 1 as they will be after this clock. Below 2 bytes held
+        # no step can go and a waiting piece is always taken (at the level), so its
+        # first bytes are known from registers: the length of a payload's first group
+        # is then ready the clock after its first piece lands, not two.
+        lvl0 = Signal()
+        lvl1 = Signal()
+        m.d.comb += [lvl0.eq(pv & (lvl == 0)), lvl1.eq(pv & (lvl == 1))]
+        h0 = Signal(8)
+        h1 = Signal(8)
         m.d.comb += [
-            lvl_take.eq(u + cnt_m2),
-            lvl_step.eq(Mux(u[7], -2, u - 2)),
+            h0.eq(Mux(lvl0, pitems[0], buf[0])),
+            h1.eq(Mux(lvl0, pitems[1], Mux(lvl1, pitems[0], buf[1]))),
         ]
+        cands.append(lengths(h0, h1, "gh"))
+        pick = Signal(2)
+        m.d.comb += pick.eq(Cat(tb[4] | ~go, tb[5] | ~go))
+        dec = [pick == k for k in range(4)]
+        tb_next = Signal(6)
+        len_next = Signal(6)
+        for out, idx in ((tb_next, 0), (len_next, 1)):
+            terms = [dec[k].replicate(6) & cands[k][idx] for k in range(4)]
+            m.d.comb += out.eq(terms[0] | terms[1] | terms[2] | terms[3])
+
+        # Level after this clock: u + count when a piece is taken (u >= 0 then),
+        # max(u, 0) after a step, unchanged otherwise; lvl41 alongside.
+        u_pos = Signal()
+        m.d.comb += u_pos.eq(~u[7])
+        two_in = Signal()           # the piece taken below 2 bytes brings byte 1
+        m.d.comb += two_in.eq((lvl0 & (piece.count >= 2)) | (lvl1 & (piece.count >= 1)))
         lv_n = Signal()
         hold_n = Signal()
+        u_ge2 = Signal()
         m.d.comb += [
+            u_ge2.eq(u_pos & (u[1:7] != 0)),
             # The next length is right when both of its tag bytes were held (or the
             # payload has ended: then missing bytes are zeros for good).
-            lv_n.eq(~self.flush & (got_last | Mux(go, u >= 2, lvl2 >= 0))),
+            lv_n.eq(~self.flush & (got_last | Mux(go, u_ge2, (lvl[1:7] != 0) | two_in))),
             # A valid length that did not go blocks placement; give it a hold clock
             # when a piece is waiting that would fit at the level.
-            hold_n.eq(~self.flush & runl & ~go & pv & (lvl2 <= ROOM - 2)),
+            hold_n.eq(~self.flush & runl & ~go & pv & lvl41[7]),
         ]
         m.d.sync += [lv.eq(lv_n), runl.eq(lv_n & ~hold_n)]
         with m.If(self.flush):
-            m.d.sync += [lvl2.eq(-2), got_last.eq(0)]
+            m.d.sync += [lvl.eq(0), lvl41.eq(-(ROOM + 1)), got_last.eq(0)]
             # The rest of the payload is still on its way: drop it when it comes.
             with m.If(discard):
                 m.d.sync += discard.eq(~(drop & piece.last))
@@ -249,10 +286,10 @@ class BurstBuffer(wiring.Component):
                 m.d.sync += discard.eq(~got_last & ~(take & piece.last))
         with m.Else():
             with m.If(take):
-                m.d.sync += lvl2.eq(lvl_take)
+                m.d.sync += [lvl.eq(u + piece.count), lvl41.eq(u41 + piece.count)]
             with m.Elif(go):
-                m.d.sync += lvl2.eq(lvl_step)
-            m.d.sync += tb.eq(tb_next)
+                m.d.sync += [lvl.eq(Mux(u_pos, u, 0)), lvl41.eq(Mux(u_pos, u41, -(ROOM + 1)))]
+            m.d.sync += [tb.eq(tb_next), glen.eq(len_next)]
             with m.If(take & piece.last):
                 m.d.sync += got_last.eq(1)
             with m.If(drop & piece.last):

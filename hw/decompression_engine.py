@@ -13,6 +13,12 @@ Cut-through. Two loosely coupled halves share one "pending frame" slot:
   on the last beat if the payload was malformed, the input was cut short, or the input
   frame had ``user`` set.
 
+For timing, what the halves decide each clock comes from registers prepared a step
+ahead: the output beat count, "last beat", "header beat" and the last beat's tkeep
+are derived when the frame enters the pending slot; the feed keeps "more than a beat
+left" and the bytes the current held beat offers; states that gate data paths are
+mirrored in flag registers, so no state decode sits in front of a compare.
+
 The front half moves on to the next frame as soon as the current one's input is in,
 so a frame's header work overlaps the previous frame's output and, with the sink
 always ready, the output runs at one beat per clock across frames.
@@ -31,7 +37,7 @@ from .axis import BEAT_BYTES, AxisBeat, AxisRegisterSlice, axis_signature
 from .decompression_unit import DecompressionUnit
 from .header_restore import HEADER_BYTES, HeaderRestore
 from .packet_matcher import PacketMatcher
-from .realigner import Realigner
+from .realigner import Realigner, keep_count
 
 __all__ = ["DecompressionEngine", "MAX_FRAME_BYTES", "SHIM_MAGIC", "HOLD_BEATS"]
 
@@ -52,8 +58,9 @@ _InBeat = data.StructLayout({
 
 
 def _keep_count(keep):
-    # tkeep is a contiguous low mask (spec section 4): its popcount is the byte count.
-    return sum(keep[i] for i in range(BEAT_BYTES))
+    # tkeep is a contiguous low mask (spec section 4): its popcount is the byte count,
+    # read off as XORs (a popcount adder tree is deeper).
+    return keep_count(keep)
 
 
 class DecompressionEngine(wiring.Component):
@@ -186,13 +193,18 @@ class DecompressionEngine(wiring.Component):
         pend_held_keep = Signal(BEAT_BYTES)
         pend_held_user = Signal()
         pend_p = Signal(8)
-        pend_end = Signal(14)
         pend_vlan = Signal()
         pend_ihl = Signal(4)
         pend_udp = Signal()
         pend_total = Signal(16)
         pend_udp_len = Signal(16)
         pend_release = Signal()
+        # Output-side values of a decompressed frame, derived here so that the back
+        # half loads them as plain register copies.
+        pend_left = Signal(range(MAX_FRAME_BYTES // BEAT_BYTES + 2))   # output beats
+        pend_one = Signal()            # ... exactly one
+        pend_last_keep = Signal(BEAT_BYTES)
+        pend_low = Signal(BEAT_BYTES)  # bytes below P mod 32
 
         # End-of-input slot (front -> back) for decompressed frames: the input's tuser
         # and a cut-short input are only known once the input frame has ended.
@@ -246,14 +258,52 @@ class DecompressionEngine(wiring.Component):
         f_first = Signal(5)
         f_rem = Signal(14)
         f_live = Signal()              # feeding from the input now, not from the held beats
+        # Registered facts about the feed, so that a beat's count and end are decided
+        # by one small compare: f_rem == 0 (only possible at the start), f_rem > 32 and
+        # f_rem - 33 (its sign after this beat is the next f_big), the bytes a held beat
+        # offers (the first one from f_first, the frame's last held one up to its end).
+        f_zero = Signal()
+        f_big = Signal()
+        f_rm33 = Signal(signed(15))
+        f_hav = Signal(6)              # what the frame's last held beat offers
+        f_hcur = Signal(6)             # what the current held beat offers
+        f_hend = Signal()              # the current held beat is the frame's last
+        in_feed = Signal()             # the front half is in FEED (a flag, not a decode)
+        f_pass = Signal()              # ... in PASS
 
         with m.If(fin_clear):
             m.d.sync += fin_valid.eq(0)
 
+        # ------------------------------------------------------------ feed
+        # One beat of compressed bytes per clock into the unit while in FEED: the held
+        # beats first, then the live input; `first` is nonzero only on the shim's beat.
+        # Computed whatever the state (only valid and ready are gated), so the state
+        # decode stays off the count and end paths.
+        src_data = Signal(8 * BEAT_BYTES)
+        src_last = Signal()            # this beat ends the input frame
+        src_valid = Signal()
+        avail = Signal(6)              # compressed-stream bytes this beat offers
+        le = Signal()                  # ... and they cover the rest (f_rem <= avail)
+        cnt = Signal(6)
+        ulast = Signal()
+        m.d.comb += [
+            src_data.eq(Mux(f_live, inb.payload.data, hold[f_idx])),
+            avail.eq(Mux(f_live, Mux(inb.payload.last, inb.payload.kc, BEAT_BYTES), f_hcur)),
+            src_last.eq(Mux(f_live, inb.payload.last, f_hend)),
+            src_valid.eq(in_feed & (~f_live | inb.valid)),
+            le.eq(~f_big & (f_rem[:6] <= avail)),
+            cnt.eq(Mux(le, f_rem[:6], avail)),
+            ulast.eq(le | src_last),
+            feed.i.valid.eq(src_valid),
+            feed.i.payload.data.eq(src_data),
+            feed.i.payload.first.eq(f_first),
+            feed.i.payload.count.eq(cnt),
+            feed.i.payload.last.eq(ulast),
+        ]
+
         # ------------------------------------------------------------ front half
         with m.FSM(name="front") as front:
             with m.State("HEAD"):
-                m.d.comb += inb.ready.eq(1)
                 with m.If(in_hs):
                     m.d.sync += [
                         hold[nheld].eq(inb.payload.data),
@@ -306,7 +356,14 @@ class DecompressionEngine(wiring.Component):
                 m.d.comb += ok.eq(x_ok & (x_end <= MAX_FRAME_BYTES))
                 # The unit and the Realigner take one frame ahead at most: wait until
                 # they took the previous frame's start and cfg.
+                end_m1 = Signal(14)
+                m.d.comb += end_m1.eq(x_end - 1)
                 with m.If(~pend_busy & ~st_valid & ~rl_valid):
+                    for k in range(BEAT_BYTES):
+                        m.d.sync += [
+                            pend_low[k].eq(d_p[:5] > k),
+                            pend_last_keep[k].eq(end_m1[:5] >= k),
+                        ]
                     for j in range(HOLD_BEATS):
                         m.d.sync += pend_hdr[j].eq(hold[j])
                     m.d.sync += [
@@ -318,7 +375,8 @@ class DecompressionEngine(wiring.Component):
                         pend_held_keep.eq(held_keep),
                         pend_held_user.eq(held_user),
                         pend_p.eq(d_p),
-                        pend_end.eq(x_end),
+                        pend_left.eq((end_m1 >> 5) + 1),
+                        pend_one.eq(end_m1 < BEAT_BYTES),
                         pend_vlan.eq(d_vlan),
                         pend_ihl.eq(d_ihl),
                         pend_udp.eq(d_udp),
@@ -338,7 +396,17 @@ class DecompressionEngine(wiring.Component):
                             f_idx.eq(x_fidx),
                             f_first.eq(x_ffirst),
                             f_rem.eq(x_rem),
-                            f_live.eq(x_fidx >= nheld),
+                            # with no compressed bytes, one empty beat "from the held beats"
+                            f_live.eq((x_fidx >= nheld) & (x_rem != 0)),
+                            f_zero.eq(x_rem == 0),
+                            f_big.eq(x_rem > BEAT_BYTES),
+                            f_rm33.eq(x_rem - (BEAT_BYTES + 1)),
+                            f_hcur.eq(Mux(x_rem == 0, 0,
+                                          Mux(held_last & (x_fidx + 1 == nheld),
+                                              Mux(held_kc > x_ffirst, held_kc - x_ffirst, 0),
+                                              BEAT_BYTES - x_ffirst))),
+                            f_hend.eq(held_last & (x_fidx + 1 == nheld)),
+                            in_feed.eq(1),
                             f_user.eq(held_user & held_last),
                             f_trunc.eq(0),
                             self.decompressed.eq(self.decompressed + 1),
@@ -354,66 +422,34 @@ class DecompressionEngine(wiring.Component):
                         with m.If(held_last):
                             m.next = "HEAD"
                         with m.Else():
+                            m.d.sync += f_pass.eq(1)
                             m.next = "PASS"
             with m.State("FEED"):
-                # One beat of compressed bytes per clock into the unit: the held beats
-                # first, then the live input. `first` is nonzero only on the shim's beat.
-                src_data = Signal(8 * BEAT_BYTES)
-                src_kc = Signal(6)
-                src_last = Signal()        # this beat ends the input frame
-                src_valid = Signal()
-                avail = Signal(6)
-                cnt = Signal(6)
-                ulast = Signal()
-                held_end = Signal()
-                m.d.comb += held_end.eq(held_last & (f_idx == pend_nheld - 1))
-                with m.If(f_rem == 0):
-                    # No compressed bytes at all (L = 4 received): one empty last beat.
-                    m.d.comb += [src_valid.eq(1), src_kc.eq(f_first), src_last.eq(0)]
-                with m.Elif(~f_live):
-                    m.d.comb += [
-                        src_data.eq(hold[f_idx]),
-                        src_kc.eq(Mux(held_end, pend_held_kc, BEAT_BYTES)),
-                        src_last.eq(held_end),
-                        src_valid.eq(1),
-                    ]
-                with m.Else():
-                    m.d.comb += [
-                        src_data.eq(inb.payload.data),
-                        src_kc.eq(Mux(inb.payload.last, inb.payload.kc, BEAT_BYTES)),
-                        src_last.eq(inb.payload.last),
-                        src_valid.eq(inb.valid),
-                    ]
-                m.d.comb += [
-                    avail.eq(Mux(src_kc > f_first, src_kc - f_first, 0)),
-                    cnt.eq(Mux(f_rem <= avail, f_rem, avail)),
-                    ulast.eq((f_rem <= avail) | src_last),
-                    feed.i.valid.eq(src_valid),
-                    feed.i.payload.data.eq(src_data),
-                    feed.i.payload.first.eq(f_first),
-                    feed.i.payload.count.eq(cnt),
-                    feed.i.payload.last.eq(ulast),
-                    inb.ready.eq(f_live & (f_rem != 0) & feed.i.ready),
-                ]
                 with m.If(src_valid & feed.i.ready):
-                    m.d.sync += [f_first.eq(0), f_rem.eq(f_rem - cnt)]
-                    with m.If(f_rem != 0):
+                    rm33 = Signal(signed(15))
+                    m.d.comb += rm33.eq(f_rm33 - avail)
+                    m.d.sync += [f_first.eq(0), f_rem.eq(f_rem - avail), f_rm33.eq(rm33),
+                                 f_big.eq(~rm33[-1])]
+                    with m.If(~f_zero):
                         with m.If(~f_live):
-                            m.d.sync += f_idx.eq(f_idx + 1)
+                            nxt_end = Signal()
+                            m.d.comb += nxt_end.eq(pend_held_last & (f_idx + 2 == pend_nheld))
+                            m.d.sync += [f_idx.eq(f_idx + 1), f_hend.eq(nxt_end),
+                                         f_hcur.eq(Mux(nxt_end, pend_held_kc, BEAT_BYTES))]
                             with m.If(f_idx + 1 == pend_nheld):
                                 m.d.sync += f_live.eq(1)
                         with m.Else():
                             m.d.sync += f_user.eq(inb.payload.user)
-                    with m.If(src_last & (f_rem > avail)):
+                    with m.If(src_last & ~le):
                         m.d.sync += f_trunc.eq(1)
                     with m.If(ulast):
+                        m.d.sync += in_feed.eq(0)
                         with m.If(pend_held_last | src_last):
                             m.next = "FIN"
                         with m.Else():
                             m.next = "DRAIN"
             with m.State("DRAIN"):
                 # Ethernet padding (or junk past the IP total length) is dropped.
-                m.d.comb += inb.ready.eq(1)
                 with m.If(in_hs & inb.payload.last):
                     m.d.sync += f_user.eq(inb.payload.user)
                     m.next = "FIN"
@@ -422,12 +458,13 @@ class DecompressionEngine(wiring.Component):
                     m.d.sync += [fin_valid.eq(1), fin_bad.eq(f_user), fin_trunc.eq(f_trunc)]
                     m.next = "HEAD"
             with m.State("PASS"):
-                # Bypass: the back half forwards the live beats (drives inb.ready).
+                # Bypass: the back half forwards the live beats (see inb.ready below).
                 with m.If(in_hs & inb.payload.last):
+                    m.d.sync += f_pass.eq(0)
                     m.next = "HEAD"
 
         front_pass = Signal()
-        m.d.comb += front_pass.eq(front.ongoing("PASS"))
+        m.d.comb += front_pass.eq(f_pass)
         with m.If(pend_release):
             m.d.sync += [pend_busy.eq(0), pend_ready.eq(0)]
 
@@ -435,6 +472,7 @@ class DecompressionEngine(wiring.Component):
         o_bypass = Signal()
         o_idx = Signal(range(HOLD_BEATS + 1))     # header / held beat being emitted
         o_nheld = Signal(range(HOLD_BEATS + 1))
+        o_end_held = Signal()                      # o_idx + 1 == o_nheld, as a register
         o_held_last = Signal()
         o_held_keep = Signal(BEAT_BYTES)
         o_held_user = Signal()
@@ -444,30 +482,17 @@ class DecompressionEngine(wiring.Component):
         o_s = Signal(5)                            # P mod 32
         o_low = Signal(BEAT_BYTES)                 # bytes below P mod 32
         o_last_keep = Signal(BEAT_BYTES)
+        o_last = Signal()                          # o_left == 1, as a register
+        o_hdr = Signal()                           # o_hleft != 0, as a register
         mhdr = Signal(8 * BEAT_BYTES)              # the header beat that holds byte P
 
+        do_load = Signal()
+        b_frame = Signal()             # the back half is in FRAME (a flag, not a decode)
+
         def load_next():
-            # Take the pending frame; everything here is a register load from the slot.
-            end_m1 = Signal(15)
-            m.d.comb += end_m1.eq(pend_end - 1)
-            m.d.sync += [
-                o_bypass.eq(pend_bypass),
-                o_idx.eq(0),
-                o_nheld.eq(pend_nheld),
-                o_held_last.eq(pend_held_last),
-                o_held_keep.eq(pend_held_keep),
-                o_held_user.eq(pend_held_user),
-                o_hleft.eq(pend_p >> 5),
-                o_first.eq(1),
-                o_left.eq((end_m1 >> 5) + 1),
-                o_s.eq(pend_p[:5]),
-                mhdr.eq(pend_hdr[pend_p >> 5]),
-            ]
-            for k in range(BEAT_BYTES):
-                m.d.sync += [
-                    o_low[k].eq(pend_p[:5] > k),
-                    o_last_keep[k].eq(end_m1[:5] >= k),
-                ]
+            # Take the pending frame (the loads themselves follow the FSM, once).
+            m.d.comb += do_load.eq(1)
+            m.d.sync += b_frame.eq(~pend_bypass)
             with m.If(pend_bypass):
                 m.next = "BHELD"
             with m.Else():
@@ -489,9 +514,13 @@ class DecompressionEngine(wiring.Component):
             with m.If(pend_ready & ~Value.cast(releasing).bool()):
                 load_next()
             with m.Else():
+                m.d.sync += b_frame.eq(0)
                 m.next = "IDLE"
 
-        with m.FSM(name="back"):
+        # The Realigner's ready from flip-flops only (it reaches into its pipeline).
+        m.d.comb += rl.o.ready.eq(b_frame & ~o_hdr & (~o_last | fin_valid) & ob.ready)
+
+        with m.FSM(name="back") as back:
             with m.State("IDLE"):
                 with m.If(pend_ready):
                     load_next()
@@ -500,7 +529,7 @@ class DecompressionEngine(wiring.Component):
                 is_last = Signal()
                 end_held = Signal()
                 m.d.comb += [
-                    end_held.eq(o_idx + 1 == o_nheld),
+                    end_held.eq(o_end_held),
                     is_last.eq(o_held_last & end_held),
                     ob.valid.eq(1),
                     ob.payload.data.eq(pend_hdr[o_idx]),
@@ -509,7 +538,7 @@ class DecompressionEngine(wiring.Component):
                     ob.payload.user.eq(is_last & o_held_user),
                 ]
                 with m.If(ob_hs):
-                    m.d.sync += o_idx.eq(o_idx + 1)
+                    m.d.sync += [o_idx.eq(o_idx + 1), o_end_held.eq(o_idx + 2 == o_nheld)]
                     with m.If(end_held):
                         m.d.comb += pend_release.eq(1)
                         with m.If(o_held_last):
@@ -524,7 +553,6 @@ class DecompressionEngine(wiring.Component):
                     ob.payload.keep.eq(inb.payload.keep),
                     ob.payload.last.eq(inb.payload.last),
                     ob.payload.user.eq(inb.payload.user),
-                    inb.ready.eq(ob.ready & front_pass),
                 ]
                 with m.If(ob_hs & inb.payload.last):
                     frame_done(C(0, 1))
@@ -536,8 +564,8 @@ class DecompressionEngine(wiring.Component):
                 fin_ok = Signal()
                 bad = Signal()
                 m.d.comb += [
-                    hdr_beat.eq(o_hleft != 0),
-                    is_last.eq(o_left == 1),
+                    hdr_beat.eq(o_hdr),
+                    is_last.eq(o_last),
                     data_ok.eq(hdr_beat | rl.o.valid),
                     fin_ok.eq(~is_last | fin_valid),
                     bad.eq(rl.o.payload.user | fin_trunc),
@@ -546,12 +574,12 @@ class DecompressionEngine(wiring.Component):
                     ob.payload.keep.eq(Mux(is_last, o_last_keep, (1 << BEAT_BYTES) - 1)),
                     ob.payload.last.eq(is_last),
                     ob.payload.user.eq(is_last & (bad | fin_bad)),
-                    rl.o.ready.eq(~hdr_beat & fin_ok & ob.ready),
                 ]
                 with m.If(ob_hs):
-                    m.d.sync += o_left.eq(o_left - 1)
+                    m.d.sync += [o_left.eq(o_left - 1), o_last.eq(o_left == 2)]
                     with m.If(hdr_beat):
-                        m.d.sync += [o_hleft.eq(o_hleft - 1), o_idx.eq(o_idx + 1)]
+                        m.d.sync += [o_hleft.eq(o_hleft - 1), o_hdr.eq(o_hleft != 1),
+                                     o_idx.eq(o_idx + 1)]
                     with m.Else():
                         m.d.sync += o_first.eq(0)
                     releasing = Signal()
@@ -564,4 +592,33 @@ class DecompressionEngine(wiring.Component):
                         with m.If(bad):
                             m.d.sync += self.malformed.eq(self.malformed + 1)
                         frame_done(releasing)
+
+        # The input's ready as one flat expression of flags (the states that take
+        # input beats: HEAD and DRAIN, FEED from the live input, a bypass passing
+        # through; they never overlap).
+        m.d.comb += inb.ready.eq(front.ongoing("HEAD") | front.ongoing("DRAIN")
+                                 | (in_feed & f_live & feed.i.ready)
+                                 | (back.ongoing("BLIVE") & front_pass & ob.ready))
+
+        # Everything here is a register load from the slot; after the FSM, so that
+        # it wins over the finishing frame's own updates in the same clock.
+        with m.If(do_load):
+            m.d.sync += [
+                o_bypass.eq(pend_bypass),
+                o_idx.eq(0),
+                o_end_held.eq(pend_nheld == 1),
+                o_nheld.eq(pend_nheld),
+                o_held_last.eq(pend_held_last),
+                o_held_keep.eq(pend_held_keep),
+                o_held_user.eq(pend_held_user),
+                o_hleft.eq(pend_p >> 5),
+                o_first.eq(1),
+                o_left.eq(pend_left),
+                o_last.eq(pend_one),
+                o_hdr.eq(pend_p[5:] != 0),
+                o_s.eq(pend_p[:5]),
+                mhdr.eq(pend_hdr[pend_p >> 5]),
+                o_low.eq(pend_low),
+                o_last_keep.eq(pend_last_keep),
+            ]
         return m

@@ -31,14 +31,20 @@ slice can take a word, so a stall never reaches the BurstBuffer through logic):
       the tail) is decided from the previous clock's state, registered, so it stays
       off the step loop; it goes once it is known whether bytes are left over (the
       last piece is in, or more than needed is buffered), and flushes the buffer.
+      A non-final step always takes 8 values, so the next step's plan (final, no
+      group) is compared from ``left`` with constants, off the go path.
       The TagDecoder's field offsets are registered with the window.
   S1  per-value 4-byte field select at its offset, tail select after the group.
-  S2  fields registered -> DecompressionBlock leading-zero count.
-  S3  DecompressionBlock register -> normalising shift; word assembly (values past
-      the payload's end dropped, tail bytes merged after the last value).
+  S2  fields registered -> DecompressionBlock leading-zero count; which value slots
+      are kept and which slot takes the tail are decoded here.
+  S3  DecompressionBlock register -> normalising shift; word assembly: one AND-OR
+      per bit of a kept value and the tail (in the slot after the last value).
   S4  output word register -> AxisRegisterSlice -> ``o``.
-Between payloads the unit idles a few clocks (the final step's decision, the next
-``start``, the buffer's first length).
+Between payloads the unit idles about two clocks (the next ``start`` is taken once
+the final step has gone; the buffer takes the next payload's first piece the clock
+after the flush). The final step goes without waiting for the registered decision
+when the payload's last piece is already in (the usual case), and the buffer knows
+the first group's length the clock after its first piece lands.
 
 Rates (measured by sim/test_decompression_unit.py, output always ready): see the
 throughput test; one word per clock while groups average up to 32 bytes.
@@ -111,23 +117,35 @@ class DecompressionUnit(wiring.Component):
         fin_ok = Signal()
         # A non-final step goes when its group is in the buffer (or never will be).
         go = Signal()
-        m.d.comb += go.eq(running & adv & bb.ready & Mux(final, fin_ok, bb.fits | bb.last))
-        m.d.sync += fin_ok.eq(running & ~go & final & bb.known & (bb.last | (bb.level > need)))
-        overrun = Signal()         # the step reads past the end of the payload
-        more = Signal()            # bytes beyond the final step are buffered
+        flush = Signal()           # go & final, as its own gate (fin_ok is a register)
+        base = Signal()
         m.d.comb += [
-            overrun.eq(Mux(final, bb.level < need, ~bb.fits)),
-            more.eq(bb.level > need),
+            base.eq(running & adv & bb.ready),
+            # With the last piece in, what is left over is known now (no wait).
+            go.eq(base & Mux(final, fin_ok | bb.last, bb.fits | bb.last)),
+            flush.eq(base & final & (fin_ok | bb.last)),
         ]
+        m.d.sync += fin_ok.eq(running & ~go & final & bb.known & (bb.last | (bb.level > need)))
+        # The final step reads past the end of the payload or leaves bytes over.
+        final_bad = Signal()
+        m.d.comb += final_bad.eq(bb.level != need)
         # Past the end of a payload whose last piece is in, the buffer reads as zeros.
         m.d.comb += [
             bb.go.eq(go),
-            bb.flush.eq(go & final),
+            bb.flush.eq(flush),
         ]
-        rest = Signal(12)
-        m.d.comb += rest.eq(left - cnt)
+        # A non-final step has at least 8 values left (so it takes 8): the next plan
+        # follows from ``left`` by comparisons with constants, off the go path.
+        nf_final = Signal()
+        nf_none = Signal()
+        m.d.comb += [
+            nf_final.eq((left < 2 * GROUP_VALUES) | ((left == 2 * GROUP_VALUES) & (tail_r == 0))),
+            nf_none.eq(left == GROUP_VALUES),
+        ]
         with m.If(go):
-            m.d.sync += [left.eq(rest), err.eq(err | overrun), *plan(rest, tail_r)]
+            m.d.sync += [left.eq(left - GROUP_VALUES), final.eq(nf_final), no_group.eq(nf_none)]
+            with m.If(~final & ~bb.fits):
+                m.d.sync += err.eq(1)
             with m.If(final):
                 m.d.sync += running.eq(0)
 
@@ -151,7 +169,7 @@ class DecompressionUnit(wiring.Component):
                 cnt1.eq(cnt),
                 r1.eq(Mux(final, tail_r, 0)),
                 final1.eq(final),
-                err1.eq(final & (err | overrun | more)),
+                err1.eq(final & (err | final_bad)),
             ]
             m.d.sync += [off1[j].eq(td.offset[j]) for j in range(GROUP_VALUES)]
 
@@ -177,11 +195,15 @@ class DecompressionUnit(wiring.Component):
         r2 = Signal(2)
         tail2 = Signal(24)
         tags2 = Signal(16)
+        keep2 = Signal(GROUP_VALUES)      # value j is in the word
+        tslot2 = Signal(GROUP_VALUES)     # the tail goes in value slot j
         fields2 = [Signal(32, name=f"field2_{j}") for j in range(GROUP_VALUES)]
         with m.If(adv):
             m.d.sync += [v2.eq(v1), final2.eq(final1), err2.eq(err1), cnt2.eq(cnt1),
                          r2.eq(r1), tail2.eq(tail1), tags2.eq(tags1)]
             m.d.sync += [fields2[j].eq(fields[j]) for j in range(GROUP_VALUES)]
+            m.d.sync += [keep2[j].eq(cnt1 > j) for j in range(GROUP_VALUES)]
+            m.d.sync += [tslot2[j].eq(cnt1 == j) for j in range(GROUP_VALUES)]
 
         values = []
         for j in range(GROUP_VALUES):
@@ -196,19 +218,18 @@ class DecompressionUnit(wiring.Component):
         cnt3 = Signal(4)
         r3 = Signal(2)
         tail3 = Signal(24)
+        keep3 = Signal(GROUP_VALUES)
+        tslot3 = Signal(GROUP_VALUES)
+        count3 = Signal(6)
         with m.If(adv):
             m.d.sync += [v3.eq(v2), final3.eq(final2), err3.eq(err2), cnt3.eq(cnt2),
-                         r3.eq(r2), tail3.eq(tail2)]
-        vals = Signal(256)
-        m.d.comb += vals.eq(Cat(*(Mux(cnt3 > j, values[j], 0) for j in range(GROUP_VALUES))))
-        placed_tail = Signal(256)
-        m.d.comb += placed_tail.eq(tail3 << Cat(C(0, 5), cnt3))
+                         r3.eq(r2), tail3.eq(tail2), keep3.eq(keep2), tslot3.eq(tslot2),
+                         count3.eq(Mux(final2, Cat(r2, cnt2), 32))]
+        # Value j or the tail (in the slot after the last value), one AND-OR per bit.
         word = Signal(256)
-        count = Signal(6)
-        m.d.comb += [
-            word.eq(vals | placed_tail),
-            count.eq(Mux(final3, Cat(r3, cnt3), 32)),
-        ]
+        m.d.comb += word.eq(Cat(*((keep3[j].replicate(32) & values[j])
+                                  | (tslot3[j].replicate(32) & Cat(tail3, C(0, 8)))
+                                  for j in range(GROUP_VALUES))))
 
         # ---- S4: output register, then the slice --------------------------------
         v4 = Signal()
@@ -216,7 +237,7 @@ class DecompressionUnit(wiring.Component):
             m.d.sync += [
                 v4.eq(v3),
                 oslice.i.payload.data.eq(word),
-                oslice.i.payload.count.eq(count),
+                oslice.i.payload.count.eq(count3),
                 oslice.i.payload.last.eq(final3),
                 oslice.i.payload.error.eq(err3),
             ]

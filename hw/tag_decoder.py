@@ -20,7 +20,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["TagDecoder", "GROUP_VALUES", "MAX_GROUP_BYTES", "TAG_BYTES_WIDTH",
-           "tag_byte_prefix"]
+           "tag_byte_prefix", "group_length"]
 
 GROUP_VALUES = 8
 MAX_GROUP_BYTES = 2 + 4 * GROUP_VALUES
@@ -41,6 +41,36 @@ def tag_byte_prefix(m, byte, upto, name, bias=0):
         for b, v in enumerate(values):
             with m.Case(b):
                 m.d.comb += out.eq(v)
+    return out
+
+
+def _table(m, bits, values, name):
+    out = Signal(range(max(values) + 1), name=name)
+    with m.Switch(bits):
+        for b, v in enumerate(values):
+            with m.Case(b):
+                m.d.comb += out.eq(v)
+    return out
+
+
+def group_length(m, b0, b1, name, bias=0):
+    """Signal = bias + the stored bytes of a tag word (bytes b0, b1), in three LUT
+    levels: the widths of tags 0-2, 3-5 and 6-7 are three 6-input tables, reduced
+    carry-save (sum and majority bits, absorbed into the adder's LUTs) into one adder.
+    Two byte lookups and an adder would take four (an 8-input table maps to two)."""
+    tags = Cat(b0, b1)
+    parts = []
+    for lo, hi, bb in ((0, 3, bias), (3, 6, 0), (6, 8, 0)):
+        n = hi - lo
+        vals = [bb + sum(_WIDTH[(x >> (2 * i)) & 3] for i in range(n)) for x in range(1 << (2 * n))]
+        parts.append(_table(m, tags[2 * lo:2 * hi], vals, f"{name}_p{lo}"))
+    a, b, c = (Signal(4, name=f"{name}_{x}") for x in "abc")
+    m.d.comb += [a.eq(parts[0]), b.eq(parts[1]), c.eq(parts[2])]
+    s = Signal(4, name=f"{name}_s")
+    cy = Signal(4, name=f"{name}_c")
+    m.d.comb += [s.eq(a ^ b ^ c), cy.eq((a & b) | (a & c) | (b & c))]
+    out = Signal(6, name=name)
+    m.d.comb += out.eq(s + Cat(C(0, 1), cy))
     return out
 
 
