@@ -213,7 +213,7 @@ class WordGen(wiring.Component):
         s2_last = Signal()
         s2_data = Signal(256)
         s2_isval = Signal(8)
-        s2_cbdec = [Signal(32, name=f"s2_cbdec{j}") for j in range(8)]
+        s2_cbtag = [Signal(2, name=f"s2_cbtag{j}") for j in range(8)]
         s2_cbw = [Signal(3, name=f"s2_cbw{j}") for j in range(8)]
         m.d.sync += [s2_valid.eq(s1_valid), s2_last.eq(s1_last),
                      s2_data.eq(Cat(*s1_vals)), s2_isval.eq(s1_isval)]
@@ -222,7 +222,9 @@ class WordGen(wiring.Component):
             for j in range(8):
                 cb = m.submodules[f"cb{j}"] = CompressionBlock()
                 m.d.comb += [cb.value.eq(s1_vals[j]), cb.k.eq(self.k)]
-                m.d.sync += [s2_cbdec[j].eq(cb.decoded), s2_cbw[j].eq(cb.width)]
+                # The tag, not the decoded value: decoding behind the tag register
+                # keeps both sides within the level budget (as the CompressionUnit).
+                m.d.sync += [s2_cbtag[j].eq(cb.tag), s2_cbw[j].eq(cb.width)]
 
         # Stage 3: values restore through the codec, the tail bytes (and zeros) stay
         # raw; the group's size; into the FIFO.
@@ -234,7 +236,10 @@ class WordGen(wiring.Component):
         m.d.comb += [wsum_a.eq(widths[0] + widths[1] + widths[2] + widths[3]),
                      wsum_b.eq(widths[4] + widths[5] + widths[6] + widths[7])]
         if self.decode:
-            dec = Cat(*(Mux(s2_isval[j], s2_cbdec[j], s2_data[32 * j:32 * j + 32])
+            from .compression_block import decoded_value
+            dec = Cat(*(Mux(s2_isval[j],
+                            decoded_value(m, s2_data[32 * j:32 * j + 32], s2_cbtag[j], f"s2_dec{j}"),
+                            s2_data[32 * j:32 * j + 32])
                         for j in range(8)))
         else:
             dec = s2_data
