@@ -35,13 +35,7 @@ def _prefix_table(byte, upto):
 def tag_byte_prefix(m, byte, upto, name, bias=0):
     """Signal = bias + the stored bytes of the first ``upto`` (1..4) tags in ``byte``,
     as one 256-entry table."""
-    values = [bias + _prefix_table(b, upto) for b in range(256)]
-    out = Signal(range(max(values) + 1), name=name)
-    with m.Switch(byte):
-        for b, v in enumerate(values):
-            with m.Case(b):
-                m.d.comb += out.eq(v)
-    return out
+    return _table(m, byte, [bias + _prefix_table(b, upto) for b in range(256)], name)
 
 
 def _table(m, bits, values, name):

@@ -211,8 +211,8 @@ async def throughput(dut):
 
 
 # The variant is an experiment (docs/rx-two-groups.md), not part of the engines, and its
-# Verilog is ~20x a block's: one cold Verilator build takes longer than the rest of
-# `make test` together, so it runs with the stress runs.
+# Verilog is 4.5 MB: its first Verilator build took ~13 minutes, more than `make test`'s
+# budget, so it runs with the stress runs.
 @pytest.mark.skipif(os.environ.get("INCEPTIONN_STRESS", "0") in ("", "0"),
                     reason="experimental 2-group unit, slow to build; run by `make sim-stress` (INCEPTIONN_STRESS=1)")
 def test_two_group_unit():
