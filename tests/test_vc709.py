@@ -25,7 +25,7 @@ def test_platform_part_and_clock():
     clk = p.lookup("clk200", 0)
     assert clk.clock.frequency == 200e6
     assert clk.ios[0].p.names == ["H19"] and clk.ios[0].n.names == ["G18"]
-    assert clk.attrs["IOSTANDARD"] == "LVDS"
+    assert clk.attrs["IOSTANDARD"] == "DIFF_SSTL15"
 
 
 def test_platform_user_io():

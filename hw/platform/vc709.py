@@ -1,11 +1,13 @@
 """Xilinx VC709 Connectivity Kit (Virtex-7 XC7VX690T-2FFG1761C), as an Amaranth platform.
 
 Pin locations and I/O standards follow the board user guide UG887 (VC709 Evaluation
-Board for the Virtex-7 FPGA, "FPGA pin assignments" tables and the board's master XDC).
-The user I/O (LEDs, DIP switches, push buttons, CPU reset) sit in 1.8 V banks, hence
-LVCMOS18. Every entry was checked against what we know of UG887; the few we are not
-certain of are marked "verify" and kept out of the self-test (only the system clock,
-CPU_RESET, the LEDs and DIP switch 0 are used there).
+Board for the Virtex-7 FPGA, "FPGA pin assignments" tables and the board's master XDC)
+by signal name (SYSCLK_P/N, CPU_RESET, GPIO_LED_n_LS, GPIO_DIP_SWn, GPIO_SW_x). Each
+location and standard below was cross-checked against several independent, published
+VC709 designs' constraint files, which agree with each other and with this file. The
+user I/O (LEDs, DIP switches, push buttons, CPU reset) sit in 1.8 V banks, hence
+LVCMOS18. Not checked on a physical board: the self-test only uses the system clock,
+CPU_RESET, the LEDs and DIP switch 0.
 """
 
 from amaranth.build import Attrs, Clock, DiffPairs, Pins, Resource, Subsignal
@@ -32,11 +34,12 @@ class VC709Platform(XilinxPlatform):
     default_rst = "cpu_reset"
 
     resources = [
-        # UG887 "System Clock": fixed 200 MHz LVDS oscillator (SiT9102) on SYSCLK_P/N,
-        # pins H19/G18 (bank 38). LVDS input without DIFF_TERM matches the board's
-        # external termination; an LVDS *input* is allowed whatever the bank's VCCO.
+        # UG887 "System Clock": fixed 200 MHz oscillator (SiT9102) on SYSCLK_P/N, pins
+        # H19/G18 (IO_L13P/N_T2_MRCC_38). Bank 38 is a 1.5 V HP bank (it serves the
+        # DDR3 SODIMM), so the input is DIFF_SSTL15, as in the board's designs: an
+        # LVDS standard would conflict with the bank's VCCO in Vivado's I/O checks.
         Resource("clk200", 0, DiffPairs("H19", "G18", dir="i"), Clock(200e6),
-                 Attrs(IOSTANDARD="LVDS")),
+                 Attrs(IOSTANDARD="DIFF_SSTL15")),
 
         # UG887 "User Pushbuttons": CPU_RESET (SW8), active high, AV40.
         Resource("cpu_reset", 0, Pins("AV40", dir="i"), Attrs(IOSTANDARD="LVCMOS18")),
@@ -57,9 +60,10 @@ class VC709Platform(XilinxPlatform):
 
         # For the 10G path (later): the SFP+ cages' GTH reference clock. On the VC709 it
         # comes from the Si5324 jitter attenuator (SI5324_OUT_C_P/N) into MGTREFCLK0 of
-        # quad 113, AH8/AH7, as in the connectivity TRD's XDC (UG962). Verify against
-        # UG887 before use: the Si5324 must first be programmed over I2C to give
-        # 156.25 MHz, and the transceiver pins themselves are owned by the 10G PHY IP.
+        # quad 113, AH8/AH7, as in the connectivity TRD's XDC (UG962) and the published
+        # VC709 10GBASE-R designs (SFP+ cages P2..P5 on GTHE2 X1Y13, X1Y12, X1Y14, X1Y15).
+        # Before use the Si5324 must be programmed over I2C to give 156.25 MHz; the
+        # transceiver pins themselves are owned by the 10G PHY IP.
         Resource("sfp_refclk", 0, DiffPairs("AH8", "AH7", dir="i"), Clock(156.25e6)),
     ]
     connectors = []
@@ -67,7 +71,7 @@ class VC709Platform(XilinxPlatform):
     def toolchain_prepare(self, fragment, name, **kwargs):
         overrides = {
             # As in Xilinx's VC709 example designs: a compressed bitstream, and the
-            # configuration bank at 1.8 V (CFGBVS = GND; verify against UG887).
+            # configuration bank at 1.8 V (CFGBVS = GND, CONFIG_VOLTAGE 1.8).
             "script_before_bitstream":
                 "set_property BITSTREAM.GENERAL.COMPRESS TRUE [current_design]",
             "add_constraints":
