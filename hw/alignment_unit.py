@@ -6,12 +6,16 @@ for the read side, and the read side never shifts data:
 - Accept (stage A): the vector's place in the ring is fixed from the write pointer
   ``wp`` alone (byte offset ``wp mod 32`` and first slot ``wp div 32``). A vector with
   ``last`` rounds ``wp`` up to the next slot, so every packet starts at a slot
-  boundary (the final beat's bytes past ``keep`` are sent as zeros).
+  boundary (by default the final beat's bytes past ``keep`` are sent as zeros).
   The vector is rotated by that offset as it is registered (bytes 0..31 and 32..35
   separately), which puts every byte in its lane.
 - Write (stage B, next clock): the registered rotations are written with per-byte
-  enables into the (up to 3) slots the vector covers; each slot lane takes one of the
-  two rotations or zero, so no wide window shifter is needed.
+  enables into the (up to 3) slots the vector covers, so no wide window shifter is
+  needed. A lane takes at most one byte of each rotation per vector, the low
+  rotation's into one slot and the high rotation's into the next, so the slots are
+  kept per lane in two 4-entry distributed-RAM memories (one per rotation, each with
+  its own write address) instead of flip-flops behind a 3:1 mux; a flag per slot and
+  lane records which memory holds the byte, and the read picks by it.
   Then the "released" slot pointer ``rel`` moves: slots before the one holding the
   newest byte are released (more bytes follow them, so they are not the packet's
   last); a ``last`` vector also releases the final slot and marks it ``last``.
@@ -26,10 +30,15 @@ That sustains one beat per clock with one vector of up to 32 bytes per clock; ab
 
 A packet of zero bytes in total (only zero-length vectors) produces no beat.
 Vector lengths above 36 are not valid input.
+
+``clear_stale=False`` leaves the final beat's bytes past ``keep`` as whatever the slot
+held (``keep`` is still right): for a consumer that masks by ``keep`` itself (the
+compression engine's egress does), which saves the AND behind the read mux.
 """
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .axis import BEAT_BYTES, axis_signature
@@ -59,11 +68,18 @@ def mux_tree(sel, cands):
     return level[0]
 
 
-def rotate_bytes_left(m, value, amount, nbytes, name="rot"):
+def rotate_bytes_left(m, value, amount, nbytes, name="rot", cut=False):
     """Byte ``i`` of ``value`` (zero-extended to ``nbytes``) moves to byte
-    ``(i + amount) mod nbytes``. Two radix stages, rotate by ``amount[0:2]`` (a 4:1 mux,
-    one LUT6 per bit) then by ``4 * amount[2:]`` (an 8:1 mux), each written per output
-    byte as a mux tree, so synthesis gets wide muxes instead of a chain of 2:1 ones."""
+    ``(i + amount) mod nbytes`` (``amount`` 5 bits).
+
+    ``cut=False``: two radix stages, rotate by ``amount[0:2]`` (a 4:1 mux) then by
+    ``4 * amount[2:]`` (an 8:1 mux), each per output byte as a mux tree; left to the
+    mapper, a full 32-byte rotation takes about 4.5 LUTs per bit.
+    ``cut=True``: rotate by ``amount[0:2]``, then by ``4 * amount[2:4]``, each a 4:1
+    AND-OR over the decoded select on a kept net (one LUT6 per bit), then by
+    ``16 * amount[4]`` (2:1, left free to merge into the register's enable LUT): three
+    LUTs per bit. Best for a rotation of dense data; a mostly-zero value (a few bytes
+    zero-extended) maps smaller uncut."""
     width = 8 * nbytes
 
     def rot(v, nb):
@@ -72,11 +88,24 @@ def rotate_bytes_left(m, value, amount, nbytes, name="rot"):
 
     cur = Signal(width, name=f"{name}_in")
     m.d.comb += cur.eq(value)
+    if not cut:
+        stages = ((0, 2), (2, len(amount)))
+    else:
+        stages = ((0, 2), (2, 4), (4, len(amount)))
     unit = 1
-    for lo, hi in ((0, 2), (2, len(amount))):
-        nxt = Signal(width, name=f"{name}_s{lo}")
-        m.d.comb += nxt.eq(mux_tree(amount[lo:hi], [rot(cur, c * unit)
-                                                     for c in range(1 << (hi - lo))]))
+    for lo, hi in stages:
+        sel = amount[lo:hi]
+        cands = [rot(cur, c * unit) for c in range(1 << (hi - lo))]
+        if cut and hi < len(amount):
+            # A kept net: without it the mapper merges the stages again.
+            nxt = Signal(width, name=f"{name}_s{lo}", attrs={"keep": 1})
+            acc = C(0, width)
+            for c, v in enumerate(cands):
+                acc = acc | ((sel == c).replicate(width) & v)
+            m.d.comb += nxt.eq(acc)
+        else:
+            nxt = Signal(width, name=f"{name}_s{lo}")
+            m.d.comb += nxt.eq(mux_tree(sel, cands))
         cur = nxt
         unit <<= hi - lo
     return cur
@@ -86,6 +115,10 @@ class AlignmentUnit(wiring.Component):
     i: In(stream.Signature(ByteVector))
     o: Out(axis_signature())
 
+    def __init__(self, clear_stale=True):
+        self.clear_stale = clear_stale
+        super().__init__()
+
     def elaborate(self, platform):
         m = Module()
 
@@ -94,10 +127,22 @@ class AlignmentUnit(wiring.Component):
         rel = Signal(3)         # slots before this one may be read
         pkt_bytes = Signal()    # the current packet has at least one byte
 
-        # Data registers need no reset (nothing reads them before it is written), which
-        # keeps the reset fan-out to the control state.
-        slot_data = Array(Signal(8 * BEAT_BYTES, name=f"slot{s}", reset_less=True)
-                          for s in range(SLOTS))
+        # Slot bytes: per lane, a 4-entry memory (one entry per slot) for the bytes of
+        # the low rotation and one for those of the high rotation, in distributed RAM.
+        # In one clock a lane takes at most one byte of each (the low one into the slot
+        # ``a_slot + below``, the high one into the slot after it), so each memory needs
+        # one write port with its own address. A flag per slot and lane says which of
+        # the two holds the byte written last. Data and flags need no reset (nothing
+        # reads them before it is written), which keeps the reset fan-out to the
+        # control state.
+        lo_mem, hi_mem = [], []
+        for b in range(BEAT_BYTES):
+            for kind, mems in (("lo", lo_mem), ("hi", hi_mem)):
+                mem = Memory(shape=8, depth=SLOTS, init=[])
+                m.submodules[f"{kind}{b}"] = mem
+                mems.append((mem.write_port(), mem.read_port(domain="comb")))
+        slot_hi = Array(Signal(BEAT_BYTES, name=f"slot{s}_hi", reset_less=True)
+                        for s in range(SLOTS))
         slot_last = Signal(SLOTS)
         slot_keep = Array(Signal(BEAT_BYTES, name=f"slot{s}_keep", reset_less=True)
                           for s in range(SLOTS))
@@ -107,13 +152,21 @@ class AlignmentUnit(wiring.Component):
         emit = Signal()
         o_last = Signal()
         o_keep = Signal(BEAT_BYTES)
+        o_hi = Signal(BEAT_BYTES)
+        o_data = Signal(8 * BEAT_BYTES)
+        m.d.comb += o_hi.eq(mux_tree(rd, list(slot_hi)))
+        for b in range(BEAT_BYTES):
+            m.d.comb += [lo_mem[b][1].addr.eq(rd), hi_mem[b][1].addr.eq(rd),
+                         o_data[8 * b:8 * b + 8].eq(Mux(o_hi[b], hi_mem[b][1].data,
+                                                        lo_mem[b][1].data))]
+        if self.clear_stale:
+            # The final slot of a packet holds stale bytes past its end: send zeros.
+            o_data = o_data & Cat(*(k.replicate(8) for k in o_keep))
         m.d.comb += [
             o_last.eq(slot_last.bit_select(rd, 1)),
             o_keep.eq(Mux(o_last, slot_keep[rd], ~0)),
             self.o.valid.eq(rp != rel),
-            # The final slot of a packet holds stale bytes past its end: send zeros.
-            self.o.payload.data.eq(mux_tree(rd, list(slot_data)) &
-                                   Cat(*(k.replicate(8) for k in o_keep))),
+            self.o.payload.data.eq(o_data),
             self.o.payload.last.eq(o_last),
             self.o.payload.keep.eq(o_keep),
             self.o.payload.user.eq(0),
@@ -184,7 +237,8 @@ class AlignmentUnit(wiring.Component):
         # Byte i of the vector goes to lane (i + off) mod 32 of relative slot
         # (i + off) div 32. Rotating bytes 0..31 and 32..35 by `off` puts every byte in
         # its lane; stage B then picks, per lane, the low rotation, the high one or zero.
-        lo = rotate_bytes_left(m, vin.data[:8 * BEAT_BYTES], off, BEAT_BYTES, name="rot_lo")
+        lo = rotate_bytes_left(m, vin.data[:8 * BEAT_BYTES], off, BEAT_BYTES, name="rot_lo",
+                               cut=True)
         hi = rotate_bytes_left(m, vin.data[8 * BEAT_BYTES:], off, BEAT_BYTES, name="rot_hi")
 
         a_valid = Signal()
@@ -228,32 +282,42 @@ class AlignmentUnit(wiring.Component):
         m.d.comb += a_keep.eq(Cat(*(~a_nz | (a_end_lane > b) for b in range(BEAT_BYTES))))
         # Lane b of relative slot 0 holds vector byte b - off (lanes >= off); of slot 1,
         # byte 32 + b - off (low rotation below off, high above); of slot 2, byte
-        # 64 + b - off (high rotation below off).
+        # 64 + b - off (high rotation below off). So lane b's low byte goes to relative
+        # slot below[b] and its high byte to the slot after it. below is ~a_start, a
+        # register, so the memories' write addresses are one LUT behind flip-flops.
         below = Signal(BEAT_BYTES)      # lane b < off
-        m.d.comb += below.eq(Cat(*(a_off > b for b in range(BEAT_BYTES))))
+        m.d.comb += below.eq(~a_start)
         wbytes = WINDOW * BEAT_BYTES
         wen = Signal(wbytes)    # byte enables over the 3-slot window
         m.d.comb += wen.eq(a_end & Cat(a_start, C(-1, wbytes - BEAT_BYTES)))
+        # Which relative slot (0..2) ring slot s is; 3 = not written.
+        rel_of = [Signal(2, name=f"d{s}") for s in range(SLOTS)]
+        for s, d in enumerate(rel_of):
+            m.d.comb += d.eq(s - a_slot)
+        for b in range(BEAT_BYTES):
+            lane = slice(8 * b, 8 * b + 8)
+            lo_w, hi_w = lo_mem[b][0], hi_mem[b][0]
+            # Shared by the memory's enable and the 4 flag updates.
+            lo_en = Signal(name=f"lo_en{b}")
+            hi_en = Signal(name=f"hi_en{b}")
+            m.d.comb += [
+                lo_en.eq(a_valid & Mux(below[b], wen[BEAT_BYTES + b], wen[b])),
+                hi_en.eq(a_valid & Mux(below[b], wen[2 * BEAT_BYTES + b],
+                                       wen[BEAT_BYTES + b])),
+                lo_w.addr.eq(a_slot + below[b]), lo_w.data.eq(a_lo[lane]), lo_w.en.eq(lo_en),
+                hi_w.addr.eq(a_slot + below[b] + 1), hi_w.data.eq(a_hi[lane]),
+                hi_w.en.eq(hi_en),
+            ]
+            for s, d in enumerate(rel_of):
+                lo_hit = Signal(name=f"lo_hit{s}_{b}")
+                hi_hit = Signal(name=f"hi_hit{s}_{b}")
+                m.d.comb += [
+                    lo_hit.eq(lo_en & (d == below[b])),
+                    hi_hit.eq(hi_en & (d == below[b] + 1)),
+                ]
+                # A plain next-state function: as an enable it mapped to two LUTs a flag.
+                m.d.sync += slot_hi[s][b].eq(hi_hit | (slot_hi[s][b] & ~lo_hit))
         with m.If(a_valid):
-            for s in range(SLOTS):
-                # Which relative slot (0..2) ring slot s is; 3 = not written.
-                d = Signal(2, name=f"d{s}")
-                m.d.comb += d.eq(s - a_slot)
-                for b in range(BEAT_BYTES):
-                    lane = slice(8 * b, 8 * b + 8)
-                    dst = slot_data[s][lane]
-                    with m.Switch(d):
-                        with m.Case(0):
-                            with m.If(wen[b]):
-                                m.d.sync += dst.eq(a_lo[lane])
-                        with m.Case(1):
-                            j = BEAT_BYTES + b
-                            with m.If(wen[j]):
-                                m.d.sync += dst.eq(Mux(below[b], a_lo[lane], a_hi[lane]))
-                        with m.Case(2):
-                            j = 2 * BEAT_BYTES + b
-                            with m.If(wen[j]):
-                                m.d.sync += dst.eq(Mux(below[b], a_hi[lane], 0))
             with m.If(a_rel_upd):
                 m.d.sync += rel.eq(a_rel)
             with m.If(a_mark):

@@ -12,9 +12,9 @@ LUT depth is kept small by never searching for a leading one:
   ``[22:8]`` (``127 - e`` is ``~e`` on 7 bits when e < 127, again no adder), so each
   stored bit is a 16-way mux of the 24-bit significand;
 - the decoded value is ``f`` with the mantissa bits below the band's resolution cleared
-  (2^-15 for tag 10, 2^-7 for tag 01), a mask that depends only on ``e`` and the band;
-  it is +0.0 when the stored magnitude is 0, i.e. when ``e < 112`` (tag 10) or
-  ``e < 120`` (tag 01).
+  (2^-15 for tag 10, 2^-7 for tag 01), a mask that depends only on ``e`` and the band
+  (one 5-bit threshold per value, see ``decoded_value``); it is +0.0 when the stored
+  magnitude is 0, i.e. when ``e < 112`` (tag 10) or ``e < 120`` (tag 01).
 """
 
 from amaranth import *
@@ -31,26 +31,37 @@ def decoded_value(m, f, tag, name="dec"):
     """What the receiver restores from float32 bits ``f`` stored with ``tag``: ``f`` with
     the mantissa bits below the band's resolution cleared (2^-15 for tag 10, 2^-7 for
     tag 01), +0.0 when the stored magnitude is 0; ``f`` for tag 11, +0.0 for tag 00.
-    Mantissa bit i is worth 2^(e - 150 + i): kept when e >= 135 - i (tag 10) or
-    e >= 143 - i (tag 01); constant compares on e only. A function of (f, tag) alone, so
-    a pipeline may compute it a clock after the tag (the CompressionUnit does)."""
+    ``tag`` must be the one the CompressionBlock gives ``f``, or 00 (so tags 10 and 01
+    mean e < 127). A function of (f, tag) alone, so a pipeline may compute it a clock
+    after the tag (the CompressionUnit does).
+
+    Mantissa bit i is worth 2^(e - 150 + i): kept when i >= 8 + sh (tag 10) or
+    i >= 16 + sh (tag 01), with sh = 127 - e = ~e on 7 bits. Both become one 5-bit
+    threshold per value (0 for tag 11, 31 for none), so each kept bit is a compare of
+    the threshold with a constant and the bit: one LUT6, instead of a compare on e per
+    band and a band select per bit. The exponent and sign survive when the stored
+    magnitude is not 0: sh <= 15 (tag 10) or sh <= 7 (tag 01)."""
     s, e, mant = f[31], f[23:31], f[0:23]
-    keep16 = Signal(23, name=f"{name}_keep16")
-    keep8 = Signal(23, name=f"{name}_keep8")
+    sh = Signal(7, name=f"{name}_sh")
+    m.d.comb += sh.eq(~e[0:7])
+    raw, t16, t8 = tag == TAG_RAW, tag == TAG_16BIT, tag == TAG_8BIT
     nz16 = Signal(name=f"{name}_nz16")      # the 16-bit field is not 0
     nz8 = Signal(name=f"{name}_nz8")        # the 8-bit field is not 0
-    m.d.comb += [
-        keep16.eq(Cat(*(e >= 135 - i for i in range(23)))),
-        keep8.eq(Cat(*(e >= 143 - i for i in range(23)))),
-        nz16.eq(e >= 112), nz8.eq(e >= 120),
-    ]
-    raw, t16, t8 = tag == TAG_RAW, tag == TAG_16BIT, tag == TAG_8BIT
+    m.d.comb += [nz16.eq(sh[4:7] == 0), nz8.eq(sh[3:7] == 0)]
+    thr = Signal(5, name=f"{name}_thr")     # first kept mantissa bit (31: none)
+    with m.If(raw):
+        m.d.comb += thr.eq(0)
+    with m.Elif(t16 & nz16):
+        m.d.comb += thr.eq(sh[0:4] + 8)
+    with m.Elif(t8 & nz8):
+        m.d.comb += thr.eq(Cat(sh[0:3], C(0b10, 2)))    # sh + 16, sh <= 7
+    with m.Else():
+        m.d.comb += thr.eq(31)
     keep_exp = Signal(name=f"{name}_keep_exp")
     keep_mant = Signal(23, name=f"{name}_keep_mant")
     m.d.comb += [
         keep_exp.eq(raw | (t16 & nz16) | (t8 & nz8)),
-        keep_mant.eq(raw.replicate(23) | (keep16 & t16.replicate(23)) |
-                     (keep8 & t8.replicate(23))),
+        keep_mant.eq(Cat(*(thr <= i for i in range(23)))),
     ]
     out = Signal(32, name=name)
     m.d.comb += out.eq(Cat(mant & keep_mant, e & keep_exp.replicate(8), s & keep_exp))
@@ -60,7 +71,16 @@ def decoded_value(m, f, tag, name="dec"):
 class CompressionBlock(wiring.Component):
     """``value`` (float32 bits) and ``k`` -> ``tag``, ``bits`` (LSB-aligned stored field,
     zero above ``width`` bytes), ``width`` (0/1/2/4 bytes) and ``decoded`` (the float32
-    bits the receiver restores)."""
+    bits the receiver restores).
+
+    ``clear_above_width=False``: ``bits`` above ``width`` bytes are left as whatever is
+    cheapest (parts of ``f`` or of the fixed-point field), for a consumer that masks
+    by ``width`` itself (the CompressionUnit's ShifterTree does); that drops the
+    per-tag select of most bits."""
+
+    def __init__(self, clear_above_width=True):
+        self.clear_above_width = clear_above_width
+        super().__init__()
 
     value: In(32)
     k: In(7)
@@ -110,12 +130,28 @@ class CompressionBlock(wiring.Component):
         bits = Signal(32)
         with m.Switch(tag):
             with m.Case(TAG_RAW):
-                m.d.comb += [width.eq(4), bits.eq(f)]
+                m.d.comb += width.eq(4)
             with m.Case(TAG_16BIT):
-                m.d.comb += [width.eq(2), bits.eq(Cat(q15, s))]
+                m.d.comb += width.eq(2)
             with m.Case(TAG_8BIT):
-                m.d.comb += [width.eq(1), bits.eq(Cat(q7, s))]
-            # TAG_ZERO: everything 0 (comb default).
+                m.d.comb += width.eq(1)
+            # TAG_ZERO: width 0 (comb default).
+        if self.clear_above_width:
+            with m.Switch(tag):
+                with m.Case(TAG_RAW):
+                    m.d.comb += bits.eq(f)
+                with m.Case(TAG_16BIT):
+                    m.d.comb += bits.eq(Cat(q15, s))
+                with m.Case(TAG_8BIT):
+                    m.d.comb += bits.eq(Cat(q7, s))
+                # TAG_ZERO: 0 (comb default).
+        else:
+            # Only the bytes below width matter: byte 0 per tag, byte 1 raw or 16-bit,
+            # bytes 2-3 raw only (so f as it is).
+            m.d.comb += bits.eq(Cat(
+                Mux(raw, f[0:8], Mux(ge_m, q15[0:8], Cat(q7, s))),
+                Mux(raw, f[8:16], Cat(q15[8:15], s)),
+                f[16:32]))
 
         decoded = decoded_value(m, f, tag)
 

@@ -238,7 +238,8 @@ class CompressionEngine(wiring.Component):
         m.submodules.rs_rl = rs_rl = _FifoSlice(AxisBeat)
         m.submodules.rs_gout = rs_gout = _FifoSlice(FedGroup)
         m.submodules.rs_vec = rs_vec = _FifoSlice(ByteVector)
-        m.submodules.au = au = AlignmentUnit()
+        # The egress zeroes bytes past keep, so the AlignmentUnit need not clear them.
+        m.submodules.au = au = AlignmentUnit(clear_stale=False)
         m.submodules.ck_ip = ck_ip = Checksum()
         m.submodules.ck_l4 = ck_l4 = Checksum()
         m.submodules.ck_d = ck_d = Checksum()
@@ -549,7 +550,7 @@ class CompressionEngine(wiring.Component):
         with m.If(fd_tail):
             m.d.comb += [
                 a_in.valid.eq(tailq.r_rdy & clenq.w_rdy),
-                a_in.payload.data.eq(tail_h.tail), a_in.payload.length.eq(tail_h.r),
+                a_in.payload.length.eq(tail_h.r),
                 a_in.payload.last.eq(1),
                 fd_fire.eq(a_in.valid & a_in.ready),
                 clen_add.eq(tail_h.r),
@@ -557,7 +558,7 @@ class CompressionEngine(wiring.Component):
         with m.Elif(~fd_groups):
             m.d.comb += [
                 a_in.valid.eq(shimq.r_rdy),
-                a_in.payload.data.eq(prefix), a_in.payload.length.eq(sh.plane + 4),
+                a_in.payload.length.eq(sh.plane + 4),
                 a_in.payload.last.eq(0),
                 fd_fire.eq(a_in.valid & a_in.ready),
             ]
@@ -570,12 +571,18 @@ class CompressionEngine(wiring.Component):
                 end_here.eq(g.last & ~tail_h.sep),
                 g_ok.eq(~g.last | (tailq.r_rdy & (tail_h.sep | clenq.w_rdy))),
                 a_in.valid.eq(go.valid & g_ok),
-                a_in.payload.data.eq(g.data), a_in.payload.length.eq(g.length),
+                a_in.payload.length.eq(g.length),
                 a_in.payload.last.eq(end_here),
                 fd_fire.eq(a_in.valid & a_in.ready),
                 go.ready.eq(a_in.ready & g_ok),
                 clen_add.eq(g.length),
             ]
+        # The AlignmentUnit ignores bytes past a vector's length, so the data needs no
+        # zeros: the tail's bytes 3.. and a group's 34.. are whatever the other sources
+        # hold there, which leaves a 2:1 mux on most bits.
+        m.d.comb += a_in.payload.data.eq(Mux(
+            ~fd_groups & ~fd_tail, prefix,
+            Cat(Mux(fd_tail, tail_h.tail, g.data[:24]), g.data[24:], prefix[len(g.data):])))
         ends_frame = Signal()
         m.d.comb += ends_frame.eq(fd_fire & a_in.payload.last)
 
@@ -796,10 +803,21 @@ class CompressionEngine(wiring.Component):
             orig.r_en.eq(issue), orig.r_addr.eq((e.orig_start + e_b)[:orig.addr_width]),
             comp.r_en.eq(issue), comp.r_addr.eq((e.comp_start + e_b - e.pb)[:comp.addr_width]),
         ]
-        # E0 -> E1 control: per byte lane, a 3-bit code of its source (orig store, comp
-        # store, one of the patches, or zero past keep), so that E1 is one 8:1 mux per
-        # bit (two LUTs and a MUXF7) instead of a patch AND-OR behind a merge.
-        SRC_ORIG, SRC_COMP, SRC_PATCH, SRC_ZERO = 0, 1, 2, 7
+        # E0 -> E1 control: per byte lane, a 2-bit code of its source (orig store, comp
+        # store, or one of two patch words) and a zero flag (past keep), so that E1 is
+        # one 4:1 mux per bit (one LUT6) with the zero as the output flip-flops'
+        # synchronous reset. Two patch candidates per word suffice because of where the
+        # patched fields can sit (l3 is 14 or 18, so l3 = 2 mod 4 and l4 = l3 + 4 IHL =
+        # 2 mod 4; see HeaderRewrite):
+        # - Y, the IP header fields, beat 0 only: ToS word (l3) on word 7 or 9, total
+        #   length (l3 + 2) on word 8 or 10, IP checksum (l3 + 10) on word 12 or 14;
+        # - X, the L4 fields, beats 1 and 2 only: UDP length (l4 + 4) on odd words, the
+        #   UDP checksum (l4 + 6) on even words, the TCP checksum (l4 + 16) on odd words;
+        #   an odd word's X is the UDP length when that patch is on (UDP), else the
+        #   checksum.
+        SRC_ORIG, SRC_COMP, SRC_X, SRC_Y = 0, 1, 2, 3
+        P_TOS, P_TOT, P_IPC, P_UDPL, P_L4C = range(PATCHES)
+        Y_OF_WORD = {7: P_TOS, 9: P_TOS, 8: P_TOT, 10: P_TOT, 12: P_IPC, 14: P_IPC}
         sel_lo = Signal(BEAT_BYTES)     # lanes >= plane
         for j in range(BEAT_BYTES):
             m.d.comb += sel_lo[j].eq(e.plane <= j)
@@ -814,8 +832,8 @@ class CompressionEngine(wiring.Component):
             keep.eq(Mux(e_lastb, keep_last, ~0)),
             sel.eq(Mux(is_c & e_gt_pb, ~0, Mux(is_c & e_at_pb, sel_lo, 0))),
         ]
-        # Patches are 16-bit words: per word of the beat, which patch (if any) lands on
-        # it; values are registered with the codes (the descriptor may change under E1).
+        # Patches are 16-bit words: per word of the beat, whether its X or Y patch lands
+        # on it; values are registered with the codes (the descriptor may change under E1).
         words = BEAT_BYTES // 2
         hits = []
         for idx in range(PATCHES):
@@ -826,42 +844,46 @@ class CompressionEngine(wiring.Component):
             for w in range(words):
                 m.d.comb += hit[w].eq(on & (p.word == w))
             hits.append(hit)
-        e1_code = [Signal(3, name=f"e1_code{j}") for j in range(BEAT_BYTES)]
-        e1_pv = [Signal(16, name=f"e1_pv{idx}") for idx in range(PATCHES)]
+        e1_code = [Signal(2, name=f"e1_code{j}") for j in range(BEAT_BYTES)]
+        e1_zero = Signal(BEAT_BYTES)
+        e1_px_even = Signal(16)
+        e1_px_odd = Signal(16)
+        e1_py = [Signal(16, name=f"e1_py{idx}") for idx in (P_TOS, P_TOT, P_IPC)]
         m.d.sync += e1_v.eq(issue)
         with m.If(issue):
             m.d.sync += [
                 e1_last.eq(e_lastb), e1_user.eq(e.user & e_lastb), e1_keep.eq(keep),
+                e1_zero.eq(~keep),
+                e1_px_even.eq(e.patches[P_L4C].value),
+                e1_px_odd.eq(Mux(e.patches[P_UDPL].en, e.patches[P_UDPL].value,
+                                 e.patches[P_L4C].value)),
             ]
-            for idx in range(PATCHES):
-                m.d.sync += e1_pv[idx].eq(e.patches[idx].value)
+            for idx in (P_TOS, P_TOT, P_IPC):
+                m.d.sync += e1_py[idx].eq(e.patches[idx].value)
             for w in range(words):
-                # the patch hitting word w (at most one does), as a code
-                pcode = Signal(3, name=f"pcode{w}")
-                m.d.comb += pcode.eq(Cat(*(Cat(*(hits[idx][w] for idx in range(PATCHES)
-                                                 if (SRC_PATCH + idx) >> bit & 1)).any()
-                                           for bit in range(3))))
-                phit = Signal(name=f"phit_w{w}")
-                m.d.comb += phit.eq(Cat(*(h[w] for h in hits)).any())
+                hit_x = Signal(name=f"phit_x{w}")
+                hit_y = Signal(name=f"phit_y{w}")
+                m.d.comb += [
+                    hit_x.eq(hits[P_L4C][w] | (hits[P_UDPL][w] if w % 2 else 0)),
+                    hit_y.eq(hits[Y_OF_WORD[w]][w] if w in Y_OF_WORD else 0),
+                ]
                 for j in (2 * w, 2 * w + 1):
-                    m.d.sync += e1_code[j].eq(Mux(~keep[j], SRC_ZERO,
-                                                  Mux(phit, pcode,
-                                                      Mux(sel[j], SRC_COMP, SRC_ORIG))))
-        # E1: merge and patch.
+                    m.d.sync += e1_code[j].eq(Mux(hit_y, SRC_Y, Mux(hit_x, SRC_X,
+                                                  Mux(sel[j], SRC_COMP, SRC_ORIG))))
+        # E1: merge and patch; a lane past keep is the flip-flops' synchronous reset.
         e2_v = Signal()
         e2 = Signal(AxisBeat)
-        merged_b = Signal(B)
         for j in range(BEAT_BYTES):
             lane = slice(8 * j, 8 * j + 8)
-            h = 8 * (j % 2)
-            src = [orig.r_data[lane], comp.r_data[lane]] + \
-                  [e1_pv[idx][h:h + 8] for idx in range(PATCHES)] + [C(0, 8)]
-            assert len(src) == 8
+            w, h = j // 2, 8 * (j % 2)
+            px = e1_px_odd if w % 2 else e1_px_even
+            py = e1_py[Y_OF_WORD[w]] if w in Y_OF_WORD else C(0, 16)
+            src = [orig.r_data[lane], comp.r_data[lane], px[h:h + 8], py[h:h + 8]]
             c = e1_code[j]
-            m.d.comb += merged_b[lane].eq(
-                Mux(c[2], Mux(c[1], Mux(c[0], src[7], src[6]), Mux(c[0], src[5], src[4])),
-                    Mux(c[1], Mux(c[0], src[3], src[2]), Mux(c[0], src[1], src[0]))))
-        m.d.sync += [e2_v.eq(e1_v), e2.data.eq(merged_b), e2.keep.eq(e1_keep),
+            m.d.sync += e2.data[lane].eq(
+                Mux(e1_zero[j], 0, Mux(c[1], Mux(c[0], src[3], src[2]),
+                                       Mux(c[0], src[1], src[0]))))
+        m.d.sync += [e2_v.eq(e1_v), e2.keep.eq(e1_keep),
                      e2.last.eq(e1_last), e2.user.eq(e1_user)]
         m.d.comb += [outq.w_en.eq(e2_v), outq.w_data.eq(e2)]
 

@@ -3,7 +3,8 @@ packed fields.
 
 Pipeline, 5 clocks from an accepted group to its output:
   1. input register (values, valid-value mask from ``count``, last, k);
-  2. eight CompressionBlocks -> register (tags, fields, widths, and the values);
+  2. eight CompressionBlocks -> register (tags, fields, widths, and the values); the
+     fields' bytes above their width are left uncleared (the tree masks by width);
   3-5. ShifterTree, one register per tree level; beside its first level, the decoded
      values from the registered values and tags (``decoded_value``), which keeps that
      logic off the CompressionBlocks' deep path.
@@ -104,7 +105,9 @@ class CompressionUnit(wiring.Component):
         with m.If(en):
             m.d.sync += [v2.eq(v1), last2.eq(last1)]
         for j in range(8):
-            cb = CompressionBlock()
+            # The tree masks every field by its width (it must anyway, for values past
+            # count and the tail's slot), so the blocks need not clear bits above it.
+            cb = CompressionBlock(clear_above_width=False)
             m.submodules[f"cb{j}"] = cb
             m.d.comb += [cb.value.eq(values1[32 * j:32 * j + 32]), cb.k.eq(k1)]
             with m.If(en):

@@ -19,9 +19,12 @@ Output: ``PATCHES`` 16-bit word patches {en, beat, word, value}, ``LATENCY`` clo
 after ``start`` (inputs are sampled at ``start``; one frame may start every clock).
 Every patched field is a 16-bit word at an even frame offset (l3 is 14 or 18 and l4 =
 l3 + 4 IHL, as the PacketMatcher accepts them), so a patch names a beat and one of its
-16 words, and the egress chooses among 5 candidates per word instead of 9 per byte; the
-ToS patch rewrites the version/IHL byte beside it with the value it already has.
-Patches only touch bytes before the payload offset P (P <= 138: beats 0..4).
+16 words; the ToS patch rewrites the version/IHL byte beside it with the value it
+already has. Patches only touch bytes before the payload offset P (P <= 138: beats
+0..4). The egress relies on where they can land to need only two patch candidates per
+word: the IP fields (patches 0-2) in beat 0 on words 7..14, the L4 fields (patches 3-4)
+in beats 1-2, the UDP length on odd words, the UDP checksum on even words and the TCP
+checksum on odd words (l3 = l4 = 2 mod 4).
 """
 
 from amaranth import *
