@@ -1,297 +1,417 @@
-"""BurstBuffer (paper Fig. 10): up to 72 bytes of a compressed byte stream, held in a
-shift register whose byte 0 is the next unconsumed byte, with the length of the
-group that starts there kept in a register.
+"""BurstBuffer (paper Fig. 10): the compressed byte stream of one payload at a time in a
+ring of 4 x 32-byte slots, written on the pieces' own lanes, with the position of the
+next group kept for every ring position, so that the consumer's step (one group per
+clock) is a select of registers.
 
 Ports:
-- ``i``: pieces ``{data 256, first 5, count 6, last 1}``: ``count`` (0..32) valid bytes
-  starting at byte ``first`` of ``data`` (first + count <= 32); ``last`` marks the final
-  piece of a payload. Pieces are aligned to byte 0 and registered (``i.ready`` comes
-  from a flip-flop).
-- ``window`` (37 bytes: the longest group and a 3-byte tail), ``level`` (bytes held,
-  0..72), ``last`` (the payload's last piece is in: nothing more will come, and bytes
-  at and above ``level`` read as 0 for good).
-- ``length`` (2..34): the length of the group at byte 0 (tag word + fields),
-  ``tag_bytes`` = length - 2, ``fits`` (the whole group is held: level >= length).
-  They are valid while ``known`` is high; ``ready``: known and a step may go this
-  clock (it is low on a hold clock, see below).
-- ``go``: drop ``length`` bytes from the front this clock (ignored unless ``ready``). Going
-  past ``level`` empties the buffer (a consumer reading past the end of a payload whose
-  ``last`` is in sees zeros, as the wire format's zero-extension rule asks).
-- ``flush``: the consumer is done with this payload. What is held is discarded and, if
-  the last piece has not been absorbed yet, the pieces up to and including it are
-  dropped as they come. After a payload's last piece nothing more is absorbed until
-  ``flush``, so payloads never mix. Flush a payload once some of it is visible or its
-  last piece is in (as the DecompressionUnit does): a flush while the buffer is still
-  dropping the previous payload's rest has no effect.
+- ``i``: lane-aligned pieces ``{data 256, first 5, count 6, last 1}``: the piece's bytes
+  sit on lanes ``first .. first+count-1`` of ``data`` (first + count <= 32), and the
+  stream goes on at lane ``(first + count) mod 32`` of the next piece; a payload's first
+  piece may start on any lane, ``last`` marks its final piece (``count`` may be 0, for an
+  empty payload or an empty last piece). This is what the RX engine's feed delivers: a
+  payload's first piece at lane (P + 4) mod 32, then whole beats. ``i.ready`` comes from
+  registers only (never from ``i.valid``).
+- ``allow``, ``past_ok`` (from the consumer's registers): the step goes (``go``) when
+  ``allow`` and the group at the read position is held, or when ``past_ok`` (the
+  consumer may read past what is held: the payload's last piece is in, or a final
+  step that knows bytes are left over). A step moves the read position by the length
+  that the tag word there gives (2..34; zeros past the end of a payload: 2).
+- ``window`` (37 bytes: the longest group and a 3-byte tail): the bytes at the read
+  position, registered on every clock with ``en`` high (the consumer's pipeline
+  advance), so that it shows the group of a step that went on that clock.
+- ``rest``: bytes written, from the read position (exactly the bytes left once
+  ``last`` is up; negative past the end). ``moved``: the read position
+  is set or reset this clock (a payload's first piece, or ``flush``).
+- ``ready``: a payload's first piece is in; ``last``: its last piece is in (two clocks
+  ago, so everything it brought is in the per-position registers).
+- ``flush``: the consumer is done with this payload: the ring is emptied and, if the
+  last piece is not in yet, pieces are dropped up to and including it. After a
+  payload's last piece nothing is taken until ``flush``, so payloads never mix.
 
-Why this shape (timing): the consumer's loop is "length at byte 0 -> shift by it ->
-next length at byte 0". Here the length is a register, twice (``tb`` = length - 2
-steers the shift, the fixed 2 of the tag word being wiring; ``length`` itself feeds
-the consumer and the level arithmetic, so neither needs an adder). The step shifts
-by ``tb`` in three radix-4 stages; the next length is computed in full (three
-6-input tables, carry-save, one adder: ``tag_decoder.group_length``) on each of the
-last stage's three candidates for bytes 0 and 1 and on bytes 0 and 1 as they are
-(no step; below 2 bytes held, the bytes the waiting piece brings, so a payload's
-first length is known the clock after its first piece lands), and one 4-way select
-picks the result. The radix-4 stages are AND-OR over a decoded select: nested 2:1 muxes
-share their halves between neighbouring outputs and then map to two LUT levels per
-stage (and more LUTs). A new piece is placed with its own shifter at ``u``, the
-position its first byte has *after* this clock's step (level - length when a step
-may go, the level otherwise), computed from registers only, and merged with the
-shifted bytes in the final LUT (an AND-OR of shifted, held and placed bytes with
-flat enables). ``level - 41`` is kept in a register beside the level, so "the piece
-fits at u" is the sign of one subtraction, as is ``fits``. Placement at level - length is only right when the
-step goes, so a piece waits while a valid length does not go, and the clock after
-such a stall is a "hold" clock: no step, the piece is placed at the level.
+Zero extension (the wire format's rule for malformed payloads): a last piece writes
+zeros on its slot's lanes past its end; a slot is cleared (bytes and per-byte tag
+sizes) the clock after the read position leaves it, and all on ``flush``. So past the
+end of a payload every byte reads 0 and every group as a zero tag word (2 bytes).
 
-Why 72 bytes: a piece is absorbed while ``u <= 40``, so it always fits; a consumer may
-wait for 38 bytes (a 34-byte group, a 3-byte tail and one byte to see that more
-follow), and with ``u <= 40`` a piece is still absorbed then. Going at 32 bytes a
-clock from full beats never starves either: a piece is skipped only when more than
-40 bytes remain after the step, which covers the next group.
+Why this shape (timing, the 6-level budget): the old byte-shifting buffer had the
+consumer's loop "length at byte 0 -> shift -> next length" in logic (11-12 levels).
+Here (measured: 7 levels on one cone, room -> write enable -> slot-complete flag,
+four levels as written; everything else 6 or less, docs/rx-burst-buffer.md):
+- writes need no shifter and no aligner: a piece passes an input register (with
+  first + count added in front of it) and is written with byte enables per slot and
+  lane (two thermometer tables);
+- ``tw[a]``, the stored bytes of the four tags in byte a, is looked up on the lane as
+  the byte is written, and ``nx[a] = a + 2 + tw[a] + tw[a+1]`` (where the next group
+  starts if one starts at a, with a wrap bit) is recomputed into a register every
+  clock, so the next read position is ``nx[P]``: three radix-4 select stages on
+  P[5:0] and a pick by P[6], no adder;
+- "the group at P is held" must not wait for that select: ``go`` uses (1) slot flags
+  only: the slot after P's is complete (its lane 31 written; also the one after it
+  when P is on lane 31, as a group ends at most 33 bytes past P; a slot's flag is
+  set the clock after its write, as its bytes are in the ring then and the group's
+  tag word, which ``nx`` follows, is in an earlier slot, written earlier), which
+  covers a stream arriving a beat a clock; (2) for a group whose end is in a slot
+  still being filled (the first and last bytes of a payload, a slow input), the
+  exact test on the selected ``nx[P]`` (the slot of its last byte complete),
+  pipelined, used two clocks later if P stayed;
+- the window is rotated out of the ring (by P[6:5], P[4:3], P[2:1], P[0]) into its
+  register; the group's length, the errors and the field positions are the
+  consumer's, from the window, in later pipeline stages;
+- room for a piece compares slot numbers only (a piece on lane 0 opens a slot: P's
+  slot must not be W's minus 4; three bits against a register kept beside W); the
+  loop has no adder, and the little slot arithmetic near it (which slots P left) is
+  gate logic, not carry chains (the mapper takes a carry chain's outputs as arriving
+  at level 0 and lets the logic after it grow).
+
+Why 128 bytes: a slot is written again the clock after the read position leaves it, and
+steps need the slot after P's written, so four slots sustain 32 bytes a clock.
 """
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axis import AxisRegisterSlice
-from .tag_decoder import group_length
-
-__all__ = ["BurstBuffer", "PieceLayout", "WINDOW_BYTES", "BUFFER_BYTES", "shift_items"]
+__all__ = ["BurstBuffer", "PieceLayout", "WINDOW_BYTES", "RING_BYTES", "SLOT_BYTES",
+           "pick", "select_tree", "shift_down", "rotate", "tag_byte_bytes"]
 
 PieceLayout = data.StructLayout({"data": 256, "first": 5, "count": 6, "last": 1})
 
 WINDOW_BYTES = 37
-BUFFER_BYTES = 72
-ROOM = BUFFER_BYTES - 32     # a piece is placed at positions u .. u + 31, u <= ROOM
-MAX_TAG_BYTES = 32           # a group's fields: 0..32 bytes
-
-# A piece after alignment: bytes from 0, bytes past count zero.
-_AlignedLayout = data.StructLayout({"data": 256, "count": 6, "last": 1})
+SLOT_BYTES = 32
+SLOTS = 4
+RING_BYTES = SLOT_BYTES * SLOTS
+_WIDTH = (0, 1, 2, 4)
 
 
-def shift_items(m, items, amount, n_out, *, up=False, max_amount=None, name="sh"):
-    """``out[i] = items[i + amount]`` (``items[i - amount]`` if ``up``), 0 outside,
-    for i < n_out, as radix-4 mux stages (4 data + 2 select inputs each), computing
-    only the outputs and candidates that ``max_amount`` can reach. ``amount`` may be a
-    list of Signals, one per stage (2 select bits each, LSBs first)."""
-    width = len(items[0])
-    zero = C(0, width)
-    sels = amount if isinstance(amount, list) else \
-        [amount[lsb:lsb + 2] for lsb in range(0, len(amount), 2)]
-    nbits = sum(len(s) for s in sels)
-    max_amount = (1 << nbits) - 1 if max_amount is None else max_amount
+def tag_byte_bytes(m, byte, name):
+    """Stored bytes (0..16) of the four tags in ``byte``: one 8-input table."""
+    out = Signal(5, name=name)
+    with m.Switch(byte):
+        for b in range(256):
+            with m.Case(b):
+                m.d.comb += out.eq(sum(_WIDTH[(b >> (2 * i)) & 3] for i in range(4)))
+    return out
+
+
+def pick(m, cands, sel, width, name, decoded=True):
+    """One select stage, ``cands[sel]`` (sel: 1 or 2 bits; None reads 0), on a kept net
+    of at most 4 data and 2 select bits, so that it maps to one LUT6 (without the cut
+    the mapper merges stages into chains of LUT5s, two levels each). ``decoded``: an
+    AND-OR over the decoded select (shifters: nested 2:1 muxes would share halves
+    between neighbouring outputs and map deeper); else nested 2:1 muxes (trees)."""
+    c = [C(0, width) if x is None else x for x in cands]
+    c += [C(0, width)] * ((1 << len(sel)) - len(c))
+    s = Signal(width, name=name, attrs={"keep": 1})
+    if len(sel) == 1:
+        m.d.comb += s.eq(Mux(sel[0], c[1], c[0]))
+    elif not decoded:
+        m.d.comb += s.eq(Mux(sel[1], Mux(sel[0], c[3], c[2]), Mux(sel[0], c[1], c[0])))
+    else:
+        acc = C(0, width)
+        for k in range(4):
+            acc = acc | ((sel == k).replicate(width) & c[k])
+        m.d.comb += s.eq(acc)
+    return s
+
+
+def select_tree(m, items, sel, name, stop=1):
+    """Radix-4 select tree on ``sel``'s bits, LSBs first, one LUT level per stage,
+    until ``stop`` candidates remain; returns them (indexed by the unused high bits)."""
+    width = max(len(x) for x in items if x is not None)
     cur = list(items)
-    step = 1
     lsb = 0
-    for sel in sels:
-        # Shifts still to come after this stage.
-        rest = max_amount >> (lsb + len(sel)) << (lsb + len(sel))
-        n_keep = n_out + (0 if up else rest)
+    while len(cur) > stop:
+        bits = sel[lsb:lsb + 2]
+        cur = [pick(m, cur[4 * g:4 * g + 4], bits, width, f"{name}{lsb}_{g}", decoded=False)
+               for g in range(-(-len(cur) // 4))]
+        lsb += 2
+    return cur
+
+
+def shift_down(m, items, stages, n_out, name):
+    """``out[i] = items[i + amount]`` (0 past the end) for i < n_out. ``stages`` lists
+    (select bits, step values): each stage is one kept pick among ``items[i + v]`` for
+    the step values v (e.g. ``(tag, (0, 1, 2, 4))`` shifts by a field's width, ``(h[2:4],
+    (0, 4, 8, 12))`` by a radix-4 digit); outputs are kept only as far as later stages
+    can reach."""
+    width = len(items[0])
+    cur = list(items)
+    for k, (sel, steps) in enumerate(stages):
+        reach = sum(max(v) for _, v in stages[k + 1:])
         nxt = []
-        dec = [sel == k for k in range(4)] if len(sel) == 2 else None
-        for i in range(n_keep):
-            cands = []
-            for k in range(1 << len(sel)):
-                src = i - k * step if up else i + k * step
-                ok = 0 <= src < len(cur) and k * step <= max_amount
-                cands.append(cur[src] if ok else zero)
-            s = Signal(width, name=f"{name}{lsb}_{i}")
-            if len(sel) == 2:
-                # AND-OR over a decoded select: nested 2:1 muxes would share their
-                # halves between neighbouring outputs and map to two LUT levels.
-                m.d.comb += s.eq(
-                    (dec[0].replicate(width) & cands[0]) | (dec[1].replicate(width) & cands[1])
-                    | (dec[2].replicate(width) & cands[2]) | (dec[3].replicate(width) & cands[3]))
-            else:
-                m.d.comb += s.eq(Mux(sel[0], cands[1], cands[0]))
-            nxt.append(s)
+        for i in range(min(len(cur), n_out + reach)):
+            cands = [cur[i + v] if i + v < len(cur) else None for v in steps]
+            nxt.append(pick(m, cands, sel, width, f"{name}{k}_{i}"))
         cur = nxt
-        step <<= len(sel)
-        lsb += len(sel)
     return cur[:n_out]
+
+
+def rotate(m, items, amount, n_out, name):
+    """``out[i] = items[(i + amount) % len(items)]`` for i < n_out (128 items, 7-bit
+    amount), MSB stage first, so only the first stage wraps around the ring and each
+    later one keeps only the outputs that the stages after it can reach."""
+    n = len(items)
+    width = len(items[0])
+    cur = list(items)
+    for lsb, nbits in [(5, 2), (3, 2), (1, 2), (0, 1)]:
+        reach = (1 << lsb) - 1
+        sel = amount[lsb:lsb + nbits]
+        nxt = []
+        for i in range(min(n, n_out + reach)):
+            cands = [cur[(i + (k << lsb)) % len(cur)] for k in range(1 << nbits)]
+            nxt.append(pick(m, cands, sel, width, f"{name}{lsb}_{i}"))
+        cur = nxt
+    return cur[:n_out]
+
+
+def _sub_bits(a, b, width):
+    """(a - b) mod 2**width as gate logic (a ripple of XOR/AND/OR, which the mapper
+    turns into LUTs as it likes), and a >= b (no borrow out): kept off carry chains,
+    whose outputs the mapper would take as arriving at level 0."""
+    bits = []
+    borrow = C(0, 1)
+    for k in range(width):
+        x = a[k] if k < len(a) else C(0, 1)
+        y = b[k] if k < len(b) else C(0, 1)
+        bits.append(x ^ y ^ borrow)
+        borrow = (~x & (y | borrow)) | (y & borrow)
+    return Cat(*bits), ~borrow
+
+
+def _gate(m, expr, width, name):
+    s = Signal(width, name=name)
+    m.d.comb += s.eq(expr)
+    return s
 
 
 class BurstBuffer(wiring.Component):
     i: In(stream.Signature(PieceLayout))
-    window: Out(8 * WINDOW_BYTES)
-    length: Out(6)
-    tag_bytes: Out(6)
-    ready: Out(1)
-    known: Out(1)
-    fits: Out(1)
-    level: Out(7)
-    last: Out(1)
-    go: In(1)
+    en: In(1)
+    allow: In(1)
+    past_ok: In(1)
     flush: In(1)
+    window: Out(8 * WINDOW_BYTES)
+    go: Out(1)
+    moved: Out(1)
+    rest: Out(signed(10))
+    ready: Out(1)
+    last: Out(1)
 
     def elaborate(self, platform):
         m = Module()
-        N = BUFFER_BYTES
+        N = RING_BYTES
+        # Input register: it loads whenever it is empty or its piece is used this clock
+        # (ready from registers only).
+        piece = Signal(PieceLayout)
+        pv = Signal()              # a piece is in the input register
+        inp = Signal(SLOT_BYTES)   # lanes the piece covers: first .. first+count-1
+        zfl = Signal(SLOT_BYTES)   # lanes a last piece zero-fills (past its end)
 
-        # Input stage: align bytes to byte 0 (radix-4 stages on ``first``), zero what
-        # lies past ``count``, then register (full skid slice, registered ready).
-        m.submodules.slice = sl = AxisRegisterSlice(_AlignedLayout)
-        raw = [self.i.payload.data[8 * b:8 * b + 8] for b in range(32)]
-        aligned = shift_items(m, raw, self.i.payload.first, 32, name="al")
-        kept = [Mux(self.i.payload.count > b, it, 0) for b, it in enumerate(aligned)]
+        mem = [Signal(8, name=f"mem{a}") for a in range(N)]
+        tw = [Signal(5, name=f"tw{a}") for a in range(N)]
+        # Write and read positions, with two wrap bits: W - P is the bytes held
+        # (0..128), negative once a step has read past the end of a payload.
+        W = Signal(9)
+        P = Signal(9)
+        P1 = Signal(9)             # P a clock ago
+        started = Signal()         # this payload's first piece is in
+        got_last = Signal()        # ... its last piece
+        last_d = Signal()          # ... and that was two clocks ago (lengths updated)
+        discard = Signal()         # flushed before its last piece: drop pieces up to it
+        m.d.sync += P1.eq(P)
+
+        # ---- write side -----------------------------------------------------------
+        # Room for a piece: one on lane 0 opens a slot, which must be free: W - P <= 96,
+        # i.e. (W on lane 0, W - P <= 128) P's slot is not W's minus 4. W's slot (one-hot),
+        # "W not on lane 0" and W's slot minus 4 are kept in registers beside W, so the
+        # write enables are a compare of P with a register and an AND.
+        ws_oh = Signal(SLOTS, init=1)
+        wl_nz = Signal()
+        w4 = Signal(4, init=(0 - 4) % 16)
+        ok = Signal()              # taking pieces: not after the last, not dropping
+        room = Signal(attrs={"keep": 1})
+        # W - P <= 128, so the slot difference is 0..4: three bits tell 4 from the rest.
+        m.d.comb += [ok.eq(~got_last & ~discard), room.eq(wl_nz | (P[5:8] != w4[:3]))]
+        wr = Signal()
+        load = Signal()            # the payload's first piece: it sets the read position
+        drop = Signal()
         m.d.comb += [
-            sl.i.payload.data.eq(Cat(*kept)),
-            sl.i.payload.count.eq(self.i.payload.count),
-            sl.i.payload.last.eq(self.i.payload.last),
-            sl.i.valid.eq(self.i.valid),
-            self.i.ready.eq(sl.i.ready),
+            self.i.ready.eq(~pv | discard | (ok & room)),
+            wr.eq(pv & ok & room),
+            load.eq(wr & ~started),
+            drop.eq(pv & discard),
         ]
-        piece = sl.o.payload
+        # The piece's lanes: at or after first, before end = first + count. The add is
+        # done in front of the register (right behind the feed's register), the two
+        # thermometers (tables) behind it.
+        end = Signal(6)
+        with m.If(self.i.ready):
+            m.d.sync += [pv.eq(self.i.valid), piece.eq(self.i.payload),
+                         end.eq(self.i.payload.first + self.i.payload.count)]
+        lt = Signal(SLOT_BYTES)    # lane b before end
+        ge = Signal(SLOT_BYTES)    # lane b at or after first
+        with m.Switch(end):
+            for e in range(64):
+                with m.Case(e):
+                    m.d.comb += lt.eq((1 << min(e, SLOT_BYTES)) - 1)
+        with m.Switch(piece.first):
+            for f in range(SLOT_BYTES):
+                with m.Case(f):
+                    m.d.comb += ge.eq(((1 << SLOT_BYTES) - 1) & ~((1 << f) - 1))
+        m.d.comb += [inp.eq(ge & lt), zfl.eq(Mux(piece.last, ge & ~lt, 0))]
+        lane = [piece.data[8 * b:8 * b + 8] for b in range(SLOT_BYTES)]
+        tw_in = [tag_byte_bytes(m, lane[b], f"tw_in{b}") for b in range(SLOT_BYTES)]
 
-        buf = [Signal(8, name=f"buf{b}") for b in range(N)]
-        lvl = Signal(signed(8))     # bytes held
-        lvl41 = Signal(signed(8), init=-(ROOM + 1))   # lvl - 41: its sign is "lvl <= ROOM"
-        tb = Signal(6)              # length - 2 of the group at byte 0 (the shift amount)
-        glen = Signal(6, init=2)    # the same length, kept in its own register
-        lv = Signal()               # tb is valid
-        got_last = Signal()         # this payload's last piece is in the buffer
-        discard = Signal()          # flushed before its last piece: drop pieces up to it
+        # A slot is cleared (bytes and lengths) the clock after the read position
+        # leaves it, and all of them on a flush: so slots past the end of a payload
+        # read as zeros.
+        moved = _gate(m, _sub_bits(P[5:7], P1[5:7], 2)[0], 2, "moved_sl")
+        left, wrs_ = [], []
+        for s in range(SLOTS):
+            rel = _gate(m, _sub_bits(C(s, 2), P1[5:7], 2)[0], 2, f"rel{s}")
+            left_s = Signal(name=f"left{s}")
+            wrs = Signal(name=f"wrs{s}", attrs={"keep": 1})   # kept: a hint to the mapper
+            m.d.comb += [
+                left_s.eq(~_sub_bits(rel, moved, 2)[1]),
+                wrs.eq(pv & ok & room & ws_oh[s]),
+            ]
+            left.append(left_s)
+            wrs_.append(wrs)
+            # The clock after P left a slot, a piece may already open it again (room
+            # follows P at once): so a slot that W is about to open is not cleared
+            # while pieces still come; the payload's later pieces write all its lanes
+            # from lane 0, or its last zero-fills them (from registers only).
+            clr_s = Signal(name=f"clr{s}")
+            m.d.comb += clr_s.eq(self.flush | (left_s & ~(ws_oh[s] & ok)))
+            for b in range(SLOT_BYTES):
+                a = SLOT_BYTES * s + b
+                rst = Signal(name=f"rst{a}")
+                we = Signal(name=f"we{a}")
+                m.d.comb += [rst.eq(clr_s | (wrs & zfl[b])), we.eq(wrs & inp[b])]
+                with m.If(rst):
+                    m.d.sync += [mem[a].eq(0), tw[a].eq(0)]
+                with m.Elif(we):
+                    m.d.sync += [mem[a].eq(lane[b]), tw[a].eq(tw_in[b])]
 
-        runl = Signal()             # a step may go this clock: not a hold clock, lv; registered
+        # Slot complete: its lane 31 written (two clocks ago, as the lengths below);
+        # cleared with the slot.
+        cf0 = Signal(SLOTS)
+        cf = Signal(SLOTS)
+        for s_ in range(SLOTS):
+            with m.If(self.flush):
+                m.d.sync += [cf0[s_].eq(0), cf[s_].eq(0)]
+            with m.Else():
+                m.d.sync += [
+                    cf0[s_].eq((cf0[s_] & ~left[s_]) | (wrs_[s_] & inp[SLOT_BYTES - 1])),
+                    cf[s_].eq(cf0[s_] & ~left[s_]),
+                ]
+
+        # ---- per position: where the next group starts (with a wrap bit), recomputed
+        # every clock; the bytes of the last clock's write are not in it yet ----------
+        nx = [Signal(8, name=f"nx{a}", init=a + 2) for a in range(N)]
+        for a in range(N):
+            m.d.sync += nx[a].eq(tw[a] + tw[(a + 1) % N] + (a + 2))
+
+        # ---- the step loop ----------------------------------------------------------
+        # P -> three select stages on P[5:0] (two candidates) -> is the slot of the
+        # group's last byte complete -> pick by P[6] -> go / next P.
+        n_lo, n_hi = select_tree(m, nx, P[:6], "nsel", stop=2)
+
+        def held(n, cfs, name):
+            # The group's last byte (n - 1) lies in a complete slot: the slots before it
+            # are then complete too (slots fill in ring order).
+            z = Signal(name=f"{name}_z")
+            es = Signal(2, name=f"{name}_s")
+            f = Signal(name=name)
+            m.d.comb += [z.eq(n[:5] == 0), es.eq(Cat(n[5] ^ z, n[6] ^ (z & ~n[5]))),
+                         f.eq(cfs.bit_select(es, 1))]
+            return f
+
+        # Whether the group at P is held, two ways, so that no select is in front of
+        # ``go``: (1) from registers only: the slot after P's is complete (and the one
+        # after that, when P is on lane 31: a group reaches at most 33 bytes past P);
+        # (2) exactly, from the selected next position: registered, then the slot of
+        # the group's last byte looked up, registered: right two clocks later if P did
+        # not move in between (a slot never becomes incomplete while P stays in front
+        # of it).
+        ps = P[5:7]
+        # A group's end may use the slot flags of the last clock's writes (``cf0``): its
+        # bytes are in the ring, and its tag word (which ``nx`` follows) is older, as
+        # it lies in an earlier slot; except on lane 31, where the tag word's second
+        # byte is in the next slot (``cf``, as old as ``nx``).
+        c1 = Signal()
+        c1_old = Signal()
+        c2 = Signal()
+        m.d.comb += [
+            c1.eq(cf0.bit_select((ps + 1)[:2], 1)),
+            c1_old.eq(cf.bit_select((ps + 1)[:2], 1)),
+            c2.eq(cf0.bit_select((ps + 2)[:2], 1)),
+        ]
+        coarse = Signal()
+        m.d.comb += coarse.eq(Mux(P[:5] == 31, c1_old & c2, c1))
+        nr = Signal(8)
+        cf_d = Signal(SLOTS)       # cf as of the clock of nx's value in nr
+        exact_r = Signal()
+        still = Signal()           # P did not move on the last clock
+        still2 = Signal()          # ... nor on the one before
+        m.d.sync += [
+            nr.eq(Mux(P[6], n_hi, n_lo)),
+            cf_d.eq(cf),
+            exact_r.eq(held(nr, cf_d, "fit")),
+            still.eq(~(self.go | load | self.flush)),
+            still2.eq(still),
+        ]
         fits = Signal()
         m.d.comb += [
-            self.window.eq(Cat(*buf[:WINDOW_BYTES])),
-            self.tag_bytes.eq(tb),
-            self.length.eq(glen),
-            self.ready.eq(runl),
-            self.known.eq(lv),
-            self.fits.eq(fits),
-            self.level.eq(lvl),
-            self.last.eq(got_last),
+            fits.eq(coarse | (exact_r & still & still2)),
+            self.go.eq((self.allow & fits) | self.past_ok),
+            self.moved.eq(load | self.flush),
         ]
-        go = Signal()
-        m.d.comb += go.eq(self.go & runl)
-        # "Whole group held" as the sign of one subtraction (a compare maps deeper).
-        after = Signal(signed(8))
-        m.d.comb += [after.eq(lvl - glen), fits.eq(~after[7])]
-
-        # Where a piece taken this clock lands, from registers only: after the step
-        # when one may go (it is taken only if the step goes), else at the level.
-        # u41 = u - 41 is computed beside it so that "fits at u" is a sign bit.
-        sub = Signal(6)
-        u = Signal(signed(8))
-        u41 = Signal(signed(8))
-        m.d.comb += [
-            sub.eq(Mux(runl, glen, 0)),
-            u.eq(lvl - sub),
-            u41.eq(lvl41 - sub),
-        ]
-        pv = Signal()               # a piece of this payload is waiting
-        fit = Signal()              # ... and it fits at u
-        drop = Signal()
-        take = Signal()
-        m.d.comb += [
-            pv.eq(sl.o.valid & ~got_last & ~discard),
-            # u < 0 only when a step reads past the end: the last piece is in then.
-            fit.eq(pv & u41[7]),
-            drop.eq(sl.o.valid & discard),
-            take.eq(fit & (~runl | go)),
-            sl.o.ready.eq(take | drop),
-        ]
-        pitems = [piece.data[8 * b:8 * b + 8] for b in range(32)]
-        placed = shift_items(m, pitems, u[:6], N, up=True, max_amount=ROOM, name="pl")
-
-        # The step: shift by length = 2 + tb, as two radix-4 stages on tb[3:0] and a
-        # last 3-way stage on tb[5:4] (0, 16 or 32 more).
-        s12 = shift_items(m, buf[2:], [tb[0:2], tb[2:4]], N + MAX_TAG_BYTES,
-                          max_amount=15, name="sh")
-        z8 = C(0, 8)
-
-        def at(i):
-            return s12[i] if i < len(s12) else z8
-
-        shd = []
-        for b in range(N):
-            s = Signal(8, name=f"shd{b}")
-            m.d.comb += s.eq(Mux(tb[5], at(b + 32), Mux(tb[4], at(b + 16), at(b))))
-            shd.append(s)
-        # Next state as one AND-OR over three sources with flat enables (one LUT).
-        keep_shd = Signal()
-        keep_buf = Signal()
-        put = Signal()
-        m.d.comb += [
-            keep_shd.eq(go & ~self.flush),
-            keep_buf.eq(~go & ~self.flush),
-            put.eq(take & ~self.flush),
-        ]
-        for b in range(N):
-            nxt = Signal(8, name=f"nxt{b}")
-            m.d.comb += nxt.eq((keep_shd.replicate(8) & shd[b]) | (keep_buf.replicate(8) & buf[b])
-                               | (put.replicate(8) & placed[b]))
-            m.d.sync += buf[b].eq(nxt)
-
-        # Next group length: computed on the data shift's candidates before its last
-        # stage (the two bytes that land at 0 and 1 for each of its three choices) and
-        # on bytes 0 and 1 when no step goes; the last stage's choice (or "no step")
-        # then picks one of four finished lengths.
-        def lengths(b0, b1, name):
-            return (group_length(m, b0, b1, f"{name}t"), group_length(m, b0, b1, f"{name}l", bias=2))
-
-        cands = [lengths(at(16 * j), at(1 + 16 * j), f"gc{j}") for j in range(3)]
-        # No step: bytes 0 and 1 as they will be after this clock. Below 2 bytes held
-        # no step can go and a waiting piece is always taken (at the level), so its
-        # first bytes are known from registers: the length of a payload's first group
-        # is then ready the clock after its first piece lands, not two.
-        lvl0 = Signal()
-        lvl1 = Signal()
-        m.d.comb += [lvl0.eq(pv & (lvl == 0)), lvl1.eq(pv & (lvl == 1))]
-        h0 = Signal(8)
-        h1 = Signal(8)
-        m.d.comb += [
-            h0.eq(Mux(lvl0, pitems[0], buf[0])),
-            h1.eq(Mux(lvl0, pitems[1], Mux(lvl1, pitems[0], buf[1]))),
-        ]
-        cands.append(lengths(h0, h1, "gh"))
-        pick = Signal(2)
-        m.d.comb += pick.eq(Cat(tb[4] | ~go, tb[5] | ~go))
-        dec = [pick == k for k in range(4)]
-        tb_next = Signal(6)
-        len_next = Signal(6)
-        for out, idx in ((tb_next, 0), (len_next, 1)):
-            terms = [dec[k].replicate(6) & cands[k][idx] for k in range(4)]
-            m.d.comb += out.eq(terms[0] | terms[1] | terms[2] | terms[3])
-
-        # Level after this clock: u + count when a piece is taken (u >= 0 then),
-        # max(u, 0) after a step, unchanged otherwise; lvl41 alongside.
-        u_pos = Signal()
-        m.d.comb += u_pos.eq(~u[7])
-        two_in = Signal()           # the piece taken below 2 bytes brings byte 1
-        m.d.comb += two_in.eq((lvl0 & (piece.count >= 2)) | (lvl1 & (piece.count >= 1)))
-        lv_n = Signal()
-        hold_n = Signal()
-        u_ge2 = Signal()
-        m.d.comb += [
-            u_ge2.eq(u_pos & (u[1:7] != 0)),
-            # The next length is right when both of its tag bytes were held (or the
-            # payload has ended: then missing bytes are zeros for good).
-            lv_n.eq(~self.flush & (got_last | Mux(go, u_ge2, (lvl[1:7] != 0) | two_in))),
-            # A valid length that did not go blocks placement; give it a hold clock
-            # when a piece is waiting that would fit at the level.
-            hold_n.eq(~self.flush & runl & ~go & pv & lvl41[7]),
-        ]
-        m.d.sync += [lv.eq(lv_n), runl.eq(lv_n & ~hold_n)]
+        nxt = Signal(8)
+        m.d.comb += nxt.eq(Mux(P[6], n_hi, n_lo))
         with m.If(self.flush):
-            m.d.sync += [lvl.eq(0), lvl41.eq(-(ROOM + 1)), got_last.eq(0)]
+            m.d.sync += P.eq(0)
+        with m.Elif(load):
+            m.d.sync += P.eq(piece.first)
+        with m.Elif(self.go):
+            # nxt[7]: the next group starts past the end of the ring (P wraps).
+            m.d.sync += P.eq(Cat(nxt[:7], P[7] ^ nxt[7], P[8] ^ (P[7] & nxt[7])))
+        rest9 = Signal(signed(9))  # modulo 512 (the positions' width), signed
+        m.d.comb += [
+            rest9.eq(W - P),
+            self.rest.eq(rest9),
+            self.ready.eq(started),
+            self.last.eq(last_d),
+        ]
+
+        # ---- the window: rotated out of the ring at P ---------------------------------
+        rot = rotate(m, mem, P[:7], WINDOW_BYTES, "rot")
+        with m.If(self.en):
+            m.d.sync += self.window.eq(Cat(*rot))
+
+        # ---- payload state ------------------------------------------------------------
+        w_next = Signal(9)
+        m.d.comb += w_next.eq(Cat(piece.first, W[5:]) + piece.count)
+        with m.If(self.flush):
+            m.d.sync += [W.eq(0), started.eq(0), got_last.eq(0), last_d.eq(0),
+                         ws_oh.eq(1), wl_nz.eq(0), w4.eq((0 - 4) % 16)]
             # The rest of the payload is still on its way: drop it when it comes.
             with m.If(discard):
                 m.d.sync += discard.eq(~(drop & piece.last))
             with m.Else():
-                m.d.sync += discard.eq(~got_last & ~(take & piece.last))
+                m.d.sync += discard.eq(~got_last & ~(wr & piece.last))
         with m.Else():
-            with m.If(take):
-                m.d.sync += [lvl.eq(u + piece.count), lvl41.eq(u41 + piece.count)]
-            with m.Elif(go):
-                m.d.sync += [lvl.eq(Mux(u_pos, u, 0)), lvl41.eq(Mux(u_pos, u41, -(ROOM + 1)))]
-            m.d.sync += [tb.eq(tb_next), glen.eq(len_next)]
-            with m.If(take & piece.last):
-                m.d.sync += got_last.eq(1)
+            with m.If(wr):
+                # The piece's lanes end at first + count: W's lane is its first.
+                m.d.sync += [
+                    W.eq(w_next), started.eq(1),
+                    wl_nz.eq(w_next[:5] != 0),
+                    w4.eq(w_next[5:] + 12),
+                    ws_oh.eq(Cat(*[w_next[5:7] == k for k in range(SLOTS)])),
+                ]
+                with m.If(piece.last):
+                    m.d.sync += got_last.eq(1)
+            m.d.sync += last_d.eq(got_last)
             with m.If(drop & piece.last):
                 m.d.sync += discard.eq(0)
         return m

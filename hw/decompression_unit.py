@@ -4,9 +4,11 @@ at a time, from the compressed byte stream to the restored 32-byte words.
 Ports:
 - ``start``: ``{n 12, r 2}``: the next payload restores ``n = L div 4`` values and
   ``r = L mod 4`` raw tail bytes.
-- ``i``: that payload's compressed bytes as BurstBuffer pieces ``{data 256, first 5,
-  count 6, last 1}``: the groups, then the r tail bytes (the compressed payload
-  without its 4-byte shim), up to a piece with ``last``.
+- ``i``: that payload's compressed bytes (the groups, then the r tail bytes: the
+  compressed payload without its 4-byte shim) as lane-aligned BurstBuffer pieces
+  ``{data 256, first 5, count 6, last 1}``: bytes on lanes first .. first+count-1, the
+  stream going on at lane (first + count) mod 32 of the next piece, up to a piece with
+  ``last`` (see hw/burst_buffer.py).
 - ``o``: ``{data 256, count 6, last 1, error 1}``: the restored payload D, 32 bytes
   (8 floats, one group) per word. ``count`` is 32 on every word but the final one,
   which has ``last`` and ``count`` = the bytes left (1..32), or 0 for n = r = 0 (one
@@ -24,30 +26,38 @@ whole tag word); their values are dropped.
 
 Pipeline (one group per clock, all stages advance together when the output register
 slice can take a word, so a stall never reaches the BurstBuffer through logic):
-  D   from flip-flops: the BurstBuffer keeps the length of the group at its byte 0 in
-      a register (and whether all of it is held); a non-final step goes when the
-      group is held (or the payload's last piece is in: then missing bytes read as
-      zeros) and the buffer drops it at once. The final step (its group, if any, and
-      the tail) is decided from the previous clock's state, registered, so it stays
-      off the step loop; it goes once it is known whether bytes are left over (the
-      last piece is in, or more than needed is buffered), and flushes the buffer.
-      A non-final step always takes 8 values, so the next step's plan (final, no
-      group) is compared from ``left`` with constants, off the go path.
-      The TagDecoder's field offsets are registered with the window.
-  S1  per-value 4-byte field select at its offset, tail select after the group.
-  S2  fields registered -> DecompressionBlock leading-zero count; which value slots
-      are kept and which slot takes the tail are decoded here.
-  S3  DecompressionBlock register -> normalising shift; word assembly: one AND-OR
+  D   the step: a non-final step goes when its group is held (or the payload's last
+      piece is in: then missing bytes read as zeros); the BurstBuffer's loop decides
+      it and moves its read position. The final step (its group, if any, and the
+      tail) goes once it is known whether bytes are left over: the last piece is in,
+      or more than needed is held (``ov``, found in S3 on a clock that moved nothing;
+      only malformed payloads need it); it flushes the buffer. What the unit feeds the
+      loop (``allow``, ``past_ok``, ``flush``) comes from registers; a non-final step
+      always takes 8 values, so the next step's plan (final, no group) is compared
+      from ``left`` with constants, off the go path.
+  S1  the window (rotated out of the ring by the buffer on the step's clock). The
+      group's fields start at byte 2; its second half (values 4-7) at 2 + h, h =
+      bytes of values 0-3 (0..16, a table of tag byte 0): split off with one byte
+      select (two radix-4 stages and a 2:1 for 16). Tag byte 1's table too.
+  S2  halves registered. Each half's fields split off value by value: a {0,1,2,4}
+      select on the value's tag drops its field, so the next one starts at byte 0;
+      the tail follows value 7. The group's length (2 + the two tables; 0 for the
+      tail alone) and the bytes held minus the tail are added up here.
+  S3  fields registered -> DecompressionBlocks' first half (leading-zero count). The
+      length against the bytes held: a non-final group that went while not all held
+      ran past the end; the final step must find exactly its group and tail.
+  S4  DecompressionBlock register -> normalising shift; word assembly: one AND-OR
       per bit of a kept value and the tail (in the slot after the last value).
-  S4  output word register -> AxisRegisterSlice -> ``o``.
-Between payloads the unit idles about two clocks (the next ``start`` is taken once
-the final step has gone; the buffer takes the next payload's first piece the clock
-after the flush). The final step goes without waiting for the registered decision
-when the payload's last piece is already in (the usual case), and the buffer knows
-the first group's length the clock after its first piece lands.
+  S5  output word register -> AxisRegisterSlice -> ``o``.
+Why the split chain: eight selects of value j's field at its own offset (0..4j+2)
+are eight wide shifters; splitting the halves first and then dropping one field per
+stage moves fewer bytes each time, and the tags steer the stages directly (no offsets
+added up).
 
-Rates (measured by sim/test_decompression_unit.py, output always ready): see the
-throughput test; one word per clock while groups average up to 32 bytes.
+Between payloads the unit idles about two clocks (the next ``start`` is taken once the
+final step has gone; the buffer takes the next payload's first piece the clock after
+the flush and can step two clocks later); the RX engine hides them behind a frame's
+header beats. Rates: see the throughput test.
 """
 
 from amaranth import *
@@ -55,14 +65,27 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axis import AxisRegisterSlice
-from .burst_buffer import BurstBuffer, PieceLayout, WINDOW_BYTES
+from .burst_buffer import BurstBuffer, PieceLayout, WINDOW_BYTES, shift_down, tag_byte_bytes
 from .decompression_block import DecompressionBlock
-from .tag_decoder import GROUP_VALUES, TagDecoder
+from .tag_decoder import GROUP_VALUES
 
 __all__ = ["DecompressionUnit", "StartLayout", "WordLayout", "PieceLayout"]
 
 StartLayout = data.StructLayout({"n": 12, "r": 2})
 WordLayout = data.StructLayout({"data": 256, "count": 6, "last": 1, "error": 1})
+
+_WSTEPS = (0, 1, 2, 4)       # a field's width by its tag
+
+
+def _bytes(sig, n):
+    return [sig[8 * b:8 * b + 8] for b in range(n)]
+
+
+def _reg(m, en, sig, name):
+    r = Signal.like(sig, name=name)
+    with m.If(en):
+        m.d.sync += r.eq(sig)
+    return r
 
 
 class DecompressionUnit(wiring.Component):
@@ -73,7 +96,6 @@ class DecompressionUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.bb = bb = BurstBuffer()
-        m.submodules.td = td = TagDecoder()
         m.submodules.out = oslice = AxisRegisterSlice(WordLayout)
         wiring.connect(m, wiring.flipped(self.i), bb.i)
         wiring.connect(m, oslice.o, wiring.flipped(self.o))
@@ -81,165 +103,177 @@ class DecompressionUnit(wiring.Component):
         # Every stage moves when the output slice can take a word; its ready is a
         # flip-flop, so the stall never reaches the BurstBuffer through logic.
         adv = Signal()
-        m.d.comb += adv.eq(oslice.i.ready)
+        m.d.comb += [adv.eq(oslice.i.ready), bb.en.eq(adv)]
 
         # ---- D: decide and consume ----------------------------------------------
         running = Signal()
         left = Signal(12)          # values still to decode
         tail_r = Signal(2)
-        err = Signal()             # a step ran past the end of the payload
-        # Registered facts about the coming step, so the consume loop (window ->
-        # need -> consume -> window) holds no comparisons on ``left``:
         final = Signal()           # this step ends the payload (its word is last)
         no_group = Signal()        # no values left: the step is the tail alone
         cnt = Signal(4)            # values in this step's word (0..8)
         m.d.comb += cnt.eq(Mux(left >= GROUP_VALUES, GROUP_VALUES, left))
 
         def plan(values, r):
-            # (final, no_group) for a step with ``values`` still to decode.
             fin = (values < GROUP_VALUES) | ((values == GROUP_VALUES) & (r == 0))
-            none = values == 0
-            return [final.eq(fin), no_group.eq(none)]
+            return [final.eq(fin), no_group.eq(values == 0)]
 
+        # While idle, the plan follows the offered ``start`` (it matters only once a
+        # payload runs), so a step's updates below do not share a mux with it.
         m.d.comb += self.start.ready.eq(~running)
-        with m.If(self.start.valid & ~running):
-            n, r = self.start.payload.n, self.start.payload.r
-            m.d.sync += [running.eq(1), left.eq(n), tail_r.eq(r), err.eq(0), *plan(n, r)]
 
-        m.d.comb += td.tags.eq(bb.window[:16])
-        glen = Signal(6)           # bytes of this step's group (0 when none)
-        m.d.comb += glen.eq(Mux(no_group, 0, bb.length))
-        need = Signal(7)           # bytes of the final step: group and tail
-        m.d.comb += need.eq(glen + tail_r)
-        # The final step goes once it is known whether bytes are left over: decided
-        # from the previous clock's state (registered, off the step loop); a step that
-        # goes changes the state, so the decision is redone after it.
+        # The final step goes once it is known whether bytes are left over: the last
+        # piece is in, or more than its group and tail are held (``ov``, found in S3 on
+        # a clock that moved nothing, registered; only malformed payloads need it).
         fin_ok = Signal()
-        # A non-final step goes when its group is in the buffer (or never will be).
-        go = Signal()
-        flush = Signal()           # go & final, as its own gate (fin_ok is a register)
+        ov = Signal()
         base = Signal()
+        flush = Signal()
         m.d.comb += [
             base.eq(running & adv & bb.ready),
-            # With the last piece in, what is left over is known now (no wait).
-            go.eq(base & Mux(final, fin_ok | bb.last, bb.fits | bb.last)),
+            bb.allow.eq(base & ~final),
+            bb.past_ok.eq(base & (bb.last | (final & fin_ok))),
             flush.eq(base & final & (fin_ok | bb.last)),
-        ]
-        m.d.sync += fin_ok.eq(running & ~go & final & bb.known & (bb.last | (bb.level > need)))
-        # The final step reads past the end of the payload or leaves bytes over.
-        final_bad = Signal()
-        m.d.comb += final_bad.eq(bb.level != need)
-        # Past the end of a payload whose last piece is in, the buffer reads as zeros.
-        m.d.comb += [
-            bb.go.eq(go),
             bb.flush.eq(flush),
         ]
+        m.d.sync += fin_ok.eq(running & final & bb.ready & (bb.last | ov))
+        go = bb.go
         # A non-final step has at least 8 values left (so it takes 8): the next plan
         # follows from ``left`` by comparisons with constants, off the go path.
         nf_final = Signal()
         nf_none = Signal()
+        left8 = Signal(12)
         m.d.comb += [
             nf_final.eq((left < 2 * GROUP_VALUES) | ((left == 2 * GROUP_VALUES) & (tail_r == 0))),
             nf_none.eq(left == GROUP_VALUES),
+            left8.eq(left - GROUP_VALUES),
         ]
-        with m.If(go):
-            m.d.sync += [left.eq(left - GROUP_VALUES), final.eq(nf_final), no_group.eq(nf_none)]
-            with m.If(~final & ~bb.fits):
-                m.d.sync += err.eq(1)
-            with m.If(final):
-                m.d.sync += running.eq(0)
+        with m.If(~running):
+            n, r = self.start.payload.n, self.start.payload.r
+            m.d.sync += [running.eq(self.start.valid), left.eq(n), tail_r.eq(r), *plan(n, r)]
+        with m.Elif(go):
+            m.d.sync += [left.eq(left8), final.eq(nf_final), no_group.eq(nf_none)]
+        with m.If(flush):
+            m.d.sync += running.eq(0)
 
-        # ---- S1: select the fields and the tail ---------------------------------
-        v1 = Signal()
-        win1 = Signal(8 * WINDOW_BYTES)
-        # Field offsets from the group start (tag word included): 2..2+4j.
-        off1 = [Signal(6, name=f"off1_{j}") for j in range(GROUP_VALUES)]
-        tags1 = Signal(16)
-        glen1 = Signal(6)
-        cnt1 = Signal(4)
-        r1 = Signal(2)
-        final1 = Signal()
-        err1 = Signal()
-        with m.If(adv):
-            m.d.sync += [
-                v1.eq(go),
-                win1.eq(bb.window),
-                tags1.eq(Mux(no_group, 0, bb.window[:16])),
-                glen1.eq(glen),
-                cnt1.eq(cnt),
-                r1.eq(Mux(final, tail_r, 0)),
-                final1.eq(final),
-                err1.eq(final & (err | final_bad)),
-            ]
-            m.d.sync += [off1[j].eq(td.offset[j]) for j in range(GROUP_VALUES)]
+        # ---- S1: the window; split off the second half ----------------------------
+        v1 = _reg(m, adv, go, "v1")
+        final1 = _reg(m, adv, final, "final1")
+        cnt1 = _reg(m, adv, cnt, "cnt1")
+        r1 = _reg(m, adv, Mux(final, tail_r, 0), "r1")
+        none1 = _reg(m, adv, no_group, "none1")
+        rest1 = _reg(m, adv, bb.rest, "rest1")        # bytes held from the step's start
+        still1 = _reg(m, adv, ~bb.moved, "still1")
+        win1 = _bytes(bb.window, WINDOW_BYTES)
 
+        # The group's length from its tag word (two table lookups and an add; 0 for the
+        # tail alone), compared with the bytes held in S2, off the loop.
+        h = tag_byte_bytes(m, win1[0], "h")
+        h2 = tag_byte_bytes(m, win1[1], "h2")
+
+        fld = win1[2:]             # the fields: 35 bytes from byte 2
+        # h <= 16, and h = 16 only with h[3:0] = 0: two radix-4 stages on h[3:0], then
+        # a 2:1 stage for 16.
+        sh_lo = shift_down(m, fld, [(h[2:4], (0, 4, 8, 12)), (h[0:2], (0, 1, 2, 3))], 19, "sha")
+        sh = [Signal(8, name=f"sh{b}", attrs={"keep": 1}) for b in range(19)]
+        m.d.comb += [sh[b].eq(Mux(h[4], fld[16 + b], sh_lo[b])) for b in range(19)]
+
+        # ---- S2: halves; each half's fields split off value by value ---------------
+        fh2 = [_reg(m, adv, fld[b], f"fh2_{b}") for b in range(16)]
+        sh2 = [_reg(m, adv, sh[b], f"sh2_{b}") for b in range(19)]
+        tags2 = _reg(m, adv, Cat(win1[0], win1[1]), "tags2")
+        t0_2 = _reg(m, adv, Cat(*win1[:3]), "t0_2")     # the tail when there is no group
+        v2 = _reg(m, adv, v1, "v2")
+        final2 = _reg(m, adv, final1, "final2")
+        cnt2 = _reg(m, adv, cnt1, "cnt2")
+        r2 = _reg(m, adv, r1, "r2")
+        none2 = _reg(m, adv, none1, "none2")
+        rest2 = _reg(m, adv, rest1, "rest2")
+        still2 = _reg(m, adv, still1, "still2")
+        h2_2 = _reg(m, adv, h2, "h2_2")
+        h_2 = _reg(m, adv, h, "h_2")
+        # S2 -> S3: the group's length (0 for the tail alone) and the bytes held past
+        # the tail; compared in S3 (one adder or compare per stage, off the loop).
+        glen3 = _reg(m, adv, Mux(none2, 0, h_2 + h2_2 + 2), "glen3")
+        restr3 = _reg(m, adv, rest2 - r2, "restr3")     # bytes held minus the tail
+        rest3 = _reg(m, adv, rest2, "rest3")
+        still3 = _reg(m, adv, still2, "still3")
+
+        def w(tags, j):
+            return tags[2 * j:2 * j + 2]
+
+        # Each stage drops one field (a {0,1,2,4} select on its tag), so the next value's
+        # field is at byte 0 of the stage's output; the tail follows value 7.
         fields = []
-        for j in range(GROUP_VALUES):
-            span = win1[:8 * (4 * j + 6)]    # value j's field lies within these bytes
-            # Bytes past the field's width belong to the next field; the
-            # DecompressionBlock ignores them (tag 01 reads 8 bits, 10 reads 16).
-            f = Signal(32, name=f"field{j}")
-            m.d.comb += f.eq(span >> Cat(C(0, 3), off1[j]))
-            fields.append(f)
-        tail_raw = Signal(24)
-        tail1 = Signal(24)
-        m.d.comb += [
-            tail_raw.eq(win1 >> Cat(C(0, 3), glen1)),
-            tail1.eq(tail_raw & Cat(Mux(r1 > 0, 0xFF, 0), Mux(r1 > 1, 0xFF, 0),
-                                    Mux(r1 > 2, 0xFF, 0))),
-        ]
+        for half, (src, sizes) in enumerate(((fh2, (12, 8, 4)), (sh2, (15, 11, 7, 3)))):
+            cur = src
+            fields.append(Cat(*cur[:4]))
+            for k, size in enumerate(sizes):
+                j = 4 * half + k
+                cur = shift_down(m, cur, [(w(tags2, j), _WSTEPS)], size, f"f{j}_")
+                if j + 1 < GROUP_VALUES:
+                    fields.append(Cat(*cur[:4]))
+        tail_g = Cat(*cur)
 
-        # ---- S2: fields registered, DecompressionBlocks -------------------------
-        v2, final2, err2 = Signal(), Signal(), Signal()
-        cnt2 = Signal(4)
-        r2 = Signal(2)
-        tail2 = Signal(24)
-        tags2 = Signal(16)
-        keep2 = Signal(GROUP_VALUES)      # value j is in the word
-        tslot2 = Signal(GROUP_VALUES)     # the tail goes in value slot j
-        fields2 = [Signal(32, name=f"field2_{j}") for j in range(GROUP_VALUES)]
+        # ---- S3: fields registered, DecompressionBlocks' first half -----------------
+        fields3 = [_reg(m, adv, f, f"field3_{j}") for j, f in enumerate(fields)]
+        tags3 = _reg(m, adv, tags2, "tags3")
+        tail_g3 = _reg(m, adv, tail_g, "tail_g3")
+        t0_3 = _reg(m, adv, t0_2, "t0_3")
+        none3 = _reg(m, adv, none2, "none3")
+        v3 = _reg(m, adv, v2, "v3")
+        final3 = _reg(m, adv, final2, "final3")
+        cnt3 = _reg(m, adv, cnt2, "cnt3")
+        r3 = _reg(m, adv, r2, "r3")
+        # Errors of this payload so far: a non-final group that went while not all held
+        # ran past the end; the final step must find exactly its group and tail held.
+        err_acc = Signal()
+        with m.If(adv & v3):
+            m.d.sync += err_acc.eq(~final3 & (err_acc | (rest3 < glen3)))
+        err3 = Signal()
+        m.d.comb += err3.eq(final3 & (err_acc | (restr3 != glen3)))
+        # More than the final step's group and tail held, seen on a clock of a final
+        # step that moved nothing (so it holds until that step goes).
         with m.If(adv):
-            m.d.sync += [v2.eq(v1), final2.eq(final1), err2.eq(err1), cnt2.eq(cnt1),
-                         r2.eq(r1), tail2.eq(tail1), tags2.eq(tags1)]
-            m.d.sync += [fields2[j].eq(fields[j]) for j in range(GROUP_VALUES)]
-            m.d.sync += [keep2[j].eq(cnt1 > j) for j in range(GROUP_VALUES)]
-            m.d.sync += [tslot2[j].eq(cnt1 == j) for j in range(GROUP_VALUES)]
+            m.d.sync += ov.eq(final3 & ~v3 & ~v2 & ~v1 & still3 & (restr3 > glen3))
 
         values = []
         for j in range(GROUP_VALUES):
             db = DecompressionBlock(pipelined=True)
             m.submodules[f"db{j}"] = db
-            m.d.comb += [db.tag.eq(tags2[2 * j:2 * j + 2]), db.bits.eq(fields2[j]),
-                         db.en.eq(adv)]
+            m.d.comb += [db.tag.eq(w(tags3, j)), db.bits.eq(fields3[j]), db.en.eq(adv)]
             values.append(db.value)
 
-        # ---- S3: the DecompressionBlocks' own register; assemble the word -------
-        v3, final3, err3 = Signal(), Signal(), Signal()
-        cnt3 = Signal(4)
-        r3 = Signal(2)
+        # ---- S4: the DecompressionBlocks' own register; assemble the word -------------
+        v4 = _reg(m, adv, v3, "v4")
+        final4 = _reg(m, adv, final3, "final4")
+        err4 = _reg(m, adv, err3, "err4")
         tail3 = Signal(24)
-        keep3 = Signal(GROUP_VALUES)
-        tslot3 = Signal(GROUP_VALUES)
-        count3 = Signal(6)
+        m.d.comb += tail3.eq(Mux(none3, t0_3, tail_g3)
+                             & Cat(Mux(r3 > 0, 0xFF, 0), Mux(r3 > 1, 0xFF, 0),
+                                   Mux(r3 > 2, 0xFF, 0)))
+        tail4 = _reg(m, adv, tail3, "tail4")
+        keep4 = Signal(GROUP_VALUES)      # value j is in the word
+        tslot4 = Signal(GROUP_VALUES)     # the tail goes in value slot j
+        count4 = Signal(6)
         with m.If(adv):
-            m.d.sync += [v3.eq(v2), final3.eq(final2), err3.eq(err2), cnt3.eq(cnt2),
-                         r3.eq(r2), tail3.eq(tail2), keep3.eq(keep2), tslot3.eq(tslot2),
-                         count3.eq(Mux(final2, Cat(r2, cnt2), 32))]
-        # Value j or the tail (in the slot after the last value), one AND-OR per bit.
+            m.d.sync += [keep4[j].eq(cnt3 > j) for j in range(GROUP_VALUES)]
+            m.d.sync += [tslot4[j].eq(cnt3 == j) for j in range(GROUP_VALUES)]
+            m.d.sync += count4.eq(Mux(final3, Cat(r3, cnt3), 32))
         word = Signal(256)
-        m.d.comb += word.eq(Cat(*((keep3[j].replicate(32) & values[j])
-                                  | (tslot3[j].replicate(32) & Cat(tail3, C(0, 8)))
+        m.d.comb += word.eq(Cat(*((keep4[j].replicate(32) & values[j])
+                                  | (tslot4[j].replicate(32) & Cat(tail4, C(0, 8)))
                                   for j in range(GROUP_VALUES))))
 
-        # ---- S4: output register, then the slice --------------------------------
-        v4 = Signal()
+        # ---- S5: output register, then the slice ------------------------------------
+        v5 = Signal()
         with m.If(adv):
             m.d.sync += [
-                v4.eq(v3),
+                v5.eq(v4),
                 oslice.i.payload.data.eq(word),
-                oslice.i.payload.count.eq(count3),
-                oslice.i.payload.last.eq(final3),
-                oslice.i.payload.error.eq(err3),
+                oslice.i.payload.count.eq(count4),
+                oslice.i.payload.last.eq(final4),
+                oslice.i.payload.error.eq(err4),
             ]
-        m.d.comb += oslice.i.valid.eq(v4)
+        m.d.comb += oslice.i.valid.eq(v5)
         return m

@@ -1,27 +1,29 @@
-"""BurstBuffer: payloads cut into random pieces go in, a consumer takes group after
-group out (each group as long as its tag word says); the byte stream must come out
-intact, payload by payload.
+"""BurstBuffer: payloads cut into random lane-aligned pieces go in, a consumer takes
+group after group out (each group as long as its tag word says); the byte stream must
+come out intact, payload by payload, with the wire format's zero extension past the
+end of a payload.
 
-Every clock the testbench checks the window against the stream (bytes past the
-level read as 0), that ``level``/``last`` tell the truth, and, whenever the length is
-``known``, that ``length``/``tag_bytes``/``fits`` match the tag word at byte 0; that
-going past the end of a payload whose last piece is in empties the buffer (zeros), and
-that a flush mid-payload drops exactly the rest of that payload. Input idle and
-consumer stalls run through the pause matrix; a full-rate test checks one group per
-clock from full beats.
+Every clock the testbench checks that a step goes only with ``allow`` or ``past_ok``
+(always with ``past_ok``), and that one going on ``allow`` alone takes only bytes
+already delivered (the buffer's "group held" is never optimistic); once ``last`` is
+up, that ``rest`` equals the bytes left, exactly; and the clock after each step, the
+window (the group's bytes, and with ``last`` up all 37 bytes, zeros past the end). The
+consumer advances by the length the tag word at its position gives, so a wrong step
+in the buffer shows as a wrong window. A flush mid-payload must drop exactly the rest
+of that payload. Input idle and consumer stalls run through the pause matrix; a
+full-rate test checks one group per clock from full beats.
 """
 
 import random
 
 import cocotb
-from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from inceptionn.sim import harness
 from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
 
 DUT = "burst_buffer"
 WINDOW = 37
-CAPACITY = 72
 WIDTH = (0, 1, 2, 4)
 
 
@@ -34,31 +36,41 @@ def _design():
     return BurstBuffer()
 
 
-def pieces_of(payload, rng):
+def pieces_of(payload, rng, full=False):
+    """Lane-aligned pieces: byte 0 on a random lane, each piece going on where the
+    previous one ended; random sizes (empty ones too) unless ``full``."""
     out, pos = [], 0
+    lane = rng.randrange(32)
     while pos < len(payload) or not out:
-        if rng.random() < 0.5:
-            first, count = 0, 32                    # a full beat
+        if full:
+            count = 32 - lane
+        elif rng.random() < 0.15:
+            count = 0
         else:
-            first = rng.randrange(32)
-            count = rng.randint(0, 32 - first)
+            count = rng.randint(1, 32 - lane)
         count = min(count, len(payload) - pos)
         data = bytearray(rng.randbytes(32))         # garbage around the valid bytes
-        data[first:first + count] = payload[pos:pos + count]
-        out.append([int.from_bytes(data, "little"), first, count, False])
+        data[lane:lane + count] = payload[pos:pos + count]
+        out.append([int.from_bytes(data, "little"), lane, count, False])
         pos += count
+        lane = (lane + count) % 32
     if rng.random() < 0.2:
-        out.append([rng.getrandbits(256), rng.randrange(32), 0, False])
+        out.append([rng.getrandbits(256), lane, 0, False])
     out[-1][3] = True
     return out
+
+
+def _piece_value(data, first, count, last):
+    return data | (first << 256) | (count << 261) | (int(last) << 267)
 
 
 async def _reset(dut):
     cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
     dut.rst.value = 1
     dut.i__valid.value = 0
-    dut.go.value = 0
-    dut.flush.value = 0
+    for sig in (dut.allow, dut.past_ok, dut.flush):
+        sig.value = 0
+    dut.en.value = 1
     for _ in range(2):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
@@ -70,97 +82,92 @@ async def run(dut, payloads, idle, stall, seed, flush_rate=0.0):
     that went while only partly held (read past the end)."""
     rng = random.Random(seed)
     await _reset(dut)
-    pieces = [p for pl in payloads for p in pieces_of(pl, rng)]
+    cut = [pieces_of(pl, rng) for pl in payloads]
+    pieces = [(k, p) for k, c in enumerate(cut) for p in c]
     idle_p, stall_p = pause_generator(idle, seed + 1), pause_generator(stall, seed + 2)
     pi = 0
-    seen = []                  # what the consumer took from each payload
+    delivered = [0] * len(payloads)   # bytes of each payload the buffer has taken
+    seen = []
     cur = bytearray()
-    pl = 0                     # payload being consumed
-    pos = 0                    # read position in it
+    pl = 0                            # payload being consumed
+    pos = 0                           # read position in it (may run past its end)
     past_end = 0
+    check_window = None               # (expected bytes, how many must match)
     cycles = 0
-    limit = 100 + 6 * sum(len(p) for p in payloads) + 40 * len(pieces)
+    limit = 200 + 8 * sum(len(p) for p in payloads) + 40 * len(pieces)
     while pl < len(payloads):
         await FallingEdge(dut.clk)
         cycles += 1
         assert cycles < limit, f"stuck: payload {pl}, position {pos}, piece {pi}"
-        window = int(dut.window.value).to_bytes(WINDOW, "little")
-        level, last = int(dut.level.value), bool(dut.last.value)
-        known, ready = bool(dut.known.value), bool(dut.ready.value)
         want = payloads[pl]
-        avail = min(level, WINDOW)
-        assert level <= CAPACITY
-        assert pos + level <= len(want), f"payload {pl}: {level} bytes held at {pos} of {len(want)}"
-        assert window[:avail] == want[pos:pos + avail], f"payload {pl}: window wrong at {pos}"
-        assert window[avail:] == bytes(WINDOW - avail), "bytes past the level are not zero"
+        ext = want + bytes(pos + 40)       # zero extension
+        if check_window is not None:
+            exp, n = check_window
+            window = int(dut.window.value).to_bytes(WINDOW, "little")
+            assert window[:n] == exp[:n], f"payload {pl}: window wrong before {pos}"
+            check_window = None
+        ready, last = bool(dut.ready.value), bool(dut.last.value)
         if last:
-            assert pos + level == len(want), f"payload {pl}: last with {len(want) - pos - level} bytes missing"
-        assert not ready or known
-        length = group_length(window[0], window[1])
-        if known:
-            assert int(dut.length.value) == length, f"payload {pl}: length wrong at {pos}"
-            assert int(dut.tag_bytes.value) == length - 2
-            assert bool(dut.fits.value) == (level >= length)
+            assert delivered[pl] == len(want), f"payload {pl}: last before all bytes"
+        length = group_length(ext[pos], ext[pos + 1])
 
-        # Consumer: the group at byte 0 when it is all there (or all that is left).
-        go, flush = False, False
-        if not next(stall_p):
-            if last and level == 0:
+        # Consumer.
+        allow = past_ok = flush = False
+        if ready and not next(stall_p):
+            if last and pos >= len(want) and rng.random() < 0.5:
                 flush = True                    # done with this payload
-            elif ready and (level >= length or last):
-                go = True
-                if last and level <= length and rng.random() < 0.7:
+            elif last and rng.random() < 0.7:
+                past_ok = True                  # go even if the group runs past the end
+                if pos + length >= len(want) and rng.random() < 0.5:
                     flush = True                # the final group: go and flush at once
-            # Only once this payload shows (a flush while the buffer still drops the
-            # previous payload's rest has no effect, by contract).
-            if not flush and level > (length if go else 0) and rng.random() < flush_rate:
-                flush = True       # give up on the rest of this payload
-        if not go and rng.random() < 0.3 and not ready:
-            dut.go.value = 1                    # ignored: not ready
-        else:
-            dut.go.value = int(go)
+            else:
+                allow = True
+            if not flush and pos > 0 and rng.random() < flush_rate:
+                flush, allow, past_ok = True, False, False   # give up on the rest
+        dut.allow.value = int(allow)
+        dut.past_ok.value = int(past_ok)
         dut.flush.value = int(flush)
+
+        # Producer: i.ready depends on registers only, so what it shows now holds at the
+        # next edge.
+        taken = None
+        if pi < len(pieces) and not next(idle_p):
+            dut.i__payload.value = _piece_value(*pieces[pi][1])
+            dut.i__valid.value = 1
+            if dut.i__ready.value:
+                taken = pieces[pi]
+                pi += 1
+        else:
+            dut.i__valid.value = 0
+
+        await Timer(1, unit="ns")          # let the outputs follow the inputs
+        go = bool(dut.go.value)
+        assert not go or allow or past_ok, "went without allow or past_ok"
+        if past_ok:
+            assert go, "past_ok must make the step go"
+        if ready and last and pos <= len(want):
+            rest = int(dut.rest.value)
+            rest = rest - 1024 if rest >= 512 else rest
+            assert rest == len(want) - pos, f"payload {pl}: rest {rest}, want {len(want) - pos}"
         if go:
-            past_end += level < length
+            if not past_ok:
+                assert pos + length <= delivered[pl], f"payload {pl}: went before its group was in"
+            past_end += pos + length > len(want)
+            check_window = (ext[pos:pos + WINDOW],
+                            WINDOW if last else max(0, min(length, len(want) - pos)))
             cur += want[pos:pos + length]
-            pos = min(pos + length, len(want))
+            pos += length
         if flush:
             seen.append(bytes(cur))
             cur = bytearray()
             pl += 1
             pos = 0
-
-        # Producer: i.ready is a flip-flop, so what it shows now holds at the edge.
-        if pi < len(pieces) and not next(idle_p):
-            data, first, count, plast = pieces[pi]
-            dut.i__payload.value = data | (first << 256) | (count << 261) | (int(plast) << 267)
-            dut.i__valid.value = 1
-            if dut.i__ready.value:
-                pi += 1
-        else:
-            dut.i__valid.value = 0
+        if taken is not None:
+            delivered[taken[0]] += taken[1][2]
     await FallingEdge(dut.clk)
-    dut.go.value = 0
-    dut.flush.value = 0
-    dut.i__valid.value = 0
+    for sig in (dut.allow, dut.past_ok, dut.flush, dut.i__valid):
+        sig.value = 0
     return seen, past_end
-
-
-def make_payloads(rng, count):
-    sizes = [0, 1, 2, 3, 31, 32, 33, 34, 35, 36, 37, 38, 64, 65, 66, 67, 1448]
-    out = []
-    for _ in range(count):
-        n = rng.choice(sizes) if rng.random() < 0.3 else rng.randint(0, 300)
-        kind = rng.random()
-        if kind < 0.2:
-            # Long groups: tag bytes with many raw (11) and 16-bit (10) fields.
-            out.append(bytes(rng.choice([0xFF, 0xBF, 0xEF, 0xAA, 0xFB]) if rng.random() < 0.6
-                             else rng.randrange(256) for _ in range(n)))
-        elif kind < 0.3:
-            out.append(bytes(n))                    # 2-byte groups of zero tags
-        else:
-            out.append(rng.randbytes(n))
-    return out
 
 
 @cocotb.test()
@@ -196,38 +203,59 @@ async def full_rate(dut, glen):
     payload = group * 200
     beats = [payload[i:i + 32] for i in range(0, len(payload), 32)]
     await _reset(dut)
-    pos, taken, pi = 0, bytearray(), 0
+    pos, pi = 0, 0
     go_cycles = []
     cycle = 0
+    taken = bytearray()
+    pending = None
+    dut.allow.value = 1
     while pos < len(payload):
         await FallingEdge(dut.clk)
         cycle += 1
         assert cycle < 2000, "stuck"
-        ready, level = bool(dut.ready.value), int(dut.level.value)
-        go = ready and level >= glen
-        if go:
-            assert int(dut.length.value) == glen
-            window = int(dut.window.value).to_bytes(WINDOW, "little")
-            taken += window[:glen]
-            pos += glen
-            go_cycles.append(cycle)
-        dut.go.value = int(go)
-        dut.flush.value = int(pos == len(payload))
+        if pending is not None:
+            taken += int(dut.window.value).to_bytes(WINDOW, "little")[:pending]
+            pending = None
         if pi < len(beats):
-            dut.i__payload.value = (int.from_bytes(beats[pi], "little") | (32 << 261)
-                                    | (int(pi == len(beats) - 1) << 267))
+            dut.i__payload.value = _piece_value(int.from_bytes(beats[pi], "little"), 0, 32,
+                                                pi == len(beats) - 1)
             dut.i__valid.value = 1
             if dut.i__ready.value:
                 pi += 1
         else:
             dut.i__valid.value = 0
+        await Timer(1, unit="ns")
+        if dut.go.value:
+            pos += glen
+            pending = glen
+            go_cycles.append(cycle)
     await FallingEdge(dut.clk)
-    dut.go.value = 0
+    taken += int(dut.window.value).to_bytes(WINDOW, "little")[:pending]
+    dut.allow.value = 0
+    dut.flush.value = 1
+    await FallingEdge(dut.clk)
     dut.flush.value = 0
     assert bytes(taken) == payload
     rate = (len(go_cycles) - 1) / (go_cycles[-1] - go_cycles[0])
     dut._log.info(f"{glen}-byte groups: {rate:.3f} groups per clock")
     assert rate >= (0.99 if glen == 32 else 0.9 * 32 / 34), f"{rate:.3f} groups per clock"
+
+
+def make_payloads(rng, count):
+    sizes = [0, 1, 2, 3, 31, 32, 33, 34, 35, 36, 37, 38, 64, 65, 66, 67, 1448]
+    out = []
+    for _ in range(count):
+        n = rng.choice(sizes) if rng.random() < 0.3 else rng.randint(0, 300)
+        kind = rng.random()
+        if kind < 0.2:
+            # Long groups: tag bytes with many raw (11) and 16-bit (10) fields.
+            out.append(bytes(rng.choice([0xFF, 0xBF, 0xEF, 0xAA, 0xFB]) if rng.random() < 0.6
+                             else rng.randrange(256) for _ in range(n)))
+        elif kind < 0.3:
+            out.append(bytes(n))                    # 2-byte groups of zero tags
+        else:
+            out.append(rng.randbytes(n))
+    return out
 
 
 def test_burst_buffer():

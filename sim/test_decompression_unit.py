@@ -3,9 +3,10 @@ against inceptionn.golden.decompression_unit byte for byte, with the error flag.
 
 Well-formed payloads come from golden.compress_payload for every original length
 0..100 bytes, 1448 and 8972, values of every class, k in {6, 8, 10}; malformed ones are
-truncated, have extra trailing bytes, or are random bytes. Pieces are cut as the engine
-cuts them (first piece at a frame offset, then full beats) or at random (any first,
-any count, empty pieces, an empty last piece). Input idle and output backpressure
+truncated, have extra trailing bytes, or are random bytes. Pieces are lane-aligned (the unit's input contract): cut as the engine cuts
+them (first piece from a random lane to the end of its beat, then full beats) or in
+random sizes (empty pieces, an empty last piece), each going on at the lane where the
+previous one ended. Input idle and output backpressure
 run through the pause matrix. The throughput test measures output words per clock on
 long payloads and writes it to the run's log and to ``throughput.txt``.
 """
@@ -64,26 +65,25 @@ def original_payload(rng, length):
 
 
 def pieces_of(stream, rng, mode):
-    """Cut a byte stream into (data, first, count, last) pieces."""
+    """Cut a byte stream into lane-aligned (data, first, count, last) pieces: byte 0 on
+    a random lane (the engine's (P + 4) mod 32), each piece going on at the lane where
+    the previous one ended."""
     out = []
     pos = 0
-    if mode == "engine":
-        first = rng.randrange(32)
-        while True:
-            count = min(32 - first, len(stream) - pos)
-            out.append((first, stream[pos:pos + count]))
-            pos += count
-            first = 0
-            if pos >= len(stream):
-                break
-    else:
-        while pos < len(stream) or not out:
-            first = rng.randrange(32)
-            count = min(rng.randint(0, 32 - first), len(stream) - pos)
-            out.append((first, stream[pos:pos + count]))
-            pos += count
+    lane = rng.randrange(32)
+    while pos < len(stream) or not out:
+        if mode == "engine":
+            count = 32 - lane                           # to the end of the beat
+        elif rng.random() < 0.15:
+            count = 0                                   # an empty piece
+        else:
+            count = rng.randint(1, 32 - lane)
+        count = min(count, len(stream) - pos)
+        out.append((lane, stream[pos:pos + count]))
+        pos += count
+        lane = (lane + count) % 32
     if rng.random() < 0.15:
-        out.append((rng.randrange(32), b""))        # an empty last piece
+        out.append((lane, b""))                         # an empty last piece
     pieces = []
     for idx, (first, chunk) in enumerate(out):
         # Garbage around the valid bytes: the unit must ignore it.
