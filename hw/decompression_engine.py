@@ -13,11 +13,19 @@ Cut-through. Two loosely coupled halves share one "pending frame" slot:
   on the last beat if the payload was malformed, the input was cut short, or the input
   frame had ``user`` set.
 
-For timing, what the halves decide each clock comes from registers prepared a step
-ahead: the output beat count, "last beat", "header beat" and the last beat's tkeep
-are derived when the frame enters the pending slot; the feed keeps "more than a beat
-left" and the bytes the current held beat offers; states that gate data paths are
-mirrored in flag registers, so no state decode sits in front of a compare.
+For timing (at most 6 LUT levels between registers), what the halves decide each
+clock comes from registers prepared a step ahead: both halves' states are one-hot flag
+registers; the front half's CHECK step works out every per-frame sum and compare the
+ACT step needs (the size limit, the output beat count, the first beat's offer, which
+held beats end the compressed stream), so ACT only copies registers; the feed keeps
+"more than a beat left" and "the current held beat ends the stream" as flags, so the
+end of the feed is a select of flags, and the input's last beat, if the compressed
+stream may end in it, waits one clock for a registered compare of its byte count (the
+input side has slack: its rate is not the output's); the back half's handshake per
+state is one flat AND of flags, and its beat counts, "last beat", "header beat" and
+the last beat's tkeep are loaded from the pending slot. The beat holding byte P takes
+its header bytes straight from the pending slot (released only as that beat goes
+out), not from a copy.
 
 The front half moves on to the next frame as soon as the current one's input is in,
 so a frame's header work overlaps the previous frame's output and, with the sink
@@ -37,7 +45,7 @@ from .axis import BEAT_BYTES, AxisBeat, AxisRegisterSlice, axis_signature
 from .decompression_unit import DecompressionUnit
 from .header_restore import HEADER_BYTES, HeaderRestore
 from .packet_matcher import PacketMatcher
-from .realigner import Realigner, keep_count
+from .realigner import Realigner, greater_than, keep_count
 
 __all__ = ["DecompressionEngine", "MAX_FRAME_BYTES", "SHIM_MAGIC", "HOLD_BEATS"]
 
@@ -118,9 +126,26 @@ class DecompressionEngine(wiring.Component):
         inb = in_slice.o
         ob = out_slice.i
 
-        # Front-half state.
+        # Front-half state. The FSM states are one-hot flag registers (s_head ...
+        # s_fin, in_feed for FEED, f_pass for PASS), so no state decode sits in front
+        # of an enable.
+        s_head = Signal(init=1)
+        s_match = Signal()
+        s_check = Signal()
+        s_act = Signal()
+        s_drain = Signal()
+        s_fin = Signal()
+        in_feed = Signal()             # FEED
+        f_pass = Signal()              # PASS
+        # Back-half state, the same way.
+        b_idle = Signal(init=1)
+        b_held = Signal()              # bypass: the held beats
+        b_live = Signal()              # bypass: the rest of the frame from the input
+        b_frame = Signal()             # decompressed frame
+
         hold = Array(Signal(8 * BEAT_BYTES, name=f"hold{j}") for j in range(HOLD_BEATS))
         nheld = Signal(range(HOLD_BEATS + 1))
+        hsel = Signal(HOLD_BEATS, init=1)   # nheld one-hot: the hold beat written next
         held_last = Signal()          # the frame ended within the held beats
         held_kc = Signal(6)           # byte count of that last beat
         held_keep = Signal(BEAT_BYTES)
@@ -163,24 +188,35 @@ class DecompressionEngine(wiring.Component):
             with m.Default():
                 m.d.sync += [shim.eq(0), shim_ok.eq(0)]
 
-        # Registered decision inputs.
+        # Registered decision inputs (MATCH), with the sums CHECK builds on.
         d_p = Signal(8)
         d_lr = Signal(14)              # received payload length |C|
+        d_rem = Signal(14)             # compressed bytes after the shim, |C| - 4
+        d_p4 = Signal(9)               # P + 4: where the compressed stream starts
+        d_p31 = Signal(9)              # P + 31 (output beats = (P + 31 + L) >> 5)
+        d_lim = Signal(14)             # MAX_FRAME_BYTES - P (largest L that fits)
         d_ls = Signal(16)              # shim L
         d_ok = Signal()
         d_vlan = Signal()
         d_ihl = Signal(4)
         d_udp = Signal()
         d_total = Signal(16)
+        d_fidx = Signal(range(HOLD_BEATS + 1))   # beat of the stream's first byte
+        d_ffirst = Signal(5)                     # ... and its lane
+        m.d.comb += [d_fidx.eq(d_p4[5:]), d_ffirst.eq(d_p4[:5])]
 
-        # Derived per-frame values (one more register stage, adders in parallel).
+        # Derived per-frame values (CHECK), so that ACT only copies registers.
         x_ok = Signal()
-        x_end = Signal(17)             # P + L (shim L is 16 bits)
-        x_rem = Signal(14)             # compressed bytes after the shim
-        x_ffirst = Signal(5)
-        x_fidx = Signal(range(HOLD_BEATS + 1))
+        x_sum = Signal(17)             # P + 31 + L
         x_total = Signal(16)
         x_udp_len = Signal(16)
+        x_zero = Signal()              # no compressed bytes
+        x_big = Signal()               # more than a beat of them
+        x_r = Signal(15)               # |C| - 4 + first lane: the held beats' compares
+        x_leh = Signal()               # the stream ends within the frame's held bytes
+        x_end0 = Signal()              # the stream's first beat is the frame's last held one
+        x_live0 = Signal()             # ... is not a held beat
+        x_hc0 = Signal(6)              # bytes the first beat offers
 
         # Pending-frame slot (front -> back).
         pend_hdr = Array(Signal(8 * BEAT_BYTES, name=f"pend{j}") for j in range(HOLD_BEATS))
@@ -188,6 +224,7 @@ class DecompressionEngine(wiring.Component):
         pend_ready = Signal()          # ... and the header is final
         pend_bypass = Signal()
         pend_nheld = Signal(range(HOLD_BEATS + 1))
+        pend_nh1 = Signal()            # pend_nheld == 1
         pend_held_last = Signal()
         pend_held_kc = Signal(6)
         pend_held_keep = Signal(BEAT_BYTES)
@@ -203,8 +240,7 @@ class DecompressionEngine(wiring.Component):
         # half loads them as plain register copies.
         pend_left = Signal(range(MAX_FRAME_BYTES // BEAT_BYTES + 2))   # output beats
         pend_one = Signal()            # ... exactly one
-        pend_last_keep = Signal(BEAT_BYTES)
-        pend_low = Signal(BEAT_BYTES)  # bytes below P mod 32
+        pend_end_lane = Signal(5)      # (P + L - 1) mod 32: the last beat's last lane
 
         # End-of-input slot (front -> back) for decompressed frames: the input's tuser
         # and a cut-short input are only known once the input frame has ended.
@@ -258,18 +294,17 @@ class DecompressionEngine(wiring.Component):
         f_first = Signal(5)
         f_rem = Signal(14)
         f_live = Signal()              # feeding from the input now, not from the held beats
-        # Registered facts about the feed, so that a beat's count and end are decided
-        # by one small compare: f_rem == 0 (only possible at the start), f_rem > 32 and
-        # f_rem - 33 (its sign after this beat is the next f_big), the bytes a held beat
-        # offers (the first one from f_first, the frame's last held one up to its end).
+        # Registered facts about the feed: f_rem == 0 (only possible at the start),
+        # f_rem > 32 and f_rem - 33 (its sign after this beat is the next f_big), the
+        # bytes the current held beat offers, whether it is the frame's last, and for
+        # the held beats still to come whether each one ends the stream (f_hv, bit 0
+        # for the current one): so "this beat ends the feed" is a select of flags.
         f_zero = Signal()
         f_big = Signal()
         f_rm33 = Signal(signed(15))
-        f_hav = Signal(6)              # what the frame's last held beat offers
         f_hcur = Signal(6)             # what the current held beat offers
         f_hend = Signal()              # the current held beat is the frame's last
-        in_feed = Signal()             # the front half is in FEED (a flag, not a decode)
-        f_pass = Signal()              # ... in PASS
+        f_hv = Signal(HOLD_BEATS)
 
         with m.If(fin_clear):
             m.d.sync += fin_valid.eq(0)
@@ -286,339 +321,358 @@ class DecompressionEngine(wiring.Component):
         le = Signal()                  # ... and they cover the rest (f_rem <= avail)
         cnt = Signal(6)
         ulast = Signal()
+        feed_hs = Signal()
+        feed_hs_held = Signal()
+        # kc >= f_rem for f_rem in 1..32 (the only case it is read: ~f_big on a live
+        # beat) is kc > f_rem - 1, and f_rem - 1 = f_rm33 mod 32. It is registered: the
+        # input's last beat, when the stream may end in it (~f_big), waits one clock
+        # (f_chk) before it is fed, so the byte count is a select of registers. (One
+        # clock per frame on the input side, where the engine has slack.)
+        kc_ge = Signal()
+        m.d.sync += kc_ge.eq(greater_than(inb.payload.kc, f_rm33[:5]))
+        f_chk = Signal()               # kc_ge is for the beat waiting now
+        f_wait = Signal()              # a live last beat that has to wait for kc_ge
+        m.d.comb += f_wait.eq(f_live & inb.payload.last & ~f_big & ~f_chk)
+        with m.If(in_feed & inb.valid & f_wait):
+            m.d.sync += f_chk.eq(1)
         m.d.comb += [
             src_data.eq(Mux(f_live, inb.payload.data, hold[f_idx])),
             avail.eq(Mux(f_live, Mux(inb.payload.last, inb.payload.kc, BEAT_BYTES), f_hcur)),
             src_last.eq(Mux(f_live, inb.payload.last, f_hend)),
-            src_valid.eq(in_feed & (~f_live | inb.valid)),
-            le.eq(~f_big & (f_rem[:6] <= avail)),
-            cnt.eq(Mux(le, f_rem[:6], avail)),
-            ulast.eq(le | src_last),
+            src_valid.eq(in_feed & (~f_live | inb.valid) & ~f_wait),
+            # A live beat other than the input's last offers 32 bytes, so there
+            # le = ~f_big; only the input's last beat needs kc >= f_rem.
+            le.eq(Mux(f_live, ~f_big & (~inb.payload.last | kc_ge), f_hv[0])),
+            # le | src_last, from flags alone.
+            ulast.eq(Mux(f_live, inb.payload.last | ~f_big, f_hv[0] | f_hend)),
+            # Mux(le, f_rem, avail), spelt out per case.
+            cnt.eq(Mux(f_live,
+                       Mux(inb.payload.last,
+                           Mux(~f_big & kc_ge, f_rem[:6], inb.payload.kc),
+                           Mux(f_big, BEAT_BYTES, f_rem[:6])),
+                       Mux(f_hv[0], f_rem[:6], f_hcur))),
             feed.i.valid.eq(src_valid),
             feed.i.payload.data.eq(src_data),
             feed.i.payload.first.eq(f_first),
             feed.i.payload.count.eq(cnt),
             feed.i.payload.last.eq(ulast),
+            feed_hs.eq(src_valid & feed.i.ready),
+            # the same for a held beat, spelt out without the live input's terms
+            feed_hs_held.eq(in_feed & ~f_live & feed.i.ready),
         ]
 
         # ------------------------------------------------------------ front half
-        with m.FSM(name="front") as front:
-            with m.State("HEAD"):
-                with m.If(in_hs):
-                    m.d.sync += [
-                        hold[nheld].eq(inb.payload.data),
-                        nheld.eq(nheld + 1),
-                        held_kc.eq(inb.payload.kc),
-                        held_keep.eq(inb.payload.keep),
-                        held_user.eq(inb.payload.user),
-                        held_last.eq(inb.payload.last),
-                    ]
-                    with m.If(nheld == 0):
-                        # enable is sampled at the start of each frame (the matcher
-                        # samples dscp on the same beat).
-                        m.d.sync += en_r.eq(self.enable)
-                    with m.If(inb.payload.last | (nheld == HOLD_BEATS - 1)):
-                        m.d.sync += held_len.eq((nheld << 5) + inb.payload.kc)
-                        m.next = "MATCH"
-            with m.State("MATCH"):
-                with m.If(pm_have):
-                    # shim registers load in this same cycle (see the Switch above)
-                    m.d.comb += pm_take.eq(1)
-                    m.d.sync += [
-                        d_p.eq(info.payload_offset),
-                        d_lr.eq(info.payload_len),
-                        d_vlan.eq(info.vlan),
-                        d_ihl.eq(info.ihl),
-                        d_udp.eq(info.udp),
-                        d_total.eq(info.ip_total_len),
-                        # A frame held in full must hold its IP packet; a longer one is
-                        # caught at its end (flagged, see the module docstring).
-                        d_ok.eq(info.header_ok & en_r &
-                                (~held_last | (held_len >= info.min_frame_len))),
-                    ]
-                    m.next = "CHECK"
-            with m.State("CHECK"):
-                ls = Signal(16)
-                m.d.comb += ls.eq(Cat(shim[8:16], shim[0:8]))
-                m.d.sync += [
-                    d_ls.eq(ls),
-                    x_ok.eq(d_ok & shim_ok & (shim[16:24] == SHIM_MAGIC) & (ls > d_lr)),
-                    x_end.eq(d_p + ls),
-                    x_rem.eq(d_lr - 4),
-                    x_ffirst.eq(d_p + 4),
-                    x_fidx.eq((d_p + 4) >> 5),
-                    x_total.eq(d_total + ls - d_lr),
-                    x_udp_len.eq(ls + 8),
-                ]
-                m.next = "ACT"
-            with m.State("ACT"):
-                ok = Signal()
-                m.d.comb += ok.eq(x_ok & (x_end <= MAX_FRAME_BYTES))
-                # The unit and the Realigner take one frame ahead at most: wait until
-                # they took the previous frame's start and cfg.
-                end_m1 = Signal(14)
-                m.d.comb += end_m1.eq(x_end - 1)
-                with m.If(~pend_busy & ~st_valid & ~rl_valid):
-                    for k in range(BEAT_BYTES):
-                        m.d.sync += [
-                            pend_low[k].eq(d_p[:5] > k),
-                            pend_last_keep[k].eq(end_m1[:5] >= k),
-                        ]
-                    for j in range(HOLD_BEATS):
-                        m.d.sync += pend_hdr[j].eq(hold[j])
-                    m.d.sync += [
-                        pend_busy.eq(1),
-                        pend_bypass.eq(~ok),
-                        pend_nheld.eq(nheld),
-                        pend_held_last.eq(held_last),
-                        pend_held_kc.eq(held_kc),
-                        pend_held_keep.eq(held_keep),
-                        pend_held_user.eq(held_user),
-                        pend_p.eq(d_p),
-                        pend_left.eq((end_m1 >> 5) + 1),
-                        pend_one.eq(end_m1 < BEAT_BYTES),
-                        pend_vlan.eq(d_vlan),
-                        pend_ihl.eq(d_ihl),
-                        pend_udp.eq(d_udp),
-                        pend_total.eq(x_total),
-                        pend_udp_len.eq(x_udp_len),
-                        nheld.eq(0),
-                    ]
-                    with m.If(ok):
-                        m.d.sync += [
-                            restore_start.eq(1),
-                            st_valid.eq(1),
-                            st_n.eq(d_ls >> 2),
-                            st_r.eq(d_ls[:2]),
-                            rl_valid.eq(1),
-                            rl_insert.eq(d_p[:5]),
-                            rl_length.eq(d_ls + d_p[:5]),
-                            f_idx.eq(x_fidx),
-                            f_first.eq(x_ffirst),
-                            f_rem.eq(x_rem),
-                            # with no compressed bytes, one empty beat "from the held beats"
-                            f_live.eq((x_fidx >= nheld) & (x_rem != 0)),
-                            f_zero.eq(x_rem == 0),
-                            f_big.eq(x_rem > BEAT_BYTES),
-                            f_rm33.eq(x_rem - (BEAT_BYTES + 1)),
-                            f_hcur.eq(Mux(x_rem == 0, 0,
-                                          Mux(held_last & (x_fidx + 1 == nheld),
-                                              Mux(held_kc > x_ffirst, held_kc - x_ffirst, 0),
-                                              BEAT_BYTES - x_ffirst))),
-                            f_hend.eq(held_last & (x_fidx + 1 == nheld)),
-                            in_feed.eq(1),
-                            f_user.eq(held_user & held_last),
-                            f_trunc.eq(0),
-                            self.decompressed.eq(self.decompressed + 1),
-                            self.payload_bytes_in.eq(self.payload_bytes_in + d_lr),
-                            self.payload_bytes_out.eq(self.payload_bytes_out + d_ls),
-                        ]
-                        m.next = "FEED"
-                    with m.Else():
-                        m.d.sync += [
-                            pend_ready.eq(1),
-                            self.bypassed.eq(self.bypassed + 1),
-                        ]
-                        with m.If(held_last):
-                            m.next = "HEAD"
-                        with m.Else():
-                            m.d.sync += f_pass.eq(1)
-                            m.next = "PASS"
-            with m.State("FEED"):
-                with m.If(src_valid & feed.i.ready):
-                    rm33 = Signal(signed(15))
-                    m.d.comb += rm33.eq(f_rm33 - avail)
-                    m.d.sync += [f_first.eq(0), f_rem.eq(f_rem - avail), f_rm33.eq(rm33),
-                                 f_big.eq(~rm33[-1])]
-                    with m.If(~f_zero):
-                        with m.If(~f_live):
-                            nxt_end = Signal()
-                            m.d.comb += nxt_end.eq(pend_held_last & (f_idx + 2 == pend_nheld))
-                            m.d.sync += [f_idx.eq(f_idx + 1), f_hend.eq(nxt_end),
-                                         f_hcur.eq(Mux(nxt_end, pend_held_kc, BEAT_BYTES))]
-                            with m.If(f_idx + 1 == pend_nheld):
-                                m.d.sync += f_live.eq(1)
-                        with m.Else():
-                            m.d.sync += f_user.eq(inb.payload.user)
-                    with m.If(src_last & ~le):
-                        m.d.sync += f_trunc.eq(1)
-                    with m.If(ulast):
-                        m.d.sync += in_feed.eq(0)
-                        with m.If(pend_held_last | src_last):
-                            m.next = "FIN"
-                        with m.Else():
-                            m.next = "DRAIN"
-            with m.State("DRAIN"):
-                # Ethernet padding (or junk past the IP total length) is dropped.
-                with m.If(in_hs & inb.payload.last):
-                    m.d.sync += f_user.eq(inb.payload.user)
-                    m.next = "FIN"
-            with m.State("FIN"):
-                with m.If(~fin_valid | fin_clear):
-                    m.d.sync += [fin_valid.eq(1), fin_bad.eq(f_user), fin_trunc.eq(f_trunc)]
-                    m.next = "HEAD"
-            with m.State("PASS"):
-                # Bypass: the back half forwards the live beats (see inb.ready below).
-                with m.If(in_hs & inb.payload.last):
-                    m.d.sync += f_pass.eq(0)
-                    m.next = "HEAD"
+        # HEAD: hold the frame's first beats (the input is always ready here).
+        head_take = Signal()
+        m.d.comb += head_take.eq(s_head & inb.valid)
+        with m.If(head_take):
+            for j in range(HOLD_BEATS):
+                with m.If(hsel[j]):
+                    m.d.sync += hold[j].eq(inb.payload.data)
+            m.d.sync += [
+                nheld.eq(nheld + 1),
+                hsel.eq(hsel << 1),
+                held_kc.eq(inb.payload.kc),
+                held_keep.eq(inb.payload.keep),
+                held_user.eq(inb.payload.user),
+                held_last.eq(inb.payload.last),
+            ]
+            with m.If(hsel[0]):
+                # enable is sampled at the start of each frame (the matcher samples
+                # dscp on the same beat).
+                m.d.sync += en_r.eq(self.enable)
+            with m.If(inb.payload.last | hsel[HOLD_BEATS - 1]):
+                m.d.sync += [held_len.eq((nheld << 5) + inb.payload.kc),
+                             s_head.eq(0), s_match.eq(1)]
 
-        front_pass = Signal()
-        m.d.comb += front_pass.eq(f_pass)
+        # MATCH: take the matcher's result (the shim registers load in this same cycle,
+        # see the Switch above).
+        with m.If(s_match & pm_have):
+            m.d.comb += pm_take.eq(1)
+            m.d.sync += [
+                d_p.eq(info.payload_offset),
+                d_lr.eq(info.payload_len),
+                d_rem.eq(info.payload_len - 4),
+                d_p4.eq(info.payload_offset + 4),
+                d_p31.eq(info.payload_offset + (BEAT_BYTES - 1)),
+                d_lim.eq(MAX_FRAME_BYTES - info.payload_offset),
+                d_vlan.eq(info.vlan),
+                d_ihl.eq(info.ihl),
+                d_udp.eq(info.udp),
+                d_total.eq(info.ip_total_len),
+                # A frame held in full must hold its IP packet; a longer one is
+                # caught at its end (flagged, see the module docstring).
+                d_ok.eq(info.header_ok & en_r &
+                        (~held_last | (held_len >= info.min_frame_len))),
+                s_match.eq(0), s_check.eq(1),
+            ]
+
+        # CHECK: the shim check and everything ACT needs, one register stage.
+        with m.If(s_check):
+            ls = Signal(16)
+            m.d.comb += ls.eq(Cat(shim[8:16], shim[0:8]))
+            end_first = Signal()
+            m.d.comb += end_first.eq(held_last & (d_fidx + 1 == nheld))
+            m.d.sync += [
+                d_ls.eq(ls),
+                # P + L <= MAX_FRAME_BYTES as L <= MAX_FRAME_BYTES - P.
+                x_ok.eq(d_ok & shim_ok & (shim[16:24] == SHIM_MAGIC) & (ls > d_lr)
+                        & (ls <= d_lim)),
+                x_sum.eq(d_p31 + ls),
+                x_total.eq(d_total + ls - d_lr),
+                x_udp_len.eq(ls + 8),
+                x_zero.eq(d_rem == 0),
+                x_big.eq(d_rem > BEAT_BYTES),
+                x_r.eq(d_rem + d_ffirst),
+                # The frame's last held beat ends the stream iff P + 4 + rem fits in
+                # the held bytes (the other held beats are full).
+                x_leh.eq(~held_last | (d_rem + d_p4 <= held_len)),
+                x_end0.eq(end_first),
+                x_live0.eq(d_fidx >= nheld),
+                x_hc0.eq(Mux(end_first,
+                             Mux(held_kc > d_ffirst, held_kc - d_ffirst, 0),
+                             BEAT_BYTES - d_ffirst)),
+                s_check.eq(0), s_act.eq(1),
+            ]
+
+        # ACT: the unit and the Realigner take one frame ahead at most: wait until they
+        # took the previous frame's start and cfg, and the slot is free.
+        act_fire = Signal()
+        m.d.comb += act_fire.eq(s_act & ~pend_busy & ~st_valid & ~rl_valid)
+        with m.If(act_fire):
+            # (P + L - 1) mod 32 = (P + 31 + L) mod 32
+            m.d.sync += pend_end_lane.eq(x_sum[:5])
+            for j in range(HOLD_BEATS):
+                m.d.sync += pend_hdr[j].eq(hold[j])
+            # Held beat j (0: the stream's first) ends the stream iff |C| - 4 + first
+            # lane <= 32 (j + 1), and, if it is the frame's last, x_leh (ANDed into
+            # all: for the others it follows from the first test).
+            hv = Cat(*[x_r <= BEAT_BYTES * (j + 1) for j in range(HOLD_BEATS)])
+            m.d.sync += [
+                pend_busy.eq(1),
+                pend_bypass.eq(~x_ok),
+                pend_nheld.eq(nheld),
+                pend_nh1.eq(hsel[1]),
+                pend_held_last.eq(held_last),
+                pend_held_kc.eq(held_kc),
+                pend_held_keep.eq(held_keep),
+                pend_held_user.eq(held_user),
+                pend_p.eq(d_p),
+                pend_left.eq(x_sum >> 5),
+                pend_one.eq((x_sum >> 5) == 1),
+                pend_vlan.eq(d_vlan),
+                pend_ihl.eq(d_ihl),
+                pend_udp.eq(d_udp),
+                pend_total.eq(x_total),
+                pend_udp_len.eq(x_udp_len),
+                nheld.eq(0),
+                hsel.eq(1),
+                s_act.eq(0),
+                # The feed registers load whether or not the frame is decompressed
+                # (a bypassed frame never reads them).
+                f_idx.eq(d_fidx),
+                f_first.eq(d_ffirst),
+                f_rem.eq(d_rem),
+                # with no compressed bytes, one empty beat "from the held beats"
+                f_live.eq(x_live0 & ~x_zero),
+                f_zero.eq(x_zero),
+                f_big.eq(x_big),
+                f_rm33.eq(d_rem - (BEAT_BYTES + 1)),
+                f_hcur.eq(Mux(x_zero, 0, x_hc0)),
+                f_hend.eq(x_end0),
+                f_hv.eq(Mux(x_zero, ~0, hv & x_leh.replicate(HOLD_BEATS))),
+                f_user.eq(held_user & held_last),
+                f_trunc.eq(0),
+                f_chk.eq(0),
+            ]
+            with m.If(x_ok):
+                m.d.sync += [
+                    restore_start.eq(1),
+                    st_valid.eq(1),
+                    st_n.eq(d_ls >> 2),
+                    st_r.eq(d_ls[:2]),
+                    rl_valid.eq(1),
+                    rl_insert.eq(d_p[:5]),
+                    rl_length.eq(d_ls + d_p[:5]),
+                    in_feed.eq(1),
+                    self.decompressed.eq(self.decompressed + 1),
+                    self.payload_bytes_in.eq(self.payload_bytes_in + d_lr),
+                    self.payload_bytes_out.eq(self.payload_bytes_out + d_ls),
+                ]
+            with m.Else():
+                m.d.sync += [
+                    pend_ready.eq(1),
+                    self.bypassed.eq(self.bypassed + 1),
+                ]
+                with m.If(held_last):
+                    m.d.sync += s_head.eq(1)
+                with m.Else():
+                    m.d.sync += f_pass.eq(1)
+
+        # FEED
+        with m.If(feed_hs):
+            rm33 = Signal(signed(15))
+            m.d.comb += rm33.eq(f_rm33 - avail)
+            m.d.sync += [f_first.eq(0), f_rem.eq(f_rem - avail), f_rm33.eq(rm33),
+                         f_big.eq(~rm33[-1]), f_chk.eq(0)]
+            with m.If(f_live):
+                m.d.sync += f_user.eq(inb.payload.user)
+            with m.If(src_last & ~le):
+                m.d.sync += f_trunc.eq(1)
+            with m.If(ulast):
+                m.d.sync += in_feed.eq(0)
+                with m.If(pend_held_last | src_last):
+                    m.d.sync += s_fin.eq(1)
+                with m.Else():
+                    m.d.sync += s_drain.eq(1)
+        with m.If(feed_hs_held & ~f_zero):
+            # on to the next held beat, or to the live input after the last one
+            nxt_end = Signal()
+            m.d.comb += nxt_end.eq(pend_held_last & (f_idx + 2 == pend_nheld))
+            m.d.sync += [f_idx.eq(f_idx + 1), f_hend.eq(nxt_end),
+                         f_hcur.eq(Mux(nxt_end, pend_held_kc, BEAT_BYTES)),
+                         f_hv.eq(f_hv >> 1)]
+            with m.If(f_idx + 1 == pend_nheld):
+                m.d.sync += f_live.eq(1)
+
+        # DRAIN: Ethernet padding (or junk past the IP total length) is dropped.
+        with m.If(s_drain & inb.valid & inb.payload.last):
+            m.d.sync += [f_user.eq(inb.payload.user), s_drain.eq(0), s_fin.eq(1)]
+
+        # FIN
+        with m.If(s_fin & (~fin_valid | fin_clear)):
+            m.d.sync += [fin_valid.eq(1), fin_bad.eq(f_user), fin_trunc.eq(f_trunc),
+                         s_fin.eq(0), s_head.eq(1)]
+
         with m.If(pend_release):
             m.d.sync += [pend_busy.eq(0), pend_ready.eq(0)]
 
         # ------------------------------------------------------------ back half
-        o_bypass = Signal()
         o_idx = Signal(range(HOLD_BEATS + 1))     # header / held beat being emitted
         o_nheld = Signal(range(HOLD_BEATS + 1))
         o_end_held = Signal()                      # o_idx + 1 == o_nheld, as a register
         o_held_last = Signal()
-        o_held_keep = Signal(BEAT_BYTES)
         o_held_user = Signal()
         o_hleft = Signal(range(HOLD_BEATS + 1))   # header beats before the one holding P
         o_first = Signal()                         # next data beat holds byte P
         o_left = Signal(range(MAX_FRAME_BYTES // BEAT_BYTES + 2))   # beats left, incl. this
-        o_s = Signal(5)                            # P mod 32
         o_low = Signal(BEAT_BYTES)                 # bytes below P mod 32
-        o_last_keep = Signal(BEAT_BYTES)
-        o_last = Signal()                          # o_left == 1, as a register
+        o_last_keep = Signal(BEAT_BYTES)           # the last beat's keep (either kind)
+        o_last = Signal()                          # this beat is the frame's last
         o_hdr = Signal()                           # o_hleft != 0, as a register
-        mhdr = Signal(8 * BEAT_BYTES)              # the header beat that holds byte P
 
-        do_load = Signal()
-        b_frame = Signal()             # the back half is in FRAME (a flag, not a decode)
-
-        def load_next():
-            # Take the pending frame (the loads themselves follow the FSM, once).
-            m.d.comb += do_load.eq(1)
-            m.d.sync += b_frame.eq(~pend_bypass)
-            with m.If(pend_bypass):
-                m.next = "BHELD"
-            with m.Else():
-                m.next = "FRAME"
-
-        # Byte k of the beat holding P: header below lane P mod 32, realigned D above.
-        merged = Signal(8 * BEAT_BYTES)
+        # Output bytes from the held / restored header: all of a held or header beat,
+        # and in the beat holding P (o_idx = P >> 5 by then; the slot is released only
+        # as it goes out) the bytes below lane P mod 32; realigned D above them.
+        from_hdr = Signal(BEAT_BYTES)
+        hdr_data = Signal(8 * BEAT_BYTES)
+        m.d.comb += hdr_data.eq(pend_hdr[o_idx])
+        for k in range(BEAT_BYTES):
+            m.d.comb += from_hdr[k].eq(b_held | o_hdr | (o_first & o_low[k]))
+        hdr_or_d = Signal(8 * BEAT_BYTES)
         for k in range(BEAT_BYTES):
             sl = slice(8 * k, 8 * k + 8)
-            m.d.comb += merged[sl].eq(Mux(o_first & o_low[k], mhdr[sl], rl.o.payload.data[sl]))
+            m.d.comb += hdr_or_d[sl].eq(Mux(from_hdr[k], hdr_data[sl], rl.o.payload.data[sl]))
 
+        # The output handshake per state, each one flat over flags.
+        hs_held = Signal()
+        hs_live = Signal()
+        hs_frame = Signal()
+        bad = Signal()
+        frame_ok = Signal()            # FRAME has a beat (a header beat or a data beat)
+        m.d.comb += [
+            frame_ok.eq(b_frame & (o_hdr | rl.o.valid) & (~o_last | fin_valid)),
+            ob.valid.eq(b_held | (b_live & f_pass & inb.valid) | frame_ok),
+            hs_held.eq(b_held & ob.ready),
+            hs_live.eq(b_live & f_pass & inb.valid & ob.ready),
+            hs_frame.eq(frame_ok & ob.ready),
+            bad.eq(rl.o.payload.user | fin_trunc),
+            ob.payload.data.eq(Mux(b_live, inb.payload.data, hdr_or_d)),
+            ob.payload.keep.eq(Mux(b_live, inb.payload.keep,
+                                   Mux(o_last, o_last_keep, (1 << BEAT_BYTES) - 1))),
+            ob.payload.last.eq(Mux(b_live, inb.payload.last, o_last)),
+            ob.payload.user.eq(Mux(b_live, inb.payload.user,
+                                   o_last & Mux(b_held, o_held_user, bad | fin_bad))),
+        ]
         ob_hs = Signal()
         m.d.comb += ob_hs.eq(ob.valid & ob.ready)
         with m.If(ob_hs & ob.payload.last):
             m.d.sync += self.frames_out.eq(self.frames_out + 1)
 
-        def frame_done(releasing):
-            # Start the next frame in the same clock when it is ready (no bubble).
-            with m.If(pend_ready & ~Value.cast(releasing).bool()):
-                load_next()
-            with m.Else():
-                m.d.sync += b_frame.eq(0)
-                m.next = "IDLE"
-
         # The Realigner's ready from flip-flops only (it reaches into its pipeline).
         m.d.comb += rl.o.ready.eq(b_frame & ~o_hdr & (~o_last | fin_valid) & ob.ready)
 
-        with m.FSM(name="back") as back:
-            with m.State("IDLE"):
-                with m.If(pend_ready):
-                    load_next()
-            with m.State("BHELD"):
-                # Bypass: the held beats as they came.
-                is_last = Signal()
-                end_held = Signal()
-                m.d.comb += [
-                    end_held.eq(o_end_held),
-                    is_last.eq(o_held_last & end_held),
-                    ob.valid.eq(1),
-                    ob.payload.data.eq(pend_hdr[o_idx]),
-                    ob.payload.keep.eq(Mux(is_last, o_held_keep, (1 << BEAT_BYTES) - 1)),
-                    ob.payload.last.eq(is_last),
-                    ob.payload.user.eq(is_last & o_held_user),
-                ]
-                with m.If(ob_hs):
-                    m.d.sync += [o_idx.eq(o_idx + 1), o_end_held.eq(o_idx + 2 == o_nheld)]
-                    with m.If(end_held):
-                        m.d.comb += pend_release.eq(1)
-                        with m.If(o_held_last):
-                            frame_done(C(1, 1))
-                        with m.Else():
-                            m.next = "BLIVE"
-            with m.State("BLIVE"):
-                # Bypass, cut-through: the rest of the frame straight from the input.
-                m.d.comb += [
-                    ob.valid.eq(inb.valid & front_pass),
-                    ob.payload.data.eq(inb.payload.data),
-                    ob.payload.keep.eq(inb.payload.keep),
-                    ob.payload.last.eq(inb.payload.last),
-                    ob.payload.user.eq(inb.payload.user),
-                ]
-                with m.If(ob_hs & inb.payload.last):
-                    frame_done(C(0, 1))
-            with m.State("FRAME"):
-                # Decompressed: restored header beats, then P + L bytes of header and D.
-                hdr_beat = Signal()
-                is_last = Signal()
-                data_ok = Signal()
-                fin_ok = Signal()
-                bad = Signal()
-                m.d.comb += [
-                    hdr_beat.eq(o_hdr),
-                    is_last.eq(o_last),
-                    data_ok.eq(hdr_beat | rl.o.valid),
-                    fin_ok.eq(~is_last | fin_valid),
-                    bad.eq(rl.o.payload.user | fin_trunc),
-                    ob.valid.eq(data_ok & fin_ok),
-                    ob.payload.data.eq(Mux(hdr_beat, pend_hdr[o_idx], merged)),
-                    ob.payload.keep.eq(Mux(is_last, o_last_keep, (1 << BEAT_BYTES) - 1)),
-                    ob.payload.last.eq(is_last),
-                    ob.payload.user.eq(is_last & (bad | fin_bad)),
-                ]
-                with m.If(ob_hs):
-                    m.d.sync += [o_left.eq(o_left - 1), o_last.eq(o_left == 2)]
-                    with m.If(hdr_beat):
-                        m.d.sync += [o_hleft.eq(o_hleft - 1), o_hdr.eq(o_hleft != 1),
-                                     o_idx.eq(o_idx + 1)]
-                    with m.Else():
-                        m.d.sync += o_first.eq(0)
-                    releasing = Signal()
-                    m.d.comb += releasing.eq(~hdr_beat & o_first)
-                    with m.If(releasing):
-                        # the header is no longer needed: the front half may refill the slot
-                        m.d.comb += pend_release.eq(1)
-                    with m.If(is_last):
-                        m.d.comb += fin_clear.eq(1)
-                        with m.If(bad):
-                            m.d.sync += self.malformed.eq(self.malformed + 1)
-                        frame_done(releasing)
+        end_held = Signal()            # the last held beat goes out
+        end_live = Signal()            # the live bypass frame's last beat goes out
+        end_frame = Signal()           # the decompressed frame's last beat goes out
+        releasing = Signal()           # FRAME: the header is no longer needed
+        do_load = Signal()             # take the pending frame now
+        m.d.comb += [
+            end_held.eq(hs_held & o_end_held),
+            end_live.eq(hs_live & inb.payload.last),
+            end_frame.eq(hs_frame & o_last),
+            releasing.eq(hs_frame & ~o_hdr & o_first),
+            # pend_ready is this frame's own until the slot is released: a frame that
+            # releases it in its last clock (held bypass, one-beat decompressed frame)
+            # does not load the next one then
+            do_load.eq(pend_ready & (b_idle | end_live | (end_frame & (o_hdr | ~o_first)))),
+            pend_release.eq(end_held | releasing),
+        ]
+        with m.If(hs_held):
+            m.d.sync += [o_idx.eq(o_idx + 1), o_end_held.eq(o_idx + 2 == o_nheld),
+                         o_last.eq(o_held_last & (o_idx + 2 == o_nheld))]
+        with m.If(hs_frame):
+            m.d.sync += [o_left.eq(o_left - 1), o_last.eq(o_left == 2)]
+            with m.If(o_hdr):
+                m.d.sync += [o_hleft.eq(o_hleft - 1), o_hdr.eq(o_hleft != 1),
+                             o_idx.eq(o_idx + 1)]
+            with m.Else():
+                m.d.sync += o_first.eq(0)
+        with m.If(end_frame):
+            m.d.comb += fin_clear.eq(1)
+            with m.If(bad):
+                m.d.sync += self.malformed.eq(self.malformed + 1)
+        with m.If((end_held & o_held_last) | end_live | end_frame):
+            m.d.sync += [b_idle.eq(1), b_held.eq(0), b_live.eq(0), b_frame.eq(0)]
+        with m.If(end_held & ~o_held_last):
+            m.d.sync += [b_held.eq(0), b_live.eq(1)]
+        with m.If(end_live):
+            m.d.sync += f_pass.eq(0)
+
+        # PASS ends with the live bypass frame (the input is ready only through BLIVE).
+        with m.If(end_live):
+            m.d.sync += s_head.eq(1)
 
         # The input's ready as one flat expression of flags (the states that take
         # input beats: HEAD and DRAIN, FEED from the live input, a bypass passing
         # through; they never overlap).
-        m.d.comb += inb.ready.eq(front.ongoing("HEAD") | front.ongoing("DRAIN")
-                                 | (in_feed & f_live & feed.i.ready)
-                                 | (back.ongoing("BLIVE") & front_pass & ob.ready))
+        m.d.comb += inb.ready.eq(s_head | s_drain
+                                 | (in_feed & f_live & feed.i.ready & ~f_wait)
+                                 | (b_live & f_pass & ob.ready))
 
-        # Everything here is a register load from the slot; after the FSM, so that
-        # it wins over the finishing frame's own updates in the same clock.
+        # Everything here is a register load from the slot; last, so that it wins over
+        # the finishing frame's own updates in the same clock.
+        last_keep = Signal(BEAT_BYTES)
+        for k in range(BEAT_BYTES):
+            m.d.comb += last_keep[k].eq(pend_end_lane >= k)
         with m.If(do_load):
+            for k in range(BEAT_BYTES):
+                m.d.sync += o_low[k].eq(pend_p[:5] > k)
             m.d.sync += [
-                o_bypass.eq(pend_bypass),
+                b_idle.eq(0),
+                b_held.eq(pend_bypass),
+                b_live.eq(0),
+                b_frame.eq(~pend_bypass),
                 o_idx.eq(0),
-                o_end_held.eq(pend_nheld == 1),
+                o_end_held.eq(pend_nh1),
                 o_nheld.eq(pend_nheld),
                 o_held_last.eq(pend_held_last),
-                o_held_keep.eq(pend_held_keep),
                 o_held_user.eq(pend_held_user),
                 o_hleft.eq(pend_p >> 5),
                 o_first.eq(1),
                 o_left.eq(pend_left),
-                o_last.eq(pend_one),
+                o_last.eq(Mux(pend_bypass, pend_held_last & pend_nh1, pend_one)),
                 o_hdr.eq(pend_p[5:] != 0),
-                o_s.eq(pend_p[:5]),
-                mhdr.eq(pend_hdr[pend_p >> 5]),
-                o_low.eq(pend_low),
-                o_last_keep.eq(pend_last_keep),
+                o_last_keep.eq(Mux(pend_bypass, pend_held_keep, last_keep)),
             ]
         return m

@@ -7,11 +7,13 @@ the UDP length and recomputes the IP header checksum from scratch (binding decis
 always fully recomputed). The L4 checksum is left alone: the transmitter already made
 it right for the restored packet.
 
-The checksum is a pipelined one's-complement adder tree, so the path between two
-registers is at most one adder: inputs must stay stable from ``start`` until ``done``
-(``LATENCY`` cycles later), the way the engine's pending-header registers do;
-``o_data`` is the patched header, valid while ``done`` is high and as long as the
-inputs stay put.
+The checksum is a pipelined one's-complement adder tree over the frame's words 7..38,
+each one summed or not by a mask of vlan and IHL (no stage of its own picks the IP
+header out), so the path between two registers is at most one adder: inputs must stay
+stable from ``start`` until ``done`` (``LATENCY`` cycles later), the way the engine's
+pending-header registers do; ``o_data`` is the patched header (where each field goes
+is a small function of vlan, IHL and udp), valid while ``done`` is high and as long
+as the inputs stay put.
 """
 
 from amaranth import *
@@ -22,6 +24,16 @@ __all__ = ["HeaderRestore", "HEADER_BYTES"]
 
 HEADER_BYTES = 96     # Ethernet + VLAN + 60-byte IP header + UDP length field fit in here.
 _IP_WORDS = 30        # 60-byte maximum IPv4 header, as 16-bit words.
+_FIRST_WORD = 7       # the header starts at byte 14 (word 7) or 18 (word 9)
+_WINDOW_WORDS = 32    # words 7..38 hold it either way
+
+
+def _in_header(i, ihl):
+    """Word i of the IP header is summed: inside the header (ihl words of 4 bytes) and
+    not the total length (word 1) or the checksum (word 5)."""
+    if i < 0 or i >= _IP_WORDS or i in (1, 5):
+        return C(0, 1)
+    return i < 2 * ihl
 
 
 class HeaderRestore(wiring.Component):
@@ -43,20 +55,24 @@ class HeaderRestore(wiring.Component):
         def byte(i):
             return self.data.word_select(i, 8)
 
-        # Stage 0: pick the IP header window (l3 = 14 or 18), mask it to IHL words and
-        # blank the total-length and checksum words (the new length is added later).
+        # The IP header's words lie among words 7..38 of the frame (byte 2j, 2j + 1 as
+        # a big-endian word j; l3 / 2 = 7 or 9, up to 30 words). Each of those words
+        # is summed or not by a mask that depends on vlan and ihl only (in the window
+        # l3 / 2 .. l3 / 2 + 2 IHL, less the total-length and checksum words, whose new
+        # values are added later): the mask folds into the first adders' LUTs, so no
+        # stage of its own picks the window.
         words = []
-        for i in range(_IP_WORDS):
-            w = Signal(16, name=f"w{i}")
-            if i in (1, 5):
-                m.d.sync += w.eq(0)
-            else:
-                plain = Cat(byte(14 + 2 * i + 1), byte(14 + 2 * i))
-                tagged = Cat(byte(18 + 2 * i + 1), byte(18 + 2 * i))
-                m.d.sync += w.eq(Mux(i < 2 * self.ihl, Mux(self.vlan, tagged, plain), 0))
+        for j in range(_FIRST_WORD, _FIRST_WORD + _WINDOW_WORDS):
+            i_plain, i_tagged = j - 7, j - 9       # index in the IP header (l3 = 14, 18)
+            inc = Signal(name=f"inc{j}")
+            m.d.comb += inc.eq(Mux(self.vlan, _in_header(i_tagged, self.ihl),
+                                   _in_header(i_plain, self.ihl)))
+            w = Signal(16, name=f"w{j}")
+            m.d.comb += w.eq(Mux(inc, Cat(byte(2 * j + 1), byte(2 * j)), 0))
             words.append(w)
 
-        # Stages 1..5: pairwise adder tree, one adder deep per stage.
+        # Stages 1..5: pairwise adder tree, one adder deep per stage (stage 1 adds
+        # the masked input words).
         level = words
         stage = 0
         while len(level) > 1:
@@ -71,7 +87,9 @@ class HeaderRestore(wiring.Component):
                 nxt.append(s)
             level = nxt
         assert stage == 5
-        # Stage 6: add the restored total length; stages 7: fold twice and complement.
+        # Stage 6: add the restored total length; stage 7: fold twice and complement.
+        # That is 7 stages; ``done`` comes after LATENCY = 8 (the inputs are held that
+        # long anyway), one clock more than needed, which keeps the engine's timing.
         total = Signal(22)
         m.d.sync += total.eq(level[0] + self.ip_total)
         fold1 = Signal(17)
@@ -87,26 +105,40 @@ class HeaderRestore(wiring.Component):
         m.d.comb += self.done.eq(delay)
 
         # Patch: every byte either kept or replaced by one of the three fields, chosen by
-        # position. The UDP length sits at l4 + 4, l4 = l3 + 4 * IHL.
-        l3 = Signal(5)
-        l4 = Signal(7)
-        m.d.comb += [
-            l3.eq(Mux(self.vlan, 18, 14)),
-            l4.eq(l3 + (self.ihl << 2)),
-        ]
+        # position. The UDP length sits at l4 + 4, l4 = l3 + 4 * IHL. Which field goes
+        # where depends on vlan, ihl and udp only: each byte's conditions are spelt out
+        # as compares of those with constants (an adder of l3 and IHL in front of the
+        # compares would map to carry chains, deeper than the small function it is).
+        def at_l3(off, i):
+            # l3 + off == i, l3 = 14 or 18
+            return ((~self.vlan if 14 + off == i else C(0, 1))
+                    | (self.vlan if 18 + off == i else C(0, 1)))
+
+        def at_l4(off, i):
+            # l3 + 4 IHL + off == i
+            terms = []
+            for l3v, sel in ((14, ~self.vlan), (18, self.vlan)):
+                rest = i - off - l3v
+                if rest >= 0 and rest % 4 == 0 and rest // 4 < 16:
+                    terms.append(sel & (self.ihl == rest // 4))
+            cond = C(0, 1)
+            for t in terms:
+                cond = cond | t
+            return self.udp & cond
+
         for i in range(HEADER_BYTES):
             out = self.o_data.word_select(i, 8)
-            with m.If(l3 + 2 == i):
+            with m.If(at_l3(2, i)):
                 m.d.comb += out.eq(self.ip_total[8:])
-            with m.Elif(l3 + 3 == i):
+            with m.Elif(at_l3(3, i)):
                 m.d.comb += out.eq(self.ip_total[:8])
-            with m.Elif(l3 + 10 == i):
+            with m.Elif(at_l3(10, i)):
                 m.d.comb += out.eq(csum[8:])
-            with m.Elif(l3 + 11 == i):
+            with m.Elif(at_l3(11, i)):
                 m.d.comb += out.eq(csum[:8])
-            with m.Elif(self.udp & (l4 + 4 == i)):
+            with m.Elif(at_l4(4, i)):
                 m.d.comb += out.eq(self.udp_len[8:])
-            with m.Elif(self.udp & (l4 + 5 == i)):
+            with m.Elif(at_l4(5, i)):
                 m.d.comb += out.eq(self.udp_len[:8])
             with m.Else():
                 m.d.comb += out.eq(byte(i))

@@ -39,7 +39,7 @@ from amaranth.lib.wiring import In, Out
 
 from .axis import AxisRegisterSlice, BEAT_BITS, BEAT_BYTES, axis_signature
 
-__all__ = ["Realigner", "realigner_cfg", "keep_count"]
+__all__ = ["Realigner", "realigner_cfg", "keep_count", "greater_than"]
 
 
 def keep_count(keep):
@@ -58,6 +58,18 @@ def keep_count(keep):
         bits.append(x)
         b += 1
     return Cat(*bits)
+
+
+def greater_than(a, b):
+    """``a > b`` for unsigned values of up to 6 bits, as a compare of the top 3 bits
+    and of the rest, joined by one more LUT: two LUT levels (a plain compare tends to
+    map as a ripple of one LUT per bit or two)."""
+    w = max(len(a), len(b))
+    assert w <= 6
+    a = Cat(a, C(0, w - len(a)))
+    b = Cat(b, C(0, w - len(b)))
+    lo = w // 2
+    return (a[lo:] > b[lo:]) | ((a[lo:] == b[lo:]) & (a[:lo] > b[:lo]))
 
 
 def realigner_cfg(skip_bits=8, length_bits=16):
@@ -147,9 +159,10 @@ class Realigner(wiring.Component):
         nxt_ok = Signal()       # that beat can be taken: it is one the next frame skips
         m.d.comb += [
             nxt_ok.eq(nxt_valid & ~nxt_skip0),      # nxt_skipb != 0
-            i.ready.eq(advance & ((active & ~flush) | ((flush | ~active) & nxt_ok))),
-            take.eq(i.valid & i.ready & active & ~flush),
-            take_next.eq(i.valid & i.ready & (flush | ~active)),
+            i.ready.eq(advance & ((active & ~flush) | nxt_ok)),
+            # advance last: in an engine o.ready (hence advance) may come through logic
+            take.eq(i.valid & active & ~flush & advance),
+            take_next.eq(i.valid & (flush | ~active) & nxt_ok & advance),
         ]
         nb = Signal(6)  # valid bytes of this input beat
         m.d.comb += nb.eq(in_rs.o.payload.nb)
@@ -172,21 +185,47 @@ class Realigner(wiring.Component):
         tail_avail = Signal(signed(7))
         m.d.comb += tail_avail.eq(nb - off)
         # The input's last beat ends at or before lane `off` (nb is only < 32 on a last
-        # beat): a compare of two registers, off any adder.
+        # beat): a compare of two registers, off any adder, in two LUT levels.
         last_le_off = Signal()
-        m.d.comb += last_le_off.eq(nb <= off)
+        m.d.comb += last_le_off.eq(~greater_than(nb, off))
         flush_bytes = Signal(6)
         m.d.comb += flush_bytes.eq(Mux(fz | (fa <= 0), 0, Mux(fa < fb, fa, fb)))
 
         frame_end = Signal()    # the frame is finished this cycle (its state may reload)
+        is_last_out = Signal()  # a beat produced now is the frame's last output beat
+        m.d.comb += is_last_out.eq(rem_le32 | last_le_off)
+        end_here = Signal()     # ... on this input beat, if it is taken
+        m.d.comb += end_here.eq(i.payload.last & (out_done | (producing & is_last_out)))
 
-        def skipped_last(on_this, tavail, rem_):
+        def skipped_last(on_this):
             # Input ended while still skipping: the output is the part of this beat past
-            # `off` (owed as a flush beat), or empty (one keep = 0 beat).
-            return [
-                flush.eq(1), flush_user.eq(i.payload.user),
-                fa.eq(tavail), fb.eq(rem_), fz.eq(~on_this),
-                pz.eq(~on_this),
+            # `off` (owed as a flush beat, see `flush` below), or empty (one keep = 0
+            # beat).
+            return [pz.eq(~on_this)]
+
+        # A flush beat is owed after a last input beat taken while skipping (of this
+        # frame or, as its cfg loads, of the next one), or producing with bytes left
+        # past lane `off`; it goes out in the next advance. As one select by advance.
+        flush_set = Signal()
+        m.d.comb += flush_set.eq(i.valid & i.payload.last & (
+            (active & ~flush & ~out_done & ~(producing & is_last_out))
+            | ((flush | ~active) & nxt_ok)))
+        with m.If(advance):
+            m.d.sync += flush.eq(flush_set)
+
+        # The flush beat's operands are stored on every last input beat taken, whether
+        # a flush beat is owed or not (they are only read in a flush clock, and a beat
+        # is taken in a flush clock only for the next frame): so they hang off the
+        # handshake and a few registers, not off the frame-end decision.
+        nxt_side = Signal()     # a beat taken now belongs to the next frame (take_next)
+        m.d.comb += nxt_side.eq(flush | ~active)
+        with m.If((take | take_next) & i.payload.last):
+            m.d.sync += [
+                flush_user.eq(i.payload.user),
+                fa.eq(Mux(nxt_side, nb - nxt_off, tail_avail)),
+                # producing: the beat's first 32 - off bytes go out now, the rest later
+                fb.eq(Mux(nxt_side, nxt_rem, Mux(producing, rem - BEAT_BYTES, rem))),
+                fz.eq(Mux(nxt_side, ~nxt_skip1, ~producing & (skipb != 1))),
             ]
 
         with m.If(advance):
@@ -197,7 +236,6 @@ class Realigner(wiring.Component):
             m.d.sync += [
                 s1_valid.eq(1), s1_pz.eq(pz), s1_cz.eq(1), s1_off.eq(off),
                 s1_bytes.eq(flush_bytes), s1_last.eq(1), s1_user.eq(flush_user),
-                flush.eq(0),
             ]
             m.d.comb += frame_end.eq(1)
         with m.Elif(take):
@@ -205,8 +243,6 @@ class Realigner(wiring.Component):
             with m.If(~producing):
                 m.d.sync += [skipb.eq(skipb - 1), producing.eq(skipb == 1)]
             with m.If(~out_done & producing):
-                is_last_out = Signal()
-                m.d.comb += is_last_out.eq(rem_le32 | last_le_off)
                 m.d.sync += [
                     s1_valid.eq(1), s1_pz.eq(pz), s1_cz.eq(0), s1_off.eq(off),
                     s1_bytes.eq(here), s1_last.eq(is_last_out),
@@ -217,20 +253,12 @@ class Realigner(wiring.Component):
                 ]
                 with m.If(is_last_out):
                     m.d.sync += out_done.eq(1)
-                with m.Elif(i.payload.last):
-                    # Bytes of this beat past lane `off` go into one more output beat.
-                    m.d.sync += [
-                        flush.eq(1), flush_user.eq(i.payload.user),
-                        fa.eq(tail_avail), fb.eq(rem - BEAT_BYTES), fz.eq(0),
-                    ]
             with m.Elif(~out_done & i.payload.last):
-                m.d.sync += skipped_last(skipb == 1, tail_avail, rem)
-            with m.If(i.payload.last):
-                # The frame ends here unless a flush beat is owed (decided above).
-                owe = Signal()
-                m.d.comb += owe.eq(~out_done & ~(producing & (rem_le32 | last_le_off)))
-                with m.If(~owe):
-                    m.d.comb += frame_end.eq(1)
+                m.d.sync += skipped_last(skipb == 1)
+            # The frame ends here unless a flush beat is owed (decided above); from
+            # registers and nb, ANDed with take last.
+            with m.If(end_here):
+                m.d.comb += frame_end.eq(1)
 
         # Decode cfg into the `nxt` register; move it to the current frame when idle or
         # as the current frame ends.
@@ -273,9 +301,7 @@ class Realigner(wiring.Component):
             m.d.sync += [pz.eq(0), skipb.eq(nxt_skipb - 1),
                          producing.eq(nxt_skip1)]
             with m.If(i.payload.last):
-                ntail = Signal(signed(7))
-                m.d.comb += ntail.eq(nb - nxt_off)
-                m.d.sync += skipped_last(nxt_skip1, ntail, nxt_rem)
+                m.d.sync += skipped_last(nxt_skip1)
 
         # --- Beats are kept rotated: rc is the last beat taken, rotated down by l =
         # off mod 16 bytes (rc[k] = beat[(k + l) mod 32]), with the offset of the frame

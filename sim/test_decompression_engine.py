@@ -422,3 +422,22 @@ def test_shim_false_accept_rate():
           f"({100 * flagged / tries:.1f}%)")
     assert flagged > tries // 2
     assert hits <= 5
+
+
+def test_decompression_engine_back_to_back_rate():
+    """Back-to-back compressed 1514-byte frames, input always valid, sink always ready:
+    no idle clock between output frames, i.e. the clocks not spent emitting are exactly
+    those of one frame alone (its first-beat latency); outputs as golden.rx_frame."""
+    from inceptionn.sim.engines import run_frames
+    rng = np.random.default_rng(8)
+    host = [F.udp_frame(F.float_payload(rng.normal(0, 1e-3, 368))) for _ in range(8)]
+    for k in (6, 10):
+        wire = [tx_frame(f, k=k) for f in host]
+        expect = [rx_frame(w) for w in wire]
+        train = run_frames("rx", wire, tag=f"rx_rate_{k}")
+        one = run_frames("rx", wire[:1], tag=f"rx_rate_one_{k}")
+        assert train.frames_out == expect
+        assert one.frames_out == expect[:1]
+        assert train.out_beats == len(host) * -(-1514 // 32)
+        assert train.cycles - train.out_beats == one.cycles - one.out_beats, \
+            (train.cycles, train.out_beats, one.cycles, one.out_beats)
