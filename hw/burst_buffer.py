@@ -35,8 +35,7 @@ end of a payload every byte reads 0 and every group as a zero tag word (2 bytes)
 
 Why this shape (timing, the 6-level budget): the old byte-shifting buffer had the
 consumer's loop "length at byte 0 -> shift -> next length" in logic (11-12 levels).
-Here (measured: 7 levels on one cone, room -> write enable -> slot-complete flag,
-four levels as written; everything else 6 or less, docs/rx-burst-buffer.md):
+Here (measured: 6 levels, docs/rx-burst-buffer.md):
 - writes need no shifter and no aligner: a piece passes an input register (with
   first + count added in front of it) and is written with byte enables per slot and
   lane (two thermometer tables);
@@ -57,6 +56,13 @@ four levels as written; everything else 6 or less, docs/rx-burst-buffer.md):
 - the window is rotated out of the ring (by P[6:5], P[4:3], P[2:1], P[0]) into its
   register; the group's length, the errors and the field positions are the
   consumer's, from the window, in later pipeline stages;
+- the write side's terms that do not follow P (a piece is held, pieces are taken,
+  W's slot, the piece reaches lane 31, the payload not started) are registers a clock
+  ahead (``fill``, ``fresh``), so that the slot-complete flags and ``load`` are room
+  and one LUT (the mapper spreads wider cones over chains of small LUTs where it sees
+  slack); "P did not move" is kept as registers of ``go`` and of "P not set", so
+  nothing waits for ``go`` and then more logic; the flag selects and the lane-31
+  decode in front of ``go`` are kept nets, one LUT each;
 - room for a piece compares slot numbers only (a piece on lane 0 opens a slot: P's
   slot must not be W's minus 4; three bits against a register kept beside W); the
   loop has no adder, and the little slot arithmetic near it (which slots P left) is
@@ -235,19 +241,26 @@ class BurstBuffer(wiring.Component):
         wr = Signal()
         load = Signal()            # the payload's first piece: it sets the read position
         drop = Signal()
+        # Registers a clock ahead (from the next values of pv, ok, started, ws_oh and
+        # end), so that room is the only term of the write side's cones that is logic:
+        # ``fresh`` = pv & ok & ~started (load = room & fresh) and ``fill[s]`` = pv & ok
+        # & ws_oh[s] & (the piece reaches lane 31) (slot s completed = room & fill[s]).
+        fresh = Signal()
+        fill = Signal(SLOTS)
         m.d.comb += [
             self.i.ready.eq(~pv | discard | (ok & room)),
             wr.eq(pv & ok & room),
-            load.eq(wr & ~started),
+            load.eq(room & fresh),
             drop.eq(pv & discard),
         ]
         # The piece's lanes: at or after first, before end = first + count. The add is
         # done in front of the register (right behind the feed's register), the two
         # thermometers (tables) behind it.
         end = Signal(6)
+        end_in = Signal(6)
+        m.d.comb += end_in.eq(self.i.payload.first + self.i.payload.count)
         with m.If(self.i.ready):
-            m.d.sync += [pv.eq(self.i.valid), piece.eq(self.i.payload),
-                         end.eq(self.i.payload.first + self.i.payload.count)]
+            m.d.sync += [pv.eq(self.i.valid), piece.eq(self.i.payload), end.eq(end_in)]
         lt = Signal(SLOT_BYTES)    # lane b before end
         ge = Signal(SLOT_BYTES)    # lane b at or after first
         with m.Switch(end):
@@ -266,7 +279,7 @@ class BurstBuffer(wiring.Component):
         # leaves it, and all of them on a flush: so slots past the end of a payload
         # read as zeros.
         moved = _gate(m, _sub_bits(P[5:7], P1[5:7], 2)[0], 2, "moved_sl")
-        left, wrs_ = [], []
+        left = []
         for s in range(SLOTS):
             rel = _gate(m, _sub_bits(C(s, 2), P1[5:7], 2)[0], 2, f"rel{s}")
             left_s = Signal(name=f"left{s}")
@@ -276,7 +289,6 @@ class BurstBuffer(wiring.Component):
                 wrs.eq(pv & ok & room & ws_oh[s]),
             ]
             left.append(left_s)
-            wrs_.append(wrs)
             # The clock after P left a slot, a piece may already open it again (room
             # follows P at once): so a slot that W is about to open is not cleared
             # while pieces still come; the payload's later pieces write all its lanes
@@ -302,7 +314,7 @@ class BurstBuffer(wiring.Component):
                 m.d.sync += [cf0[s_].eq(0), cf[s_].eq(0)]
             with m.Else():
                 m.d.sync += [
-                    cf0[s_].eq((cf0[s_] & ~left[s_]) | (wrs_[s_] & inp[SLOT_BYTES - 1])),
+                    cf0[s_].eq((cf0[s_] & ~left[s_]) | (room & fill[s_])),
                     cf[s_].eq(cf0[s_] & ~left[s_]),
                 ]
 
@@ -339,31 +351,44 @@ class BurstBuffer(wiring.Component):
         # bytes are in the ring, and its tag word (which ``nx`` follows) is older, as
         # it lies in an earlier slot; except on lane 31, where the tag word's second
         # byte is in the next slot (``cf``, as old as ``nx``).
-        c1 = Signal()
-        c1_old = Signal()
-        c2 = Signal()
+        # Kept (each one LUT of registers), as is ``fits``: so that the mapper does not
+        # spread the lane-31 decode and the flag selects over a chain of small LUTs in
+        # front of the consumer's own logic on the loop.
+        c1 = Signal(attrs={"keep": 1})
+        c1_old = Signal(attrs={"keep": 1})
+        c2 = Signal(attrs={"keep": 1})
+        p31 = Signal(attrs={"keep": 1})
         m.d.comb += [
+            p31.eq(P[:5] == 31),
             c1.eq(cf0.bit_select((ps + 1)[:2], 1)),
             c1_old.eq(cf.bit_select((ps + 1)[:2], 1)),
             c2.eq(cf0.bit_select((ps + 2)[:2], 1)),
         ]
         coarse = Signal()
-        m.d.comb += coarse.eq(Mux(P[:5] == 31, c1_old & c2, c1))
+        m.d.comb += coarse.eq(Mux(p31, c1_old & c2, c1))
         nr = Signal(8)
         cf_d = Signal(SLOTS)       # cf as of the clock of nx's value in nr
+        # P did not move on the last clock: ``still = stay_r & ~go_r``, from a register of
+        # ``go`` and one of "P not set" (load, flush), so that no register's input waits
+        # for ``go`` and then more logic. The exact test, ANDed with "P did not move on
+        # the clock of the select nor on the one after it", is registered as a whole
+        # (``exact_r``); only "nor on the last clock" (``~go_r``) is applied after it.
+        go_r = Signal()
+        stay = Signal()
+        stay_r = Signal()
+        still = Signal()
         exact_r = Signal()
-        still = Signal()           # P did not move on the last clock
-        still2 = Signal()          # ... nor on the one before
+        m.d.comb += [stay.eq(~(load | self.flush)), still.eq(stay_r & ~go_r)]
         m.d.sync += [
             nr.eq(Mux(P[6], n_hi, n_lo)),
             cf_d.eq(cf),
-            exact_r.eq(held(nr, cf_d, "fit")),
-            still.eq(~(self.go | load | self.flush)),
-            still2.eq(still),
+            go_r.eq(self.go),
+            stay_r.eq(stay),
+            exact_r.eq(held(nr, cf_d, "fit") & stay & still),
         ]
-        fits = Signal()
+        fits = Signal(attrs={"keep": 1})
         m.d.comb += [
-            fits.eq(coarse | (exact_r & still & still2)),
+            fits.eq(coarse | (exact_r & ~go_r)),
             self.go.eq((self.allow & fits) | self.past_ok),
             self.moved.eq(load | self.flush),
         ]
@@ -392,6 +417,30 @@ class BurstBuffer(wiring.Component):
         # ---- payload state ------------------------------------------------------------
         w_next = Signal(9)
         m.d.comb += w_next.eq(Cat(piece.first, W[5:]) + piece.count)
+        # Next values of the registers that ``fresh`` and ``fill`` are made of (as the
+        # assignments below and above give them).
+        pv_n = Signal()
+        end31_n = Signal()
+        started_n = Signal()
+        got_last_n = Signal()
+        discard_n = Signal()
+        ok_n = Signal()
+        ws_n = Signal(SLOTS)
+        ends = drop & piece.last
+        m.d.comb += [
+            pv_n.eq(Mux(self.i.ready, self.i.valid, pv)),
+            end31_n.eq(Mux(self.i.ready, end_in[5], end[5])),
+            started_n.eq(~self.flush & (started | wr)),
+            got_last_n.eq(~self.flush & (got_last | (wr & piece.last))),
+            discard_n.eq(Mux(self.flush,
+                             Mux(discard, ~ends, ~got_last & ~(wr & piece.last)),
+                             discard & ~ends)),
+            ok_n.eq(~got_last_n & ~discard_n),
+            ws_n.eq(Mux(self.flush, 1,
+                        Mux(wr, Cat(*[w_next[5:7] == k for k in range(SLOTS)]), ws_oh))),
+        ]
+        m.d.sync += [fresh.eq(pv_n & ok_n & ~started_n),
+                     fill.eq(Mux(pv_n & ok_n & end31_n, ws_n, 0))]
         with m.If(self.flush):
             m.d.sync += [W.eq(0), started.eq(0), got_last.eq(0), last_d.eq(0),
                          ws_oh.eq(1), wl_nz.eq(0), w4.eq((0 - 4) % 16)]
