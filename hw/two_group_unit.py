@@ -62,6 +62,7 @@ from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axis import AxisRegisterSlice
+from .burst_buffer import pick, select_tree, tag_byte_bytes
 from .decompression_block import DecompressionBlock
 from .tag_decoder import GROUP_VALUES, MAX_GROUP_BYTES, TagDecoder
 
@@ -71,54 +72,6 @@ RING_BYTES = 128
 BEAT_BYTES = 32
 SLOTS = RING_BYTES // BEAT_BYTES
 FIFO_WORDS = 16
-_WIDTH = (0, 1, 2, 4)
-
-
-def _tag_bytes(m, byte, name):
-    """Stored bytes (0..16) of the four tags in ``byte``: one 8-input table."""
-    out = Signal(5, name=name)
-    with m.Switch(byte):
-        for b in range(256):
-            with m.Case(b):
-                m.d.comb += out.eq(sum(_WIDTH[(b >> (2 * i)) & 3] for i in range(4)))
-    return out
-
-
-def _pick(m, cands, sel, width, name, decoded=True):
-    """One select stage, ``cands[sel]`` (sel: 1 or 2 bits; None reads 0), on a kept
-    net: a function of at most 4 data bits and 2 select bits, so it maps to one LUT6.
-    Without the cut, the mapper merges stages into chains of LUT5s (two levels each).
-    ``decoded=False``: nested 2:1 muxes, for trees (no halves shared between outputs;
-    there the decoded compares were mapped onto carry chains)."""
-    c = [C(0, width) if x is None else x for x in cands]
-    c += [C(0, width)] * ((1 << len(sel)) - len(c))
-    s = Signal(width, name=name, attrs={"keep": 1})
-    if len(sel) == 1:
-        m.d.comb += s.eq(Mux(sel[0], c[1], c[0]))
-    elif not decoded:
-        m.d.comb += s.eq(Mux(sel[1], Mux(sel[0], c[3], c[2]), Mux(sel[0], c[1], c[0])))
-    else:
-        # AND-OR over the decoded select: nested 2:1 muxes share their inner halves
-        # between neighbouring outputs of a shifter and then map to two levels.
-        acc = C(0, width)
-        for k in range(4):
-            acc = acc | ((sel == k).replicate(width) & c[k])
-        m.d.comb += s.eq(acc)
-    return s
-
-
-def _tree(m, items, sel, name, stop=1):
-    """Radix-4 select tree on ``sel``'s bits, LSBs first, one LUT level per stage,
-    until ``stop`` candidates remain; returns them (indexed by the unused high bits)."""
-    width = max(len(x) for x in items if x is not None)
-    cur = list(items)
-    lsb = 0
-    while len(cur) > stop:
-        bits = sel[lsb:lsb + 2]
-        cur = [_pick(m, cur[4 * g:4 * g + 4], bits, width, f"{name}{lsb}_{g}", decoded=False)
-               for g in range(-(-len(cur) // 4))]
-        lsb += 2
-    return cur
 
 
 def _shift(m, items, amount, n_out, max_amount, name):
@@ -134,7 +87,7 @@ def _shift(m, items, amount, n_out, max_amount, name):
         for i in range(min(len(cur), n_out + rest)):
             cands = [cur[i + (k << lsb)] if i + (k << lsb) < len(cur)
                      and (k << lsb) <= max_amount else None for k in range(4)]
-            nxt.append(_pick(m, cands, bits, width, f"{name}{lsb}_{i}"))
+            nxt.append(pick(m, cands, bits, width, f"{name}{lsb}_{i}"))
         cur = nxt
         lsb += 2
     return cur[:n_out]
@@ -154,7 +107,7 @@ def _rotate(m, items, amount, n_out, name):
         nxt = []
         for i in range(min(n, n_out + reach)):
             cands = [cur[(i + (k << lsb)) % len(cur)] for k in range(1 << nbits)]
-            nxt.append(_pick(m, cands, sel, width, f"{name}{lsb}_{i}"))
+            nxt.append(pick(m, cands, sel, width, f"{name}{lsb}_{i}"))
         cur = nxt
     return cur[:n_out]
 
@@ -186,7 +139,7 @@ class TwoGroupDecompressionUnit(wiring.Component):
             isl.o.ready.eq(we),
         ]
         beat = [isl.o.payload[8 * b:8 * b + 8] for b in range(BEAT_BYTES)]
-        tw_in = [_tag_bytes(m, beat[b], f"tw_in{b}") for b in range(BEAT_BYTES)]
+        tw_in = [tag_byte_bytes(m, beat[b], f"tw_in{b}") for b in range(BEAT_BYTES)]
         slot = wpa[5:7]
         for s in range(SLOTS):
             with m.If(we & (slot == s)):
@@ -205,15 +158,15 @@ class TwoGroupDecompressionUnit(wiring.Component):
         for a in range(N):
             # The length of the group that starts ln[a] (2..34) bytes after a.
             cands = [None, None] + [ln[(a + k) % N] for k in range(2, MAX_GROUP_BYTES + 1)]
-            second, = _tree(m, cands, ln[a], f"sec{a}_")
+            second, = select_tree(m, cands, ln[a], f"sec{a}_")
             m.d.sync += pair[a].eq(ln[a] + second)
 
         # ---- the step loop ---------------------------------------------------------
         # rpa -> three select stages on rp[5:0] -> compare both halves with the bytes
         # held -> pick by rp[6] -> go (the read pointer's enable): six levels.
         rp = rpa[:7]
-        p_lo, p_hi = _tree(m, pair, rp, "psel", stop=2)
-        l_lo, l_hi = _tree(m, ln, rp, "lsel", stop=2)
+        p_lo, p_hi = select_tree(m, pair, rp, "psel", stop=2)
+        l_lo, l_hi = select_tree(m, ln, rp, "lsel", stop=2)
         l_sel = Signal(6)
         m.d.comb += l_sel.eq(Mux(rp[6], l_hi, l_lo))
         wpa1, wpa2 = Signal(8), Signal(8)
