@@ -90,8 +90,9 @@ class DecompressionEngine(wiring.Component):
         # ---------------------------------------------------------------- plumbing
         m.submodules.in_slice = in_slice = AxisRegisterSlice(_InBeat)
         m.submodules.out_slice = out_slice = AxisRegisterSlice(AxisBeat)
-        m.submodules.unit = unit = DecompressionUnit()
-        m.submodules.feed = feed = AxisRegisterSlice(unit.i.payload.shape())
+        # The unit's words go straight into the Realigner's input register slice (its
+        # ready is a flip-flop), so the unit leaves its own output slice out.
+        m.submodules.unit = unit = DecompressionUnit(out_slice=False)
         m.submodules.restore = restore = HeaderRestore()
         m.submodules.matcher = pm = PacketMatcher()
         m.submodules.realign = rl = Realigner()
@@ -108,7 +109,6 @@ class DecompressionEngine(wiring.Component):
             self.i.ready.eq(in_slice.i.ready),
         ]
         wiring.connect(m, out_slice.o, wiring.flipped(self.o))
-        wiring.connect(m, feed.o, unit.i)
         # The unit's words go through the Realigner, which puts D on the byte lanes it
         # takes in the output frame (P mod 32 lanes inserted in front); the unit's error
         # rides on the last beat's user bit.
@@ -313,16 +313,26 @@ class DecompressionEngine(wiring.Component):
         # One beat of compressed bytes per clock into the unit while in FEED: the held
         # beats first, then the live input; `first` is nonzero only on the shim's beat.
         # Computed whatever the state (only valid and ready are gated), so the state
-        # decode stays off the count and end paths.
+        # decode stays off the count and end paths. The beats go straight into the
+        # unit's BurstBuffer input register (no slice in between): its ready comes from
+        # its own registers.
         src_data = Signal(8 * BEAT_BYTES)
         src_last = Signal()            # this beat ends the input frame
-        src_valid = Signal()
+        src_valid = Signal(attrs={"keep": 1})
         avail = Signal(6)              # compressed-stream bytes this beat offers
         le = Signal()                  # ... and they cover the rest (f_rem <= avail)
         cnt = Signal(6)
         ulast = Signal()
         feed_hs = Signal()
-        feed_hs_held = Signal()
+        # The unit's input ready is logic of its BurstBuffer's registers: every feed
+        # update below is a kept term of registers ANDed with it, so it is one LUT
+        # level from the ready to each register.
+        u_ready = Signal()
+        f_held = Signal(attrs={"keep": 1})     # FEED from a held beat
+        f_step = Signal(attrs={"keep": 1})     # ... that moves on to the next one
+        f_tolive = Signal(attrs={"keep": 1})   # ... after which the live input follows
+        f_lgo = Signal(attrs={"keep": 1})      # a live beat offered
+        f_end = Signal(attrs={"keep": 1})      # the beat offered ends the feed
         # kc >= f_rem for f_rem in 1..32 (the only case it is read: ~f_big on a live
         # beat) is kc > f_rem - 1, and f_rem - 1 = f_rm33 mod 32. It is registered: the
         # input's last beat, when the stream may end in it (~f_big), waits one clock
@@ -351,14 +361,19 @@ class DecompressionEngine(wiring.Component):
                            Mux(~f_big & kc_ge, f_rem[:6], inb.payload.kc),
                            Mux(f_big, BEAT_BYTES, f_rem[:6])),
                        Mux(f_hv[0], f_rem[:6], f_hcur))),
-            feed.i.valid.eq(src_valid),
-            feed.i.payload.data.eq(src_data),
-            feed.i.payload.first.eq(f_first),
-            feed.i.payload.count.eq(cnt),
-            feed.i.payload.last.eq(ulast),
-            feed_hs.eq(src_valid & feed.i.ready),
-            # the same for a held beat, spelt out without the live input's terms
-            feed_hs_held.eq(in_feed & ~f_live & feed.i.ready),
+            unit.i.valid.eq(src_valid),
+            unit.i.payload.data.eq(src_data),
+            unit.i.payload.first.eq(f_first),
+            unit.i.payload.count.eq(cnt),
+            unit.i.payload.last.eq(ulast),
+            u_ready.eq(unit.i.ready),
+            feed_hs.eq(src_valid & u_ready),
+            # FEED from a held beat, spelt out without the live input's terms
+            f_held.eq(in_feed & ~f_live),
+            f_step.eq(f_held & ~f_zero),
+            f_tolive.eq(f_step & (f_idx + 1 == pend_nheld)),
+            f_lgo.eq(src_valid & f_live),
+            f_end.eq(src_valid & ulast),
         ]
 
         # ------------------------------------------------------------ front half
@@ -515,25 +530,29 @@ class DecompressionEngine(wiring.Component):
             m.d.comb += rm33.eq(f_rm33 - avail)
             m.d.sync += [f_first.eq(0), f_rem.eq(f_rem - avail), f_rm33.eq(rm33),
                          f_big.eq(~rm33[-1]), f_chk.eq(0)]
-            with m.If(f_live):
-                m.d.sync += f_user.eq(inb.payload.user)
             with m.If(src_last & ~le):
                 m.d.sync += f_trunc.eq(1)
-            with m.If(ulast):
-                m.d.sync += in_feed.eq(0)
-                with m.If(pend_held_last | src_last):
-                    m.d.sync += s_fin.eq(1)
-                with m.Else():
-                    m.d.sync += s_drain.eq(1)
-        with m.If(feed_hs_held & ~f_zero):
+        with m.If(f_lgo & u_ready):
+            m.d.sync += f_user.eq(inb.payload.user)
+        f_fin = Signal(attrs={"keep": 1})      # the feed ends, and so does the input frame
+        f_drn = Signal(attrs={"keep": 1})      # the feed ends before the input frame
+        m.d.comb += [f_fin.eq(f_end & (pend_held_last | src_last)),
+                     f_drn.eq(f_end & ~(pend_held_last | src_last))]
+        with m.If(f_end & u_ready):
+            m.d.sync += in_feed.eq(0)
+        with m.If(f_fin & u_ready):
+            m.d.sync += s_fin.eq(1)
+        with m.If(f_drn & u_ready):
+            m.d.sync += s_drain.eq(1)
+        with m.If(f_step & u_ready):
             # on to the next held beat, or to the live input after the last one
             nxt_end = Signal()
             m.d.comb += nxt_end.eq(pend_held_last & (f_idx + 2 == pend_nheld))
             m.d.sync += [f_idx.eq(f_idx + 1), f_hend.eq(nxt_end),
                          f_hcur.eq(Mux(nxt_end, pend_held_kc, BEAT_BYTES)),
                          f_hv.eq(f_hv >> 1)]
-            with m.If(f_idx + 1 == pend_nheld):
-                m.d.sync += f_live.eq(1)
+        with m.If(f_tolive & u_ready):
+            m.d.sync += f_live.eq(1)
 
         # DRAIN: Ethernet padding (or junk past the IP total length) is dropped.
         with m.If(s_drain & inb.valid & inb.payload.last):
@@ -646,9 +665,15 @@ class DecompressionEngine(wiring.Component):
         # The input's ready as one flat expression of flags (the states that take
         # input beats: HEAD and DRAIN, FEED from the live input, a bypass passing
         # through; they never overlap).
-        m.d.comb += inb.ready.eq(s_head | s_drain
-                                 | (in_feed & f_live & feed.i.ready & ~f_wait)
-                                 | (b_live & f_pass & ob.ready))
+        # (The terms without the unit's ready are kept apart, so it is one LUT level
+        # from that ready to inb.ready.)
+        in_other = Signal(attrs={"keep": 1})
+        in_live = Signal(attrs={"keep": 1})
+        m.d.comb += [
+            in_other.eq(s_head | s_drain | (b_live & f_pass & ob.ready)),
+            in_live.eq(in_feed & f_live & ~f_wait),
+            inb.ready.eq(in_other | (in_live & u_ready)),
+        ]
 
         # Everything here is a register load from the slot; last, so that it wins over
         # the finishing frame's own updates in the same clock.

@@ -25,7 +25,8 @@ A short last group's missing values keep their tags' widths (the length follows 
 whole tag word); their values are dropped.
 
 Pipeline (one group per clock, all stages advance together when the output register
-slice can take a word, so a stall never reaches the BurstBuffer through logic):
+slice, or without it the consumer, can take a word; that ready is a flip-flop, so a
+stall never reaches the BurstBuffer through logic):
   D   the step: a non-final step goes when its group is held (or the payload's last
       piece is in: then missing bytes read as zeros); the BurstBuffer's loop decides
       it and moves its read position. The final step (its group, if any, and the
@@ -93,17 +94,26 @@ class DecompressionUnit(wiring.Component):
     i: In(stream.Signature(PieceLayout))
     o: Out(stream.Signature(WordLayout))
 
+    def __init__(self, *, out_slice=True):
+        self._out_slice = out_slice
+        super().__init__()
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.bb = bb = BurstBuffer()
-        m.submodules.out = oslice = AxisRegisterSlice(WordLayout)
         wiring.connect(m, wiring.flipped(self.i), bb.i)
-        wiring.connect(m, oslice.o, wiring.flipped(self.o))
+        if self._out_slice:
+            m.submodules.out = oslice = AxisRegisterSlice(WordLayout)
+            wiring.connect(m, oslice.o, wiring.flipped(self.o))
+            ow = oslice.i
+        else:
+            ow = self.o            # the consumer's ready is a flip-flop
 
-        # Every stage moves when the output slice can take a word; its ready is a
-        # flip-flop, so the stall never reaches the BurstBuffer through logic.
+        # Every stage moves when the output (the slice, or the consumer) can take a
+        # word; that ready is a flip-flop, so the stall never reaches the BurstBuffer
+        # through logic.
         adv = Signal()
-        m.d.comb += [adv.eq(oslice.i.ready), bb.en.eq(adv)]
+        m.d.comb += [adv.eq(ow.ready), bb.en.eq(adv)]
 
         # ---- D: decide and consume ----------------------------------------------
         running = Signal()
@@ -265,15 +275,15 @@ class DecompressionUnit(wiring.Component):
                                   | (tslot4[j].replicate(32) & Cat(tail4, C(0, 8)))
                                   for j in range(GROUP_VALUES))))
 
-        # ---- S5: output register, then the slice ------------------------------------
+        # ---- S5: output register, then the slice (if any) ---------------------------
         v5 = Signal()
         with m.If(adv):
             m.d.sync += [
                 v5.eq(v4),
-                oslice.i.payload.data.eq(word),
-                oslice.i.payload.count.eq(count4),
-                oslice.i.payload.last.eq(final4),
-                oslice.i.payload.error.eq(err4),
+                ow.payload.data.eq(word),
+                ow.payload.count.eq(count4),
+                ow.payload.last.eq(final4),
+                ow.payload.error.eq(err4),
             ]
-        m.d.comb += oslice.i.valid.eq(v5)
+        m.d.comb += ow.valid.eq(v5)
         return m
