@@ -291,9 +291,9 @@ class AlignmentUnit(wiring.Component):
         wen = Signal(wbytes)    # byte enables over the 3-slot window
         m.d.comb += wen.eq(a_end & Cat(a_start, C(-1, wbytes - BEAT_BYTES)))
         # Which relative slot (0..2) ring slot s is; 3 = not written.
-        rel_of = [Signal(2, name=f"d{s}") for s in range(SLOTS)]
-        for s, d in enumerate(rel_of):
-            m.d.comb += d.eq(s - a_slot)
+        # (Plain expressions: as named Signals, the back-end drops some of their
+        # assignments and leaves unused declarations behind.)
+        rel_of = [(C(s, 3) - a_slot)[:2] for s in range(SLOTS)]
         for b in range(BEAT_BYTES):
             lane = slice(8 * b, 8 * b + 8)
             lo_w, hi_w = lo_mem[b][0], hi_mem[b][0]

@@ -362,6 +362,7 @@ DESIGNS = [
     ("checksum", "checksum", "Checksum", False, False),
     ("realigner", "realigner", "Realigner", False, False),
     ("tag_decoder", "tag_decoder", "TagDecoder", False, False),
+    ("header_restore", "header_restore", "HeaderRestore", False, False),
     ("decompression_block", "decompression_block", "DecompressionBlock", False, False),
     ("burst_buffer", "burst_buffer", "BurstBuffer", False, False),
     ("decompression_unit", "decompression_unit", "DecompressionUnit", False, False),
