@@ -77,8 +77,10 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .tag_decoder import tag_byte_bytes
+
 __all__ = ["BurstBuffer", "PieceLayout", "WINDOW_BYTES", "RING_BYTES", "SLOT_BYTES",
-           "pick", "select_tree", "shift_down", "rotate", "tag_byte_bytes"]
+           "pick", "select_tree", "shift_down", "rotate"]
 
 PieceLayout = data.StructLayout({"data": 256, "first": 5, "count": 6, "last": 1})
 
@@ -86,17 +88,6 @@ WINDOW_BYTES = 37
 SLOT_BYTES = 32
 SLOTS = 4
 RING_BYTES = SLOT_BYTES * SLOTS
-_WIDTH = (0, 1, 2, 4)
-
-
-def tag_byte_bytes(m, byte, name):
-    """Stored bytes (0..16) of the four tags in ``byte``: one 8-input table."""
-    out = Signal(5, name=name)
-    with m.Switch(byte):
-        for b in range(256):
-            with m.Case(b):
-                m.d.comb += out.eq(sum(_WIDTH[(b >> (2 * i)) & 3] for i in range(4)))
-    return out
 
 
 def pick(m, cands, sel, width, name, decoded=True):

@@ -66,9 +66,9 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axis import AxisRegisterSlice
-from .burst_buffer import BurstBuffer, PieceLayout, WINDOW_BYTES, shift_down, tag_byte_bytes
+from .burst_buffer import BurstBuffer, PieceLayout, WINDOW_BYTES, shift_down
 from .decompression_block import DecompressionBlock
-from .tag_decoder import GROUP_VALUES
+from .tag_decoder import GROUP_VALUES, tag_byte_bytes
 
 __all__ = ["DecompressionUnit", "StartLayout", "WordLayout", "PieceLayout"]
 

@@ -20,7 +20,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["TagDecoder", "GROUP_VALUES", "MAX_GROUP_BYTES", "TAG_BYTES_WIDTH",
-           "tag_byte_prefix", "group_length"]
+           "tag_byte_prefix", "tag_byte_bytes", "group_length"]
 
 GROUP_VALUES = 8
 MAX_GROUP_BYTES = 2 + 4 * GROUP_VALUES
@@ -44,6 +44,16 @@ def _table(m, bits, values, name):
         for b, v in enumerate(values):
             with m.Case(b):
                 m.d.comb += out.eq(v)
+    return out
+
+
+def tag_byte_bytes(m, byte, name):
+    """Stored bytes (0..16) of the four tags in ``byte``: one 8-input table."""
+    out = Signal(5, name=name)
+    with m.Switch(byte):
+        for b in range(256):
+            with m.Case(b):
+                m.d.comb += out.eq(sum(_WIDTH[(b >> (2 * i)) & 3] for i in range(4)))
     return out
 
 

@@ -62,9 +62,9 @@ from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axis import AxisRegisterSlice
-from .burst_buffer import pick, select_tree, tag_byte_bytes
+from .burst_buffer import pick, select_tree
 from .decompression_block import DecompressionBlock
-from .tag_decoder import GROUP_VALUES, MAX_GROUP_BYTES, TagDecoder
+from .tag_decoder import GROUP_VALUES, MAX_GROUP_BYTES, TagDecoder, tag_byte_bytes
 
 __all__ = ["TwoGroupDecompressionUnit", "RING_BYTES", "BEAT_BYTES", "FIFO_WORDS"]
 
