@@ -143,14 +143,15 @@ def shift_down(m, items, stages, n_out, name):
     return cur[:n_out]
 
 
-def rotate(m, items, amount, n_out, name):
+def rotate(m, items, amount, n_out, name, stages=((5, 2), (3, 2), (1, 2), (0, 1))):
     """``out[i] = items[(i + amount) % len(items)]`` for i < n_out (128 items, 7-bit
     amount), MSB stage first, so only the first stage wraps around the ring and each
-    later one keeps only the outputs that the stages after it can reach."""
+    later one keeps only the outputs that the stages after it can reach. ``stages``:
+    (lowest select bit, select bits) per stage, in order."""
     n = len(items)
     width = len(items[0])
     cur = list(items)
-    for lsb, nbits in [(5, 2), (3, 2), (1, 2), (0, 1)]:
+    for lsb, nbits in stages:
         reach = (1 << lsb) - 1
         sel = amount[lsb:lsb + nbits]
         nxt = []

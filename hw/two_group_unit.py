@@ -62,7 +62,7 @@ from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axis import AxisRegisterSlice
-from .burst_buffer import pick, select_tree
+from .burst_buffer import pick, rotate, select_tree
 from .decompression_block import DecompressionBlock
 from .tag_decoder import GROUP_VALUES, MAX_GROUP_BYTES, TagDecoder, tag_byte_bytes
 
@@ -90,25 +90,6 @@ def _shift(m, items, amount, n_out, max_amount, name):
             nxt.append(pick(m, cands, bits, width, f"{name}{lsb}_{i}"))
         cur = nxt
         lsb += 2
-    return cur[:n_out]
-
-
-def _rotate(m, items, amount, n_out, name):
-    """``out[i] = items[(i + amount) % len(items)]`` for i < n_out (128 items, 7-bit
-    amount), MSB stage first (a 2:1 stage on bit 6, then radix-4 stages), keeping only
-    the outputs the later stages can reach."""
-    n = len(items)
-    width = len(items[0])
-    cur = list(items)
-    # Only the first stage wraps around the ring: later ones stay inside what it kept.
-    for lsb, nbits in [(6, 1), (4, 2), (2, 2), (0, 2)]:
-        reach = (1 << lsb) - 1          # the shift still to come after this stage
-        sel = amount[lsb:lsb + nbits]
-        nxt = []
-        for i in range(min(n, n_out + reach)):
-            cands = [cur[(i + (k << lsb)) % len(cur)] for k in range(1 << nbits)]
-            nxt.append(pick(m, cands, sel, width, f"{name}{lsb}_{i}"))
-        cur = nxt
     return cur[:n_out]
 
 
@@ -209,7 +190,8 @@ class TwoGroupDecompressionUnit(wiring.Component):
         win = [Signal(8 * MAX_GROUP_BYTES, name=f"win{g}") for g in range(2)]
         m.d.sync += v2.eq(v1)
         for g, at in enumerate((rp1, q1)):
-            bytes_g = _rotate(m, mem, at, MAX_GROUP_BYTES, f"rot{g}_")
+            bytes_g = rotate(m, mem, at, MAX_GROUP_BYTES, f"rot{g}_",
+                             stages=((6, 1), (4, 2), (2, 2), (0, 2)))
             m.d.sync += win[g].eq(Cat(*bytes_g))
 
         # ---- S3: tag decoders ------------------------------------------------------
