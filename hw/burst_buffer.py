@@ -7,10 +7,11 @@ Ports:
 - ``i``: lane-aligned pieces ``{data 256, first 5, count 6, last 1}``: the piece's bytes
   sit on lanes ``first .. first+count-1`` of ``data`` (first + count <= 32), and the
   stream goes on at lane ``(first + count) mod 32`` of the next piece; a payload's first
-  piece may start on any lane, ``last`` marks its final piece (``count`` may be 0, for an
-  empty payload or an empty last piece). This is what the RX engine's feed delivers: a
-  payload's first piece at lane (P + 4) mod 32, then whole beats. ``i.ready`` comes from
-  registers only (never from ``i.valid``).
+  piece may start on any lane, every piece but the last runs to lane 31 (first + count
+  = 32), ``last`` marks the final piece (``count`` may be 0, for an empty payload or an
+  empty last piece after one that ran to lane 31). This is what the RX engine's feed
+  delivers: a payload's first piece at lane (P + 4) mod 32, then whole beats.
+  ``i.ready`` comes from registers only (never from ``i.valid``).
 - ``allow``, ``past_ok`` (from the consumer's registers): the step goes (``go``) when
   ``allow`` and the group at the read position is held, or when ``past_ok`` (the
   consumer may read past what is held: the payload's last piece is in, or a final
@@ -29,21 +30,27 @@ Ports:
   payload's last piece nothing is taken until ``flush``, so payloads never mix.
 
 Zero extension (the wire format's rule for malformed payloads): a last piece writes
-zeros on its slot's lanes past its end; a slot is cleared (bytes and per-byte tag
-sizes) the clock after the read position leaves it, and all on ``flush``. So past the
+zeros on its slot's lanes past its end; a slot is cleared (bytes, and next positions
+to "2 bytes on") the clock after the read position leaves it, and all on ``flush``. So past the
 end of a payload every byte reads 0 and every group as a zero tag word (2 bytes).
 
 Why this shape (timing, the 6-level budget): the old byte-shifting buffer had the
 consumer's loop "length at byte 0 -> shift -> next length" in logic (11-12 levels).
 Here (measured: 6 levels, docs/rx-burst-buffer.md):
 - writes need no shifter and no aligner: a piece passes an input register (with
-  first + count added in front of it) and is written with byte enables per slot and
-  lane (two thermometer tables);
-- ``tw[a]``, the stored bytes of the four tags in byte a, is looked up on the lane as
-  the byte is written, and ``nx[a] = a + 2 + tw[a] + tw[a+1]`` (where the next group
-  starts if one starts at a, with a wrap bit) is recomputed into a register every
-  clock, so the next read position is ``nx[P]``: three radix-4 select stages on
-  P[5:0] and a pick by P[6], no adder;
+  first + count, the two lane thermometers and each lane's tag sizes worked out in
+  front of it) and is written with byte enables per slot and lane;
+- ``nx[a] = a + 2 + tw[a] + tw[a+1]`` (where the next group starts if one starts at
+  a, with a wrap bit; ``tw``: the stored bytes of a byte's four tags) is written with
+  the byte, from 31 lane adders shared by the four slots (lane b adds lane b+1's
+  sizes, or 0 past the end of a last piece). Lane 31's successor is the next piece's
+  lane 0 (non-last pieces run to lane 31), so lane 31 is written by the next piece,
+  from its lane 0 and lane 31's sizes kept from before (``lastw``), or in a last
+  piece with 0 after it. Stored lane-local (``_enc_q``): the slot bits of the sum
+  are, per slot, one stored bit or its inverse, so the select tree takes them
+  without an adder; the next read position is ``nx[P]``: three radix-4 select stages
+  on P[5:0] and a pick by P[6], no adder. (This replaced recomputing all 128 sums
+  every clock: -0.9k LUTs.)
 - "the group at P is held" must not wait for that select: ``go`` uses (1) slot flags
   only: the slot after P's is complete (its lane 31 written; also the one after it
   when P is on lane 31, as a group ends at most 33 bytes past P; a slot's flag is
@@ -57,9 +64,10 @@ Here (measured: 6 levels, docs/rx-burst-buffer.md):
   register; the group's length, the errors and the field positions are the
   consumer's, from the window, in later pipeline stages;
 - the write side's terms that do not follow P (a piece is held, pieces are taken,
-  W's slot, the piece reaches lane 31, the payload not started) are registers a clock
-  ahead (``fill``, ``fresh``), so that the slot-complete flags and ``load`` are room
-  and one LUT (the mapper spreads wider cones over chains of small LUTs where it sees
+  W's slot, the piece reaches lane 31, the payload not started, lane 31 gets its next
+  position) are registers a clock ahead (``fill``, ``fresh``, ``t31``; their next
+  values worked out for room = 0 and 1 apart, room selecting), so that the
+  slot-complete flags, lane 31's write and ``load`` are room and one LUT (the mapper spreads wider cones over chains of small LUTs where it sees
   slack); "P did not move" is kept as registers of ``go`` and of "P not set", so
   nothing waits for ``go`` and then more logic; the flag selects and the lane-31
   decode in front of ``go`` are kept nets, one LUT each;
@@ -176,6 +184,26 @@ def _sub_bits(a, b, width):
     return Cat(*bits), ~borrow
 
 
+def _enc_q(q):
+    """A lane-local next position q (0..65: lane + 2 + the group's stored bytes) as
+    stored per ring position: q's low 5 bits, its carry c = q >> 5 (0..2) into the slot
+    bits as two bits, and c != 0."""
+    if isinstance(q, int):
+        c = q >> 5
+        return (q & 31) | (c << 5) | (int(c != 0) << 7)
+    return Cat(q[:5], q[5], q[6], q[5] | q[6])
+
+
+def _next_of(nq, slot):
+    """The next position, 8 bits with the wrap bit (32 * slot + q), from a stored value:
+    the slot bits of slot + c are, for each slot, one stored bit or its inverse, so the
+    select tree's LUTs take them without an adder in front."""
+    lo, c5, c6, cnz = nq[:5], nq[5], nq[6], nq[7]
+    hi = {0: (c5, c6, C(0, 1)), 1: (~c5, cnz, C(0, 1)),
+          2: (c5, ~c6, c6), 3: (~c5, ~cnz, cnz)}[slot]
+    return Cat(lo, *hi)
+
+
 def _gate(m, expr, width, name):
     s = Signal(width, name=name)
     m.d.comb += s.eq(expr)
@@ -206,7 +234,10 @@ class BurstBuffer(wiring.Component):
         zfl = Signal(SLOT_BYTES)   # lanes a last piece zero-fills (past its end)
 
         mem = [Signal(8, name=f"mem{a}") for a in range(N)]
-        tw = [Signal(5, name=f"tw{a}") for a in range(N)]
+        # Per position where the next group starts if one starts there, lane-local:
+        # ``b + 2 + tw[a] + tw[a+1]`` (0..65) as its low 5 bits, the carry c (0..2) into
+        # the slot bits as two bits, and c != 0 (see ``_next_of``).
+        nq = [Signal(8, name=f"nq{a}", init=_enc_q(a % SLOT_BYTES + 2)) for a in range(N)]
         # Write and read positions, with two wrap bits: W - P is the bytes held
         # (0..128), negative once a step has read past the end of a payload.
         W = Signal(9)
@@ -239,33 +270,61 @@ class BurstBuffer(wiring.Component):
         # & ws_oh[s] & (the piece reaches lane 31) (slot s completed = room & fill[s]).
         fresh = Signal()
         fill = Signal(SLOTS)
+        # ``t31[s]`` = pv & ok & (a last piece reaching lane 31 in slot s, or a piece
+        # into slot s + 1 once started): lane 31 of slot s gets its next position.
+        t31 = Signal(SLOTS)
         m.d.comb += [
             self.i.ready.eq(~pv | discard | (ok & room)),
             wr.eq(pv & ok & room),
             load.eq(room & fresh),
             drop.eq(pv & discard),
         ]
-        # The piece's lanes: at or after first, before end = first + count. The add is
-        # done in front of the register (right behind the feed's register), the two
-        # thermometers (tables) behind it.
+        # The piece's lanes: at or after first, before end = first + count. The add and
+        # the two thermometers (tables) are done in front of the register (right behind
+        # the feed's register), so that behind it a lane's masks are flip-flops.
         end = Signal(6)
         end_in = Signal(6)
         m.d.comb += end_in.eq(self.i.payload.first + self.i.payload.count)
-        with m.If(self.i.ready):
-            m.d.sync += [pv.eq(self.i.valid), piece.eq(self.i.payload), end.eq(end_in)]
         lt = Signal(SLOT_BYTES)    # lane b before end
         ge = Signal(SLOT_BYTES)    # lane b at or after first
-        with m.Switch(end):
+        lt_in = Signal(SLOT_BYTES)
+        ge_in = Signal(SLOT_BYTES)
+        with m.Switch(end_in):
             for e in range(64):
                 with m.Case(e):
-                    m.d.comb += lt.eq((1 << min(e, SLOT_BYTES)) - 1)
-        with m.Switch(piece.first):
+                    m.d.comb += lt_in.eq((1 << min(e, SLOT_BYTES)) - 1)
+        with m.Switch(self.i.payload.first):
             for f in range(SLOT_BYTES):
                 with m.Case(f):
-                    m.d.comb += ge.eq(((1 << SLOT_BYTES) - 1) & ~((1 << f) - 1))
+                    m.d.comb += ge_in.eq(((1 << SLOT_BYTES) - 1) & ~((1 << f) - 1))
+        # The stored bytes of each lane's four tags, looked up in front of the register
+        # too (one table per lane), so that behind it only the lane adders remain.
+        twr = [Signal(5, name=f"twr{b}") for b in range(SLOT_BYTES)]
+        tw_in = [tag_byte_bytes(m, self.i.payload.data[8 * b:8 * b + 8], f"tw_in{b}")
+                 for b in range(SLOT_BYTES)]
+        with m.If(self.i.ready):
+            m.d.sync += [pv.eq(self.i.valid), piece.eq(self.i.payload), end.eq(end_in),
+                         lt.eq(lt_in), ge.eq(ge_in)]
+            m.d.sync += [twr[b].eq(tw_in[b]) for b in range(SLOT_BYTES)]
         m.d.comb += [inp.eq(ge & lt), zfl.eq(Mux(piece.last, ge & ~lt, 0))]
         lane = [piece.data[8 * b:8 * b + 8] for b in range(SLOT_BYTES)]
-        tw_in = [tag_byte_bytes(m, lane[b], f"tw_in{b}") for b in range(SLOT_BYTES)]
+
+        # Lane adders, shared by the four slots: where the next group starts for a group
+        # at lane b of this piece. Lanes 0..30 take lane b+1's tag sizes, or 0 past the
+        # end of a last piece (its zero extension); a piece other than the last ends on
+        # lane 31, whose successor is the next piece's lane 0: lane 31 is written by the
+        # next piece (``q_bnd``, from ``lastw``, lane 31's sizes kept) or, in a last
+        # piece, with 0 after it (``q_end``).
+        q_lane = []
+        for b in range(SLOT_BYTES - 1):
+            q = Signal(7, name=f"q_in{b}")
+            m.d.comb += q.eq(twr[b] + Mux(lt[b + 1], twr[b + 1], 0) + (b + 2))
+            q_lane.append(q)
+        lastw = Signal(5)
+        q_end = Signal(7)
+        q_bnd = Signal(7)
+        m.d.comb += [q_end.eq(twr[31] + 33),
+                     q_bnd.eq(lastw + Mux(lt[0], twr[0], 0) + 33)]
 
         # A slot is cleared (bytes and lengths) the clock after the read position
         # leaves it, and all of them on a flush: so slots past the end of a payload
@@ -287,15 +346,28 @@ class BurstBuffer(wiring.Component):
             # from lane 0, or its last zero-fills them (from registers only).
             clr_s = Signal(name=f"clr{s}")
             m.d.comb += clr_s.eq(self.flush | (left_s & ~(ws_oh[s] & ok)))
+            # Lane 31's next position is written by the next piece (which opens the
+            # next slot on lane 0) once the payload has started, or, in a last piece
+            # that covers it, with zeros after it: ``t31`` (registers a clock ahead,
+            # like ``fill``) and room.
+            w31 = Signal(name=f"w31_{s}")
+            m.d.comb += w31.eq(room & t31[s])
             for b in range(SLOT_BYTES):
                 a = SLOT_BYTES * s + b
                 rst = Signal(name=f"rst{a}")
                 we = Signal(name=f"we{a}")
                 m.d.comb += [rst.eq(clr_s | (wrs & zfl[b])), we.eq(wrs & inp[b])]
                 with m.If(rst):
-                    m.d.sync += [mem[a].eq(0), tw[a].eq(0)]
-                with m.Elif(we):
-                    m.d.sync += [mem[a].eq(lane[b]), tw[a].eq(tw_in[b])]
+                    m.d.sync += [mem[a].eq(0), nq[a].eq(_enc_q(b + 2))]
+                with m.Else():
+                    with m.If(we):
+                        m.d.sync += mem[a].eq(lane[b])
+                        if b < SLOT_BYTES - 1:
+                            m.d.sync += nq[a].eq(_enc_q(q_lane[b]))
+                    if b == SLOT_BYTES - 1:
+                        with m.If(w31):
+                            m.d.sync += nq[a].eq(Mux(ws_oh[s], _enc_q(q_end),
+                                                     _enc_q(q_bnd)))
 
         # Slot complete: its lane 31 written (two clocks ago, as the lengths below);
         # cleared with the slot.
@@ -312,9 +384,7 @@ class BurstBuffer(wiring.Component):
 
         # ---- per position: where the next group starts (with a wrap bit), recomputed
         # every clock; the bytes of the last clock's write are not in it yet ----------
-        nx = [Signal(8, name=f"nx{a}", init=a + 2) for a in range(N)]
-        for a in range(N):
-            m.d.sync += nx[a].eq(tw[a] + tw[(a + 1) % N] + (a + 2))
+        nx = [_next_of(nq[a], a // SLOT_BYTES) for a in range(N)]
 
         # ---- the step loop ----------------------------------------------------------
         # P -> three select stages on P[5:0] (two candidates) -> is the slot of the
@@ -409,30 +479,37 @@ class BurstBuffer(wiring.Component):
         # ---- payload state ------------------------------------------------------------
         w_next = Signal(9)
         m.d.comb += w_next.eq(Cat(piece.first, W[5:]) + piece.count)
-        # Next values of the registers that ``fresh`` and ``fill`` are made of (as the
-        # assignments below and above give them).
-        pv_n = Signal()
-        end31_n = Signal()
-        started_n = Signal()
-        got_last_n = Signal()
-        discard_n = Signal()
-        ok_n = Signal()
-        ws_n = Signal(SLOTS)
+        # Next values of the registers that ``fresh``, ``fill`` and ``t31`` are made of
+        # (as the assignments below and above give them), worked out for room = 0 and
+        # room = 1 apart (kept), so that room, the one late term, is a final select.
+        w_dec = Cat(*[w_next[5:7] == k for k in range(SLOTS)])
         ends = drop & piece.last
-        m.d.comb += [
-            pv_n.eq(Mux(self.i.ready, self.i.valid, pv)),
-            end31_n.eq(Mux(self.i.ready, end_in[5], end[5])),
-            started_n.eq(~self.flush & (started | wr)),
-            got_last_n.eq(~self.flush & (got_last | (wr & piece.last))),
-            discard_n.eq(Mux(self.flush,
-                             Mux(discard, ~ends, ~got_last & ~(wr & piece.last)),
-                             discard & ~ends)),
-            ok_n.eq(~got_last_n & ~discard_n),
-            ws_n.eq(Mux(self.flush, 1,
-                        Mux(wr, Cat(*[w_next[5:7] == k for k in range(SLOTS)]), ws_oh))),
-        ]
-        m.d.sync += [fresh.eq(pv_n & ok_n & ~started_n),
-                     fill.eq(Mux(pv_n & ok_n & end31_n, ws_n, 0))]
+
+        def ahead(rm):
+            ready = ~pv | discard | (ok & rm)
+            wr_ = pv & ok & rm
+            pv_n = Mux(ready, self.i.valid, pv)
+            end31_n = Mux(ready, end_in[5], end[5])
+            last_n = Mux(ready, self.i.payload.last, piece.last)
+            started_n = ~self.flush & (started | wr_)
+            got_last_n = ~self.flush & (got_last | (wr_ & piece.last))
+            discard_n = Mux(self.flush,
+                            Mux(discard, ~ends, ~got_last & ~(wr_ & piece.last)),
+                            discard & ~ends)
+            ok_n = ~got_last_n & ~discard_n
+            ws_n = Mux(self.flush, 1, Mux(wr_, w_dec, ws_oh))
+            live = pv_n & ok_n
+            v = Signal(1 + 2 * SLOTS, name=f"ahead{rm}", attrs={"keep": 1})
+            m.d.comb += v.eq(Cat(
+                live & ~started_n,
+                Mux(live & end31_n, ws_n, 0),
+                Mux(live, Mux(last_n & end31_n, ws_n, 0)
+                    | Mux(started_n, Cat(ws_n[1:], ws_n[0]), 0), 0)))
+            return v
+
+        a0, a1 = ahead(0), ahead(1)
+        nv = Mux(room, a1, a0)
+        m.d.sync += [fresh.eq(nv[0]), fill.eq(nv[1:1 + SLOTS]), t31.eq(nv[1 + SLOTS:])]
         with m.If(self.flush):
             m.d.sync += [W.eq(0), started.eq(0), got_last.eq(0), last_d.eq(0),
                          ws_oh.eq(1), wl_nz.eq(0), w4.eq((0 - 4) % 16)]
@@ -445,7 +522,7 @@ class BurstBuffer(wiring.Component):
             with m.If(wr):
                 # The piece's lanes end at first + count: W's lane is its first.
                 m.d.sync += [
-                    W.eq(w_next), started.eq(1),
+                    W.eq(w_next), started.eq(1), lastw.eq(twr[SLOT_BYTES - 1]),
                     wl_nz.eq(w_next[:5] != 0),
                     w4.eq(w_next[5:] + 12),
                     ws_oh.eq(Cat(*[w_next[5:7] == k for k in range(SLOTS)])),
