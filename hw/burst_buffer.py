@@ -37,9 +37,11 @@ end of a payload every byte reads 0 and every group as a zero tag word (2 bytes)
 Why this shape (timing, the 6-level budget): the old byte-shifting buffer had the
 consumer's loop "length at byte 0 -> shift -> next length" in logic (11-12 levels).
 Here (measured: 6 levels, docs/rx-burst-buffer.md):
-- writes need no shifter and no aligner: a piece passes an input register (with
-  first + count, the two lane thermometers and each lane's tag sizes worked out in
-  front of it) and is written with byte enables per slot and lane;
+- writes need no shifter and no aligner: a piece passes two registers, an input stage
+  (first + count added in front of it) and a write stage, with the two lane
+  thermometers and each lane's tag sizes looked up between them (so that none of it
+  is behind the producer's logic, and the lane masks are flip-flops), and is written
+  with byte enables per slot and lane;
 - ``nx[a] = a + 2 + tw[a] + tw[a+1]`` (where the next group starts if one starts at
   a, with a wrap bit; ``tw``: the stored bytes of a byte's four tags) is written with
   the byte, from 31 lane adders shared by the four slots (lane b adds lane b+1's
@@ -226,10 +228,10 @@ class BurstBuffer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         N = RING_BYTES
-        # Input register: it loads whenever it is empty or its piece is used this clock
-        # (ready from registers only).
+        # Write stage (behind the input stage, below): it loads whenever it is empty or
+        # its piece is used this clock (ready from registers only).
         piece = Signal(PieceLayout)
-        pv = Signal()              # a piece is in the input register
+        pv = Signal()              # a piece is in the write stage
         inp = Signal(SLOT_BYTES)   # lanes the piece covers: first .. first+count-1
         zfl = Signal(SLOT_BYTES)   # lanes a last piece zero-fills (past its end)
 
@@ -262,6 +264,8 @@ class BurstBuffer(wiring.Component):
         # W - P <= 128, so the slot difference is 0..4: three bits tell 4 from the rest.
         m.d.comb += [ok.eq(~got_last & ~discard), room.eq(wl_nz | (P[5:8] != w4[:3]))]
         wr = Signal()
+        take = Signal()            # the write stage takes the input stage's piece
+        s1_v = Signal()            # a piece is in the input stage
         load = Signal()            # the payload's first piece: it sets the read position
         drop = Signal()
         # Registers a clock ahead (from the next values of pv, ok, started, ws_oh and
@@ -274,36 +278,45 @@ class BurstBuffer(wiring.Component):
         # into slot s + 1 once started): lane 31 of slot s gets its next position.
         t31 = Signal(SLOTS)
         m.d.comb += [
-            self.i.ready.eq(~pv | discard | (ok & room)),
+            take.eq(~pv | discard | (ok & room)),
+            # The two stages move together (a bubble in the input stage is not filled
+            # while the write stage waits): the ready is the write stage's, one LUT
+            # behind room, as with a single input register.
+            self.i.ready.eq(take),
             wr.eq(pv & ok & room),
             load.eq(room & fresh),
             drop.eq(pv & discard),
         ]
-        # The piece's lanes: at or after first, before end = first + count. The add and
-        # the two thermometers (tables) are done in front of the register (right behind
-        # the feed's register), so that behind it a lane's masks are flip-flops.
+        # Two registers: the input stage (``s1_``) and the write stage, which both load
+        # when the write stage's piece is written, dropped, or it is empty (``take``).
+        # In between, a piece's tables:
+        # its lanes (at or after first, before end = first + count: two thermometers;
+        # the add is in front of the input stage) and each lane's tag sizes, so that
+        # none of it is behind the producer's logic and the write stage's lane masks
+        # and sizes are flip-flops.
+        s1_piece = Signal(PieceLayout)
+        s1_end = Signal(6)
+        with m.If(self.i.ready):
+            m.d.sync += [s1_v.eq(self.i.valid), s1_piece.eq(self.i.payload),
+                         s1_end.eq(self.i.payload.first + self.i.payload.count)]
         end = Signal(6)
-        end_in = Signal(6)
-        m.d.comb += end_in.eq(self.i.payload.first + self.i.payload.count)
         lt = Signal(SLOT_BYTES)    # lane b before end
         ge = Signal(SLOT_BYTES)    # lane b at or after first
         lt_in = Signal(SLOT_BYTES)
         ge_in = Signal(SLOT_BYTES)
-        with m.Switch(end_in):
+        with m.Switch(s1_end):
             for e in range(64):
                 with m.Case(e):
                     m.d.comb += lt_in.eq((1 << min(e, SLOT_BYTES)) - 1)
-        with m.Switch(self.i.payload.first):
+        with m.Switch(s1_piece.first):
             for f in range(SLOT_BYTES):
                 with m.Case(f):
                     m.d.comb += ge_in.eq(((1 << SLOT_BYTES) - 1) & ~((1 << f) - 1))
-        # The stored bytes of each lane's four tags, looked up in front of the register
-        # too (one table per lane), so that behind it only the lane adders remain.
         twr = [Signal(5, name=f"twr{b}") for b in range(SLOT_BYTES)]
-        tw_in = [tag_byte_bytes(m, self.i.payload.data[8 * b:8 * b + 8], f"tw_in{b}")
+        tw_in = [tag_byte_bytes(m, s1_piece.data[8 * b:8 * b + 8], f"tw_in{b}")
                  for b in range(SLOT_BYTES)]
-        with m.If(self.i.ready):
-            m.d.sync += [pv.eq(self.i.valid), piece.eq(self.i.payload), end.eq(end_in),
+        with m.If(take):
+            m.d.sync += [pv.eq(s1_v), piece.eq(s1_piece), end.eq(s1_end),
                          lt.eq(lt_in), ge.eq(ge_in)]
             m.d.sync += [twr[b].eq(tw_in[b]) for b in range(SLOT_BYTES)]
         m.d.comb += [inp.eq(ge & lt), zfl.eq(Mux(piece.last, ge & ~lt, 0))]
@@ -488,9 +501,9 @@ class BurstBuffer(wiring.Component):
         def ahead(rm):
             ready = ~pv | discard | (ok & rm)
             wr_ = pv & ok & rm
-            pv_n = Mux(ready, self.i.valid, pv)
-            end31_n = Mux(ready, end_in[5], end[5])
-            last_n = Mux(ready, self.i.payload.last, piece.last)
+            pv_n = Mux(ready, s1_v, pv)
+            end31_n = Mux(ready, s1_end[5], end[5])
+            last_n = Mux(ready, s1_piece.last, piece.last)
             started_n = ~self.flush & (started | wr_)
             got_last_n = ~self.flush & (got_last | (wr_ & piece.last))
             discard_n = Mux(self.flush,
