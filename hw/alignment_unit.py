@@ -4,32 +4,44 @@ The bytes go into a ring of 4 beat-sized slots (128 bytes). The write side never
 for the read side, and the read side never shifts data:
 
 - Accept (stage A): the vector's place in the ring is fixed from the write pointer
-  ``wp`` alone (byte offset ``wp mod 32`` and first slot ``wp div 32``). A vector with
-  ``last`` rounds ``wp`` up to the next slot, so every packet starts at a slot
+  ``wp`` alone (byte offset ``off = wp mod 32`` and first slot ``wp div 32``). A vector
+  with ``last`` rounds ``wp`` up to the next slot, so every packet starts at a slot
   boundary (by default the final beat's bytes past ``keep`` are sent as zeros).
-  The vector is rotated by that offset as it is registered (bytes 0..31 and 32..35
-  separately), which puts every byte in its lane.
-- Write (stage B, next clock): the registered rotations are written with per-byte
-  enables into the (up to 3) slots the vector covers, so no wide window shifter is
-  needed. A lane takes at most one byte of each rotation per vector, the low
-  rotation's into one slot and the high rotation's into the next, so the slots are
-  kept per lane in two 4-entry distributed-RAM memories (one per rotation, each with
-  its own write address) instead of flip-flops behind a 3:1 mux; a flag per slot and
-  lane records which memory holds the byte, and the read picks by it.
+  Bytes 0..31 are rotated by ``off`` as they are registered, which puts each in its
+  lane; bytes 32 and 33 are registered as they are.
+- Write (stage B, next clock): the rotated bytes are written with per-byte enables
+  into the (up to 2) slots they cover, so no wide window shifter is needed: a lane
+  takes one of them per vector, so each lane's slot bytes are a 4-entry distributed-RAM
+  memory (one entry per slot) with one write port. Bytes 32 and 33 (lanes ``off`` and
+  ``off + 1`` of the slot after the first, or the one after that for byte 33 when
+  ``off`` is 31) go to a small per-slot store instead: their lane ``off``, the two bytes
+  and a valid flag each. A slot holds at most one such pair (32 bytes of the same
+  vector precede it), so that is exact; a slot's flags are cleared as it is read.
   Then the "released" slot pointer ``rel`` moves: slots before the one holding the
   newest byte are released (more bytes follow them, so they are not the packet's
   last); a ``last`` vector also releases the final slot and marks it ``last``.
-- Read: the slot at ``rp`` is the output beat; ``o.valid = rp != rel``. Holding the
-  newest (possibly full) slot back until more bytes or ``last`` arrive is what lets
-  a packet whose length is a multiple of 32 end with a full beat carrying ``last``.
+- Read: the slot at ``rp`` is the output beat; ``o.valid = rp != rel``. Each lane is
+  its memory's byte, or byte 32 or 33 of the slot's store where its lane matches.
+  Holding the newest (possibly full) slot back until more bytes or ``last`` arrive is
+  what lets a packet whose length is a multiple of 32 end with a full beat carrying
+  ``last``.
 
-``i.ready`` reserves room for a whole 36-byte vector: the ring must have 36 free bytes,
+``i.ready`` reserves room for a whole 34-byte vector: the ring must have 34 free bytes,
 counting the slot leaving this clock (so it depends on ``o.ready`` through two gates).
 That sustains one beat per clock with one vector of up to 32 bytes per clock; above
 32 bytes per clock on average the input is stalled.
 
 A packet of zero bytes in total (only zero-length vectors) produces no beat.
-Vector lengths above 36 are not valid input.
+Vector lengths above 34 are not valid input (a CompressionUnit group is at most 34
+bytes; keeping the bytes past 32 to two is what lets them skip the rotation and the
+per-lane memories).
+
+``fill``: the vector is its data bytes 0..3 repeated (byte i = data byte i mod 4; bytes
+4.. of ``data`` are ignored), for a packet's first vector only (it starts on a slot
+boundary, so no rotation is involved). The repeated word is selected into the rotation
+registers in the rotation's last LUT, which has inputs to spare; a producer whose
+vectors are mostly either a repeated word or other data (the compression engine's
+prefix: P mod 32 placeholder bytes and the shim word) spares a 34-byte select.
 
 ``clear_stale=False`` leaves the final beat's bytes past ``keep`` as whatever the slot
 held (``keep`` is still right): for a consumer that masks by ``keep`` itself (the
@@ -45,17 +57,18 @@ from .axis import BEAT_BYTES, axis_signature
 
 __all__ = ["AlignmentUnit", "ByteVector", "VECTOR_BYTES"]
 
-VECTOR_BYTES = 36
+VECTOR_BYTES = 34
 
 ByteVector = data.StructLayout({
     "data": 8 * VECTOR_BYTES,   # byte 0 in bits [7:0]
     "length": 6,                # valid bytes 0..36
     "last": 1,                  # final vector of the packet
+    "fill": 1,                  # byte i is data byte i mod 4 (a packet's first vector only)
 })
 
 SLOTS = 4                       # ring of 4 beats; pointers carry one extra wrap bit
 RING = SLOTS * BEAT_BYTES       # 128 bytes
-WINDOW = 3                      # a vector at offset <= 31 spans at most 3 slots
+WINDOW = 2                      # bytes 0..31 at offset <= 31 span at most 2 slots
 
 
 def mux_tree(sel, cands):
@@ -127,22 +140,22 @@ class AlignmentUnit(wiring.Component):
         rel = Signal(3)         # slots before this one may be read
         pkt_bytes = Signal()    # the current packet has at least one byte
 
-        # Slot bytes: per lane, a 4-entry memory (one entry per slot) for the bytes of
-        # the low rotation and one for those of the high rotation, in distributed RAM.
-        # In one clock a lane takes at most one byte of each (the low one into the slot
-        # ``a_slot + below``, the high one into the slot after it), so each memory needs
-        # one write port with its own address. A flag per slot and lane says which of
-        # the two holds the byte written last. Data and flags need no reset (nothing
-        # reads them before it is written), which keeps the reset fan-out to the
-        # control state.
-        lo_mem, hi_mem = [], []
+        # Slot bytes: per lane, a 4-entry memory (one entry per slot) in distributed RAM;
+        # in one clock a lane takes at most one of the rotated bytes 0..31 (into the slot
+        # ``a_slot + below``). Bytes 32 and 33 go to the per-slot store: their lane
+        # (``xs``), the bytes (``x0``, ``x1``) and whether each is there (``xv0``,
+        # ``xv1``). Data need no reset (nothing reads them before it is written), which
+        # keeps the reset fan-out to the control state.
+        lo_mem = []
         for b in range(BEAT_BYTES):
-            for kind, mems in (("lo", lo_mem), ("hi", hi_mem)):
-                mem = Memory(shape=8, depth=SLOTS, init=[])
-                m.submodules[f"{kind}{b}"] = mem
-                mems.append((mem.write_port(), mem.read_port(domain="comb")))
-        slot_hi = Array(Signal(BEAT_BYTES, name=f"slot{s}_hi", reset_less=True)
-                        for s in range(SLOTS))
+            mem = Memory(shape=8, depth=SLOTS, init=[])
+            m.submodules[f"lo{b}"] = mem
+            lo_mem.append((mem.write_port(), mem.read_port(domain="comb")))
+        xs = [Signal(5, name=f"slot{s}_xs", reset_less=True) for s in range(SLOTS)]
+        x0 = [Signal(8, name=f"slot{s}_x0", reset_less=True) for s in range(SLOTS)]
+        x1 = [Signal(8, name=f"slot{s}_x1", reset_less=True) for s in range(SLOTS)]
+        xv0 = Signal(SLOTS)
+        xv1 = Signal(SLOTS)
         slot_last = Signal(SLOTS)
         slot_keep = Array(Signal(BEAT_BYTES, name=f"slot{s}_keep", reset_less=True)
                           for s in range(SLOTS))
@@ -152,13 +165,22 @@ class AlignmentUnit(wiring.Component):
         emit = Signal()
         o_last = Signal()
         o_keep = Signal(BEAT_BYTES)
-        o_hi = Signal(BEAT_BYTES)
         o_data = Signal(8 * BEAT_BYTES)
-        m.d.comb += o_hi.eq(mux_tree(rd, list(slot_hi)))
+        r_xs = Signal(5)
+        r_x0 = Signal(8)
+        r_x1 = Signal(8)
+        r_xv = Signal(2)
+        m.d.comb += [
+            r_xs.eq(mux_tree(rd, xs)), r_x0.eq(mux_tree(rd, x0)), r_x1.eq(mux_tree(rd, x1)),
+            r_xv.eq(Cat(xv0.bit_select(rd, 1), xv1.bit_select(rd, 1))),
+        ]
         for b in range(BEAT_BYTES):
-            m.d.comb += [lo_mem[b][1].addr.eq(rd), hi_mem[b][1].addr.eq(rd),
-                         o_data[8 * b:8 * b + 8].eq(Mux(o_hi[b], hi_mem[b][1].data,
-                                                        lo_mem[b][1].data))]
+            # Byte 32 sits at lane xs, byte 33 at lane xs + 1 (mod 32).
+            at0 = r_xv[0] & (r_xs == b)
+            at1 = r_xv[1] & (r_xs == (b - 1) % BEAT_BYTES)
+            m.d.comb += [lo_mem[b][1].addr.eq(rd),
+                         o_data[8 * b:8 * b + 8].eq(Mux(at0, r_x0, Mux(at1, r_x1,
+                                                                       lo_mem[b][1].data)))]
         if self.clear_stale:
             # The final slot of a packet holds stale bytes past its end: send zeros.
             o_data = o_data & Cat(*(k.replicate(8) for k in o_keep))
@@ -234,20 +256,29 @@ class AlignmentUnit(wiring.Component):
             m.d.comb += [wp_next.eq(Cat(rel_end[0:5], wp[5:8] + rel_end[5:7])),
                          rel_upd.eq(length != 0), rel_next.eq(lb_slot)]
 
-        # Byte i of the vector goes to lane (i + off) mod 32 of relative slot
-        # (i + off) div 32. Rotating bytes 0..31 and 32..35 by `off` puts every byte in
-        # its lane; stage B then picks, per lane, the low rotation, the high one or zero.
+        # Byte i < 32 of the vector goes to lane (i + off) mod 32 of relative slot
+        # (i + off) div 32: rotating bytes 0..31 by `off` puts each in its lane.
         lo = rotate_bytes_left(m, vin.data[:8 * BEAT_BYTES], off, BEAT_BYTES, name="rot_lo",
                                cut=True)
-        hi = rotate_bytes_left(m, vin.data[8 * BEAT_BYTES:], off, BEAT_BYTES, name="rot_hi")
+        # A fill vector starts on a slot boundary (off = 0): its word lands unrotated.
+        word = vin.data[:32]
+        lo = Mux(vin.fill, word.replicate(BEAT_BYTES // 4), lo)
+        hi = Mux(vin.fill, word[:16], vin.data[8 * BEAT_BYTES:])
 
         a_valid = Signal()
         a_lo = Signal(8 * BEAT_BYTES, reset_less=True)
-        a_hi = Signal(8 * BEAT_BYTES, reset_less=True)
+        a_hi = Signal(16, reset_less=True)                      # bytes 32, 33
+        a_hv0 = Signal(reset_less=True)         # byte 32 is there
+        a_hv1 = Signal(reset_less=True)         # byte 33 is there, in the same slot
+        a_hv1w = Signal(reset_less=True)        # byte 33 is there, in the next slot (off 31)
         a_off = Signal(5, reset_less=True)
         a_slot = Signal(2, reset_less=True)                     # first slot
         a_start = Signal(BEAT_BYTES, reset_less=True)           # window bytes j >= off
-        a_end = Signal(WINDOW * BEAT_BYTES, reset_less=True)    # window bytes j < off + length
+        # Window byte 32q + t is below the end (off + length) iff q < end div 32, or
+        # q = end div 32 and t < end mod 32: kept as those two parts (32 + 2 flip-flops
+        # instead of a 64-bit thermometer; the write enables use them as they are).
+        a_end_t = Signal(BEAT_BYTES, reset_less=True)           # lanes t < end mod 32
+        a_end_q = Signal(2, reset_less=True)                    # end div 32 (0..2)
         a_rel_upd = Signal()
         a_rel = Signal(3, reset_less=True)
         a_mark = Signal()
@@ -263,10 +294,14 @@ class AlignmentUnit(wiring.Component):
                 pkt_bytes.eq(has_bytes & ~vin.last),
                 a_lo.eq(lo),
                 a_hi.eq(hi),
+                a_hv0.eq(length > BEAT_BYTES),
+                a_hv1.eq((length > BEAT_BYTES + 1) & (off != BEAT_BYTES - 1)),
+                a_hv1w.eq((length > BEAT_BYTES + 1) & (off == BEAT_BYTES - 1)),
                 a_off.eq(off),
                 a_slot.eq(wp[5:7]),
                 a_start.eq(Cat(*(off <= j for j in range(BEAT_BYTES)))),
-                a_end.eq(Cat(*(rel_end > j for j in range(WINDOW * BEAT_BYTES)))),
+                a_end_t.eq(Cat(*(rel_end[0:5] > t for t in range(BEAT_BYTES)))),
+                a_end_q.eq(rel_end[5:7]),
                 a_rel_upd.eq(rel_upd),
                 a_rel.eq(rel_next),
                 a_mark.eq(mark_last),
@@ -281,42 +316,39 @@ class AlignmentUnit(wiring.Component):
         a_keep = Signal(BEAT_BYTES)
         m.d.comb += a_keep.eq(Cat(*(~a_nz | (a_end_lane > b) for b in range(BEAT_BYTES))))
         # Lane b of relative slot 0 holds vector byte b - off (lanes >= off); of slot 1,
-        # byte 32 + b - off (low rotation below off, high above); of slot 2, byte
-        # 64 + b - off (high rotation below off). So lane b's low byte goes to relative
-        # slot below[b] and its high byte to the slot after it. below is ~a_start, a
+        # byte 32 + b - off (bytes 32, 33 at lanes off, off + 1: the store's). So lane
+        # b's rotated byte goes to relative slot below[b]. below is ~a_start, a
         # register, so the memories' write addresses are one LUT behind flip-flops.
         below = Signal(BEAT_BYTES)      # lane b < off
         m.d.comb += below.eq(~a_start)
-        wbytes = WINDOW * BEAT_BYTES
-        wen = Signal(wbytes)    # byte enables over the 3-slot window
-        m.d.comb += wen.eq(a_end & Cat(a_start, C(-1, wbytes - BEAT_BYTES)))
-        # Which relative slot (0..2) ring slot s is; 3 = not written.
-        # (Plain expressions: as named Signals, the back-end drops some of their
-        # assignments and leaves unused declarations behind.)
-        rel_of = [(C(s, 3) - a_slot)[:2] for s in range(SLOTS)]
+        # Byte enables over the 2-slot window: lanes >= off of slot 0, all of slot 1,
+        # below the end.
+        wen = Signal(WINDOW * BEAT_BYTES)
+        for q in range(WINDOW):
+            for t in range(BEAT_BYTES):
+                below_end = (a_end_q > q) | ((a_end_q == q) & a_end_t[t])
+                m.d.comb += wen[BEAT_BYTES * q + t].eq(below_end & (a_start[t] if q == 0 else 1))
         for b in range(BEAT_BYTES):
             lane = slice(8 * b, 8 * b + 8)
-            lo_w, hi_w = lo_mem[b][0], hi_mem[b][0]
-            # Shared by the memory's enable and the 4 flag updates.
-            lo_en = Signal(name=f"lo_en{b}")
-            hi_en = Signal(name=f"hi_en{b}")
+            lo_w = lo_mem[b][0]
             m.d.comb += [
-                lo_en.eq(a_valid & Mux(below[b], wen[BEAT_BYTES + b], wen[b])),
-                hi_en.eq(a_valid & Mux(below[b], wen[2 * BEAT_BYTES + b],
-                                       wen[BEAT_BYTES + b])),
-                lo_w.addr.eq(a_slot + below[b]), lo_w.data.eq(a_lo[lane]), lo_w.en.eq(lo_en),
-                hi_w.addr.eq(a_slot + below[b] + 1), hi_w.data.eq(a_hi[lane]),
-                hi_w.en.eq(hi_en),
+                lo_w.addr.eq(a_slot + below[b]), lo_w.data.eq(a_lo[lane]),
+                lo_w.en.eq(a_valid & Mux(below[b], wen[BEAT_BYTES + b], wen[b])),
             ]
-            for s, d in enumerate(rel_of):
-                lo_hit = Signal(name=f"lo_hit{s}_{b}")
-                hi_hit = Signal(name=f"hi_hit{s}_{b}")
-                m.d.comb += [
-                    lo_hit.eq(lo_en & (d == below[b])),
-                    hi_hit.eq(hi_en & (d == below[b] + 1)),
-                ]
-                # A plain next-state function: as an enable it mapped to two LUTs a flag.
-                m.d.sync += slot_hi[s][b].eq(hi_hit | (slot_hi[s][b] & ~lo_hit))
+        # Bytes 32, 33 into the store of the slot after the first (byte 33 into the one
+        # after that when off is 31; that slot's first byte); a slot's flags are cleared
+        # as it is read (never a slot written in the same clock: the read slot is
+        # released, the written ones are not).
+        x_s1 = (a_slot + 1)[:2]
+        x_s2 = (a_slot + 2)[:2]
+        for s in range(SLOTS):
+            set1 = a_valid & a_hv0 & (x_s1 == s)
+            set2 = a_valid & a_hv1w & (x_s2 == s)
+            with m.If(emit & (rd == s)):
+                m.d.sync += [xv0[s].eq(0), xv1[s].eq(0)]
+            with m.If(set1 | set2):
+                m.d.sync += [xs[s].eq(a_off), x0[s].eq(a_hi[:8]), x1[s].eq(a_hi[8:]),
+                             xv0[s].eq(set1), xv1[s].eq(Mux(set1, a_hv1, 1))]
         with m.If(a_valid):
             with m.If(a_rel_upd):
                 m.d.sync += rel.eq(a_rel)

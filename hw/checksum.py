@@ -22,10 +22,16 @@ class Checksum(wiring.Component):
     high, 2w+1 low; masked-out bytes count as 0). ``first`` starts a new sum with this
     beat, ``last`` ends it: ``LATENCY`` cycles after the ``last`` beat, ``done`` pulses
     for one cycle and ``sum`` holds the folded 16-bit sum (not complemented) until the
-    next ``done``. A sum may span up to 2^16 beats.
+    next ``done``. A sum may span up to ``max_beats`` beats (2^16 by default; beyond
+    that it is not exact). ``max_beats`` <= 2^12 keeps the accumulator within 32 bits,
+    so that two end-around folds (one adder each) finish the sum instead of three.
     """
 
     LATENCY = 7
+
+    def __init__(self, max_beats=1 << 16):
+        self.max_beats = max_beats
+        super().__init__()
 
     valid: In(1)
     first: In(1)
@@ -61,25 +67,35 @@ class Checksum(wiring.Component):
         v3, f3, l3 = Signal(), Signal(), Signal()
         m.d.sync += [s.eq(q[0] + q[1] + q[2] + q[3]), v3.eq(v2), f3.eq(f2), l3.eq(l2)]
 
-        # S4: accumulate; 36 bits never overflow for 2^16 beats of 16 words. S5 reads
-        # the finished sum from `acc` itself: a next sum's first beat can only replace it
-        # at the edge S5 samples it.
-        acc = Signal(36)
+        # S4: accumulate; 20 bits per beat, plus the beat count's bits, never overflow.
+        # S5 reads the finished sum from `acc` itself: a next sum's first beat can only
+        # replace it at the edge S5 samples it.
+        acc = Signal(20 + (self.max_beats - 1).bit_length())
         v4 = Signal()
         with m.If(v3):
             m.d.sync += acc.eq(Mux(f3, 0, acc) + s)
         m.d.sync += v4.eq(v3 & l3)
 
-        # S5: fold 36 -> 21 bits, S6: fold to 17 bits and wrap the last carry.
-        g1 = Signal(21)
-        g2 = Signal(17)
         v5, v6 = Signal(), Signal()
-        m.d.sync += [g1.eq(acc[:16] + acc[16:32] + acc[32:]), v5.eq(v4)]
-        m.d.sync += [g2.eq(g1[:16] + g1[16:]), v6.eq(v5)]
         res = Signal(16)
-        with m.If(v6):
-            # g2 < 2^16 + 2^5: one more end-around carry cannot carry again.
-            m.d.sync += res.eq(g2[:16] + g2[16])
+        if len(acc) <= 32:
+            # S5: fold to 17 bits; S6: wrap the carry (g1 < 2^17 - 1, so adding its
+            # carry bit back cannot carry again); S7 only registers.
+            g1 = Signal(17)
+            g2 = Signal(16)
+            m.d.sync += [g1.eq(acc[:16] + acc[16:]), v5.eq(v4)]
+            m.d.sync += [g2.eq(g1[:16] + g1[16]), v6.eq(v5)]
+            with m.If(v6):
+                m.d.sync += res.eq(g2)
+        else:
+            # S5: fold 36 -> 21 bits, S6: fold to 17 bits and wrap the last carry.
+            g1 = Signal(21)
+            g2 = Signal(17)
+            m.d.sync += [g1.eq(acc[:16] + acc[16:32] + acc[32:]), v5.eq(v4)]
+            m.d.sync += [g2.eq(g1[:16] + g1[16:]), v6.eq(v5)]
+            with m.If(v6):
+                # g2 < 2^16 + 2^5: one more end-around carry cannot carry again.
+                m.d.sync += res.eq(g2[:16] + g2[16])
         m.d.sync += self.done.eq(v6)
         m.d.comb += self.sum.eq(res)
         return m

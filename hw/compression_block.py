@@ -10,19 +10,23 @@ engine bypasses such frames); the block then gives some tag, but nothing an engi
 LUT depth is kept small by never searching for a leading one:
 - the stored magnitude is ``(1.m >> (127 - e))``; only shifts 1..15 leave bits in
   ``[22:8]`` (``127 - e`` is ``~e`` on 7 bits when e < 127, again no adder), so each
-  stored bit is a 16-way mux of the 24-bit significand;
+  stored bit is a 16-way mux of the 24-bit significand (with ``clear_above_width=False``
+  built as two 4:1 stages, the first on a kept net, with the zero for larger shifts in
+  the final select: fewer LUTs than the mapper finds for the 16-way muxes);
 - the decoded value is ``f`` with the mantissa bits below the band's resolution cleared
   (2^-15 for tag 10, 2^-7 for tag 01), a mask that depends only on ``e`` and the band
   (one 5-bit threshold per value, see ``decoded_value``); it is +0.0 when the stored
   magnitude is 0, i.e. when ``e < 112`` (tag 10) or ``e < 120`` (tag 01).
+  ``decoded_bytes`` gives it as data plus a byte mask, for a consumer whose flip-flop
+  resets clear whole bytes (the CompressionUnit's D checksum).
 """
 
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["CompressionBlock", "decoded_value", "TAG_ZERO", "TAG_8BIT", "TAG_16BIT",
-           "TAG_RAW"]
+__all__ = ["CompressionBlock", "decoded_value", "decoded_bytes", "TAG_ZERO", "TAG_8BIT",
+           "TAG_16BIT", "TAG_RAW"]
 
 TAG_ZERO, TAG_8BIT, TAG_16BIT, TAG_RAW = 0, 1, 2, 3
 
@@ -66,6 +70,42 @@ def decoded_value(m, f, tag, name="dec"):
     out = Signal(32, name=name)
     m.d.comb += out.eq(Cat(mant & keep_mant, e & keep_exp.replicate(8), s & keep_exp))
     return out
+
+
+def decoded_bytes(m, f, tag, keep_all, name="dbytes"):
+    """``decoded_value`` split for a consumer that zeroes whole bytes itself (a Checksum
+    byte mask, i.e. flip-flop resets): returns ``(data, mask)``, 32 bits and 4 byte-mask
+    bits, with ``data & mask`` (bytes) the decoded value. ``keep_all``: pass ``f`` as
+    it is (a raw tail's slot, tag 00; the caller narrows the mask to its bytes).
+
+    Only bits 8..23 take a LUT each: mantissa bits 0..8 survive only raw (tags 10 and 01
+    mean e < 127, so the first kept bit is at least 9), a byte-mask bit; the sign and
+    exponent bits 1..7 (byte 3) survive exactly when the exponent does, another; bit
+    23 (e[0]) shares byte 2 with mantissa bits and keeps its own AND."""
+    s, e, mant = f[31], f[23:31], f[0:23]
+    sh = Signal(7, name=f"{name}_sh")
+    m.d.comb += sh.eq(~e[0:7])
+    raw, t16, t8 = tag == TAG_RAW, tag == TAG_16BIT, tag == TAG_8BIT
+    nz16 = Signal(name=f"{name}_nz16")
+    nz8 = Signal(name=f"{name}_nz8")
+    m.d.comb += [nz16.eq(sh[4:7] == 0), nz8.eq(sh[3:7] == 0)]
+    thr = Signal(5, name=f"{name}_thr")     # first kept mantissa bit (31: none)
+    with m.If(raw | keep_all):
+        m.d.comb += thr.eq(0)
+    with m.Elif(t16 & nz16):
+        m.d.comb += thr.eq(sh[0:4] + 8)
+    with m.Elif(t8 & nz8):
+        m.d.comb += thr.eq(Cat(sh[0:3], C(0b10, 2)))
+    with m.Else():
+        m.d.comb += thr.eq(31)
+    keep_exp = Signal(name=f"{name}_keep_exp")
+    m.d.comb += keep_exp.eq(raw | (t16 & nz16) | (t8 & nz8))
+    out = Signal(32, name=name)
+    m.d.comb += out.eq(Cat(mant[0:8], *(mant[i] & (thr <= i) for i in range(8, 23)),
+                           e[0] & (keep_exp | keep_all), e[1:8], s))
+    mask = Signal(4, name=f"{name}_mask")
+    m.d.comb += mask.eq(Cat(raw | keep_all, C(1, 1), C(1, 1), keep_exp))
+    return out, mask
 
 
 class CompressionBlock(wiring.Component):
@@ -147,10 +187,28 @@ class CompressionBlock(wiring.Component):
                 # TAG_ZERO: 0 (comb default).
         else:
             # Only the bytes below width matter: byte 0 per tag, byte 1 raw or 16-bit,
-            # bytes 2-3 raw only (so f as it is).
+            # bytes 2-3 raw only (so f as it is). The magnitude is shifted in two 4:1
+            # stages (by sh[0:2], then 4 * sh[2:4]; one LUT per bit each) and the zero
+            # for shifts >= 16 is applied in the final select, which leaves fewer LUTs
+            # than the 16:1 mux per bit above.
+            sig = Cat(mant, C(1, 1))
+            st1 = Signal(16, attrs={"keep": 1})     # sig >> sh[0:2], bits 8..23
+            for i in range(16):
+                c = [sig[8 + i + n] if 8 + i + n < 24 else C(0, 1) for n in range(4)]
+                m.d.comb += st1[i].eq(Mux(sh[1], Mux(sh[0], c[3], c[2]),
+                                          Mux(sh[0], c[1], c[0])))
+            q = Signal(15)          # sig >> sh[0:4], bits 8..22
+            for i in range(15):
+                c = [st1[i + 4 * n] if i + 4 * n < 16 else C(0, 1) for n in range(4)]
+                m.d.comb += q[i].eq(Mux(sh[3], Mux(sh[2], c[3], c[2]),
+                                        Mux(sh[2], c[1], c[0])))
+            z = Signal()            # shift >= 16: no magnitude bits
+            m.d.comb += z.eq(sh[4:7] != 0)
+            qb = Signal(15)
+            m.d.comb += qb.eq(Mux(z, 0, q))
             m.d.comb += bits.eq(Cat(
-                Mux(raw, f[0:8], Mux(ge_m, q15[0:8], Cat(q7, s))),
-                Mux(raw, f[8:16], Cat(q15[8:15], s)),
+                Mux(raw, f[0:8], Mux(ge_m, qb[0:8], Cat(qb[8:15], s))),
+                Mux(raw, f[8:16], Cat(qb[8:15], s)),
                 f[16:32]))
 
         decoded = decoded_value(m, f, tag)

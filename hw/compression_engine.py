@@ -18,8 +18,10 @@ Store-and-forward, one 32-byte beat per clock in and out. Data flow:
             merges them at byte P, applies the header patches ─► output FIFO ─► o
 
 The compressed payload is frame-aligned for free: the AlignmentUnit is first fed
-(P mod 32) placeholder bytes and the 4-byte shim, so its beats land on the lanes they
-take in the output frame; the one beat holding byte P is a per-lane merge.
+(P mod 32) placeholder bytes and the 4-byte shim (one fill vector: the shim word,
+pre-rotated, repeated), so its beats land on the lanes they take in the output frame;
+the one beat holding byte P is a per-lane merge. The D checksum is summed from the
+CompressionUnit's decoded side port (a tail riding in a group included).
 
 Rates: compression runs while the frame streams in, so the store only has to hold a
 frame until its turn on the wire; both rings hold 1024 beats (>= 3 maximum frames), so
@@ -45,7 +47,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from .alignment_unit import AlignmentUnit, ByteVector, VECTOR_BYTES
+from .alignment_unit import AlignmentUnit, ByteVector
 from .axis import AxisBeat, BEAT_BITS, BEAT_BYTES, axis_signature
 from .checksum import Checksum
 from .compression_unit import CompressionUnit
@@ -104,13 +106,15 @@ Desc = data.StructLayout({
 MODE_DROP, MODE_PASS, MODE_COMP = 0, 1, 2
 
 # feeder: prefix and shim. The shim is kept rotated by plane mod 4, so that the prefix
-# vector (placeholder bytes below the plane are never sent) is that word repeated.
+# vector (placeholder bytes below the plane are never sent) is that word repeated: an
+# AlignmentUnit fill vector.
 ShimInfo = data.StructLayout({"plane": 5, "shim_rot": 32})
 # The r = L mod 4 raw bytes; sep: they follow the last group as a vector of their own
-# (a final beat of fewer than 4 bytes), else they ride in the last group (CompressionUnit).
+# (a final beat of fewer than 4 bytes), else they ride in the last group (CompressionUnit)
+# and ``tail`` is not used (the group carries them).
 TailInfo = data.StructLayout({"tail": 24, "r": 2, "sep": 1})
-# A CompressionUnit group as the feeder needs it: the decoded values (for the D
-# checksum) are summed as they leave the CompressionUnit, not carried further.
+# A CompressionUnit group as the feeder needs it (the decoded payload for the D checksum
+# leaves the CompressionUnit on its side port).
 FedGroup = data.StructLayout({"data": 272, "length": 6, "last": 1})
 # Per compressed frame, feeder -> finisher: |C| and the 16-bit word sum of the tail bytes
 # (the D checksum's last part, added to the groups' sum by the finisher).
@@ -240,9 +244,11 @@ class CompressionEngine(wiring.Component):
         m.submodules.rs_vec = rs_vec = _FifoSlice(ByteVector)
         # The egress zeroes bytes past keep, so the AlignmentUnit need not clear them.
         m.submodules.au = au = AlignmentUnit(clear_stale=False)
-        m.submodules.ck_ip = ck_ip = Checksum()
-        m.submodules.ck_l4 = ck_l4 = Checksum()
-        m.submodules.ck_d = ck_d = Checksum()
+        # A frame the engine sends has at most MAX_FRAME_BEATS beats (longer ones are
+        # dropped, their sums unused), which keeps the checksums' accumulators narrow.
+        m.submodules.ck_ip = ck_ip = Checksum(max_beats=MAX_FRAME_BEATS)
+        m.submodules.ck_l4 = ck_l4 = Checksum(max_beats=MAX_FRAME_BEATS)
+        m.submodules.ck_d = ck_d = Checksum(max_beats=MAX_FRAME_BEATS)
         m.submodules.rewrite = hr = HeaderRewrite()
 
         beatq = _fifo(m, "beatq", AxisBeat, 16)
@@ -476,14 +482,6 @@ class CompressionEngine(wiring.Component):
                              (~grp_last | tailq.w_rdy))
         g_fire = Signal()
         m.d.comb += g_fire.eq(g_out & cu.i.ready)
-        # Tail bytes: after the last whole value of the held last beat, or the absorbed beat.
-        tail_lane = Signal(3)
-        m.d.comb += tail_lane.eq(g_nb[2:5])
-        held_tail = Signal(24)
-        with m.Switch(tail_lane):
-            for j in range(8):
-                with m.Case(j):
-                    m.d.comb += held_tail.eq(g_data[32 * j: 32 * j + 24])
         count = Signal(4)
         tail_w = Signal(TailInfo)
         m.d.comb += count.eq(Mux(g_last, Mux(g_nb < 4, 1, g_nb[2:6]), 8))
@@ -498,7 +496,9 @@ class CompressionEngine(wiring.Component):
             cu.k.eq(kq.r_data),
             kq.r_en.eq(g_fire & grp_last),
             tailq.w_en.eq(g_fire & grp_last),
-            tail_w.tail.eq(Mux(absorb, gi.payload.data[:24], held_tail)),
+            # Only a separate tail (an absorbed beat) needs its bytes here: a held last
+            # beat's tail rides in its group.
+            tail_w.tail.eq(gi.payload.data[:24]),
             tail_w.r.eq(Mux(absorb, rl_nb[:2], g_nb[:2])),
             tail_w.sep.eq(absorb & (rl_nb[:2] != 0)),
             tailq.w_data.eq(tail_w),
@@ -515,22 +515,19 @@ class CompressionEngine(wiring.Component):
         # (inside the last group when the group former could put it there).
         a_in = rs_vec.i
         wiring.connect(m, rs_vec.o, au.i)
-        cu_fire = Signal()
-        cu_first = Signal(init=1)       # the next group leaving the CU is a frame's first
         m.d.comb += [
             rs_gout.i.valid.eq(cu.o.valid), cu.o.ready.eq(rs_gout.i.ready),
             rs_gout.i.payload.data.eq(cu.o.payload.data),
             rs_gout.i.payload.length.eq(cu.o.payload.length),
             rs_gout.i.payload.last.eq(cu.o.payload.last),
-            cu_fire.eq(cu.o.valid & rs_gout.i.ready),
         ]
-        with m.If(cu_fire):
-            m.d.sync += cu_first.eq(cu.o.payload.last)
-        # D checksum over the decoded groups, summed as they leave the CompressionUnit
-        # (in frame order, like everything else); the tail bytes come in the finisher.
+        # D checksum over the CompressionUnit's decoded groups (its side port, in frame
+        # order like everything else; a tail riding in a group included); a separate
+        # tail's bytes come in the finisher. The port's byte mask does the decode's
+        # clearing in the Checksum's input flip-flops.
         m.d.comb += [
-            ck_d.valid.eq(cu_fire), ck_d.first.eq(cu_first), ck_d.last.eq(cu.o.payload.last),
-            ck_d.data.eq(cu.o.payload.decoded), ck_d.mask.eq(~0),
+            ck_d.valid.eq(cu.d_valid), ck_d.first.eq(cu.d_first), ck_d.last.eq(cu.d_last),
+            ck_d.data.eq(cu.d_data), ck_d.mask.eq(cu.d_mask),
             dsumq.w_en.eq(ck_d.done), dsumq.w_data.eq(ck_d.sum),
         ]
         go = rs_gout.o
@@ -540,9 +537,10 @@ class CompressionEngine(wiring.Component):
         shim_h = Signal(shimq.r_data.shape())
         m.d.comb += shim_h.eq(shimq.r_data)
         sh = data.View(ShimInfo, shim_h)
-        # Byte b holds shim byte (b - plane) mod 4: bytes plane..plane+3 are the shim.
-        prefix = Signal(8 * VECTOR_BYTES)
-        m.d.comb += prefix.eq(sh.shim_rot.replicate(VECTOR_BYTES // 4))
+        # The prefix is a fill vector of shim_rot: byte b holds shim byte (b - plane) mod 4,
+        # so bytes plane..plane+3 are the shim.
+        is_prefix = Signal()
+        m.d.comb += is_prefix.eq(~fd_groups & ~fd_tail)
         tail_h = data.View(TailInfo, tailq.r_data)
         g = go.payload
         fd_fire = Signal()
@@ -577,12 +575,15 @@ class CompressionEngine(wiring.Component):
                 go.ready.eq(a_in.ready & g_ok),
                 clen_add.eq(g.length),
             ]
-        # The AlignmentUnit ignores bytes past a vector's length, so the data needs no
-        # zeros: the tail's bytes 3.. and a group's 34.. are whatever the other sources
-        # hold there, which leaves a 2:1 mux on most bits.
-        m.d.comb += a_in.payload.data.eq(Mux(
-            ~fd_groups & ~fd_tail, prefix,
-            Cat(Mux(fd_tail, tail_h.tail, g.data[:24]), g.data[24:], prefix[len(g.data):])))
+        # The AlignmentUnit ignores bytes past a vector's length (and a fill vector's past
+        # 4), so the data needs no zeros: only bytes 0..3 have more than one source.
+        m.d.comb += [
+            a_in.payload.fill.eq(is_prefix),
+            a_in.payload.data.eq(Cat(
+                Mux(is_prefix, sh.shim_rot,
+                    Mux(fd_tail, Cat(tail_h.tail, g.data[24:32]), g.data[:32])),
+                g.data[32:])),
+        ]
         ends_frame = Signal()
         m.d.comb += ends_frame.eq(fd_fire & a_in.payload.last)
 
@@ -590,7 +591,7 @@ class CompressionEngine(wiring.Component):
         # the frame's length is pushed into clenq one clock after its end (a registered
         # push keeps the feeder's handshake off the FIFO's write logic).
         with m.If(fd_fire):
-            m.d.sync += c_len.eq(Mux(~fd_groups & ~fd_tail, 4, c_len + clen_add))
+            m.d.sync += c_len.eq(Mux(is_prefix, 4, c_len + clen_add))
             with m.If(fd_tail):
                 m.d.sync += [fd_tail.eq(0), fd_groups.eq(0)]
             with m.Elif(~fd_groups):
@@ -608,11 +609,13 @@ class CompressionEngine(wiring.Component):
         # Frame ends are at least two clocks apart (prefix, then a group or the tail), so
         # the w_rdy checked at the end still holds for the write one clock later; c_len
         # holds the frame's sum in that clock (a new prefix only reloads it at its end).
-        # The tail's words for the D checksum (payload offset 4n is even: the tail's
-        # byte 0 is a high byte): (t0 << 8 | t1) + (t2 << 8), bytes past r as zeros.
+        # A separate tail's words for the D checksum (payload offset 4n is even: the
+        # tail's byte 0 is a high byte): (t0 << 8 | t1) + (t2 << 8), bytes past r as
+        # zeros; a tail inside a group is in the CompressionUnit's D already.
         clen_push = Signal()
         clen_tsum = Signal(17)
-        t_b = [Mux(tail_h.r > n, tail_h.tail[8 * n: 8 * n + 8], 0) for n in range(3)]
+        t_b = [Mux(tail_h.sep & (tail_h.r > n), tail_h.tail[8 * n: 8 * n + 8], 0)
+               for n in range(3)]
         m.d.sync += clen_push.eq(ends_frame)
         with m.If(ends_frame):
             m.d.sync += clen_tsum.eq(Cat(t_b[1], t_b[0]) + Cat(C(0, 8), t_b[2]))

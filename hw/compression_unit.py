@@ -3,11 +3,12 @@ packed fields.
 
 Pipeline, 5 clocks from an accepted group to its output:
   1. input register (values, valid-value mask from ``count``, last, k);
-  2. eight CompressionBlocks -> register (tags, fields, widths, and the values); the
-     fields' bytes above their width are left uncleared (the tree masks by width);
-  3-5. ShifterTree, one register per tree level; beside its first level, the decoded
-     values from the registered values and tags (``decoded_value``), which keeps that
-     logic off the CompressionBlocks' deep path.
+  2. eight CompressionBlocks -> register (tags, fields, widths, and the values); each
+     field is cleared above its width by the register's synchronous resets, and its
+     width kept as the tag's 2-bit code, the form the ShifterTree's first level takes
+     at one LUT per bit;
+  3-5. ShifterTree, one register per tree level; the output length is added from the
+     tree's length (the tag word, and r - 4 for a tail's slot) behind its last register.
 The whole pipeline advances together (``en = ~o.valid | o.ready``): a low ``o.ready``
 freezes every stage, so nothing is lost or duplicated, and a group is accepted every
 clock while the output is taken. ``i.ready`` is that same ``en``, so it follows
@@ -19,17 +20,28 @@ together with a frame's first group applies to that whole group.
 
 A payload's raw tail (its L mod 4 last bytes) can ride in the group before it: with
 ``tail`` = r > 0 and ``count`` < 8, bytes 0..r-1 of value slot ``count`` are appended
-after the packed fields, stored as they are (the slot's tag stays 00, its decoded
-value 0, ``length`` counts them). The slot's value is forced into the raw band (bit 30
-set), so its CompressionBlock passes it through and the tree keeps its first r bytes;
-this spares the engine a byte shifter that would append the tail behind the group.
+after the packed fields, stored as they are (the slot's tag stays 00, ``length`` counts
+them). The slot's value is forced into the raw band (bit 30 set), so its
+CompressionBlock passes it through; the tree places it as a 4-byte field (no field
+follows it), so ``data`` past ``length`` is not zero (up to 4 - r bytes of that slot),
+which its consumer, the AlignmentUnit, ignores. This spares the engine a byte shifter
+that would append the tail behind the group.
+
+The decoded payload D (what the receiver restores: the decoded values, and the tail's
+bytes as they are) leaves on the side, for a ``Checksum``: ``d_valid`` is high for one
+clock per group, the clock the group moves from stage 2 to stage 3 (so in group order),
+with ``d_first`` (the first group after a ``last`` one), ``d_last``, and ``d_data`` /
+``d_mask`` combinational from stage 2's registers; ``d_data``'s bytes whose ``d_mask``
+bit is clear are not part of D (they count as zero). Handing the Checksum a byte mask
+lets its input flip-flops' resets do most of the decode's clearing
+(``decoded_bytes``), and no copy of D follows the tree.
 """
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .compression_block import CompressionBlock, decoded_value
+from .compression_block import CompressionBlock, decoded_bytes
 from .shifter_tree import ShifterTree
 
 __all__ = ["CompressionUnit", "GroupIn", "GroupOut", "LATENCY"]
@@ -43,8 +55,7 @@ GroupIn = data.StructLayout({
 
 GroupOut = data.StructLayout({
     "data": 272,     # bytes 0..1: tag word LE (tag of value j in bits [2j+1:2j]), fields, tail
-    "length": 6,     # valid bytes of data, 2..34 (tail included)
-    "decoded": 256,  # the 8 values as the receiver restores them (0 for j >= count)
+    "length": 6,     # valid bytes of data, 2..34 (tail included); bytes past it: any value
     "last": 1,
 })
 
@@ -55,6 +66,12 @@ class CompressionUnit(wiring.Component):
     k: In(7)
     i: In(stream.Signature(GroupIn))
     o: Out(stream.Signature(GroupOut))
+    # Decoded payload D, one group per d_valid (see the module docstring).
+    d_valid: Out(1)
+    d_first: Out(1)
+    d_last: Out(1)
+    d_data: Out(256)
+    d_mask: Out(32)
 
     latency = LATENCY
 
@@ -94,59 +111,78 @@ class CompressionUnit(wiring.Component):
             ]
 
         # Stage 2: the eight CompressionBlocks; values past `count` become tag 00,
-        # width 0 (the tree drops their bits by width); the tail's slot keeps its raw
-        # bits with width r.
+        # width 0; the tail's slot keeps its raw bits (tag 00 in the tag word, width 4
+        # in the tree, r in the length).
         v2 = Signal()
         last2 = Signal(reset_less=True)
         tags2 = Signal(16, reset_less=True)
+        codes2 = Signal(data.ArrayLayout(2, 8), reset_less=True)   # tree width codes
         bits2 = Signal(data.ArrayLayout(32, 8), reset_less=True)
-        widths2 = Signal(data.ArrayLayout(3, 8), reset_less=True)
         val2 = Signal(256, reset_less=True)
+        tsel2 = Signal(8, reset_less=True)
+        r2 = Signal(2, reset_less=True)
         with m.If(en):
-            m.d.sync += [v2.eq(v1), last2.eq(last1)]
+            m.d.sync += [v2.eq(v1), last2.eq(last1), tsel2.eq(tsel1), r2.eq(r1),
+                         val2.eq(values1)]
         for j in range(8):
-            # The tree masks every field by its width (it must anyway, for values past
-            # count and the tail's slot), so the blocks need not clear bits above it.
+            # Bits above the width are cleared here, by the register's resets (the code
+            # gives each byte's), so the blocks need not clear them.
             cb = CompressionBlock(clear_above_width=False)
             m.submodules[f"cb{j}"] = cb
             m.d.comb += [cb.value.eq(values1[32 * j:32 * j + 32]), cb.k.eq(k1)]
+            # The width code is the tag: 00, 01, 10, 11 for 0, 1, 2, 4 bytes.
+            code = Signal(2, name=f"code{j}")
+            m.d.comb += code.eq(Mux(vmask1[j] | tsel1[j], cb.tag, 0))
+            keep = [code != 0, code[1], code == 3, code == 3]
             with m.If(en):
                 m.d.sync += [
                     tags2[2 * j:2 * j + 2].eq(Mux(vmask1[j], cb.tag, 0)),
-                    bits2[j].eq(cb.bits),
-                    widths2[j].eq(Mux(vmask1[j], cb.width, Mux(tsel1[j], r1, 0))),
-                    val2[32 * j:32 * j + 32].eq(values1[32 * j:32 * j + 32]),
+                    codes2[j].eq(code),
                 ]
+                for b in range(4):
+                    m.d.sync += bits2[j][8 * b:8 * b + 8].eq(
+                        Mux(keep[b], cb.bits[8 * b:8 * b + 8], 0))
 
         # Stages 3-5: the shifter tree, with the side data delayed alongside it.
-        m.submodules.tree = tree = ShifterTree(registered=True)
-        m.d.comb += [tree.bits.eq(bits2), tree.width.eq(widths2), tree.en.eq(en)]
-        # The group length (tag word + fields) is summed beside the tree so that the
-        # output length comes straight from a register.
-        total2 = Signal(6)
-        m.d.comb += total2.eq(2 + sum(widths2[j] for j in range(8)))
-        # Decoded values (tag 00 past count and in the tail's slot: 0), registered at 3.
-        dec_c = Signal(256)
-        m.d.comb += dec_c.eq(Cat(*(decoded_value(m, val2[32 * j:32 * j + 32],
-                                                 tags2[2 * j:2 * j + 2], name=f"dec{j}")
-                                   for j in range(8))))
-        dec = dec_c
-        v, side = v2, Cat(last2, tags2, total2)
+        m.submodules.tree = tree = ShifterTree(registered=True, coded=True)
+        m.d.comb += [tree.bits.eq(bits2), tree.width.eq(codes2), tree.en.eq(en)]
+
+        # D from stage 2: values past count and the tail's slot have tag 00; the tail's
+        # slot keeps its first r bytes.
+        d_first = Signal(init=1)
+        with m.If(en & v2):
+            m.d.sync += d_first.eq(last2)
+        d_data = []
+        d_mask = []
+        for j in range(8):
+            dv, dm = decoded_bytes(m, val2[32 * j:32 * j + 32], tags2[2 * j:2 * j + 2],
+                                   tsel2[j], name=f"dec{j}")
+            t = tsel2[j]
+            d_data.append(dv)
+            d_mask.append(Cat(dm[0], dm[1] & (~t | r2[1]), dm[2] & (~t | (r2 == 3)), dm[3]))
+        m.d.comb += [
+            self.d_valid.eq(en & v2), self.d_first.eq(d_first), self.d_last.eq(last2),
+            self.d_data.eq(Cat(*d_data)), self.d_mask.eq(Cat(*d_mask)),
+        ]
+
+        v, side = v2, Cat(last2, tags2, r2)
         for n in range(tree.latency):
             v_next = Signal(name=f"v{3 + n}")
             side_next = Signal(len(side), name=f"side{3 + n}", reset_less=True)
-            dec_next = Signal(256, name=f"dec{3 + n}", reset_less=True)
             with m.If(en):
-                m.d.sync += [v_next.eq(v), side_next.eq(side), dec_next.eq(dec)]
-            v, side, dec = v_next, side_next, dec_next
-        v5, dec5 = v, dec
-        last5, tags5, total5 = side[0], side[1:17], side[17:23]
+                m.d.sync += [v_next.eq(v), side_next.eq(side)]
+            v, side = v_next, side_next
+        v5 = v
+        last5, tags5, r5 = side[0], side[1:17], side[17:19]
+        # The group length: the tag word, the tree's length (a tail's slot counted as 4
+        # bytes there) and r - 4 for a tail: r - 4 = r + 60 (mod 64) is Cat(r, 0b1111).
+        total5 = Signal(6)
+        m.d.comb += total5.eq(2 + tree.length + Mux(r5 != 0, Cat(r5, C(0b1111, 4)), 0))
 
         m.d.comb += [
             self.o.valid.eq(v5),
             self.o.payload.data.eq(Cat(tags5, tree.data)),
             self.o.payload.length.eq(total5),
-            self.o.payload.decoded.eq(dec5),
             self.o.payload.last.eq(last5),
         ]
         return m

@@ -1,6 +1,7 @@
-"""AlignmentUnit: packets of random byte vectors (0..36 bytes, zero-length ones and
+"""AlignmentUnit: packets of random byte vectors (0..34 bytes, zero-length ones and
 zero-length last ones included) under every idle x backpressure pattern, against
-golden.alignment_unit beat for beat (data, keep, last); plus a throughput check.
+golden.alignment_unit beat for beat (data, keep, last); some packets start with a fill
+vector (a 4-byte word repeated, the rest of the data garbage); plus a throughput check.
 Run twice: as built by default (bytes past keep are zeros) and with
 ``clear_stale=False`` (as the compression engine uses it: only bytes within keep are
 compared)."""
@@ -16,7 +17,7 @@ from inceptionn.sim import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
 
 DUT = "alignment_unit"
-VEC = 36
+VEC = 34
 # Whether the design under test zeroes the bytes past keep (set by the pytest entry).
 CLEAR_STALE = os.environ.get("AU_CLEAR_STALE", "1") != "0"
 
@@ -31,6 +32,15 @@ def _design_keep_only():
     return AlignmentUnit(clear_stale=False)
 
 
+class _Fill(bytes):
+    """A fill vector: its bytes are ``word`` repeated; only ``word`` is driven."""
+
+    def __new__(cls, word, length):
+        obj = super().__new__(cls, (word * 9)[:length])
+        obj.word = word
+        return obj
+
+
 def _packets(seed, count):
     rng = random.Random(seed)
     packets = []
@@ -38,14 +48,17 @@ def _packets(seed, count):
         style = rng.random()
         n = rng.choice((1, 1, 2, 3, 5, 8, 20))
         if style < 0.2:
-            lengths = [rng.choice((0, 32, 36)) for _ in range(n)]
+            lengths = [rng.choice((0, 32, 33, VEC)) for _ in range(n)]
         elif style < 0.3:
             lengths = [32] * n                      # totals that are multiples of 32
         else:
             lengths = [rng.randint(0, VEC) for _ in range(n)]
         if rng.random() < 0.2:
             lengths.append(0)                       # a zero-length last vector
-        packets.append([rng.randbytes(n) for n in lengths])
+        vectors = [rng.randbytes(n) for n in lengths]
+        if rng.random() < 0.3:
+            vectors.insert(0, _Fill(rng.randbytes(4), rng.randint(0, VEC)))
+        packets.append(vectors)
     # A packet of nothing at all gives no beat; put one between two real ones.
     packets.insert(count // 2, [b"", b""])
     packets.insert(count // 2, [b""])
@@ -84,9 +97,12 @@ async def _run(dut, packets, idle, backpressure, seed):
             cur = vectors.pop(0)
         if cur is not None:
             v, last = cur
-            # Garbage past the valid bytes must be ignored.
-            data = int.from_bytes(v + rng.randbytes(VEC - len(v)), "little")
-            dut.i__payload.value = data | (len(v) << 288) | (last << 294)
+            # Garbage past the valid bytes (a fill vector's word) must be ignored.
+            fill = isinstance(v, _Fill)
+            head = v.word if fill else v
+            data = int.from_bytes(head + rng.randbytes(VEC - len(head)), "little")
+            dut.i__payload.value = (data | (len(v) << (8 * VEC)) | (last << (8 * VEC + 6))
+                                    | (fill << (8 * VEC + 7)))
         dut.i__valid.value = int(cur is not None)
         dut.o__ready.value = int(not next(bp_gen))
         await ReadOnly()

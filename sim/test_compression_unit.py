@@ -1,8 +1,9 @@
 """CompressionUnit: groups of random and special float32 values, random counts and k,
 under every idle x backpressure pattern; each output group must equal
 golden.compression_unit(values[:count], k) followed by the first ``tail`` bytes of value
-slot ``count`` (a payload's raw tail, for groups of fewer than 8 values), with the
-decoded values and last alongside."""
+slot ``count`` (a payload's raw tail, for groups of fewer than 8 values), with last
+alongside; the side port must give each group's decoded payload bytes (the decoded
+values, then the tail's bytes as they are) once, in order, with first and last."""
 
 import random
 
@@ -67,8 +68,15 @@ def _expected(values, count, k, last, tail):
     if tail:
         # the raw tail as the payload holds it: the slot's little-endian bytes
         enc += values[count].to_bytes(4, "little")[:tail]
-    decoded = golden.compression_block(bits, k)[3].tolist() + [0] * (8 - count)
-    return enc, decoded, last
+    decoded = b"".join(int(d).to_bytes(4, "little")
+                       for d in golden.compression_block(bits, k)[3].tolist())
+    decoded += values[count].to_bytes(4, "little")[:tail] if tail else b""
+    return enc, decoded.ljust(32, b"\0"), last
+
+
+def _masked(data, mask):
+    return bytes(b if (mask >> i) & 1 else 0
+                 for i, b in enumerate(data.to_bytes(32, "little")))
 
 
 @cocotb.test()
@@ -86,6 +94,7 @@ async def random_groups(dut, idle, backpressure):
     pending = list(groups)
     cur = None
     got = []
+    dgot = []
     cycles = 0
     while len(got) < len(want):
         await RisingEdge(dut.clk)
@@ -108,8 +117,10 @@ async def random_groups(dut, idle, backpressure):
             cur = None
         if dut.o__valid.value and dut.o__ready.value:
             p = int(dut.o__payload.value)
-            got.append((p & ((1 << 272) - 1), (p >> 272) & 0x3F,
-                        [(p >> (278 + 32 * j)) & 0xFFFFFFFF for j in range(8)], p >> 534))
+            got.append((p & ((1 << 272) - 1), (p >> 272) & 0x3F, p >> 278))
+        if dut.d_valid.value:
+            dgot.append((_masked(int(dut.d_data.value), int(dut.d_mask.value)),
+                         int(dut.d_first.value), int(dut.d_last.value)))
     # Nothing more may come out (no duplicated group).
     for _ in range(10):
         await RisingEdge(dut.clk)
@@ -117,16 +128,24 @@ async def random_groups(dut, idle, backpressure):
         dut.o__ready.value = 1
         await ReadOnly()
         assert not dut.o__valid.value, "an extra group came out"
+        assert not dut.d_valid.value, "an extra decoded group came out"
 
-    for i, ((data, length, decoded, last), (enc, dec_want, last_want)) in enumerate(zip(got, want)):
+    assert len(dgot) == len(want), f"{len(dgot)} decoded groups for {len(want)} groups"
+    for i, ((data, length, last), (dec, first, dlast), (enc, dec_want, last_want)) in \
+            enumerate(zip(got, dgot, want)):
         values, count, k, _, tail = groups[i]
         ctx = f"group {i} (k={k}, count={count}, tail={tail}, values={[hex(v) for v in values]})"
         assert length == len(enc), f"{ctx}: length {length}, want {len(enc)}"
         assert data.to_bytes(34, "little")[:length] == enc, (
             f"{ctx}: data {data.to_bytes(34, 'little')[:length].hex()}, want {enc.hex()}")
-        assert data >> (8 * length) == 0, f"{ctx}: bytes past length are not zero"
-        assert decoded == dec_want, f"{ctx}: decoded {decoded}, want {dec_want}"
+        if not tail:
+            # (with a tail, up to 4 - tail bytes of its slot may follow: not part of it)
+            assert data >> (8 * length) == 0, f"{ctx}: bytes past length are not zero"
+        assert dec == dec_want, f"{ctx}: decoded {dec.hex()}, want {dec_want.hex()}"
         assert last == last_want, f"{ctx}: last {last}, want {last_want}"
+        assert dlast == last_want, f"{ctx}: decoded last {dlast}, want {last_want}"
+        first_want = int(i == 0 or bool(groups[i - 1][3]))
+        assert first == first_want, f"{ctx}: decoded first {first}, want {first_want}"
     if idle == "none" and backpressure == "none":
         # One group per clock plus the pipeline latency.
         assert cycles <= GROUPS + 5 + 2, f"{GROUPS} groups took {cycles} cycles"

@@ -1,6 +1,8 @@
 """ShifterTree, combinational and registered, side by side on the same inputs: random
 fields over all 4^8 width combinations (plus extreme patterns) against
-golden.shifter_tree, with random clock-enable gaps for the registered tree."""
+golden.shifter_tree, with random clock-enable gaps for the registered trees; the coded
+form (fields cleared above their widths, widths as 2-bit codes, as the CompressionUnit
+uses it) registered beside them."""
 
 import itertools
 import random
@@ -28,19 +30,26 @@ def _design():
         # One set of inputs into both variants of the tree.
         bits: In(data.ArrayLayout(32, 8))
         width: In(data.ArrayLayout(3, 8))
+        mbits: In(data.ArrayLayout(32, 8))
+        code: In(data.ArrayLayout(2, 8))
         en: In(1)
         c_data: Out(256)
         c_length: Out(6)
         r_data: Out(256)
         r_length: Out(6)
+        k_data: Out(256)
+        k_length: Out(6)
 
         def elaborate(self, platform):
             m = Module()
             m.submodules.comb = c = ShifterTree(registered=False)
             m.submodules.reg = r = ShifterTree(registered=True)
+            m.submodules.coded = k = ShifterTree(registered=True, coded=True)
             for t in (c, r):
                 m.d.comb += [t.bits.eq(self.bits), t.width.eq(self.width)]
             m.d.comb += [
+                k.bits.eq(self.mbits), k.width.eq(self.code), k.en.eq(self.en),
+                self.k_data.eq(k.data), self.k_length.eq(k.length),
                 r.en.eq(self.en),
                 self.c_data.eq(c.data), self.c_length.eq(c.length),
                 self.r_data.eq(r.data), self.r_length.eq(r.length),
@@ -72,6 +81,13 @@ def _pack(fields, widths):
     return bits, width
 
 
+def _pack_coded(fields, widths):
+    mbits = sum((f & ((1 << (8 * w)) - 1)) << (32 * j)
+                for j, (f, w) in enumerate(zip(fields, widths)))
+    code = sum(WIDTHS.index(w) << (2 * j) for j, w in enumerate(widths))
+    return mbits, code
+
+
 def _check(where, i, data, length, packed):
     want_data = int.from_bytes(packed, "little")
     assert (length, data) == (len(packed), want_data), (
@@ -96,6 +112,7 @@ async def all_width_combinations(dut):
         if i < len(cases):
             fields, widths, packed = cases[i]
             dut.bits.value, dut.width.value = _pack(fields, widths)
+            dut.mbits.value, dut.code.value = _pack_coded(fields, widths)
         dut.en.value = int(en)
         await ReadOnly()
         if i < len(cases):
@@ -105,6 +122,8 @@ async def all_width_combinations(dut):
         if len(pushed) >= 3 and pushed[-3] is not None:
             _check("registered", len(pushed) - 3, int(dut.r_data.value),
                    int(dut.r_length.value), pushed[-3])
+            _check("coded", len(pushed) - 3, int(dut.k_data.value),
+                   int(dut.k_length.value), pushed[-3])
         if en:
             pushed.append(packed if i < len(cases) else None)
             i += 1
