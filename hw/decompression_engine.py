@@ -6,12 +6,23 @@ Cut-through. Two loosely coupled halves share one "pending frame" slot:
   at byte 141 at most), lets the PacketMatcher and the shim check decide, then either
   hands the held beats over for a byte-identical pass-through, or starts the
   DecompressionUnit, streams the compressed bytes (shim stripped, Ethernet padding
-  dropped) into it and launches the HeaderRestore on the held header;
-* the back half emits the frame: for a decompressed one the restored header beats, then
-  the unit's 32-byte words, moved by the Realigner onto the byte lanes they take after
-  byte P and merged with the header beat that holds byte P: P + L bytes in all, ``user``
-  on the last beat if the payload was malformed, the input was cut short, or the input
+  dropped) into it and has the HeaderRestore finish the IP header checksum;
+* the back half emits the frame: for a decompressed one the header beats with the
+  restored IP total length, IP checksum and UDP length put on their lanes, then the
+  unit's 32-byte words, moved by the Realigner onto the byte lanes they take after byte
+  P and merged with the header beat that holds byte P: P + L bytes in all, ``user`` on
+  the last beat if the payload was malformed, the input was cut short, or the input
   frame had ``user`` set.
+
+The held beats are written once, into a distributed-RAM memory of two banks of beats
+(the front half fills one while the back half may still read the other's header
+beats; ACT hands the bank over, nothing is copied). It has two read ports: the
+feed's, which before FEED also reads the shim (in MATCH; the magic byte one clock
+later, in SH2, if it is in the next beat), and the output's. The HeaderRestore sums
+the IP header's words as HEAD holds the first three beats, so it keeps no copy of the
+header either; the three restored fields are replaced on their byte lanes as the
+header beats go out (each lane can take at most one of them; which beat and which
+lane follow from VLAN, IHL and UDP, as flags loaded with the frame).
 
 For timing (at most 6 LUT levels between registers), what the halves decide each
 clock comes from registers prepared a step ahead: both halves' states are one-hot flag
@@ -24,8 +35,9 @@ stream may end in it, waits one clock for a registered compare of its byte count
 input side has slack: its rate is not the output's); the back half's handshake per
 state is one flat AND of flags, and its beat counts, "last beat", "header beat" and
 the last beat's tkeep are loaded from the pending slot. The beat holding byte P takes
-its header bytes straight from the pending slot (released only as that beat goes
-out), not from a copy.
+its header bytes straight from the pending frame's bank (released only as that beat
+goes out). The memory's read addresses are registers (the feed's follows the
+matcher's P while the front half waits), so a read is one level from flip-flops.
 
 The front half moves on to the next frame as soon as the current one's input is in,
 so a frame's header work overlaps the previous frame's output and, with the sink
@@ -39,11 +51,12 @@ decompressed with the missing bytes as zeros and flagged bad.
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .axis import BEAT_BYTES, AxisBeat, AxisRegisterSlice, axis_signature
 from .decompression_unit import DecompressionUnit
-from .header_restore import HEADER_BYTES, HeaderRestore
+from .header_restore import HEADER_BEATS, HeaderRestore, patch_lanes
 from .packet_matcher import PacketMatcher
 from .realigner import Realigner, greater_than, keep_count
 
@@ -52,16 +65,38 @@ __all__ = ["DecompressionEngine", "MAX_FRAME_BYTES", "SHIM_MAGIC", "HOLD_BEATS"]
 MAX_FRAME_BYTES = 9216
 SHIM_MAGIC = 0xC5
 HOLD_BEATS = 5                 # P <= 138, so the shim (P..P+3) ends within beat 4
-_HDR_BEATS = HEADER_BYTES // BEAT_BYTES
+_BANK_BEATS = 8                # beat memory: two banks of 8 entries (HOLD_BEATS used)
+
+
+def _patch_lanes():
+    """Lane -> (field, byte, flag) for every lane a restored field can take in beats 0..2:
+    flag "tc0"/"tc1" (beat 0 without / with VLAN tag) or t (the UDP length at lane
+    2 + 4t). No lane takes two (checked here)."""
+    lanes = {}
+    for vlan in (0, 1):
+        for ihl in range(5, 16):
+            for pos, field, hi in patch_lanes(vlan, ihl, udp=1):
+                k = pos % BEAT_BYTES
+                flag = ("tc1" if vlan else "tc0") if field != "udp" else k // 4
+                assert field == "udp" or pos < BEAT_BYTES
+                assert pos < HEADER_BEATS * BEAT_BYTES
+                old = lanes.setdefault(k, (field, hi, flag))
+                assert old == (field, hi, flag) or (field == "udp" and old[0] == "udp"
+                                                    and old[1] == hi), (k, old, field)
+    return lanes
+
+
+_PATCH_LANES = _patch_lanes()
 
 # Input beats carry their valid-byte count, computed before the input register slice
-# so that the feed path does not count tkeep bits.
+# so that the feed path does not count tkeep bits, and the VLAN test of bytes 12-13.
 _InBeat = data.StructLayout({
     "data": 8 * BEAT_BYTES,
     "keep": BEAT_BYTES,
     "last": 1,
     "user": 1,
     "kc": 6,
+    "vlan": 1,                 # bytes 12-13 are 0x8100 (for the HeaderRestore, beat 0)
 })
 
 
@@ -105,6 +140,7 @@ class DecompressionEngine(wiring.Component):
             in_slice.i.payload.last.eq(self.i.payload.last),
             in_slice.i.payload.user.eq(self.i.payload.user),
             in_slice.i.payload.kc.eq(in_kc),
+            in_slice.i.payload.vlan.eq(self.i.payload.data[12 * 8:14 * 8] == 0x0081),
             in_slice.i.valid.eq(self.i.valid),
             self.i.ready.eq(in_slice.i.ready),
         ]
@@ -131,6 +167,7 @@ class DecompressionEngine(wiring.Component):
         # of an enable.
         s_head = Signal(init=1)
         s_match = Signal()
+        s_sh2 = Signal()
         s_check = Signal()
         s_act = Signal()
         s_drain = Signal()
@@ -143,7 +180,16 @@ class DecompressionEngine(wiring.Component):
         b_live = Signal()              # bypass: the rest of the frame from the input
         b_frame = Signal()             # decompressed frame
 
-        hold = Array(Signal(8 * BEAT_BYTES, name=f"hold{j}") for j in range(HOLD_BEATS))
+        # The held beats live in a distributed-RAM memory of two banks: the front half
+        # writes the frame it is working on into bank `bank_h`, the back half reads the
+        # pending frame's bank; ACT hands the bank over (no copy). Two read ports: the
+        # feed (and, before it, the shim check), and the output.
+        m.submodules.beats = beats = Memory(shape=8 * BEAT_BYTES, depth=2 * _BANK_BEATS,
+                                            init=[])
+        wr = beats.write_port()
+        rd_f = beats.read_port(domain="comb")
+        rd_o = beats.read_port(domain="comb")
+        bank_h = Signal()
         nheld = Signal(range(HOLD_BEATS + 1))
         hsel = Signal(HOLD_BEATS, init=1)   # nheld one-hot: the hold beat written next
         held_last = Signal()          # the frame ended within the held beats
@@ -177,16 +223,13 @@ class DecompressionEngine(wiring.Component):
         info = pm.info
         held_len = Signal(range(HOLD_BEATS * BEAT_BYTES + 1))
 
-        # Shim bytes P..P+3 (P = 42 + 4j: l3 is 14 or 18 and every header a multiple of 4).
-        flat = Cat(*hold)
-        shim = Signal(32)
-        shim_ok = Signal()
-        with m.Switch(info.payload_offset):
-            for p in range(42, HOLD_BEATS * BEAT_BYTES - 3, 4):
-                with m.Case(p):
-                    m.d.sync += [shim.eq(flat[8 * p:8 * p + 32]), shim_ok.eq(1)]
-            with m.Default():
-                m.d.sync += [shim.eq(0), shim_ok.eq(0)]
+        # Shim bytes P..P+2 (P = 42 + 4j: l3 is 14 or 18 and every header a multiple of
+        # 4), read through the feed's port (idle until FEED) in MATCH, from beat P >> 5:
+        # L at lanes P mod 32 and the next, the magic byte two lanes up; when
+        # P mod 32 = 30 that byte is lane 0 of the next beat, read one clock later (SH2).
+        shim_l = Signal(16)            # L, big-endian at P
+        shim_ok = Signal()             # P is one of 42, 46, ... 154
+        shim_m = Signal(8)             # byte P + 2 (the magic)
 
         # Registered decision inputs (MATCH), with the sums CHECK builds on.
         d_p = Signal(8)
@@ -219,7 +262,7 @@ class DecompressionEngine(wiring.Component):
         x_hc0 = Signal(6)              # bytes the first beat offers
 
         # Pending-frame slot (front -> back).
-        pend_hdr = Array(Signal(8 * BEAT_BYTES, name=f"pend{j}") for j in range(HOLD_BEATS))
+        pend_bank = Signal()           # the beat memory's bank holding its beats
         pend_busy = Signal()           # slot written, back half not done with it
         pend_ready = Signal()          # ... and the header is final
         pend_bypass = Signal()
@@ -251,20 +294,17 @@ class DecompressionEngine(wiring.Component):
         f_user = Signal()
         f_trunc = Signal()
 
+        # The HeaderRestore sums the IP header as HEAD holds the beats (see HEAD) and
+        # adds the restored total length once ACT has started the frame; its checksum
+        # then stays put until the next start, which comes only after this frame's
+        # header beats are out (the slot is released first).
         restore_start = Signal()
         m.d.sync += restore_start.eq(0)
         m.d.comb += [
             restore.start.eq(restore_start),
-            restore.data.eq(Cat(*[pend_hdr[j] for j in range(_HDR_BEATS)])),
-            restore.vlan.eq(pend_vlan),
-            restore.ihl.eq(pend_ihl),
-            restore.udp.eq(pend_udp),
             restore.ip_total.eq(pend_total),
-            restore.udp_len.eq(pend_udp_len),
         ]
         with m.If(restore.done):
-            for j in range(_HDR_BEATS):
-                m.d.sync += pend_hdr[j].eq(restore.o_data.word_select(j, 8 * BEAT_BYTES))
             m.d.sync += pend_ready.eq(1)
 
         st_valid = Signal()
@@ -346,7 +386,7 @@ class DecompressionEngine(wiring.Component):
         with m.If(in_feed & inb.valid & f_wait):
             m.d.sync += f_chk.eq(1)
         m.d.comb += [
-            src_data.eq(Mux(f_live, inb.payload.data, hold[f_idx])),
+            src_data.eq(Mux(f_live, inb.payload.data, rd_f.data)),
             avail.eq(Mux(f_live, Mux(inb.payload.last, inb.payload.kc, BEAT_BYTES), f_hcur)),
             src_last.eq(Mux(f_live, inb.payload.last, f_hend)),
             src_valid.eq(in_feed & (~f_live | inb.valid) & ~f_wait),
@@ -380,10 +420,16 @@ class DecompressionEngine(wiring.Component):
         # HEAD: hold the frame's first beats (the input is always ready here).
         head_take = Signal()
         m.d.comb += head_take.eq(s_head & inb.valid)
+        m.d.comb += [
+            wr.addr.eq(Cat(nheld[:3], bank_h)),
+            wr.data.eq(inb.payload.data),
+            wr.en.eq(head_take),
+            restore.beat.eq(inb.payload.data),
+            restore.beat_valid.eq(head_take),
+            restore.beat_sel.eq(hsel[:HEADER_BEATS]),
+            restore.beat_vlan.eq(inb.payload.vlan),
+        ]
         with m.If(head_take):
-            for j in range(HOLD_BEATS):
-                with m.If(hsel[j]):
-                    m.d.sync += hold[j].eq(inb.payload.data)
             m.d.sync += [
                 nheld.eq(nheld + 1),
                 hsel.eq(hsel << 1),
@@ -400,11 +446,31 @@ class DecompressionEngine(wiring.Component):
                 m.d.sync += [held_len.eq((nheld << 5) + inb.payload.kc),
                              s_head.eq(0), s_match.eq(1)]
 
-        # MATCH: take the matcher's result (the shim registers load in this same cycle,
-        # see the Switch above).
+        # The feed port's address is a register (no select in front of the memory, whose
+        # read is on the feed's path into the BurstBuffer): it follows the matcher's
+        # P >> 5 while the front half waits in HEAD and MATCH (the matcher's result is
+        # registered a clock before MATCH can take it), then holds (P + 2) >> 5 for
+        # SH2, then the feed's first held beat, then moves with f_idx.
+        ra = Signal(3)
+        ra_bank = Signal()
+        m.d.comb += rd_f.addr.eq(Cat(ra, ra_bank))
+        with m.If(s_head | s_match):
+            m.d.sync += [ra.eq(info.payload_offset[5:8]), ra_bank.eq(bank_h)]
+
+        # MATCH: take the matcher's result, and L from the shim.
         with m.If(s_match & pm_have):
             m.d.comb += pm_take.eq(1)
+            po = info.payload_offset
+            with m.Switch(po[2:5]):
+                for g in range(BEAT_BYTES // 4):
+                    with m.Case(g):
+                        m.d.sync += shim_l.eq(Cat(rd_f.data.word_select(4 * g + 3, 8),
+                                                  rd_f.data.word_select(4 * g + 2, 8)))
+                        if 4 * g + 4 < BEAT_BYTES:
+                            m.d.sync += shim_m.eq(rd_f.data.word_select(4 * g + 4, 8))
             m.d.sync += [
+                shim_ok.eq((po[:2] == 2) & (po >= 42) & (po <= HOLD_BEATS * BEAT_BYTES - 6)),
+                ra.eq((po + 2)[5:8]),
                 d_p.eq(info.payload_offset),
                 d_lr.eq(info.payload_len),
                 d_rem.eq(info.payload_len - 4),
@@ -419,19 +485,26 @@ class DecompressionEngine(wiring.Component):
                 # caught at its end (flagged, see the module docstring).
                 d_ok.eq(info.header_ok & en_r &
                         (~held_last | (held_len >= info.min_frame_len))),
-                s_match.eq(0), s_check.eq(1),
+                s_match.eq(0),
+                # the magic byte is in the next beat only if P mod 32 = 30
+                s_sh2.eq(po[2:5] == 7), s_check.eq(po[2:5] != 7),
             ]
+
+        # SH2: the shim's magic byte, lane 0 of the next beat (compared in CHECK: the
+        # memory's read is slow).
+        with m.If(s_sh2):
+            m.d.sync += [shim_m.eq(rd_f.data[:8]), s_sh2.eq(0), s_check.eq(1)]
 
         # CHECK: the shim check and everything ACT needs, one register stage.
         with m.If(s_check):
-            ls = Signal(16)
-            m.d.comb += ls.eq(Cat(shim[8:16], shim[0:8]))
+            m.d.sync += ra.eq(d_fidx[:3])          # the feed's first held beat
+            ls = shim_l
             end_first = Signal()
             m.d.comb += end_first.eq(held_last & (d_fidx + 1 == nheld))
             m.d.sync += [
                 d_ls.eq(ls),
                 # P + L <= MAX_FRAME_BYTES as L <= MAX_FRAME_BYTES - P.
-                x_ok.eq(d_ok & shim_ok & (shim[16:24] == SHIM_MAGIC) & (ls > d_lr)
+                x_ok.eq(d_ok & shim_ok & (shim_m == SHIM_MAGIC) & (ls > d_lr)
                         & (ls <= d_lim)),
                 x_sum.eq(d_p31 + ls),
                 x_total.eq(d_total + ls - d_lr),
@@ -457,14 +530,14 @@ class DecompressionEngine(wiring.Component):
         with m.If(act_fire):
             # (P + L - 1) mod 32 = (P + 31 + L) mod 32
             m.d.sync += pend_end_lane.eq(x_sum[:5])
-            for j in range(HOLD_BEATS):
-                m.d.sync += pend_hdr[j].eq(hold[j])
             # Held beat j (0: the stream's first) ends the stream iff |C| - 4 + first
             # lane <= 32 (j + 1), and, if it is the frame's last, x_leh (ANDed into
             # all: for the others it follows from the first test).
             hv = Cat(*[x_r <= BEAT_BYTES * (j + 1) for j in range(HOLD_BEATS)])
             m.d.sync += [
                 pend_busy.eq(1),
+                pend_bank.eq(bank_h),
+                bank_h.eq(~bank_h),
                 pend_bypass.eq(~x_ok),
                 pend_nheld.eq(nheld),
                 pend_nh1.eq(hsel[1]),
@@ -548,7 +621,7 @@ class DecompressionEngine(wiring.Component):
             # on to the next held beat, or to the live input after the last one
             nxt_end = Signal()
             m.d.comb += nxt_end.eq(pend_held_last & (f_idx + 2 == pend_nheld))
-            m.d.sync += [f_idx.eq(f_idx + 1), f_hend.eq(nxt_end),
+            m.d.sync += [f_idx.eq(f_idx + 1), ra.eq(f_idx + 1), f_hend.eq(nxt_end),
                          f_hcur.eq(Mux(nxt_end, pend_held_kc, BEAT_BYTES)),
                          f_hv.eq(f_hv >> 1)]
         with m.If(f_tolive & u_ready):
@@ -579,19 +652,39 @@ class DecompressionEngine(wiring.Component):
         o_last_keep = Signal(BEAT_BYTES)           # the last beat's keep (either kind)
         o_last = Signal()                          # this beat is the frame's last
         o_hdr = Signal()                           # o_hleft != 0, as a register
+        o_bank = Signal()                          # the beat memory's bank of the frame
+        # The restored fields go onto their lanes as the header beats go out: the IP
+        # total length and checksum in beat 0 (lanes by the VLAN tag), the UDP length
+        # in beat 1 or 2 at lane 2 + 4t (by VLAN and IHL). Kept as flags for the beat
+        # now out, only ever set for a decompressed frame.
+        o_tc = Signal(2)                           # beat 0 now, without / with VLAN tag
+        o_umask = Signal(BEAT_BYTES // 4)          # the UDP length's lane (one-hot t)
+        o_ub2 = Signal()                           # ... is in beat 2, not beat 1
+        o_unow = Signal()                          # ... and that beat is the one now out
 
         # Output bytes from the held / restored header: all of a held or header beat,
         # and in the beat holding P (o_idx = P >> 5 by then; the slot is released only
         # as it goes out) the bytes below lane P mod 32; realigned D above them.
         from_hdr = Signal(BEAT_BYTES)
         hdr_data = Signal(8 * BEAT_BYTES)
-        m.d.comb += hdr_data.eq(pend_hdr[o_idx])
+        m.d.comb += [rd_o.addr.eq(Cat(o_idx[:3], o_bank)), hdr_data.eq(rd_o.data)]
         for k in range(BEAT_BYTES):
             m.d.comb += from_hdr[k].eq(b_held | o_hdr | (o_first & o_low[k]))
+        # Per lane, the restored field byte that may replace the held byte there (each
+        # lane has at most one: see _PATCH_LANES) and the flag that says it does now.
+        fields = {"total": pend_total, "csum": restore.csum, "udp": pend_udp_len}
         hdr_or_d = Signal(8 * BEAT_BYTES)
         for k in range(BEAT_BYTES):
             sl = slice(8 * k, 8 * k + 8)
-            m.d.comb += hdr_or_d[sl].eq(Mux(from_hdr[k], hdr_data[sl], rl.o.payload.data[sl]))
+            hbyte = hdr_data[sl]
+            if k in _PATCH_LANES:
+                field, hi, flag = _PATCH_LANES[k]
+                on = {"tc0": o_tc[0], "tc1": o_tc[1]}.get(flag)
+                if on is None:
+                    on = o_unow & o_umask[flag]
+                val = fields[field].word_select(hi, 8)
+                hbyte = Mux(on, val, hbyte)
+            m.d.comb += hdr_or_d[sl].eq(Mux(from_hdr[k], hbyte, rl.o.payload.data[sl]))
 
         # The output handshake per state, each one flat over flags.
         hs_held = Signal()
@@ -642,9 +735,11 @@ class DecompressionEngine(wiring.Component):
                          o_last.eq(o_held_last & (o_idx + 2 == o_nheld))]
         with m.If(hs_frame):
             m.d.sync += [o_left.eq(o_left - 1), o_last.eq(o_left == 2)]
+            m.d.sync += o_tc.eq(0)
             with m.If(o_hdr):
                 m.d.sync += [o_hleft.eq(o_hleft - 1), o_hdr.eq(o_hleft != 1),
-                             o_idx.eq(o_idx + 1)]
+                             o_idx.eq(o_idx + 1),
+                             o_unow.eq(Mux(o_ub2, o_idx == 1, o_idx == 0))]
             with m.Else():
                 m.d.sync += o_first.eq(0)
         with m.If(end_frame):
@@ -680,9 +775,26 @@ class DecompressionEngine(wiring.Component):
         last_keep = Signal(BEAT_BYTES)
         for k in range(BEAT_BYTES):
             m.d.comb += last_keep[k].eq(pend_end_lane >= k)
+        # Where the UDP length goes, by VLAN tag and IHL (l4 + 4 = l3 + 4 IHL + 4).
+        umask = Signal(BEAT_BYTES // 4)
+        ub2 = Signal()
+        with m.Switch(Cat(pend_ihl, pend_vlan)):
+            for vlan in (0, 1):
+                for ihl in range(5, 16):
+                    u = (18 if vlan else 14) + 4 * ihl + 4
+                    with m.Case(ihl | (vlan << 4)):
+                        m.d.comb += [umask.eq(1 << ((u % BEAT_BYTES) // 4)),
+                                     ub2.eq(u >= 2 * BEAT_BYTES)]
         with m.If(do_load):
             for k in range(BEAT_BYTES):
                 m.d.sync += o_low[k].eq(pend_p[:5] > k)
+            m.d.sync += [
+                o_bank.eq(pend_bank),
+                o_tc.eq(Mux(pend_bypass, 0, Mux(pend_vlan, 0b10, 0b01))),
+                o_umask.eq(Mux(pend_bypass | ~pend_udp, 0, umask)),
+                o_ub2.eq(ub2),
+                o_unow.eq(0),
+            ]
             m.d.sync += [
                 b_idle.eq(0),
                 b_held.eq(pend_bypass),

@@ -81,6 +81,12 @@ def _originals(seed):
     for tos in (0x29, 0x2A, 0x2B, 0x00, 0xB8, 0x2C):
         out.append(F.udp_frame(_grad_payload(256, tos), tos=tos))
         out.append(F.tcp_frame(_grad_payload(90, tos + 1), tos=tos, ip_options=b"\x01\x01\x01\x00"))
+    # UDP behind 4..40 bytes of IP options, with and without a VLAN tag: the restored
+    # UDP length goes to each lane it can take (beat 1 or 2).
+    for n in range(1, 11):
+        for vlan in (None, n):
+            out.append(F.udp_frame(_grad_payload(96 + 8 * n, 20 + n),
+                                   ip_options=b"\x94\x04\x00\x00" * n, vlan=vlan))
     return out
 
 
