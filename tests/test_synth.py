@@ -200,9 +200,14 @@ def test_cell_counts():
     n.cell("RAMB18E1", {"DOADO": [n.bit()]}, CLKARDCLK=n.clk, ADDRARDADDR=[a])
     n.cell("RAMB36E1", {"DOADO": [n.bit()]}, CLKARDCLK=n.clk, ADDRARDADDR=[a])
     n.cell("DSP48E1", {"P": [n.bit()]}, CLK=n.clk, A=[a])
+    n.cell("RAM32M", {"DOA": [n.bit(), n.bit()]}, WCLK=n.clk, ADDRA=[a])
+    n.cell("RAM64X1D", {"DPO": [n.bit()]}, WCLK=n.clk, DPRA0=a)
+    n.cell("SRLC32E", {"Q": [n.bit()]}, CLK=n.clk, D=a)
     c = synth.cell_counts(n.module())
     assert (c["LUT"], c["FF"], c["CARRY4"], c["DSP"]) == (2, 2, 1, 1)
     assert (c["RAMB18E1"], c["RAMB36E1"], c["BRAM36"]) == (1, 1, 1.5)
+    # LUT sites: 2 logic LUTs + a RAM32M (4) + a RAM64X1D (2) + an SRL (1).
+    assert (c["LUTRAM"], c["SRL"], c["LUT_SITES"]) == (2, 1, 9)
 
 
 # ---------------------------------------------------------------- real synthesis
