@@ -763,7 +763,7 @@ class CompressionEngine(wiring.Component):
         for j in range(BEAT_BYTES):
             m.d.comb += keep_last[j].eq(e.last_bytes > j)
         keep = Signal(BEAT_BYTES)
-        sel = Signal(BEAT_BYTES)
+        sel = Signal(BEAT_BYTES, attrs={"keep": 1})
         m.d.comb += [
             keep.eq(Mux(e_lastb, keep_last, ~0)),
             sel.eq(Mux(is_c & e_gt_pb, ~0, Mux(is_c & e_at_pb, sel_lo, 0))),
@@ -797,8 +797,10 @@ class CompressionEngine(wiring.Component):
             for idx in (P_TOS, P_TOT, P_IPC):
                 m.d.sync += e1_py[idx].eq(e.patches[idx].value)
             for w in range(words):
-                hit_x = Signal(name=f"phit_x{w}")
-                hit_y = Signal(name=f"phit_y{w}")
+                # Kept (as is ``sel``): the code is then one LUT behind them; left free,
+                # the mapper spreads the cone over a chain of small LUTs (7 levels).
+                hit_x = Signal(name=f"phit_x{w}", attrs={"keep": 1})
+                hit_y = Signal(name=f"phit_y{w}", attrs={"keep": 1})
                 m.d.comb += [
                     hit_x.eq(hits[P_L4C][w] | (hits[P_UDPL][w] if w % 2 else 0)),
                     hit_y.eq(hits[Y_OF_WORD[w]][w] if w in Y_OF_WORD else 0),

@@ -37,8 +37,10 @@ def _leading_zeros(m, x, name):
     half = n // 2
     zl, cl = _leading_zeros(m, x[:half], f"{name}l")
     zh, ch = _leading_zeros(m, x[half:], f"{name}h")
-    z = Signal(name=f"{name}_z")
-    c = Signal(len(cl) + 1, name=f"{name}_c")
+    # Kept nodes: one LUT level per tree level (left free, the mapper has spread the
+    # tree over chains of small LUTs, 7 levels from the field register).
+    z = Signal(name=f"{name}_z", attrs={"keep": 1})
+    c = Signal(len(cl) + 1, name=f"{name}_c", attrs={"keep": 1})
     m.d.comb += [z.eq(zh & zl), c.eq(Mux(zh, Cat(cl, C(1, 1)), Cat(ch, C(0, 1))))]
     return z, c
 

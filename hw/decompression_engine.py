@@ -54,7 +54,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .axis import BEAT_BYTES, AxisBeat, AxisRegisterSlice, axis_signature
+from .axis import BEAT_BYTES, AxisBeat, axis_signature
+from .fifo_slice import FifoSlice
 from .decompression_unit import DecompressionUnit
 from .header_restore import HEADER_BEATS, HeaderRestore, patch_lanes
 from .packet_matcher import PacketMatcher
@@ -123,8 +124,9 @@ class DecompressionEngine(wiring.Component):
         m = Module()
 
         # ---------------------------------------------------------------- plumbing
-        m.submodules.in_slice = in_slice = AxisRegisterSlice(_InBeat)
-        m.submodules.out_slice = out_slice = AxisRegisterSlice(AxisBeat)
+        # Beat-wide register slices at both ports, entries in distributed RAM.
+        m.submodules.in_slice = in_slice = FifoSlice(_InBeat)
+        m.submodules.out_slice = out_slice = FifoSlice(AxisBeat)
         # The unit's words go straight into the Realigner's input register slice (its
         # ready is a flip-flop), so the unit leaves its own output slice out.
         m.submodules.unit = unit = DecompressionUnit(out_slice=False)

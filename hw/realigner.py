@@ -23,13 +23,13 @@ Rules:
   (or after) the input's last beat, else 0.
 - The input's ``keep`` is only read on its last beat (a frame's other beats are full).
 
-Pipeline: an input register slice (which also counts the beat's bytes); stage 1
+Pipeline: an input register slice (a FifoSlice: entries in distributed RAM; it also
+carries the beat's byte count); stage 1
 registers each beat taken rotated down by ``(skip - insert) mod 16`` bytes, so that it
 and the beat before it (kept one advance longer) form the window {previous, current},
 and the byte count of the output beat; stage 2 picks each output byte from one of four
 bytes of that window and registers the output beat. Both stages move together
-(``advance = ~o.valid | o.ready``), so ``i.ready`` follows ``o.ready`` through a few
-gates: put an AxisRegisterSlice after it if that path gets long. The output ``data``
+(``advance = ~o.valid | o.ready``); ``i.ready`` is the input slice's, a flip-flop. The output ``data``
 has no reset value (it is only meaningful with ``valid``).
 """
 
@@ -37,7 +37,8 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axis import AxisRegisterSlice, BEAT_BITS, BEAT_BYTES, axis_signature
+from .axis import BEAT_BITS, BEAT_BYTES, axis_signature
+from .fifo_slice import FifoSlice
 
 __all__ = ["Realigner", "realigner_cfg", "keep_count", "greater_than"]
 
@@ -94,7 +95,7 @@ class Realigner(wiring.Component):
         # Input register slice that also registers the beat's byte count: the frame-end
         # decision (and the cfg reload behind it) then starts from flip-flops. It carries
         # no `keep`: only the byte count is read.
-        m.submodules.in_rs = in_rs = AxisRegisterSlice(
+        m.submodules.in_rs = in_rs = FifoSlice(
             data.StructLayout({"data": B, "last": 1, "user": 1, "nb": 6}))
         m.d.comb += [
             in_rs.i.valid.eq(self.i.valid), self.i.ready.eq(in_rs.i.ready),

@@ -166,7 +166,9 @@ def _is_alias(lines, lineno, signal):
         ident = r"(?<![\w\\.$])" + re.escape(signal) + r"(?![\w.$])"
     # In an instance's port list (`.\\o__ready$10 (x)`) the name before the parenthesis
     # is the submodule's port, which may share the name; only the connected net counts.
-    uses = [ln for ln in body if re.search(ident, _port_net(ln) + " ")]
+    # Attribute lines (`(* keep = 32'd1 *)`) name attributes, not signals.
+    uses = [ln for ln in body if not ln.lstrip().startswith("(*")
+            and re.search(ident, _port_net(ln) + " ")]
     decl = [ln for ln in uses if re.match(r"\s*(wire|reg)\b", ln)]
     assign = [ln for ln in uses if re.match(r"\s*assign\s+(\\\S+ |\w+)\s*=", ln)
               and re.match(r"\s*assign\s+" + ident, ln + " ")]

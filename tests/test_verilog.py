@@ -75,3 +75,14 @@ def test_make_verilog_cli(tmp_path, capsys, monkeypatch):
                         lambda: ([("sloppy", lambda: _Sloppy())], {}))
     assert verilog.main(["-o", str(tmp_path)]) == 1
     assert "'waste'" in capsys.readouterr().out
+
+
+def test_alias_waiver_ignores_attribute_lines():
+    """A debug alias named like an attribute (`keep`) is still an alias: attribute
+    lines are not uses of the signal; a real read is."""
+    lines = ["module m(a, y);", "  input a;", "  output y;", "  wire keep;",
+             "  (* keep = 32'd1 *)", "  wire x;", "  assign keep = a;", "  assign x = a;",
+             "  assign y = x;", "endmodule"]
+    assert verilog._is_alias(lines, 4, "keep")
+    read = lines[:-1] + ["  assign z = keep;", "endmodule"]
+    assert not verilog._is_alias(read, 4, "keep")
