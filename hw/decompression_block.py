@@ -23,7 +23,7 @@ from amaranth.lib.wiring import In, Out
 __all__ = ["DecompressionBlock"]
 
 
-def _leading_zeros(m, x, name):
+def _leading_zeros(m, x, name, keep=False):
     """(all_zero, count) of a power-of-two-wide signal, as a balanced tree.
 
     A flat priority encoder becomes a chain of muxes; halving keeps it log2 deep.
@@ -35,12 +35,14 @@ def _leading_zeros(m, x, name):
         m.d.comb += [z.eq(~x[1] & ~x[0]), c.eq(~x[1])]
         return z, c
     half = n // 2
-    zl, cl = _leading_zeros(m, x[:half], f"{name}l")
-    zh, ch = _leading_zeros(m, x[half:], f"{name}h")
-    # Kept nodes: one LUT level per tree level (left free, the mapper has spread the
-    # tree over chains of small LUTs, 7 levels from the field register).
-    z = Signal(name=f"{name}_z", attrs={"keep": 1})
-    c = Signal(len(cl) + 1, name=f"{name}_c", attrs={"keep": 1})
+    zl, cl = _leading_zeros(m, x[:half], f"{name}l", keep)
+    zh, ch = _leading_zeros(m, x[half:], f"{name}h", keep)
+    # ``keep`` (the pipelined block, where the tree ends at a register): kept nodes, one
+    # LUT level per tree level; left free, the mapper has spread the tree over chains of
+    # small LUTs, 7 levels from the field register.
+    attrs = {"keep": 1} if keep else {}
+    z = Signal(name=f"{name}_z", attrs=attrs)
+    c = Signal(len(cl) + 1, name=f"{name}_c", attrs=attrs)
     m.d.comb += [z.eq(zh & zl), c.eq(Mux(zh, Cat(cl, C(1, 1)), Cat(ch, C(0, 1))))]
     return z, c
 
@@ -70,7 +72,7 @@ class DecompressionBlock(wiring.Component):
         ]
         # Count over 16 bits (q with a 0 below it) so the tree halves evenly; the
         # count of the top 15 bits is the same.
-        q_zero, lz = _leading_zeros(m, Cat(C(0, 1), q), "lz")
+        q_zero, lz = _leading_zeros(m, Cat(C(0, 1), q), "lz", keep=self.pipelined)
 
         # Stage boundary: what the shift stage needs.
         s_raw, s_nz, s_sign = Signal(), Signal(), Signal()
