@@ -28,7 +28,12 @@ from dataclasses import dataclass, field
 from . import harness
 from .axis import PAUSE_MODES
 
-__all__ = ["DESIGNS", "RunResult", "run_frames", "tx_design", "rx_design", "loopback_design"]
+__all__ = ["COUNTER_NAMES", "DESIGNS", "RunResult", "run_frames", "tx_design", "rx_design", "loopback_design"]
+
+
+# The engines' counter ports (spec section 6), as far as each engine has them.
+COUNTER_NAMES = ("frames_in", "frames_out", "compressed", "decompressed", "bypassed",
+                 "fallback", "malformed", "dropped", "payload_bytes_in", "payload_bytes_out")
 
 
 def tx_design():

@@ -11,7 +11,8 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["REPO", "BUILD", "verilator_bin", "to_verilog", "build", "run", "SimulationFailed"]
+__all__ = ["REPO", "BUILD", "verilator_bin", "to_verilog", "verilog_source", "build", "run",
+           "SimulationFailed", "Lock"]
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("INCEPTIONN_BUILD", REPO / "build"))
@@ -70,7 +71,7 @@ def _write_if_changed(path, text):
         path.write_text(text)
 
 
-class _Lock:
+class Lock:
     # pytest-xdist workers may build the same design at once; one builds, one waits.
     def __init__(self, path):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,6 +110,23 @@ def _waves():
     return os.environ.get("WAVES", "0") not in ("", "0")
 
 
+def verilog_source(design, name, build_dir):
+    """Write `design` as `build_dir/name.v` unless it is already there for the same sources.
+
+    Converting an engine to Verilog takes tens of seconds; it is skipped when neither the
+    HDL sources nor the factory changed since the last conversion. The caller holds the
+    build directory's lock."""
+    src = build_dir / f"{name}.v"
+    key = _design_key(design, name)
+    stamp = build_dir / ".verilog-key"
+    if key is None or not src.exists() or not stamp.exists() or stamp.read_text() != key:
+        stamp.unlink(missing_ok=True)
+        _write_if_changed(src, to_verilog(design, name))
+        if key is not None:
+            stamp.write_text(key)
+    return src
+
+
 def build(design, name, *, extra_sources=(), build_args=()):
     """Convert and Verilate `design` as module `name`; return the cocotb runner."""
     from cocotb_tools.runner import get_runner
@@ -126,17 +144,8 @@ def build(design, name, *, extra_sources=(), build_args=()):
             print("WAVES: lz4.h not found (install liblz4-dev for FST); writing VCD instead",
                   file=sys.stderr)
             args += ["--trace-structs"]
-    with _Lock(build_dir / ".lock"):
-        src = build_dir / f"{name}.v"
-        key = _design_key(design, name)
-        stamp = build_dir / ".verilog-key"
-        # Converting an engine to Verilog takes tens of seconds; skip it when neither the
-        # HDL sources nor the factory changed since the last conversion.
-        if key is None or not src.exists() or not stamp.exists() or stamp.read_text() != key:
-            stamp.unlink(missing_ok=True)
-            _write_if_changed(src, to_verilog(design, name))
-            if key is not None:
-                stamp.write_text(key)
+    with Lock(build_dir / ".lock"):
+        src = verilog_source(design, name, build_dir)
         sources = [src, *map(Path, extra_sources)]
         # Verilator skips itself when its inputs are unchanged (--skip-identical is its
         # default), and make then finds nothing to do, so an unchanged design costs ~1 s.

