@@ -6,14 +6,14 @@ only reported for a run that was right.
 
 Rows: input beats accepted per clock on back-to-back compressible 1514- and 9014-byte
 frames (sink always ready), the same for all-incompressible frames (fall-back), the
-latency from a frame's last input beat to its first output beat, and the output beats
+latency from a frame's first input beat to its first output beat, and the output beats
 per input beat on the demo's real gradients (build/demo/*.npy, when present).
 """
 
 import numpy as np
 
 from . import frames as F
-from .engines import run_frames
+from .rtl_loop import run_frames
 from .harness import REPO
 
 __all__ = ["measure", "format_table"]
@@ -52,26 +52,26 @@ def measure(count_1514=24, count_9014=8):
     synth, synth_src = F.gradient_values(200_000, seed=1, demo_dir=None)
     for size, count in ((1514, count_1514), (9014, count_9014)):
         frames = _frames(size, count, synth)
-        res = run_frames("tx", frames, tag=f"bench_tx_{size}")
+        res = run_frames("tx", frames)
         _verify(frames, res)
         case = f"{count} x {size} B compressible, back-to-back"
         rows.append(_row(case, "input beats / clock", round(res.in_beats / res.in_cycles, 4),
                          f"{res.in_beats} beats in {res.in_cycles} clocks; {synth_src}"))
-        rows.append(_row(case, "latency (clocks, last beat in -> first beat out)",
+        rows.append(_row(case, "latency (clocks, first beat in -> first beat out)",
                          f"{res.latency[0]}..{res.latency[1]}", ""))
         rows.append(_row(case, "output beats / input beat", round(res.out_beats / res.in_beats, 4),
                          f"compressed {res.counters['compressed']} of {count}"))
     frames = [F.udp_frame(F.incompressible_payload(1472, i)) for i in range(count_1514)]
-    res = run_frames("tx", frames, tag="bench_tx_fallback")
+    res = run_frames("tx", frames)
     _verify(frames, res)
     case = f"{count_1514} x 1514 B incompressible (fall-back)"
     rows.append(_row(case, "input beats / clock", round(res.in_beats / res.in_cycles, 4),
                      f"fall-back {res.counters['fallback']} of {count_1514}"))
-    rows.append(_row(case, "latency (clocks, last beat in -> first beat out)",
+    rows.append(_row(case, "latency (clocks, first beat in -> first beat out)",
                      f"{res.latency[0]}..{res.latency[1]}", ""))
     vals, src = F.gradient_values(368 * count_1514, seed=2, demo_dir=DEMO_DIR)
     frames = _frames(1514, count_1514, vals)
-    res = run_frames("tx", frames, tag="bench_tx_gradients")
+    res = run_frames("tx", frames)
     _verify(frames, res)
     case = f"{count_1514} x 1514 B gradients"
     rows.append(_row(case, "output beats / input beat", round(res.out_beats / res.in_beats, 4),

@@ -8,8 +8,11 @@ Used by the demo, the hardware benchmark and the engine tests:
     res.in_cycles       # clock cycles from the first to the last accepted input beat
     res.in_beats, res.out_beats
     res.counters        # {name: value} read from the engine's counter ports at the end
-    res.latency         # (min, max) cycles from a frame's last input beat to its first output beat
+    res.latency         # (min, max) clocks from a frame's first input beat to its first output beat
     res.latencies       # per output frame
+
+Bulk runs without idle or backpressure patterns go faster through ``rtl_loop.run_frames``
+(a compiled loop, same ``RunResult``); this cocotb path is for the protocol tests.
 
 ``frames`` is a list of ``bytes`` or ``(bytes, tuser)``. The run itself is the cocotb
 module ``sim/tb_engine_run.py``; the job and the results travel as pickle files named

@@ -116,7 +116,7 @@ class BatchStats:
     in_first: list            # per input frame: clock of its first beat
     in_last: list             # per input frame: clock of its last beat
     out_first: list           # per output frame: clock of its first beat
-    clock_end: int
+    last_out: int             # clock of the last output beat
     in_beats: int
     out_beats: int
     latencies: list = field(default_factory=list)   # per output frame, first in -> first out
@@ -124,7 +124,7 @@ class BatchStats:
     @property
     def cycles(self) -> int:
         """First input beat to last output beat (0 for an empty batch)."""
-        return self.clock_end - self.in_first[0] if self.in_first else 0
+        return self.last_out - self.in_first[0] + 1 if self.in_first and self.out_first else 0
 
     @property
     def in_cycles(self) -> int:
@@ -205,15 +205,18 @@ class FastEngine:
             out_first.append(first)
         marks = struct.unpack(f"<{2 * len(frames)}Q", self._read(16 * len(frames)))
         in_first, in_last = list(marks[0::2]), list(marks[1::2])
-        clock, in_beats, out_beats, nc = struct.unpack("<QQQI", self._read(28))
+        clock, in_beats, out_beats, last_out, nc = struct.unpack("<QQQQI", self._read(36))
         values = struct.unpack(f"<{nc}Q", self._read(8 * nc))
         self._counters = dict(zip(self._counter_names, values))
         self.clock = clock
+        if status == 2:
+            raise RuntimeError(f"{self.kind} engine: a frame came out that no input accounts "
+                               f"for ({nout} expected)")
         if status:
             raise TimeoutError(f"{self.kind} engine: {nout} of {sum(comes_out)} frames out, "
                                f"then {self.timeout_clocks} clocks with no beat moving")
         sent_first = [c for c, out in zip(in_first, comes_out) if out]
-        self.last = BatchStats(in_first, in_last, out_first, clock, in_beats, out_beats,
+        self.last = BatchStats(in_first, in_last, out_first, last_out, in_beats, out_beats,
                                [o - i for i, o in zip(sent_first, out_first)])
         it = iter(outs)
         return [next(it) if out else None for out in comes_out]

@@ -64,6 +64,7 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
     first_in = None
     last_in = None
     last_out = None
+    in_first_cycle = [None] * len(frames)
     in_last_cycle = [None] * len(frames)
     out_first_cycle = []
     frames_out = []
@@ -89,6 +90,8 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
             if first_in is None:
                 first_in = cycle
             last_in = cycle
+            if in_first_cycle[beats[pos][4]] is None:
+                in_first_cycle[beats[pos][4]] = cycle
             if beats[pos][2]:
                 in_last_cycle[beats[pos][4]] = cycle
             pos += 1
@@ -119,13 +122,15 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
         "cycles": (last_out - first_in + 1) if (first_in and last_out) else 0,
         "in_cycles": (last_in - first_in + 1) if first_in else 0,
         "in_beats": len(beats), "out_beats": out_beats,
-        "in_last_cycle": in_last_cycle, "out_first_cycle": out_first_cycle,
+        "in_first_cycle": in_first_cycle, "in_last_cycle": in_last_cycle,
+        "out_first_cycle": out_first_cycle,
     }
 
 
-def latencies(comes_out, in_last_cycle, out_first_cycle):
-    """Cycles from each forwarded frame's last input beat to its first output beat."""
-    sent = [c for c, out in zip(in_last_cycle, comes_out) if out]
+def latencies(comes_out, in_first_cycle, out_first_cycle):
+    """Cycles from each forwarded frame's first input beat to its first output beat (never
+    negative, for a store-and-forward TX and a cut-through RX alike)."""
+    sent = [c for c, out in zip(in_first_cycle, comes_out) if out]
     return [o - i for i, o in zip(sent, out_first_cycle)]
 
 
@@ -143,7 +148,7 @@ async def engine_run(dut):
         "frames_out": res["frames_out"], "cycles": res["cycles"], "in_cycles": res["in_cycles"],
         "in_beats": res["in_beats"],
         "out_beats": res["out_beats"], "counters": read_counters(dut),
-        "latencies": latencies(job["comes_out"], res["in_last_cycle"], res["out_first_cycle"]),
+        "latencies": latencies(job["comes_out"], res["in_first_cycle"], res["out_first_cycle"]),
     }
     with open(os.environ["INCEPTIONN_RESULT"], "wb") as f:
         pickle.dump(result, f)
