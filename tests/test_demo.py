@@ -69,6 +69,7 @@ def test_demo_saves_gradients_and_cache_returns_them(demo_run):
         assert np.array_equal(saved, arr)
     assert g.all().size == 3 * 789010
     assert (out / "gradients.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def _streams(frames):
@@ -151,3 +152,19 @@ def test_demo_rejects_bad_arguments(tmp_path, capsys):
         demo.main(["--steps", "2", "--out", str(tmp_path)])
     with pytest.raises(ValueError, match="k"):
         demo.run_demo(tmp_path, steps=STEPS, ks=[0], quiet=True)
+
+
+def test_rtl_scope_runs_the_engines_and_checks_them(demo_run, tmp_path):
+    _, _, _, cache = demo_run
+    _, rows = demo.run_demo(tmp_path, steps=STEPS, ks=[10, 6], rtl="first-bound", cache_dir=cache,
+                            max_frames=6, quiet=True)
+    on_rtl = [(r.k, r.capture) for r in rows if "rtl" in r.counters]
+    assert on_rtl == [(10, c) for c in ("early", "mid", "late")]
+    for r in rows:
+        if "rtl" in r.counters:
+            tx, rx = r.counters["rtl"]["tx"], r.counters["rtl"]["rx"]
+            assert tx["counters"]["compressed"] == r.frames == rx["counters"]["decompressed"]
+            # Latency: first beat in to first beat out, so never below one clock.
+            assert tx["latency_min"] >= 1 and rx["latency_min"] >= 1
+    with pytest.raises(ValueError, match="rtl"):
+        demo.run_demo(tmp_path, steps=STEPS, ks=[10], rtl="some", cache_dir=cache, quiet=True)
