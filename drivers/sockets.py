@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import socket
 
+import numpy as np
+
 __all__ = [
     "DSCP_COMPRESS",
     "TOS_COMPRESS",
@@ -22,7 +24,18 @@ __all__ = [
     "is_tagged",
     "get_dscp",
     "compressed",
+    "gradient_socket",
+    "GRADIENT_MSS",
+    "send_floats",
+    "recv_floats_into",
+    "recv_floats",
 ]
+
+#: Default MSS of a gradient socket: a multiple of 4 that fits a 1500-byte MTU with the
+#: TCP timestamp option (20 IP + 20 TCP + 12 options + 1448 = 1500).
+GRADIENT_MSS = 1448
+#: Socket buffers of a gradient socket: large, so a ring hop's chunk is one write.
+GRADIENT_BUFSIZE = 4 << 20
 
 DSCP_COMPRESS = 10
 TOS_COMPRESS = DSCP_COMPRESS << 2  # 0x28
@@ -97,3 +110,81 @@ def compressed(sock, dscp: int = DSCP_COMPRESS):
     finally:
         if sock.fileno() >= 0:  # the body may have closed it
             _set_dscp(sock, old >> 2)
+
+
+def gradient_socket(family=socket.AF_INET, *, dscp: int = DSCP_COMPRESS, mss: int = GRADIENT_MSS,
+                    bufsize: int = GRADIENT_BUFSIZE) -> socket.socket:
+    """A new TCP socket that is safe to tag: every segment starts on a float boundary.
+
+    Configure it before connect() or listen() (the MSS is negotiated in the handshake;
+    an accepted socket inherits the listener's options). What it sets, and why
+    (docs/host-contract.md):
+    - ToS DSCP `dscp` (ECN bits kept): the NIC compresses these packets.
+    - TCP_MAXSEG `mss`, a multiple of 4: full segments then end on float boundaries
+      (TCP options are whole 32-bit words, so the payload per segment stays a multiple
+      of 4 whatever options a segment carries).
+    - TCP_NODELAY: Nagle would hold back a short tail and later send it glued to the
+      next write; with whole-float writes every segment boundary is a float boundary
+      either way, but no write waits for an ACK.
+    - large send and receive buffers, so a chunk goes out as one write.
+    Write whole float32 arrays only (`send_floats`); a short write resumes where it
+    stopped, which is still a multiple of 4 bytes into the stream only if every write
+    was. IPv6 raises ValueError: the engines match IPv4 only.
+    """
+    if family != socket.AF_INET:
+        raise ValueError(f"gradient sockets are IPv4 only (got {family!r}): the NIC engines "
+                         "match the IPv4 ToS byte, so an IPv6 flow would never be compressed")
+    _check_dscp(dscp)
+    if not isinstance(mss, int) or isinstance(mss, bool) or mss % 4 or not 88 <= mss <= 65495:
+        raise ValueError(f"mss must be a multiple of 4 in 88..65495, got {mss!r}")
+    if not isinstance(bufsize, int) or bufsize < 65536:
+        raise ValueError(f"bufsize must be an integer >= 65536, got {bufsize!r}")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, bufsize)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, bufsize)
+        _set_dscp(sock, dscp)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _float_view(arr, what):
+    a = np.asarray(arr)
+    if a.dtype != np.float32:
+        raise ValueError(f"{what} must be float32 (a tagged socket carries floats only), "
+                         f"got {a.dtype}")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"{what} must be C-contiguous")
+    return a
+
+
+def send_floats(sock, arr) -> None:
+    """Send a whole float32 array (little-endian on the wire, as the NIC reads it)."""
+    a = _float_view(arr, "data")
+    if a.dtype.byteorder == ">":
+        a = a.astype("<f4")
+    sock.sendall(memoryview(a).cast("B"))
+
+
+def recv_floats_into(sock, out) -> None:
+    """Fill the float32 array `out` from the stream; EOF before the end raises
+    ConnectionError (never a silently short result)."""
+    a = _float_view(out, "out")
+    view = memoryview(a).cast("B")
+    got = 0
+    while got < len(view):
+        n = sock.recv_into(view[got:], len(view) - got)
+        if n == 0:
+            raise ConnectionError(f"peer closed the stream after {got} of {len(view)} bytes")
+        got += n
+
+
+def recv_floats(sock, n: int) -> np.ndarray:
+    """Receive exactly `n` float32 values."""
+    out = np.empty(int(n), dtype=np.float32)
+    recv_floats_into(sock, out)
+    return out

@@ -71,10 +71,10 @@ def _log(msg: str, quiet: bool = False) -> None:
         print(f"[{time.monotonic() - _T0:6.1f}s] {msg}", flush=True)
 
 
-def _progress(total, desc, quiet):
+def _progress(total, desc, quiet, unit="run"):
     # A bar on stderr for the stages that take more than a few seconds.
     from tqdm import tqdm
-    return tqdm(total=total, desc=desc, unit="run", disable=quiet, file=sys.stderr,
+    return tqdm(total=total, desc=desc, unit=unit, disable=quiet, file=sys.stderr,
                 leave=False, dynamic_ncols=True)
 
 
@@ -116,7 +116,7 @@ def real_gradients(steps: int = DEFAULT_STEPS, seed: int = 0, *, cache_dir=DEFAU
                              int(z["train_steps"]), int(z["seed"]), float(z["acc_before"]),
                              float(z["acc_after"]), z["losses"])
     _log(f"training HDC {'-'.join(map(str, hdc.HDC_LAYERS))} for {steps} steps (seed {seed})", quiet)
-    bar = _progress(steps, "training HDC", quiet)
+    bar = _progress(steps, "training HDC", quiet, unit="step")
 
     def step(s, loss):
         bar.n = s + 1
