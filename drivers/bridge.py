@@ -1,0 +1,335 @@
+"""The INCEPTIONN NIC in software, in the data path of real kernel traffic.
+
+N hosts (network namespaces, 2 to 8) each get a TAP device; one userspace switch joins
+the TAPs. The port of host i runs the TX engine on every frame host i sends and the RX
+engine on every frame delivered to it, so the wire between the ports carries compressed
+frames, exactly as between two INCEPTIONN NICs on a switch. The switch learns MACs and
+forwards ARP, IPv6 and everything else unchanged (the engines bypass what they do not
+match)::
+
+    with Bridge(hosts=2, mtu=9000, k=10) as br:
+        br.run(1, "python3 receiver.py")      # or br.popen(...), br.call(i, fn)
+        br.addr(1)                            # "10.77.0.2"
+        br.counters()                         # per port, see NicPort.counters
+
+Options: `rate_gbps` (token bucket per port on the bytes it puts on the wire, so
+compression shows up as time saved), `drop` (lose that fraction of wire frames, seeded),
+`pcap_wire` / `pcap_host` (Wireshark-readable captures of the wire and of what the
+hosts sent and received), `engine` ("golden" or "rtl"), `compress=False` (the same
+bridge with the engines disabled: its own overhead).
+
+Nothing outlives the bridge: the namespaces die with their holder processes, which die
+with the process that made them (drivers/netns.py), and the TAP devices go with them.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import random
+import select
+import shlex
+import subprocess
+import threading
+import time
+
+from .. import golden
+from .frames import PcapWriter
+from .netns import Namespace, open_tap
+from .nic_port import ENGINES, NicPort
+
+__all__ = ["Bridge", "BridgeError", "MAX_HOSTS"]
+
+MAX_HOSTS = 8
+MTUS = (1500, 9000)
+_READ_BATCH = 64          # frames read from one TAP before moving on
+_QUEUE_LIMIT = 2 << 20    # wire bytes queued behind a rate-limited port before it stops reading
+_SUBNET = "10.77.0"
+
+
+class BridgeError(RuntimeError):
+    """The switch stopped on an error (RTL mismatch, a TAP that went away)."""
+
+
+class _Egress:
+    """Frames a port has put on the wire, in order, each with the time it is through."""
+
+    def __init__(self, rate_bps):
+        self.rate_bps = rate_bps
+        self.queue = collections.deque()
+        self.queued_bytes = 0
+        self.free_at = 0.0
+
+    def push(self, now, frame):
+        start = max(now, self.free_at)
+        # Wire time of the frame: bytes + preamble, FCS and inter-frame gap (24).
+        done = start + (len(frame) + 24) * 8 / self.rate_bps if self.rate_bps else start
+        self.free_at = done
+        self.queue.append((done, frame))
+        self.queued_bytes += len(frame)
+
+    def due(self, now):
+        out = []
+        while self.queue and self.queue[0][0] <= now:
+            _, f = self.queue.popleft()
+            self.queued_bytes -= len(f)
+            out.append(f)
+        return out
+
+
+class Bridge:
+    def __init__(self, hosts: int = 2, *, mtu: int = 1500, k: int = golden.K_DEFAULT,
+                 dscp: int = golden.DSCP_DEFAULT, rate_gbps: float | None = None,
+                 engine: str = "golden", compress: bool = True, pcap_wire=None, pcap_host=None,
+                 drop: float = 0.0, seed: int = 0):
+        if isinstance(hosts, bool) or not isinstance(hosts, int) or not 2 <= hosts <= MAX_HOSTS:
+            raise ValueError(f"hosts must be an integer in 2..{MAX_HOSTS}, got {hosts!r}")
+        if mtu not in MTUS:
+            raise ValueError(f"mtu must be one of {MTUS}, got {mtu!r}")
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        if rate_gbps is not None and not (isinstance(rate_gbps, (int, float)) and rate_gbps > 0):
+            raise ValueError(f"rate_gbps must be a positive number or None, got {rate_gbps!r}")
+        if not (isinstance(drop, (int, float)) and 0.0 <= drop < 1.0):
+            raise ValueError(f"drop must be a fraction in [0, 1), got {drop!r}")
+        self.hosts, self.mtu, self.k, self.dscp = hosts, mtu, golden.check_k(k), golden.check_dscp(dscp)
+        self.rate_gbps, self.engine, self.compress, self.drop = rate_gbps, engine, compress, float(drop)
+        self._pcap_paths = (pcap_wire, pcap_host)
+        self._rng = random.Random(seed)
+        self._ns: list[Namespace] = []
+        self._fds: list[int] = []
+        self.ports: list[NicPort] = []
+        self._thread = None
+        self._error: BaseException | None = None
+        self._stop_r = self._stop_w = None
+        self._lock = threading.Lock()
+        self._pcaps = [None, None]
+        self._inject = collections.deque()
+
+    # ------------------------------------------------------------------ set-up
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        err = self.close()
+        if err is not None and exc_type is None:
+            raise BridgeError(f"switch stopped: {err}") from err
+
+    def start(self):
+        try:
+            tag = f"{os.getpid() % 100000:05d}"
+            for i in range(self.hosts):
+                ns = Namespace()
+                self._ns.append(ns)
+                # TAP names need only be unique while they sit in the root namespace.
+                fd = open_tap(f"inc{tag}h{i}", ns, mtu=self.mtu, addr=f"{self.addr(i)}/24",
+                              mac=self.mac(i))
+                self._fds.append(fd)
+                self.ports.append(NicPort(i, k=self.k, dscp=self.dscp, engine=self.engine,
+                                          enable=self.compress))
+            for which, path in enumerate(self._pcap_paths):
+                if path is not None:
+                    self._pcaps[which] = PcapWriter(path)
+            self._stop_r, self._stop_w = os.pipe()
+            self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",
+                                            daemon=True)
+            self._thread.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self):
+        """Stop the switch, remove every host; returns the switch's error, if any."""
+        if self._thread is not None:
+            os.write(self._stop_w, b"x")
+            self._thread.join()
+            self._thread = None
+        for fd in (self._stop_r, self._stop_w):
+            if fd is not None:
+                os.close(fd)
+        self._stop_r = self._stop_w = None
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
+        for ns in self._ns:
+            ns.close()
+        self._ns = []
+        for p in self.ports:
+            p.close()
+        for i, w in enumerate(self._pcaps):
+            if w is not None:
+                w.close()
+            self._pcaps[i] = None
+        return self._error
+
+    # ------------------------------------------------------------------ hosts
+
+    def addr(self, i: int) -> str:
+        """Host i's IPv4 address."""
+        self._check_host(i)
+        return f"{_SUBNET}.{i + 1}"
+
+    def mac(self, i: int) -> str:
+        self._check_host(i)
+        return f"02:49:4e:43:00:{i + 1:02x}"
+
+    def _check_host(self, i):
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.hosts:
+            raise ValueError(f"host index must be in 0..{self.hosts - 1}, got {i!r}")
+
+    def _argv(self, i, cmd):
+        self._check_host(i)
+        if not self._ns:
+            raise RuntimeError("bridge is not running")
+        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        return self._ns[i].cmd(argv)
+
+    def run(self, i: int, cmd, *, timeout: float | None = 120, check: bool = True, **kw):
+        """Run `cmd` (a shell string or an argv list) inside host i; CompletedProcess."""
+        kw.setdefault("capture_output", True)
+        kw.setdefault("text", True)
+        res = subprocess.run(self._argv(i, cmd), timeout=timeout, **kw)
+        if check and res.returncode != 0:
+            shown = cmd if isinstance(cmd, str) else shlex.join(cmd)
+            raise subprocess.CalledProcessError(res.returncode, shown, res.stdout, res.stderr)
+        return res
+
+    def popen(self, i: int, cmd, **kw) -> subprocess.Popen:
+        """Start `cmd` inside host i (a shell string or an argv list)."""
+        return subprocess.Popen(self._argv(i, cmd), **kw)
+
+    def call(self, i: int, fn, *args, **kw):
+        """fn(*args, **kw) with host i's network namespace (for creating sockets in it)."""
+        self._check_host(i)
+        return self._ns[i].call(fn, *args, **kw)
+
+    def inject(self, i: int, frame: bytes):
+        """Put `frame` on the wire towards host i, as if another NIC had sent it (tests
+        of malformed traffic): it goes through host i's RX engine only."""
+        self._check_host(i)
+        self._inject.append((i, bytes(frame)))
+        os.write(self._stop_w, b"i")
+
+    # ------------------------------------------------------------------ counters
+
+    def counters(self) -> list[dict]:
+        """Per port: frames and bytes from and to the host and on the wire, the spec's TX
+        and RX counters, the wire ratio and the float-alignment counters."""
+        with self._lock:
+            out = [p.counters() for p in self.ports]
+        if self._error is not None:
+            raise BridgeError(f"switch stopped: {self._error}") from self._error
+        return out
+
+    def report(self) -> str:
+        with self._lock:
+            rows = [p.counters() for p in self.ports]
+        cols = [("host", None), ("frames in", "from_host_frames"), ("bytes in", "from_host_bytes"),
+                ("wire bytes", "to_wire_bytes"), ("frames out", "to_host_frames"),
+                ("bytes out", "to_host_bytes"), ("compressed", "tx_compressed"),
+                ("fall-back", "tx_fallback"), ("bypassed", "tx_bypassed"),
+                ("decompressed", "rx_decompressed"), ("malformed", "rx_malformed"),
+                ("wire ratio", "wire_ratio"), ("misaligned", "misaligned"), ("lost", "lost")]
+        lines = ["  ".join(f"{c:>12}" for c, _ in cols)]
+        for i, r in enumerate(rows):
+            vals = [str(i)] + [f"{r[k]:.2f}x" if k == "wire_ratio" else str(r[k])
+                               for _, k in cols[1:]]
+            lines.append("  ".join(f"{v:>12}" for v in vals))
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ the switch
+
+    def _switch(self):
+        try:
+            self._loop()
+        except BaseException as e:  # reported by counters() and close()
+            self._error = e
+
+    def _loop(self):
+        n = self.hosts
+        rate = self.rate_gbps * 1e9 if self.rate_gbps else None
+        egress = [_Egress(rate) for _ in range(n)]
+        where: dict[bytes, int] = {}          # learned MAC -> port
+        poller = select.poll()
+        fd_port = {fd: i for i, fd in enumerate(self._fds)}
+        reading = [True] * n
+        for fd in self._fds:
+            poller.register(fd, select.POLLIN)
+        poller.register(self._stop_r, select.POLLIN)
+        wire_pcap, host_pcap = self._pcaps
+        while True:
+            now = time.monotonic()
+            waits = [e.queue[0][0] - now for e in egress if e.queue]
+            timeout = None if not waits else max(0.0, min(waits)) * 1000
+            events = poller.poll(timeout)
+            for fd, ev in events:
+                if fd == self._stop_r:
+                    if b"x" in os.read(self._stop_r, 64):
+                        return
+                    continue
+                if ev & (select.POLLERR | select.POLLNVAL):
+                    raise BridgeError(f"TAP of host {fd_port[fd]} went away")
+                i = fd_port[fd]
+                frames = []
+                for _ in range(_READ_BATCH):
+                    try:
+                        frames.append(os.read(fd, 65536))
+                    except BlockingIOError:
+                        break
+                if not frames:
+                    continue
+                if host_pcap is not None:
+                    host_pcap.write_many(frames)
+                for f in frames:
+                    if len(f) >= 14:
+                        where[f[6:12]] = i
+                with self._lock:
+                    wire = self.ports[i].to_wire(frames)
+                now = time.monotonic()
+                for f in wire:
+                    if self.drop and self._rng.random() < self.drop:
+                        self.ports[i].stats.lost += 1
+                        continue
+                    egress[i].push(now, f)
+                if rate and egress[i].queued_bytes > _QUEUE_LIMIT and reading[i]:
+                    # Like a NIC whose TX ring is full: stop taking frames from the host.
+                    poller.modify(fd, 0)
+                    reading[i] = False
+            while self._inject:
+                i, f = self._inject.popleft()
+                self._deliver([f], [i], wire_pcap, host_pcap)
+            now = time.monotonic()
+            for i, e in enumerate(egress):
+                due = e.due(now)
+                if due:
+                    for f in due:
+                        dst = where.get(f[0:6]) if not f[0] & 1 else None
+                        targets = [dst] if dst is not None and dst != i else \
+                                  [j for j in range(n) if j != i] if dst is None else []
+                        self._deliver([f], targets, wire_pcap, host_pcap)
+                if not reading[i] and e.queued_bytes <= _QUEUE_LIMIT // 2:
+                    poller.modify(self._fds[i], select.POLLIN)
+                    reading[i] = True
+
+    def _deliver(self, wire_frames, targets, wire_pcap, host_pcap):
+        if wire_pcap is not None:
+            wire_pcap.write_many(wire_frames)
+        for j in targets:
+            port = self.ports[j]
+            with self._lock:
+                host = port.to_host(wire_frames)
+            for f, _bad in host:
+                # A frame flagged bad by RX (tuser) is delivered as the engine emits it:
+                # its L4 checksum cannot match, so the receiving kernel drops it.
+                try:
+                    os.write(self._fds[j], f)
+                except BlockingIOError:
+                    port.stats.host_queue_drops += 1
+                    continue
+                port.stats.to_host_frames += 1
+                port.stats.to_host_bytes += len(f)
+                if host_pcap is not None:
+                    host_pcap.write_many([f])

@@ -1,0 +1,67 @@
+"""Where a tagged TCP segment starts in its byte stream, and whether that is a float.
+
+The NIC compresses every 4 payload bytes of a tagged segment as one float32. That is
+only what the sender meant if the segment's first payload byte sits at a stream offset
+that is a multiple of 4. The NIC cannot know the offset (it has no connection state), so
+it compresses such a segment anyway and the receiver gets corrupted values; the software
+NIC tracks each flow from its SYN and counts those segments: the counter is the alarm
+(docs/host-contract.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Alignment", "StreamOffsets"]
+
+_SYN, _FIN, _RST = 0x02, 0x01, 0x04
+
+
+@dataclass
+class Alignment:
+    tracked: int = 0       # tagged TCP segments with payload whose flow's SYN was seen
+    misaligned: int = 0    # ... of them starting off a 4-byte stream offset
+    untracked: int = 0     # tagged TCP segments of flows whose SYN was not seen
+
+
+class StreamOffsets:
+    """Initial sequence numbers per flow, learned from SYNs seen leaving a host."""
+
+    MAX_FLOWS = 65536  # a bound on state; the oldest flows are forgotten first
+
+    def __init__(self):
+        self._isn: dict[tuple, int] = {}
+        self.counts = Alignment()
+
+    def observe(self, frame: bytes, info) -> int | None:
+        """Look at one frame leaving a host. `info` is the PacketMatcher's FrameInfo if the
+        frame is tagged and eligible, else None. Returns the stream offset of a tagged TCP
+        segment's first payload byte (None if unknown or not such a segment)."""
+        l3 = 18 if frame[12:14] == b"\x81\x00" else 14
+        if len(frame) < l3 + 20 or frame[l3 - 2:l3] != b"\x08\x00" or frame[l3 + 9] != 6:
+            return None
+        ihl = (frame[l3] & 0x0F) * 4
+        l4 = l3 + ihl
+        if len(frame) < l4 + 20:
+            return None
+        key = (frame[l3 + 12:l3 + 20], frame[l4:l4 + 4])  # addresses, ports
+        seq = int.from_bytes(frame[l4 + 4:l4 + 8], "big")
+        flags = frame[l4 + 13]
+        if flags & _SYN:
+            if len(self._isn) >= self.MAX_FLOWS:
+                self._isn.pop(next(iter(self._isn)))
+            self._isn[key] = seq
+            return None
+        if flags & _RST:
+            self._isn.pop(key, None)
+        if info is None or info.proto != 6 or info.payload_len == 0:
+            return None
+        isn = self._isn.get(key)
+        if isn is None:
+            self.counts.untracked += 1
+            return None
+        offset = (seq - isn - 1) & 0xFFFFFFFF
+        self.counts.tracked += 1
+        if offset % 4:
+            self.counts.misaligned += 1
+        return offset
