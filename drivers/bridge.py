@@ -25,6 +25,7 @@ with the process that made them (drivers/netns.py), and the TAP devices go with 
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import random
 import select
@@ -45,6 +46,7 @@ MTUS = (1500, 9000)
 _READ_BATCH = 64          # frames read from one TAP before moving on
 _QUEUE_LIMIT = 2 << 20    # wire bytes queued behind a rate-limited port before it stops reading
 _SUBNET = "10.77.0"
+_BRIDGE_IDS = itertools.count()   # TAP names stay unique across bridges of one process
 
 
 class BridgeError(RuntimeError):
@@ -98,6 +100,7 @@ class Bridge:
         self._rng = random.Random(seed)
         self._ns: list[Namespace] = []
         self._fds: list[int] = []
+        self.ifnames: list[str] = []     # host i's interface name (inside its namespace)
         self.ports: list[NicPort] = []
         self._thread = None
         self._error: BaseException | None = None
@@ -119,14 +122,18 @@ class Bridge:
 
     def start(self):
         try:
-            tag = f"{os.getpid() % 100000:05d}"
+            tag = f"{os.getpid() % 100000:05d}{next(_BRIDGE_IDS) % 100:02d}"
             for i in range(self.hosts):
                 ns = Namespace()
                 self._ns.append(ns)
                 # TAP names need only be unique while they sit in the root namespace.
-                fd = open_tap(f"inc{tag}h{i}", ns, mtu=self.mtu, addr=f"{self.addr(i)}/24",
+                fd = open_tap(f"i{tag}h{i}", ns, mtu=self.mtu, addr=f"{self.addr(i)}/24",
                               mac=self.mac(i))
                 self._fds.append(fd)
+                self.ifnames.append(f"i{tag}h{i}")
+                # IPv6 too (bypassed by the engines, forwarded unchanged); no DAD wait.
+                ns.run(["ip", "-6", "addr", "add", f"{self.addr6(i)}/64", "dev",
+                        self.ifnames[-1], "nodad"])
                 self.ports.append(NicPort(i, k=self.k, dscp=self.dscp, engine=self.engine,
                                           enable=self.compress))
             for which, path in enumerate(self._pcap_paths):
@@ -154,6 +161,7 @@ class Bridge:
         for fd in self._fds:
             os.close(fd)
         self._fds = []
+        self.ifnames = []
         for ns in self._ns:
             ns.close()
         self._ns = []
@@ -171,6 +179,11 @@ class Bridge:
         """Host i's IPv4 address."""
         self._check_host(i)
         return f"{_SUBNET}.{i + 1}"
+
+    def addr6(self, i: int) -> str:
+        """Host i's IPv6 address (unique local)."""
+        self._check_host(i)
+        return f"fd77::{i + 1}"
 
     def mac(self, i: int) -> str:
         self._check_host(i)
@@ -212,6 +225,15 @@ class Bridge:
         self._check_host(i)
         self._inject.append((i, bytes(frame)))
         os.write(self._stop_w, b"i")
+
+    def snmp(self, i: int) -> dict[str, dict[str, int]]:
+        """Host i's kernel counters from /proc/net/snmp, e.g. ["Tcp"]["InCsumErrors"]."""
+        lines = self.run(i, ["cat", "/proc/net/snmp"]).stdout.splitlines()
+        out = {}
+        for head, vals in zip(lines[0::2], lines[1::2]):
+            proto, names = head.split(":", 1)
+            out[proto] = dict(zip(names.split(), map(int, vals.split(":", 1)[1].split())))
+        return out
 
     # ------------------------------------------------------------------ counters
 
@@ -319,17 +341,17 @@ class Bridge:
             wire_pcap.write_many(wire_frames)
         for j in targets:
             port = self.ports[j]
-            with self._lock:
+            with self._lock:   # counters read by another thread stay consistent
                 host = port.to_host(wire_frames)
-            for f, _bad in host:
-                # A frame flagged bad by RX (tuser) is delivered as the engine emits it:
-                # its L4 checksum cannot match, so the receiving kernel drops it.
-                try:
-                    os.write(self._fds[j], f)
-                except BlockingIOError:
-                    port.stats.host_queue_drops += 1
-                    continue
-                port.stats.to_host_frames += 1
-                port.stats.to_host_bytes += len(f)
-                if host_pcap is not None:
-                    host_pcap.write_many([f])
+                for f, _bad in host:
+                    # A frame flagged bad by RX (tuser) is delivered as the engine emits
+                    # it: its L4 checksum cannot match, so the receiving kernel drops it.
+                    try:
+                        os.write(self._fds[j], f)
+                    except BlockingIOError:
+                        port.stats.host_queue_drops += 1
+                        continue
+                    port.stats.to_host_frames += 1
+                    port.stats.to_host_bytes += len(f)
+                    if host_pcap is not None:
+                        host_pcap.write_many([f])

@@ -35,7 +35,8 @@ class PortStats:
     lost: int = 0              # wire frames dropped by the lossy-wire option
     host_queue_drops: int = 0  # frames the receiving host's TAP had no room for
     flagged: int = 0           # frames delivered with the RX engine's bad flag (tuser)
-    rtl_frames: int = 0        # frames the RTL engines processed (and golden confirmed)
+    rtl_tx_frames: int = 0     # frames the RTL TX engine processed (golden confirmed each)
+    rtl_rx_frames: int = 0     # frames the RTL RX engine processed (golden confirmed each)
     tx: golden.Counters = field(default_factory=golden.Counters)
     rx: golden.Counters = field(default_factory=golden.Counters)
 
@@ -73,11 +74,11 @@ class NicPort:
                                         counters=st.tx))
         if self._tx_rtl is not None:
             got = self._tx_rtl.run(frames)
-            st.rtl_frames += len(frames)
             for i, (g, w) in enumerate(zip(got, want)):
                 if (g[0] if g else None) != w or (g and g[1]):
                     raise RtlMismatch(f"port {self.index}: RTL TX differs from golden.tx_frame "
                                       f"on a {len(frames[i])}-byte frame")
+            st.rtl_tx_frames += len(frames)
         out = [w for w in want if w is not None]
         st.to_wire_frames += len(out)
         st.to_wire_bytes += sum(map(len, out))
@@ -90,9 +91,9 @@ class NicPort:
                 for f in frames]
         if self._rx_rtl is not None:
             got = self._rx_rtl.run(frames)
-            st.rtl_frames += len(frames)
             if got != [(f, bool(b)) for f, b in want]:
                 raise RtlMismatch(f"port {self.index}: RTL RX differs from golden.rx_frame")
+            st.rtl_rx_frames += len(frames)
         for f, bad in want:
             st.flagged += int(bad)
         return want

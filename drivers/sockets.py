@@ -12,7 +12,6 @@ socket types have no ToS the NIC could see.
 from __future__ import annotations
 
 import contextlib
-import select
 import socket
 import struct
 import time
@@ -165,32 +164,16 @@ def _float_view(arr, what):
     return a
 
 
-_SO_MEMINFO = 55               # linux/sock_diag.h: u32 array, see _send_space
-_MEMINFO_SNDBUF, _MEMINFO_WMEM_QUEUED = 3, 5
-
-
-def _send_space(sock) -> int:
-    """Bytes that can be queued now without the kernel running out of send memory."""
-    info = struct.unpack("9I", sock.getsockopt(socket.SOL_SOCKET, _SO_MEMINFO, 36))
-    return info[_MEMINFO_SNDBUF] - info[_MEMINFO_WMEM_QUEUED]
-
-
-def send_floats(sock, arr, *, max_chunk: int = 1 << 20) -> None:
+def send_floats(sock, arr) -> None:
     """Send a whole float32 array (little-endian on the wire, as the NIC reads it) so
-    that every TCP segment starts on a float boundary.
-
-    A blocking send that runs out of send-buffer memory part-way pushes the partial
-    segment it holds, whatever its length (tcp_sendmsg's wait for space), and every
-    later segment is then off by that remainder: measured, and shown in the tests.
-    So the array goes out in pieces that fit the free send memory (SO_MEMINFO), each a
-    multiple of 4 bytes; a piece never waits for memory half-way.
-    """
+    that every TCP segment starts on a float boundary (see _first_flight for the one
+    case a socket option cannot cover)."""
     a = _float_view(arr, "data")
     if a.dtype.byteorder == ">":
         a = a.astype("<f4")
     view = memoryview(a).cast("B")
     pos = _first_flight(sock, view)
-    _send_pieces(sock, view[pos:], max_chunk)
+    sock.sendall(view[pos:])
 
 
 _TCP_INFO_LEN = 232
@@ -229,22 +212,6 @@ def _first_flight(sock, view) -> int:
             raise TimeoutError("send_floats: the peer did not acknowledge the first flight")
         time.sleep(0.0002)
     return first
-
-
-def _send_pieces(sock, view, max_chunk):
-    pos, deadline = 0, sock.gettimeout()
-    while pos < len(view):
-        # Half the free memory: truesize overhead on top of the payload stays in it.
-        room = min(_send_space(sock) // 2, max_chunk, len(view) - pos) & ~3
-        if room < min(4096, len(view) - pos):
-            # Wait for ACKs to free memory; select wakes when a third is free again.
-            _, w, _ = select.select([], [sock], [], deadline)
-            if not w:
-                raise TimeoutError("send_floats: no send space within the socket timeout")
-            if _send_space(sock) // 2 < 4096:
-                time.sleep(0.0005)
-            continue
-        pos += sock.send(view[pos:pos + room])
 
 
 def recv_floats_into(sock, out) -> None:
