@@ -16,7 +16,8 @@ Options: `rate_gbps` (token bucket per port on the bytes it puts on the wire, so
 compression shows up as time saved), `drop` (lose that fraction of wire frames, seeded),
 `pcap_wire` / `pcap_host` (Wireshark-readable captures of the wire and of what the
 hosts sent and received), `engine` ("golden" or "rtl"), `compress=False` (the same
-bridge with the engines disabled: its own overhead).
+bridge with the engines disabled: its own overhead), `deliver_flagged` (hand frames the
+RX engine flags bad to the host instead of dropping them, as a driver would).
 
 Nothing outlives the bridge: the namespaces die with their holder processes, which die
 with the process that made them (drivers/netns.py), and the TAP devices go with them.
@@ -83,7 +84,7 @@ class Bridge:
     def __init__(self, hosts: int = 2, *, mtu: int = 1500, k: int = golden.K_DEFAULT,
                  dscp: int = golden.DSCP_DEFAULT, rate_gbps: float | None = None,
                  engine: str = "golden", compress: bool = True, pcap_wire=None, pcap_host=None,
-                 drop: float = 0.0, seed: int = 0):
+                 drop: float = 0.0, seed: int = 0, deliver_flagged: bool = False):
         if isinstance(hosts, bool) or not isinstance(hosts, int) or not 2 <= hosts <= MAX_HOSTS:
             raise ValueError(f"hosts must be an integer in 2..{MAX_HOSTS}, got {hosts!r}")
         if mtu not in MTUS:
@@ -96,6 +97,7 @@ class Bridge:
             raise ValueError(f"drop must be a fraction in [0, 1), got {drop!r}")
         self.hosts, self.mtu, self.k, self.dscp = hosts, mtu, golden.check_k(k), golden.check_dscp(dscp)
         self.rate_gbps, self.engine, self.compress, self.drop = rate_gbps, engine, compress, float(drop)
+        self.deliver_flagged = bool(deliver_flagged)
         self._pcap_paths = (pcap_wire, pcap_host)
         self._rng = random.Random(seed)
         self._ns: list[Namespace] = []
@@ -343,9 +345,14 @@ class Bridge:
             port = self.ports[j]
             with self._lock:   # counters read by another thread stay consistent
                 host = port.to_host(wire_frames)
-                for f, _bad in host:
-                    # A frame flagged bad by RX (tuser) is delivered as the engine emits
-                    # it: its L4 checksum cannot match, so the receiving kernel drops it.
+                for f, bad in host:
+                    # A frame the RX engine flags bad (tuser) is dropped here, as a NIC
+                    # driver drops a descriptor with its error bit set: the kernel would
+                    # catch most by checksum, but not a malformed payload whose values
+                    # still decode right (one byte too many). deliver_flagged=True hands
+                    # it over as the engine emitted it, for experiments.
+                    if bad and not self.deliver_flagged:
+                        continue
                     try:
                         os.write(self._fds[j], f)
                     except BlockingIOError:

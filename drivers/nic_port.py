@@ -34,7 +34,7 @@ class PortStats:
     to_host_bytes: int = 0
     lost: int = 0              # wire frames dropped by the lossy-wire option
     host_queue_drops: int = 0  # frames the receiving host's TAP had no room for
-    flagged: int = 0           # frames delivered with the RX engine's bad flag (tuser)
+    flagged: int = 0           # frames the RX engine flagged bad (tuser)
     rtl_tx_frames: int = 0     # frames the RTL TX engine processed (golden confirmed each)
     rtl_rx_frames: int = 0     # frames the RTL RX engine processed (golden confirmed each)
     tx: golden.Counters = field(default_factory=golden.Counters)
