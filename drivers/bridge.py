@@ -40,13 +40,14 @@ from .frames import PcapWriter
 from .netns import Namespace, open_tap
 from .nic_port import ENGINES, NicPort
 
-__all__ = ["Bridge", "BridgeError", "MAX_HOSTS"]
+__all__ = ["Bridge", "BridgeError", "MAX_HOSTS", "IFNAME"]
 
 MAX_HOSTS = 8
 MTUS = (1500, 9000)
 _READ_BATCH = 64          # frames read from one TAP before moving on
 _QUEUE_LIMIT = 2 << 20    # wire bytes queued behind a rate-limited port before it stops reading
 _SUBNET = "10.77.0"
+IFNAME = "nic0"                   # every host's interface, inside its namespace
 _BRIDGE_IDS = itertools.count()   # TAP names stay unique across bridges of one process
 
 
@@ -130,9 +131,9 @@ class Bridge:
                 self._ns.append(ns)
                 # TAP names need only be unique while they sit in the root namespace.
                 fd = open_tap(f"i{tag}h{i}", ns, mtu=self.mtu, addr=f"{self.addr(i)}/24",
-                              mac=self.mac(i))
+                              mac=self.mac(i), ns_name=IFNAME)
                 self._fds.append(fd)
-                self.ifnames.append(f"i{tag}h{i}")
+                self.ifnames.append(IFNAME)
                 # IPv6 too (bypassed by the engines, forwarded unchanged); no DAD wait.
                 ns.run(["ip", "-6", "addr", "add", f"{self.addr6(i)}/64", "dev",
                         self.ifnames[-1], "nodad"])
@@ -186,6 +187,13 @@ class Bridge:
         """Host i's IPv6 address (unique local)."""
         self._check_host(i)
         return f"fd77::{i + 1}"
+
+    def netns_path(self, i: int) -> str:
+        """Host i's network namespace, for `nsenter --net=PATH` or setns()."""
+        self._check_host(i)
+        if not self._ns:
+            raise RuntimeError("bridge is not running")
+        return self._ns[i].path
 
     def mac(self, i: int) -> str:
         self._check_host(i)

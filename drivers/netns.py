@@ -125,9 +125,11 @@ class Namespace:
             self._proc.kill()
 
 
-def open_tap(name: str, ns: Namespace, *, mtu: int, addr: str, mac: str) -> int:
+def open_tap(name: str, ns: Namespace, *, mtu: int, addr: str, mac: str,
+             ns_name: str | None = None) -> int:
     """Create TAP `name`, move it into `ns`, give it `addr` (CIDR), `mac` and `mtu`, bring
     it and the namespace's loopback up; returns the non-blocking fd of the switch side.
+    `ns_name` renames it inside the namespace (names there need not be unique).
 
     The device lives while the fd is open; moving it into the namespace keeps the fd.
     No checksum or segmentation offload is enabled on it, so the kernel hands over
@@ -141,6 +143,9 @@ def open_tap(name: str, ns: Namespace, *, mtu: int, addr: str, mac: str) -> int:
         subprocess.run(["ip", "link", "set", "dev", name, "netns", str(ns.pid)], check=True,
                        capture_output=True)
         ns.run(["ip", "link", "set", "dev", "lo", "up"])
+        if ns_name:
+            ns.run(["ip", "link", "set", "dev", name, "name", ns_name])
+            name = ns_name
         ns.run(["ip", "link", "set", "dev", name, "address", mac, "mtu", str(mtu)])
         ns.run(["ip", "addr", "add", addr, "dev", name])
         ns.run(["ip", "link", "set", "dev", name, "up"])

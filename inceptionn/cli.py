@@ -4,6 +4,8 @@
   inceptionn stats IN.npy [--error-bound 2^-6 --error-bound 2^-8 ...]
   inceptionn nic tx IN.pcap OUT.pcap [--dscp 10] [--error-bound 2^-10]
   inceptionn nic rx IN.pcap OUT.pcap [--dscp 10]
+  inceptionn nic bridge [--hosts N] [--mtu 1500|9000] [--engine golden|rtl] ...
+  inceptionn mark add|del|list [--port 5000-5100] [--dscp 10]
 
 Every failure the user can cause (a bad file, a bad argument) exits with status 2
 and one message on stderr. More subcommands plug in through `SUBCOMMANDS`.
@@ -187,7 +189,7 @@ def _add_stats(sub):
 
 def _add_nic(sub):
     p = sub.add_parser("nic", help="run a pcap through the compression or decompression engine")
-    nic = p.add_subparsers(dest="direction", metavar="{tx,rx}", required=True)
+    nic = p.add_subparsers(dest="direction", metavar="{tx,rx,bridge}", required=True)
     tx = nic.add_parser("tx", help="compression engine (host -> wire)")
     rx = nic.add_parser("rx", help="decompression engine (wire -> host)")
     for q in (tx, rx):
@@ -198,10 +200,18 @@ def _add_nic(sub):
         q.set_defaults(func=_cmd_nic)
     tx.add_argument("--error-bound", type=_error_bound, default=golden.K_DEFAULT,
                     metavar="2^-K", help="error bound 2^-k (default 2^-10)")
+    from .cli_net import add_bridge
+    add_bridge(nic, _error_bound, _dscp, CliError)
+
+
+def _add_mark(sub):
+    from .cli_net import add_mark
+    add_mark(sub, _dscp, CliError)
 
 
 # name -> function(subparsers) adding one subcommand; extend to add commands.
-SUBCOMMANDS = {"roundtrip": _add_roundtrip, "stats": _add_stats, "nic": _add_nic}
+SUBCOMMANDS = {"roundtrip": _add_roundtrip, "stats": _add_stats, "nic": _add_nic,
+               "mark": _add_mark}
 
 
 def build_parser():

@@ -1,0 +1,165 @@
+"""`inceptionn nic bridge` and `inceptionn mark`: the host side on real Linux networking.
+
+  inceptionn nic bridge [--hosts 2] [--mtu 1500|9000] [--error-bound 2^-10] [--dscp 10]
+                        [--rate GBPS] [--pcap-wire F] [--pcap-host F] [--engine golden|rtl]
+                        [--drop FRACTION] [--seed N] [--run I CMD]... [--duration S]
+  inceptionn mark add|del|list [--port 5000-5100] [--dscp 10]
+
+The bridge runs until Ctrl-C, SIGTERM, `--duration` seconds, or (with `--run`) until
+every command it started has exited; SIGUSR1 prints the counters, and they are printed on
+exit. Commands given with `--run I CMD` run inside host I (a shell command line).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+from . import golden
+from .drivers import mark as marks
+from .drivers.bridge import MAX_HOSTS, MTUS, Bridge
+from .drivers.netns import netns_available
+
+__all__ = ["add_bridge", "add_mark"]
+
+
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum, frame):
+    raise _Stop(signal.Signals(signum).name)
+
+
+def _print_hosts(br):
+    print(f"bridge up: {br.hosts} hosts, MTU {br.mtu}, error bound 2^-{br.k}, DSCP {br.dscp}, "
+          f"engine {br.engine}" + (f", {br.rate_gbps} Gb/s per port" if br.rate_gbps else ""))
+    for i in range(br.hosts):
+        print(f"  host {i}: {br.addr(i)}  {br.addr6(i)}  {br.ifnames[i]}  "
+              f"enter: nsenter --net={br.netns_path(i)} <command>")
+    print(f"counters: kill -USR1 {os.getpid()}; stop: Ctrl-C", flush=True)
+
+
+def _cmd_bridge(args, error):
+    why = netns_available()
+    if why is not None:
+        raise error(f"cannot build the bridge here: {why}")
+    for i, _ in args.run or ():
+        if not 0 <= i < args.hosts:
+            raise error(f"--run host {i} is not in 0..{args.hosts - 1}")
+    old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    want_report = []
+    old[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, lambda *_: want_report.append(1))
+    procs, status = [], 0
+    br = Bridge(args.hosts, mtu=args.mtu, k=args.error_bound, dscp=args.dscp,
+                rate_gbps=args.rate, engine=args.engine, pcap_wire=args.pcap_wire,
+                pcap_host=args.pcap_host, drop=args.drop, seed=args.seed)
+    try:
+        br.start()
+        _print_hosts(br)
+        for i, cmd in args.run or ():
+            procs.append((i, cmd, br.popen(i, cmd)))
+        end = time.monotonic() + args.duration if args.duration else None
+        while True:
+            if want_report:
+                want_report.clear()
+                print(br.report(), flush=True)
+            br.counters()                      # raises if the switch stopped on an error
+            if procs and all(p.poll() is not None for _, _, p in procs):
+                break
+            if end is not None and time.monotonic() >= end:
+                break
+            time.sleep(0.1)
+    except _Stop as stop:
+        print(f"stopping on {stop}", file=sys.stderr)
+        status = 130 if str(stop) == "SIGINT" else 143
+    finally:
+        for _, _, p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        for s, h in old.items():
+            signal.signal(s, h)
+        report = br.report() if br.ports else ""
+        err = br.close()
+        if report:
+            print(report, flush=True)
+    for i, cmd, p in procs:
+        if p.returncode:
+            print(f"host {i}: `{cmd}` exited with status {p.returncode}", file=sys.stderr)
+            status = status or 1
+    if err is not None:
+        print(f"inceptionn: bridge stopped on an error: {err}", file=sys.stderr)
+        return 1
+    return status
+
+
+def _cmd_mark(args, error):
+    try:
+        if args.action == "add":
+            if args.port is None:
+                raise error("mark add needs --port")
+            print(f"tagging {marks.add(args.port, args.dscp)}")
+        elif args.action == "del":
+            for m in marks.delete(args.port):
+                print(f"removed {m}")
+        else:
+            for m in marks.listing():
+                print(m)
+    except marks.MarkError as e:
+        raise error(str(e)) from None
+    return 0
+
+
+def add_bridge(nic_sub, error_bound, dscp, error):
+    p = nic_sub.add_parser("bridge", help="join network namespaces through the software NIC "
+                                          "(real Linux TCP across the compressed wire)")
+    p.add_argument("--hosts", type=int, default=2, choices=range(2, MAX_HOSTS + 1),
+                   metavar=f"2..{MAX_HOSTS}", help="number of hosts (default 2)")
+    p.add_argument("--mtu", type=int, default=1500, choices=MTUS, help="MTU (default 1500)")
+    p.add_argument("--error-bound", type=error_bound, default=golden.K_DEFAULT, metavar="2^-K",
+                   help="error bound 2^-k (default 2^-10)")
+    p.add_argument("--dscp", type=dscp, default=golden.DSCP_DEFAULT,
+                   help="DSCP that marks compressible frames (default 10)")
+    p.add_argument("--rate", type=float, default=None, metavar="GBPS",
+                   help="token-bucket wire rate per port on the compressed bytes")
+    p.add_argument("--pcap-wire", metavar="FILE", help="capture of every frame on the wire")
+    p.add_argument("--pcap-host", metavar="FILE",
+                   help="capture of every frame the hosts send and receive")
+    p.add_argument("--engine", choices=("golden", "rtl"), default="golden",
+                   help="golden model, or the Verilated engines checked against it")
+    p.add_argument("--drop", type=float, default=0.0, metavar="FRACTION",
+                   help="lose this fraction of wire frames (seeded)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the lossy wire")
+    p.add_argument("--run", nargs=2, action="append", metavar=("I", "CMD"),
+                   type=str, help="run shell command CMD in host I; repeatable; the bridge "
+                                  "stops when all have exited")
+    p.add_argument("--duration", type=float, default=None, metavar="S",
+                   help="stop after S seconds")
+    p.set_defaults(func=lambda a: _cmd_bridge(_fix_run(a, error), error))
+
+
+def _fix_run(args, error):
+    runs = []
+    for i, cmd in args.run or ():
+        try:
+            runs.append((int(i), cmd))
+        except ValueError:
+            raise error(f"--run takes a host index and a command, got {i!r}") from None
+    args.run = runs
+    if args.rate is not None and args.rate <= 0:
+        raise error("--rate must be a positive number of Gb/s")
+    if not 0.0 <= args.drop < 1.0:
+        raise error("--drop must be a fraction in [0, 1)")
+    return args
+
+
+def add_mark(sub, dscp, error):
+    p = sub.add_parser("mark", help="tag the traffic of unmodified programs by port (nftables)")
+    p.add_argument("action", choices=("add", "del", "list"))
+    p.add_argument("--port", metavar="5000-5100", help="port or port range")
+    p.add_argument("--dscp", type=dscp, default=golden.DSCP_DEFAULT,
+                   help="DSCP to set (default 10, ToS 0x28)")
+    p.set_defaults(func=lambda a: _cmd_mark(a, error))

@@ -1,0 +1,136 @@
+"""`inceptionn nic bridge` and `inceptionn mark` as a user runs them: separate processes,
+signals, a kill -9 in the middle, and unmodified programs tagged by port."""
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from inceptionn import golden
+from inceptionn.drivers.frames import read_pcap
+from inceptionn.drivers.netns import netns_available
+
+_why = netns_available()
+pytestmark = pytest.mark.skipif(_why is not None, reason=f"no network namespaces: {_why}")
+
+CLI = [sys.executable, "-m", "inceptionn"]
+
+RECEIVER = """
+import socket, sys
+l = socket.create_server(("0.0.0.0", 5000)); l.settimeout(30)
+c, _ = l.accept(); c.settimeout(30)
+data = bytearray()
+while chunk := c.recv(1 << 16):
+    data += chunk
+open(sys.argv[1], "wb").write(data)
+"""
+
+# An unmodified program: a plain socket, no ToS; writes of whole floats.
+SENDER = """
+import socket, sys, time, numpy as np
+x = np.load(sys.argv[1])
+for _ in range(100):
+    try:
+        s = socket.create_connection(("10.77.0.2", 5000), timeout=30); break
+    except OSError:
+        time.sleep(0.05)
+s.sendall(x.tobytes()); s.close()
+"""
+
+
+def _script(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(p))}"
+
+
+def test_bridge_carries_an_unmodified_program_tagged_by_mark(tmp_path):
+    x = np.random.default_rng(0).normal(0, 0.05, 300_000).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    recv = _script(tmp_path, "recv.py", RECEIVER) + f" {tmp_path / 'got.bin'}"
+    send = _script(tmp_path, "send.py", SENDER) + f" {tmp_path / 'x.npy'}"
+    mark = shlex.join(CLI + ["mark", "add", "--port", "5000"])
+    res = subprocess.run(CLI + ["nic", "bridge", "--pcap-host", str(tmp_path / "host.pcap"),
+                                "--run", "1", f"{mark} && {recv}",
+                                "--run", "0", f"{mark} && {send}"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    got = np.fromfile(tmp_path / "got.bin", dtype=np.float32)
+    assert np.array_equal(got.view(np.uint32), golden.roundtrip(x, 10).view(np.uint32))
+    # Both directions were tagged (data one way, ACKs the other), and nothing else.
+    frames, _ = read_pcap(tmp_path / "host.pcap")
+    tos = {f[15] for f in frames if f[12:14] == b"\x08\x00" and f[23] == 6}
+    assert tos == {0x28}, tos
+    rows = [r.split() for r in res.stdout.splitlines() if re.match(r"\s+[01]\s", r)]
+    header = res.stdout.splitlines()[[i for i, r in enumerate(res.stdout.splitlines())
+                                      if r.strip().startswith("host ")][-1]]
+    cols = re.split(r"\s{2,}", header.strip())
+    port0 = dict(zip(cols, rows[0]))
+    assert int(port0["compressed"]) > 100 and port0["misaligned"] == "0"
+
+
+def _start_bridge(*extra):
+    p = subprocess.Popen(CLI + ["nic", "bridge", "--duration", "60", *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in p.stdout:
+        lines.append(line)
+        if line.startswith("counters:"):
+            break
+    pids = [int(m) for m in re.findall(r"/proc/(\d+)/ns/net", "".join(lines))]
+    assert len(pids) == 2, lines
+    return p, pids
+
+
+def _gone(pid, timeout=5.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not os.path.exists(f"/proc/{pid}"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_sigusr1_prints_counters_and_sigterm_stops_cleanly():
+    p, pids = _start_bridge()
+    os.kill(p.pid, signal.SIGUSR1)
+    header = p.stdout.readline()
+    assert "wire ratio" in header and "misaligned" in header
+    assert p.stdout.readline().split()[0] == "0"
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 143 and "stopping on SIGTERM" in err
+    assert "wire ratio" in out
+    assert all(_gone(pid) for pid in pids)
+
+
+def test_kill_9_leaves_nothing_and_the_next_run_works():
+    p, pids = _start_bridge()
+    p.kill()
+    p.communicate(timeout=10)
+    assert all(_gone(pid) for pid in pids), "namespace holders outlived the bridge"
+    taps = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert not re.search(rf"i{p.pid % 100000:05d}\d\dh\d", taps)
+    res = subprocess.run(CLI + ["nic", "bridge", "--run", "1", "ip -o addr show nic0"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "10.77.0.2/24" in res.stdout
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["nic", "bridge", "--hosts", "9"], "invalid choice"),
+    (["nic", "bridge", "--mtu", "4000"], "invalid choice"),
+    (["nic", "bridge", "--run", "5", "true"], "--run host 5"),
+    (["nic", "bridge", "--drop", "1.5"], "--drop"),
+    (["mark", "add"], "mark add needs --port"),
+    (["mark", "add", "--port", "70000"], "port range"),
+    (["mark", "del", "--port", "4000-3000"], "port range"),
+])
+def test_bad_arguments_are_clear_errors(argv, message):
+    res = subprocess.run(CLI + argv, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and message in res.stderr, res.stderr
