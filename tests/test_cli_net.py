@@ -4,6 +4,7 @@ signals, a kill -9 in the middle, and unmodified programs tagged by port."""
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -50,6 +51,8 @@ def _script(tmp_path, name, text):
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(p))}"
 
 
+@pytest.mark.skipif(shutil.which("nft") is None,
+                    reason="the nft command is missing (`make setup` installs nftables as root)")
 def test_bridge_carries_an_unmodified_program_tagged_by_mark(tmp_path):
     x = np.random.default_rng(0).normal(0, 0.05, 300_000).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
