@@ -111,6 +111,8 @@ class Bridge:
         self._lock = threading.Lock()
         self._pcaps = [None, None]
         self._inject = collections.deque()
+        self._time = dict.fromkeys(("read", "tx", "rx", "write"), 0.0)
+        self._cpu = 0.0
 
     # ------------------------------------------------------------------ set-up
 
@@ -274,11 +276,23 @@ class Bridge:
 
     # ------------------------------------------------------------------ the switch
 
+    def timing(self) -> dict[str, float]:
+        """Seconds the switch thread spent reading TAPs, in the TX and RX engines, and
+        writing TAPs (with pcaps), since start(); after close(), also the switch
+        thread's CPU time in all (`switch_cpu`)."""
+        with self._lock:
+            out = dict(self._time)
+        if self._thread is None:
+            out["switch_cpu"] = self._cpu
+        return out
+
     def _switch(self):
         try:
             self._loop()
         except BaseException as e:  # reported by counters() and close()
             self._error = e
+        finally:
+            self._cpu = time.thread_time()
 
     def _loop(self):
         n = self.hosts
@@ -306,11 +320,13 @@ class Bridge:
                     raise BridgeError(f"TAP of host {fd_port[fd]} went away")
                 i = fd_port[fd]
                 frames = []
+                t0 = time.perf_counter()
                 for _ in range(_READ_BATCH):
                     try:
                         frames.append(os.read(fd, 65536))
                     except BlockingIOError:
                         break
+                self._time["read"] += time.perf_counter() - t0
                 if not frames:
                     continue
                 if host_pcap is not None:
@@ -318,8 +334,10 @@ class Bridge:
                 for f in frames:
                     if len(f) >= 14:
                         where[f[6:12]] = i
+                t0 = time.perf_counter()
                 with self._lock:
                     wire = self.ports[i].to_wire(frames)
+                self._time["tx"] += time.perf_counter() - t0
                 now = time.monotonic()
                 for f in wire:
                     if self.drop and self._rng.random() < self.drop:
@@ -336,12 +354,19 @@ class Bridge:
             now = time.monotonic()
             for i, e in enumerate(egress):
                 due = e.due(now)
-                if due:
-                    for f in due:
-                        dst = where.get(f[0:6]) if not f[0] & 1 else None
-                        targets = [dst] if dst is not None and dst != i else \
-                                  [j for j in range(n) if j != i] if dst is None else []
-                        self._deliver([f], targets, wire_pcap, host_pcap)
+                # Consecutive frames for the same hosts go through RX as one batch.
+                batch, batch_targets = [], None
+                for f in due:
+                    dst = where.get(f[0:6]) if not f[0] & 1 else None
+                    targets = (dst,) if dst is not None and dst != i else \
+                              tuple(j for j in range(n) if j != i) if dst is None else ()
+                    if targets != batch_targets and batch:
+                        self._deliver(batch, batch_targets, wire_pcap, host_pcap)
+                        batch = []
+                    batch.append(f)
+                    batch_targets = targets
+                if batch:
+                    self._deliver(batch, batch_targets, wire_pcap, host_pcap)
                 if not reading[i] and e.queued_bytes <= _QUEUE_LIMIT // 2:
                     poller.modify(self._fds[i], select.POLLIN)
                     reading[i] = True
@@ -352,7 +377,10 @@ class Bridge:
         for j in targets:
             port = self.ports[j]
             with self._lock:   # counters read by another thread stay consistent
+                t0 = time.perf_counter()
                 host = port.to_host(wire_frames)
+                t1 = time.perf_counter()
+                self._time["rx"] += t1 - t0
                 for f, bad in host:
                     # A frame the RX engine flags bad (tuser) is dropped here, as a NIC
                     # driver drops a descriptor with its error bit set: the kernel would
@@ -370,3 +398,4 @@ class Bridge:
                     port.stats.to_host_bytes += len(f)
                     if host_pcap is not None:
                         host_pcap.write_many([f])
+                self._time["write"] += time.perf_counter() - t1
