@@ -168,3 +168,14 @@ def test_rtl_scope_runs_the_engines_and_checks_them(demo_run, tmp_path):
             assert tx["latency_min"] >= 1 and rx["latency_min"] >= 1
     with pytest.raises(ValueError, match="rtl"):
         demo.run_demo(tmp_path, steps=STEPS, ks=[10], rtl="some", cache_dir=cache, quiet=True)
+
+
+def test_demo_real_tcp_stage_reports_or_says_why_not(demo_run):
+    from inceptionn.drivers.netns import netns_available
+    _, text, _, _ = demo_run
+    if netns_available() is None:
+        assert "6. Real Linux TCP" in text and "read exactly the golden roundtrip" in text
+        rows = [l.split("|") for l in text.splitlines() if l.startswith("| 1500 ") or l.startswith("| 9000 ")]
+        assert len(rows) == 2 and all(r[6].strip() == "0" and r[7].strip() == "0" for r in rows)
+    else:
+        assert "6. Real Linux TCP through the software NIC: skipped" in text
