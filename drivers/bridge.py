@@ -17,7 +17,9 @@ compression shows up as time saved), `drop` (lose that fraction of wire frames, 
 `pcap_wire` / `pcap_host` (Wireshark-readable captures of the wire and of what the
 hosts sent and received), `engine` ("golden" or "rtl"), `compress=False` (the same
 bridge with the engines disabled: its own overhead), `deliver_flagged` (hand frames the
-RX engine flags bad to the host instead of dropping them, as a driver would).
+RX engine flags bad to the host instead of dropping them, as a driver would), `codec`
+("fast": the golden engine's payload work compiled, byte for byte the NumPy model;
+"numpy": the NumPy model itself).
 
 Nothing outlives the bridge: the namespaces die with their holder processes, which die
 with the process that made them (drivers/netns.py), and the TAP devices go with them.
@@ -38,7 +40,7 @@ import time
 from .. import golden
 from .frames import PcapWriter
 from .netns import Namespace, open_tap
-from .nic_port import ENGINES, NicPort
+from .nic_port import CODECS, ENGINES, NicPort
 
 __all__ = ["Bridge", "BridgeError", "MAX_HOSTS", "IFNAME"]
 
@@ -85,7 +87,8 @@ class Bridge:
     def __init__(self, hosts: int = 2, *, mtu: int = 1500, k: int = golden.K_DEFAULT,
                  dscp: int = golden.DSCP_DEFAULT, rate_gbps: float | None = None,
                  engine: str = "golden", compress: bool = True, pcap_wire=None, pcap_host=None,
-                 drop: float = 0.0, seed: int = 0, deliver_flagged: bool = False):
+                 drop: float = 0.0, seed: int = 0, deliver_flagged: bool = False,
+                 codec: str = "fast"):
         if isinstance(hosts, bool) or not isinstance(hosts, int) or not 2 <= hosts <= MAX_HOSTS:
             raise ValueError(f"hosts must be an integer in 2..{MAX_HOSTS}, got {hosts!r}")
         if mtu not in MTUS:
@@ -99,6 +102,9 @@ class Bridge:
         self.hosts, self.mtu, self.k, self.dscp = hosts, mtu, golden.check_k(k), golden.check_dscp(dscp)
         self.rate_gbps, self.engine, self.compress, self.drop = rate_gbps, engine, compress, float(drop)
         self.deliver_flagged = bool(deliver_flagged)
+        if codec not in CODECS:
+            raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
+        self.codec = codec
         self._pcap_paths = (pcap_wire, pcap_host)
         self._rng = random.Random(seed)
         self._ns: list[Namespace] = []
@@ -140,7 +146,7 @@ class Bridge:
                 ns.run(["ip", "-6", "addr", "add", f"{self.addr6(i)}/64", "dev",
                         self.ifnames[-1], "nodad"])
                 self.ports.append(NicPort(i, k=self.k, dscp=self.dscp, engine=self.engine,
-                                          enable=self.compress))
+                                          enable=self.compress, codec=self.codec))
             for which, path in enumerate(self._pcap_paths):
                 if path is not None:
                     self._pcaps[which] = PcapWriter(path)

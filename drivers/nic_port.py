@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass, field
 from .. import golden
 from .tcp_align import StreamOffsets
 
-__all__ = ["ENGINES", "NicPort", "PortStats", "RtlMismatch"]
+__all__ = ["ENGINES", "CODECS", "NicPort", "PortStats", "RtlMismatch"]
 
 ENGINES = ("golden", "rtl")
+CODECS = ("fast", "numpy")
 
 
 class RtlMismatch(RuntimeError):
@@ -48,9 +49,17 @@ class PortStats:
 
 class NicPort:
     def __init__(self, index: int, *, k: int, dscp: int, engine: str = "golden",
-                 enable: bool = True):
+                 enable: bool = True, codec: str = "fast"):
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        if codec not in CODECS:
+            raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
+        # The golden engine's payload work: the compiled fast path (byte for byte the
+        # NumPy model, tests/test_golden_fast.py) or the NumPy model itself. The RTL is
+        # always checked against the NumPy model.
+        self._codec = golden.fast.FAST if codec == "fast" and engine == "golden" else None
+        if self._codec is not None:
+            golden.fast.warm_up()
         self.index, self.k, self.dscp, self.enable = index, golden.check_k(k), golden.check_dscp(dscp), enable
         self.engine = engine
         self.stats = PortStats()
@@ -68,10 +77,9 @@ class NicPort:
         for f in frames:
             st.from_host_frames += 1
             st.from_host_bytes += len(f)
-            info = golden.packet_matcher(f, self.dscp) if self.enable else None
-            self.offsets.observe(f, info)
+            self.offsets.observe(f, self.dscp if self.enable else None)
             want.append(golden.tx_frame(f, k=self.k, dscp=self.dscp, enable=self.enable,
-                                        counters=st.tx))
+                                        counters=st.tx, codec=self._codec))
         if self._tx_rtl is not None:
             got = self._tx_rtl.run(frames)
             for i, (g, w) in enumerate(zip(got, want)):
@@ -87,8 +95,8 @@ class NicPort:
     def to_host(self, frames: list[bytes]) -> list[tuple[bytes, bool]]:
         """RX: frames off the wire -> (frame, bad) for the host (RX never drops)."""
         st = self.stats
-        want = [golden.rx_frame(f, dscp=self.dscp, enable=self.enable, counters=st.rx)
-                for f in frames]
+        want = [golden.rx_frame(f, dscp=self.dscp, enable=self.enable, counters=st.rx,
+                                codec=self._codec) for f in frames]
         if self._rx_rtl is not None:
             got = self._rx_rtl.run(frames)
             if got != [(f, bool(b)) for f, b in want]:

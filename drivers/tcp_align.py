@@ -33,10 +33,10 @@ class StreamOffsets:
         self._isn: dict[tuple, int] = {}
         self.counts = Alignment()
 
-    def observe(self, frame: bytes, info) -> int | None:
-        """Look at one frame leaving a host. `info` is the PacketMatcher's FrameInfo if the
-        frame is tagged and eligible, else None. Returns the stream offset of a tagged TCP
-        segment's first payload byte (None if unknown or not such a segment)."""
+    def observe(self, frame: bytes, dscp: int | None) -> int | None:
+        """Look at one frame leaving a host; `dscp` is the one the NIC compresses (None:
+        compression off). Returns the stream offset of a tagged TCP segment's first
+        payload byte (None if unknown or not such a segment)."""
         l3 = 18 if frame[12:14] == b"\x81\x00" else 14
         if len(frame) < l3 + 20 or frame[l3 - 2:l3] != b"\x08\x00" or frame[l3 + 9] != 6:
             return None
@@ -54,7 +54,9 @@ class StreamOffsets:
             return None
         if flags & _RST:
             self._isn.pop(key, None)
-        if info is None or info.proto != 6 or info.payload_len == 0:
+        ip_len = (frame[l3 + 2] << 8) | frame[l3 + 3]
+        payload_len = ip_len - ihl - (frame[l4 + 12] >> 4) * 4
+        if dscp is None or frame[l3 + 1] >> 2 != dscp or payload_len <= 0:
             return None
         isn = self._isn.get(key)
         if isn is None:

@@ -19,6 +19,7 @@ from .counters import BYTE_COUNTER_BITS, FRAME_COUNTER_BITS, MAX_FRAME_BYTES, Co
 from .frames import (RX_HEADER_WINDOW, ip_checksum_ok, l4_checksum_ok, parse_frame, rx_frame,
                      tx_frame)
 from .stats import BAND_BITS, BandStats, band_stats
+from . import fast
 
 __all__ = [
     # value codec and groups
@@ -40,4 +41,6 @@ __all__ = [
     "ip_checksum_ok", "l4_checksum_ok", "parse_frame", "rx_frame", "tx_frame", "RX_HEADER_WINDOW",
     # statistics
     "BAND_BITS", "BandStats", "band_stats",
+    # the compiled fast path (same bytes)
+    "fast",
 ]

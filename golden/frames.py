@@ -47,8 +47,12 @@ def _check_k_port(k):
     return int(k)
 
 
-def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False, counters=None):
-    """Compression engine: the frame the NIC puts on the wire, or None if dropped (oversize)."""
+def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False, counters=None,
+             codec=None):
+    """Compression engine: the frame the NIC puts on the wire, or None if dropped (oversize).
+
+    ``codec``: None for this NumPy model, or golden.fast.FAST (the same bytes, compiled).
+    """
     k, dscp = _check_k_port(k), check_dscp(dscp)
     c = counters if counters is not None else Counters()
     frame = bytes(frame)
@@ -67,7 +71,7 @@ def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False,
     p, length = info.payload_offset, info.payload_len
     payload = frame[p:p + length]
     # C and D (needed below for the L4 checksum) from one pass of the codec.
-    comp, decoded = _compress(payload, k, True)
+    comp, decoded = _compress(payload, k, True) if codec is None else codec.compress(payload, k)
     if len(comp) >= length:
         # Not worth it: keep the payload, clear the DSCP so no receiver decompresses it.
         out = bytearray(frame)
@@ -82,7 +86,8 @@ def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False,
         # The checksum of the packet as the receiver restores it (original lengths, D).
         restored = bytes(hdr[l4:]) + decoded
         csum = l4_checksum(hdr[info.l3 + 12:info.l3 + 16], hdr[info.l3 + 16:info.l3 + 20],
-                           info.proto, restored, csum_off)
+                           info.proto, restored, csum_off,
+                           sum_fn=None if codec is None else codec.ones_sum)
         if info.proto == IPPROTO_UDP and csum == 0:
             csum = 0xFFFF
         _set16(hdr, l4 + csum_off, csum)
@@ -96,8 +101,9 @@ def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False,
     return bytes(hdr) + comp
 
 
-def rx_frame(frame, *, dscp=DSCP_DEFAULT, enable=True, tuser=False, counters=None):
-    """Decompression engine: ``(frame to the host, bad)``; bad = malformed or input tuser."""
+def rx_frame(frame, *, dscp=DSCP_DEFAULT, enable=True, tuser=False, counters=None, codec=None):
+    """Decompression engine: ``(frame to the host, bad)``; bad = malformed or input tuser.
+    ``codec`` as for tx_frame."""
     dscp = check_dscp(dscp)
     c = counters if counters is not None else Counters()
     frame = bytes(frame)
@@ -118,7 +124,7 @@ def rx_frame(frame, *, dscp=DSCP_DEFAULT, enable=True, tuser=False, counters=Non
     if info is None:
         c.bypassed += 1
         return frame, bool(tuser)
-    data, bad = decompress_payload(comp)
+    data, bad = decompress_payload(comp) if codec is None else codec.decompress(comp)
     # A frame cut short (lying IP total length, caught only at its end) is always bad,
     # even if the bytes that did arrive happen to decode in full.
     bad = bad or truncated
