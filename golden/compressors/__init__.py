@@ -1,0 +1,51 @@
+"""Gradient compressors on one interface, next to INCEPTIONN (docs/compressors.md).
+
+    comp = make("topk", k=0.01)
+    states = [comp.init(d, rank=r, world=P, seed=0) for r in range(P)]
+    ex = collectives.run(comp, grads, states)   # ex.results, ex.sent, ex.recv, ex.states
+
+or, for one worker, `payload, state = comp.compress(g, state)`,
+`comp.decompress(payload, g.size, state)` and `state = comp.finish(state)`.
+"""
+
+from . import collectives
+from .base import (COLLECTIVES, Compressor, DenseCodec, Float32Codec, NoCompression, Payload,
+                   Reducible, State, topk_indices)
+from .gtopk import GTopK
+from .inceptionn import GoldenCodec, inceptionn
+from .inceptionn_eb import EBCodec, inceptionn_eb
+from .randomk import RandomK
+from .scalecom import CLTK
+from .terngrad import TernGrad
+from .topk import TopK
+from .truncation import TruncCodec, truncation
+
+__all__ = ["COLLECTIVES", "Compressor", "Reducible", "DenseCodec", "NoCompression", "Payload",
+           "State", "Float32Codec", "GoldenCodec", "EBCodec", "TruncCodec", "TernGrad", "TopK",
+           "GTopK", "RandomK", "CLTK", "inceptionn", "inceptionn_eb", "truncation",
+           "topk_indices", "collectives", "METHODS", "make"]
+
+
+def _randomk(block):
+    return lambda k, **kw: RandomK(k, block=block, **kw)
+
+
+METHODS = {
+    "none": NoCompression,
+    "inceptionn": inceptionn,        # k = 10
+    "inceptionn_eb": inceptionn_eb,  # k = 10
+    "truncation": truncation,        # bits = 16, 22 or 24
+    "terngrad": TernGrad,            # layers, clip = 2.5
+    "topk": TopK,                    # k, value_k = None
+    "gtopk": GTopK,                  # k
+    "randomk": _randomk(False),      # k, layers, scope, shared, scale
+    "blockk": _randomk(True),        # k, layers, scope, shared, scale
+    "scalecom": CLTK,                # k, beta = 1.0, value_k = None
+}
+
+
+def make(name: str, **kw) -> Compressor:
+    """A compressor by method name with its parameters (see METHODS)."""
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; known: {', '.join(METHODS)}")
+    return METHODS[name](**kw)

@@ -1,0 +1,192 @@
+"""One interface for every gradient compressor (in the style of GRACE).
+
+A compressor turns a 1-D float32 gradient into a `Payload` (the exact bytes a worker
+puts on the wire) and back. Everything that changes from step to step (error-feedback
+memory, step counter, values agreed with the other workers) lives in an explicit,
+immutable `State`, so a run is reproducible from its seed alone.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+__all__ = ["COLLECTIVES", "Payload", "State", "Float32Codec", "Compressor", "Reducible",
+           "DenseCodec", "NoCompression", "as_grad", "scopes", "counts", "topk_indices",
+           "scatter"]
+
+# What a method needs from the network; collectives.run simulates each one.
+COLLECTIVES = ("allreduce", "allgather", "gtopk_tree", "ring_inc")
+
+
+@dataclass(frozen=True)
+class Payload:
+    """The wire bytes of one worker's compressed gradient."""
+    values: bytes = b""   # coded values
+    index: bytes = b""    # int32 LE indices or block starts, when not implied by a shared seed
+    scale: bytes = b""    # float32 LE scalers
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.values) + len(self.index) + len(self.scale)
+
+
+@dataclass(frozen=True)
+class State:
+    """Per-worker state. Never mutated: methods return a new one."""
+    rank: int = 0
+    world: int = 1
+    seed: int = 0
+    step: int = 0
+    memory: np.ndarray | None = None   # error-feedback residual (None: no memory yet)
+    shared: np.ndarray | None = None   # agreed by all workers this step (scalers, indices)
+    sent: tuple | None = None          # what this worker sent this step (method-specific)
+
+    def rng(self, shared: bool = False) -> np.random.Generator:
+        # Keys of different lengths: default_rng([a, b]) equals default_rng([a, b, 0]).
+        key = [self.seed, self.step, 0] if shared else [self.seed, self.step, 1, self.rank]
+        return np.random.default_rng(key)
+
+    def feedback(self, grad: np.ndarray) -> np.ndarray:
+        """Gradient plus the residual carried from earlier steps (float32)."""
+        return grad.copy() if self.memory is None else self.memory + grad
+
+
+class Float32Codec:
+    """Lossless: little-endian float32."""
+    name = "f32"
+
+    def encode(self, v: np.ndarray) -> bytes:
+        return np.ascontiguousarray(v, dtype="<f4").tobytes()
+
+    def decode(self, buf: bytes, n: int) -> np.ndarray:
+        if len(buf) != 4 * n:
+            raise ValueError(f"{n} float32 values need {4 * n} bytes, got {len(buf)}")
+        return np.frombuffer(buf, dtype="<f4").astype(np.float32)
+
+
+class Compressor:
+    """Base class. Subclasses set `collective` and implement compress/decompress."""
+    name = "compressor"
+    collective = "allgather"
+    prelude_op: str | None = None   # "max": element-wise max over workers; "leader": broadcast
+    codec = Float32Codec()          # per-hop codec of the ring collectives
+
+    def init(self, size: int, rank: int = 0, world: int = 1, seed: int = 0) -> State:
+        if not 0 <= rank < world:
+            raise ValueError(f"rank {rank} outside 0..{world - 1}")
+        return State(rank=rank, world=world, seed=seed)
+
+    def prelude(self, grad: np.ndarray, state: State) -> np.ndarray | None:
+        """Small array this worker contributes to the agreement before compressing."""
+        return None
+
+    def compress(self, grad: np.ndarray, state: State) -> tuple[Payload, State]:
+        raise NotImplementedError
+
+    def decompress(self, payload: Payload, size: int, state: State) -> np.ndarray:
+        raise NotImplementedError
+
+    def finish(self, state: State, info=None) -> State:
+        """End of the step, after the collective: the next step starts clean."""
+        return replace(state, step=state.step + 1, shared=None, sent=None)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class Reducible(Compressor):
+    """A compressor whose values can be summed element-wise across workers (all workers
+    send the same coordinates), so a ring all-reduce can carry them."""
+    collective = "allreduce"
+
+    def select(self, grad: np.ndarray, state: State) -> tuple[np.ndarray, State]:
+        raise NotImplementedError
+
+    def nvalues(self, size: int, state: State) -> int:
+        raise NotImplementedError
+
+    def expand(self, vals: np.ndarray, size: int, state: State) -> np.ndarray:
+        raise NotImplementedError
+
+    def compress(self, grad, state):
+        vals, state = self.select(as_grad(grad), state)
+        return Payload(values=self.codec.encode(vals)), state
+
+    def decompress(self, payload, size, state):
+        vals = self.codec.decode(payload.values, self.nvalues(size, state))
+        return self.expand(vals, size, state)
+
+
+class DenseCodec(Reducible):
+    """Every value, through a value codec; in a ring every hop re-codes its block."""
+    collective = "ring_inc"
+
+    def __init__(self, codec, name: str):
+        self.codec, self.name = codec, name
+
+    def select(self, grad, state):
+        return grad, state
+
+    def nvalues(self, size, state):
+        return size
+
+    def expand(self, vals, size, state):
+        return vals
+
+
+class NoCompression(DenseCodec):
+    """Baseline: plain float32 ring all-reduce."""
+    collective = "allreduce"
+
+    def __init__(self):
+        super().__init__(Float32Codec(), "none")
+
+
+# ---------------------------------------------------------------- helpers
+
+def as_grad(grad) -> np.ndarray:
+    """A 1-D float32 array; anything else is an error (no silent cast)."""
+    a = np.asarray(grad)
+    if a.dtype != np.float32 or a.ndim != 1:
+        raise ValueError(f"expected a 1-D float32 gradient, got {a.dtype} of shape {a.shape}")
+    return a
+
+
+def scopes(layers, size: int) -> np.ndarray:
+    """Layer sizes (int64) covering `size` values; None means one layer."""
+    sizes = np.array([size] if layers is None else list(layers), dtype=np.int64)
+    if sizes.size == 0 or sizes.min() < 1 or int(sizes.sum()) != size:
+        raise ValueError(f"layer sizes {list(sizes)} must be >= 1 and add up to {size}")
+    return sizes
+
+
+def counts(k, sizes: np.ndarray) -> np.ndarray:
+    """Values kept per scope: an int k per scope (clamped to its size), or a density."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Real) or k <= 0:
+        raise ValueError(f"k must be a count >= 1 or a density in (0, 1], got {k!r}")
+    if isinstance(k, numbers.Integral):
+        return np.minimum(sizes, int(k))
+    if k > 1:
+        raise ValueError(f"a density k must be in (0, 1], got {k}")
+    return np.clip(np.round(sizes * float(k)).astype(np.int64), 1, sizes)
+
+
+def topk_indices(x: np.ndarray, k: int) -> np.ndarray:
+    """Indices (sorted, int64) of the k largest |x|; ties go to the lower index, so the
+    choice is deterministic and exactly k."""
+    a = np.abs(x)
+    if k >= a.size:
+        return np.arange(a.size, dtype=np.int64)
+    thr = np.partition(a, a.size - k)[a.size - k]
+    above = np.flatnonzero(a > thr)
+    tied = np.flatnonzero(a == thr)[:k - above.size]
+    return np.sort(np.concatenate([above, tied])).astype(np.int64)
+
+
+def scatter(idx: np.ndarray, vals: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(size, np.float32)
+    out[idx] = vals
+    return out

@@ -1,0 +1,30 @@
+"""INCEPTIONN (MICRO 2018, Sections IV-V): the NIC's value codec, bit-exact through the
+golden model, on every hop of the paper's ring (Algorithm 1; collectives.run)."""
+
+import numpy as np
+
+from ..api import decode, encode
+from ..codec import check_k
+from .base import DenseCodec
+
+__all__ = ["GoldenCodec", "inceptionn"]
+
+
+class GoldenCodec:
+    """The paper's codec (Algorithms 2 and 3) with error bound 2^-k: the bytes are the
+    golden model's group stream, exactly what the compression engine emits."""
+
+    def __init__(self, k: int = 10):
+        self.k = check_k(k)
+        self.name = f"inc{self.k}"
+
+    def encode(self, v: np.ndarray) -> bytes:
+        return encode(np.ascontiguousarray(v, dtype=np.float32), self.k)
+
+    def decode(self, buf: bytes, n: int) -> np.ndarray:
+        return decode(buf, n).copy()
+
+
+def inceptionn(k: int = 10) -> DenseCodec:
+    """Dense INCEPTIONN: every value through the codec, re-coded on each ring hop."""
+    return DenseCodec(GoldenCodec(k), f"inceptionn_k{k}")

@@ -1,0 +1,146 @@
+"""The simulated collectives: every rank bit-identical, exact sums, exact wire bytes."""
+
+import numpy as np
+import pytest
+
+from inceptionn import golden
+from inceptionn.golden.compressors import collectives, make, topk_indices
+
+METHODS = [
+    ("none", {}), ("inceptionn", {"k": 6}), ("inceptionn", {"k": 10}),
+    ("inceptionn_eb", {"k": 8}), ("truncation", {"bits": 24}),
+    ("terngrad", {"layers": [300, 401]}), ("topk", {"k": 40}), ("topk", {"k": 40, "value_k": 8}),
+    ("gtopk", {"k": 40}), ("randomk", {"k": 0.05, "layers": [300, 401]}),
+    ("randomk", {"k": 0.05, "shared": False, "scope": "global"}),
+    ("blockk", {"k": 0.05, "layers": [300, 401]}),
+    ("blockk", {"k": 0.05, "shared": False, "layers": [300, 401]}),
+    ("scalecom", {"k": 40, "beta": 0.3}), ("scalecom", {"k": 40, "value_k": 10}),
+]
+
+
+def play(comp, grads_per_step, seed=0):
+    p, d = len(grads_per_step[0]), grads_per_step[0][0].size
+    states = [comp.init(d, r, p, seed) for r in range(p)]
+    for grads in grads_per_step:
+        ex = collectives.run(comp, grads, states)
+        states = ex.states
+    return ex
+
+
+def grads(rng, p, d, steps=3, scale=1e-2):
+    return [[rng.normal(0, scale, d).astype(np.float32) for _ in range(p)] for _ in range(steps)]
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 4])
+@pytest.mark.parametrize("name,kw", METHODS, ids=[f"{n}{kw}" for n, kw in METHODS])
+def test_all_ranks_bit_identical_and_reproducible(name, kw, p):
+    comp = make(name, **kw)
+    if comp.collective == "gtopk_tree" and p == 3:
+        with pytest.raises(ValueError, match="power-of-two"):
+            play(comp, grads(np.random.default_rng(0), p, 701))
+        return
+    g = grads(np.random.default_rng(p), p, 701)
+    ex, again = play(comp, g), play(comp, g)
+    for r in range(p):
+        assert (ex.results[r].view(np.uint32) == ex.results[0].view(np.uint32)).all()
+        assert (again.results[r].view(np.uint32) == ex.results[0].view(np.uint32)).all()
+        assert ex.states[r].step == 3
+    assert sum(ex.sent) == sum(ex.recv) and again.sent == ex.sent
+
+
+def integer_grads(rng, p, d):
+    """Small integers: every float32 sum is exact in any order."""
+    return [rng.integers(-50, 51, d).astype(np.float32) for _ in range(p)]
+
+
+@pytest.mark.parametrize("p", [1, 3, 4])
+def test_exact_sums(p):
+    rng = np.random.default_rng(p)
+    g = integer_grads(rng, p, 203)
+    assert (play(make("none"), [g]).results[0] == np.sum(g, axis=0)).all()
+    # shared seed: the same coordinates everywhere, summed exactly
+    comp = make("randomk", k=20)
+    idx = np.flatnonzero(play(comp, [[np.ones(203, np.float32)] * p]).results[0])
+    res = play(comp, [g]).results[0]
+    assert (res[idx] == np.sum(g, axis=0)[idx]).all() and np.count_nonzero(res) <= 20
+    # top-k all-gather: each worker's top-k, added up
+    want = np.zeros(203, np.float32)
+    for x in g:
+        i = topk_indices(x, 20)
+        want[i] += x[i]
+    assert (play(make("topk", k=20), [g]).results[0] == want).all()
+    # CLT-k: the leader's (rank 0 at step 0) indices on every worker
+    i = topk_indices(g[0], 20)
+    res = play(make("scalecom", k=20), [g]).results[0]
+    assert (res[i] == np.sum(g, axis=0)[i]).all() and np.count_nonzero(res) <= 20
+
+
+def test_gtopk_sum_when_workers_agree():
+    rng = np.random.default_rng(1)
+    base = np.zeros(300, np.float32)
+    base[rng.choice(300, 10, replace=False)] = 100
+    g = [base + rng.integers(-3, 4, 300).astype(np.float32) for _ in range(8)]
+    res = play(make("gtopk", k=10), [g]).results[0]
+    big = base != 0
+    assert (res[big] == np.sum(g, axis=0)[big]).all() and (res[~big] == 0).all()
+
+
+@pytest.mark.parametrize("p", [2, 3, 5])
+def test_inceptionn_ring_against_a_reference(p):
+    """Block b: summed along ranks b, b+1, ..., every hop through the golden codec."""
+    k, d = 8, 157
+    g = [x for x in grads(np.random.default_rng(p), p, d, 1, 3e-2)[0]]
+    e = [b * (d // p) + min(b, d % p) for b in range(p + 1)]
+    want, sent = np.zeros(d, np.float32), [0] * p
+    for b in range(p):
+        acc = g[b][e[b]:e[b + 1]]
+        for j in range(1, p):
+            sent[(b + j - 1) % p] += len(golden.encode(acc, k))
+            acc = golden.roundtrip(acc, k) + g[(b + j) % p][e[b]:e[b + 1]]
+        for j in range(p - 1):   # forwarders re-code decoded values: 8-bit zeros cost 0
+            sent[(b - 1 + j) % p] += len(golden.encode(golden.roundtrip(acc, k) if j else acc, k))
+        want[e[b]:e[b + 1]] = golden.roundtrip(acc, k)
+    ex = play(make("inceptionn", k=k), [g])
+    assert all((r.view(np.uint32) == want.view(np.uint32)).all() for r in ex.results)
+    assert ex.sent == sent
+
+
+@pytest.mark.parametrize("p", [2, 4, 5])
+def test_ring_bytes(p):
+    d = 1001
+    e = [b * (d // p) + min(b, d % p) for b in range(p + 1)]
+    size = [e[b + 1] - e[b] for b in range(p)]
+    ex = play(make("none"), [[np.ones(d, np.float32)] * p])
+    assert ex.sent == [4 * (2 * d - size[(r + 1) % p] - size[(r + 2) % p]) for r in range(p)]
+    # INCEPTIONN: zeros cost a tag word per 8 values; sums >= 1 go raw (4 bytes more each)
+    for fill, extra in ((0, 0), (1, 4)):
+        ex = play(make("inceptionn", k=10), [[np.full(d, fill, np.float32)] * p])
+        cost = [2 * -(-n // 8) + extra * n for n in size]
+        assert ex.sent == [sum(cost) * 2 - cost[(r + 1) % p] - cost[(r + 2) % p] for r in range(p)]
+
+
+def test_payload_bytes():
+    d, p, rng = 1001, 4, np.random.default_rng(0)
+    g = grads(rng, p, d, 1)
+    tern = play(make("terngrad", layers=[500, 501]), g)
+    assert tern.sent == [3 * (-(-d // 4) + 8) + 3 * 8] * p   # payloads, then the scalers
+    assert play(make("topk", k=30), g).sent == [3 * 8 * 30] * p
+    assert play(make("randomk", k=30, shared=False), g).sent == [3 * 8 * 30] * p
+    assert play(make("blockk", k=0.03, layers=[500, 501], shared=False), g).sent == [3 * (4 * 30 + 8)] * p
+    # CLT-k: leader 0 sends 30 indices down the chain 0-1-2-3, then a ring of 30 values
+    ex = play(make("scalecom", k=30), g)
+    size = [8, 8, 7, 7]
+    ring = [4 * (60 - size[(r + 1) % p] - size[(r + 2) % p]) for r in range(p)]
+    assert ex.sent == [ring[r] + 120 * (r < p - 1) for r in range(p)]
+    assert ex.recv == [ring[(r - 1) % p] + 120 * (r > 0) for r in range(p)]
+
+
+@pytest.mark.parametrize("p", [2, 4, 8, 16])
+def test_gtopk_bytes_grow_with_log_p(p):
+    k, d = 25, 400
+    g = grads(np.random.default_rng(p), p, d, 1)
+    gt, tk = play(make("gtopk", k=k), g), play(make("topk", k=k), g)
+    log_p = p.bit_length() - 1
+    assert max(s + r for s, r in zip(gt.sent, gt.recv)) == 2 * 8 * k * log_p
+    assert gt.sent[0] == gt.recv[0] == 8 * k * log_p
+    assert tk.sent == tk.recv == [8 * k * (p - 1)] * p
