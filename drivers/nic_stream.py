@@ -17,7 +17,7 @@ import numpy as np
 
 from . import sockets
 
-__all__ = ["StreamResult", "gradient_mss", "stream_floats"]
+__all__ = ["StreamResult", "gradient_mss", "stream_floats", "stream_bytes"]
 
 
 def gradient_mss(mtu: int) -> int:
@@ -82,3 +82,45 @@ def stream_floats(br, src: int, dst: int, data, *, port: int = 5000, mss: int | 
         lsock.close()
         if csock is not None:
             csock.close()
+
+
+def stream_bytes(br, src: int, dst: int, writes, *, port: int = 5001, family=socket.AF_INET,
+                 client=None, server=None, timeout: float = 30.0) -> bytes:
+    """Send the byte strings `writes` (one sendall each, then a FIN) from host `src` to
+    host `dst` over one TCP connection; returns what `dst` read until EOF.
+
+    `client` / `server` make the two sockets inside their hosts (default: plain sockets
+    of `family`), for experiments with socket options: tags, MSS, buffers, Nagle.
+    """
+    addr = br.addr(dst) if family == socket.AF_INET else br.addr6(dst)
+    make = lambda: socket.socket(family, socket.SOCK_STREAM)  # noqa: E731
+    lsock = br.call(dst, server or make)
+    csock = br.call(src, client or make)
+    with lsock, csock:
+        lsock.settimeout(timeout)
+        csock.settimeout(timeout)
+        lsock.bind((addr, port))
+        lsock.listen(1)
+        csock.connect((addr, port))
+        conn, _ = lsock.accept()
+        errors: list[BaseException] = []
+
+        def send():
+            try:
+                for w in writes:
+                    csock.sendall(w)
+                csock.shutdown(socket.SHUT_WR)
+            except BaseException as e:  # reported below
+                errors.append(e)
+
+        th = threading.Thread(target=send, name="stream-sender", daemon=True)
+        th.start()
+        got = bytearray()
+        with conn:
+            conn.settimeout(timeout)
+            while chunk := conn.recv(1 << 20):
+                got += chunk
+        th.join(timeout)
+        if errors:
+            raise errors[0]
+    return bytes(got)

@@ -8,7 +8,6 @@ the reason where the machine has neither.
 import os
 import socket
 import struct
-import threading
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from inceptionn import demo, golden
 from inceptionn.drivers import sockets
 from inceptionn.drivers.bridge import Bridge
 from inceptionn.drivers.netns import netns_available
-from inceptionn.drivers.nic_stream import gradient_mss, stream_floats
+from inceptionn.drivers.nic_stream import gradient_mss, stream_bytes, stream_floats
 
 _why = netns_available()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no network namespaces: {_why}")
@@ -61,38 +60,19 @@ def test_gradient_stream_is_the_golden_roundtrip(grads, mtu, k):
 
 def _raw_stream(br, src, dst, payload, *, family=socket.AF_INET, tos=None, writes=(1, 7, 4093)):
     """Send bytes over a plain TCP socket in odd-sized writes; what the receiver read."""
-    addr = br.addr if family == socket.AF_INET else br.addr6
-    lsock = br.call(dst, socket.socket, family, socket.SOCK_STREAM)
-    csock = br.call(src, socket.socket, family, socket.SOCK_STREAM)
-    with lsock, csock:
-        for s in (lsock, csock):
-            s.settimeout(30)
+    def client():
+        s = socket.socket(family, socket.SOCK_STREAM)
         if tos is not None and family == socket.AF_INET:
-            csock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
         elif tos is not None:
-            csock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, tos)
-        lsock.bind((addr(dst), 5001))
-        lsock.listen(1)
-        csock.connect((addr(dst), 5001))
-        conn, _ = lsock.accept()
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, tos)
+        return s
 
-        def send():
-            pos, i = 0, 0
-            while pos < len(payload):
-                n = writes[i % len(writes)]
-                csock.sendall(payload[pos:pos + n])
-                pos, i = pos + n, i + 1
-            csock.shutdown(socket.SHUT_WR)
-
-        th = threading.Thread(target=send, daemon=True)
-        th.start()
-        got = bytearray()
-        with conn:
-            conn.settimeout(30)
-            while chunk := conn.recv(1 << 16):
-                got += chunk
-        th.join(30)
-    return bytes(got)
+    pieces, pos, i = [], 0, 0
+    while pos < len(payload):
+        pieces.append(payload[pos:pos + writes[i % len(writes)]])
+        pos, i = pos + len(pieces[-1]), i + 1
+    return stream_bytes(br, src, dst, pieces, family=family, client=client)
 
 
 def test_untagged_random_bytes_cross_unchanged():

@@ -7,7 +7,6 @@ alarm: it cannot know a segment's stream offset, so it compresses it anyway.
 """
 
 import socket
-import threading
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from inceptionn import golden
 from inceptionn.drivers import sockets
 from inceptionn.drivers.bridge import Bridge
 from inceptionn.drivers.netns import netns_available
-from inceptionn.drivers.nic_stream import stream_floats
+from inceptionn.drivers.nic_stream import stream_bytes, stream_floats
 
 _why = netns_available()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no network namespaces: {_why}")
@@ -46,28 +45,9 @@ def _send(br, writes, *, sender=None, receiver=None, route_mtu=None):
     if route_mtu:
         br.run(0, ["ip", "route", "add", f"{br.addr(1)}/32", "dev", br.ifnames[0],
                    "mtu", str(route_mtu)])
-    lsock = br.call(1, _tagged, **(receiver or {}))
-    csock = br.call(0, _tagged, **(sender or {}))
-    with lsock, csock:
-        lsock.bind((br.addr(1), 5002))
-        lsock.listen(1)
-        csock.connect((br.addr(1), 5002))
-        conn, _ = lsock.accept()
-
-        def send():
-            for w in writes:
-                csock.sendall(w)
-            csock.shutdown(socket.SHUT_WR)
-
-        th = threading.Thread(target=send, daemon=True)
-        th.start()
-        got = bytearray()
-        with conn:
-            conn.settimeout(30)
-            while chunk := conn.recv(1 << 20):
-                got += chunk
-        th.join(30)
-    return bytes(got), br.counters()[0]
+    got = stream_bytes(br, 0, 1, writes, client=lambda: _tagged(**(sender or {})),
+                       server=lambda: _tagged(**(receiver or {})))
+    return got, br.counters()[0]
 
 
 def _misaligned(counters):
