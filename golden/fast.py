@@ -26,35 +26,30 @@ __all__ = ["pack_groups", "unpack_groups", "compress_payload", "decompress_paylo
 
 @njit(cache=True, nogil=True)
 def _encode_pack(f, tag_l, mask_l, shift_l, or_l, dmask_l, out, pos, decoded, want_decoded):
-    """Groups of f's values into out from byte pos on; returns the end."""
+    """Groups of f's values into out from byte pos on; returns the end. Branch-free per
+    value: every field is written as 4 bytes and pos moves by its width, so out needs 3
+    bytes of slack. All arithmetic in uint32, as the model's."""
     n = f.size
+    one = np.uint32(1)
     for g0 in range(0, n, 8):
         tw_pos = pos
         pos += 2
-        tw = 0
+        tw = np.uint32(0)
         for j in range(min(8, n - g0)):
             x = f[g0 + j]
-            ix = x >> 23
-            t = tag_l[ix]
-            tw |= np.uint32(t) << (2 * j)
+            ix = x >> np.uint32(23)
+            t = np.uint32(tag_l[ix])
+            tw |= t << np.uint32(2 * j)
             if want_decoded:
                 decoded[g0 + j] = x & dmask_l[ix]
-            if t == 0:
-                continue
             s = ((x & mask_l[ix]) >> shift_l[ix]) | or_l[ix]
-            out[pos] = s & 0xFF
-            if t == 1:
-                pos += 1
-            elif t == 2:
-                out[pos + 1] = (s >> 8) & 0xFF
-                pos += 2
-            else:
-                out[pos + 1] = (s >> 8) & 0xFF
-                out[pos + 2] = (s >> 16) & 0xFF
-                out[pos + 3] = (s >> 24) & 0xFF
-                pos += 4
-        out[tw_pos] = tw & 0xFF
-        out[tw_pos + 1] = (tw >> 8) & 0xFF
+            out[pos] = np.uint8(s & np.uint32(0xFF))
+            out[pos + 1] = np.uint8((s >> np.uint32(8)) & np.uint32(0xFF))
+            out[pos + 2] = np.uint8((s >> np.uint32(16)) & np.uint32(0xFF))
+            out[pos + 3] = np.uint8(s >> np.uint32(24))
+            pos += t + ((t >> one) & t & one)      # width 0, 1, 2, 4 for tags 0..3
+        out[tw_pos] = np.uint8(tw & np.uint32(0xFF))
+        out[tw_pos + 1] = np.uint8(tw >> np.uint32(8))
     return pos
 
 
