@@ -1,0 +1,17 @@
+"""Gradient exchange between ranks over TCP (docs/collectives.md).
+
+  Ring               the paper's aggregator-free exchange (Algorithm 1)
+  WorkerAggregator   the worker-aggregator baseline (WA, WA+C)
+
+Both sum float32 buffers in place, bit-identical on every rank, with data on tagged
+gradient sockets (compress=True, the NIC compresses) or the golden roundtrip applied
+in software (emulate=True), and control on untagged sockets. Built from a
+torch.distributed Store (`from_store`), so torchrun's rendezvous sets them up.
+"""
+
+from .ring import DEFAULT_CHUNK, Ring, block_bounds
+from .transport import DEFAULT_TIMEOUT, CollectiveError
+from .wa import WorkerAggregator
+
+__all__ = ["Ring", "WorkerAggregator", "CollectiveError", "block_bounds", "DEFAULT_CHUNK",
+           "DEFAULT_TIMEOUT"]

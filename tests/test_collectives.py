@@ -1,0 +1,155 @@
+"""The ring (Algorithm 1) and the worker-aggregator baseline over real TCP: exact sums in
+a fixed order, bit-identical ranks, the golden roundtrip per hop, failures that reach
+every rank, and the same numbers through the software NIC as emulated."""
+
+import multiprocessing as mp
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+from torch.distributed import FileStore, HashStore
+
+from inceptionn import golden
+from inceptionn.drivers.collectives import (CollectiveError, Ring, WorkerAggregator,
+                                            block_bounds)
+
+CLASSES = {"ring": Ring, "wa": WorkerAggregator}
+
+
+def _grads(p, n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(0, 0.05, n).astype(np.float32) for _ in range(p)]
+
+
+def ring_reference(xs, k=None):
+    """Algorithm 1 in NumPy: block b summed from rank b on, each hop through the
+    roundtrip when k is given; the owner's result (rounded too) everywhere."""
+    p, n = len(xs), xs[0].size
+    rt = (lambda a: golden.roundtrip(a, k)) if k else (lambda a: a)
+    out = np.empty(n, np.float32)
+    for b, (lo, hi) in enumerate(block_bounds(n, p)):
+        acc = xs[b][lo:hi].copy()
+        for j in range(1, p):
+            acc = rt(acc) + xs[(b + j) % p][lo:hi]
+        out[lo:hi] = rt(acc)
+    return out
+
+
+def wa_reference(xs, k=None):
+    rt = (lambda a: golden.roundtrip(a, k)) if k else (lambda a: a)
+    acc = xs[0].copy()
+    for x in xs[1:]:
+        acc = acc + rt(x)
+    return acc
+
+
+def _run(kind, xs, *, store=None, call=None, **kw):
+    """Every rank in a thread; (results, errors by rank)."""
+    p = len(xs)
+    store = store or HashStore()
+    outs, errs = [None] * p, {}
+
+    def body(r):
+        try:
+            make = lambda: CLASSES[kind].from_store(store, r, p, **kw)  # noqa: E731
+            coll = call(r, make) if call else make()
+            with coll:
+                y = xs[r].copy()
+                coll.allreduce(y)
+                outs[r] = y
+        except Exception as e:  # collected for the test
+            errs[r] = e
+
+    ts = [threading.Thread(target=body, args=(r,)) for r in range(p)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    return outs, errs
+
+
+def _same(outs):
+    return all(np.array_equal(outs[0].view(np.uint32), o.view(np.uint32)) for o in outs)
+
+
+@pytest.mark.parametrize("kind", ["ring", "wa"])
+@pytest.mark.parametrize("p", [2, 3, 4])
+@pytest.mark.parametrize("n", [0, 2, 5, 4099, 100_003])
+def test_exact_sum_in_fixed_order_on_every_rank(kind, p, n):
+    xs = _grads(p, n, seed=p * 7 + n)
+    outs, errs = _run(kind, xs, chunk=1000)
+    assert not errs, errs
+    want = (ring_reference if kind == "ring" else wa_reference)(xs)
+    assert _same(outs + [want])
+
+
+@pytest.mark.parametrize("kind", ["ring", "wa"])
+@pytest.mark.parametrize("k", [10, 6])
+def test_emulated_compression_is_the_roundtrip_on_every_hop(kind, k):
+    xs = _grads(4, 50_001, seed=k)
+    outs, errs = _run(kind, xs, emulate=True, k=k, chunk=4096)
+    assert not errs, errs
+    want = (ring_reference if kind == "ring" else wa_reference)(xs, k)
+    assert _same(outs + [want])
+    assert not _same([outs[0], (ring_reference if kind == "ring" else wa_reference)(xs)])
+
+
+def test_bad_arguments_are_clear_errors():
+    xs = _grads(3, 1000)
+    xs[2] = xs[2][:999]
+    outs, errs = _run("ring", xs)
+    assert set(errs) == {0, 1, 2}
+    assert all(isinstance(e, ValueError) and "lengths differ" in str(e) for e in errs.values())
+    outs, errs = _run("wa", xs)
+    assert set(errs) == {0, 1, 2} and all(isinstance(e, ValueError) for e in errs.values())
+    with Ring(0, 1, {}) as ring:
+        with pytest.raises(ValueError, match="float32"):
+            ring.allreduce(np.zeros(4, np.float64))
+        with pytest.raises(ValueError, match="1-D"):
+            ring.allreduce(np.zeros((2, 2), np.float32))
+    with pytest.raises(ValueError, match="exclude"):
+        Ring(0, 1, {}, compress=True, emulate=True)
+
+
+def _rank_proc(kind, path, r, p, die, n, q):
+    try:
+        coll = CLASSES[kind].from_store(FileStore(path, p), r, p, timeout=5.0, chunk=1 << 14)
+        x = np.ones(n, np.float32)
+        if die == "exit":
+            os._exit(3)                       # killed: its sockets close
+        if die == "hang":
+            time.sleep(30)                    # alive, silent
+        t0 = time.monotonic()
+        coll.allreduce(x)
+        q.put((r, "ok", time.monotonic() - t0))
+    except Exception as e:  # reported to the test
+        q.put((r, f"{type(e).__name__}: {e}", time.monotonic() - t0))
+
+
+@pytest.mark.parametrize("kind", ["ring", "wa"])
+@pytest.mark.parametrize("how", ["exit", "hang"])
+def test_a_dead_or_silent_rank_makes_every_other_rank_raise(kind, how, tmp_path):
+    p, victim = 4, 2
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    path = str(tmp_path / "store")
+    procs = [ctx.Process(target=_rank_proc,
+                         args=(kind, path, r, p, how if r == victim else None, 1 << 20, q))
+             for r in range(p)]
+    for pr in procs:
+        pr.start()
+    got = {}
+    try:
+        for _ in range(p - 1):
+            r, status, took = q.get(timeout=90)
+            got[r] = (status, took)
+    finally:
+        for pr in procs:
+            pr.kill()
+            pr.join()
+    assert set(got) == {r for r in range(p) if r != victim}, got
+    for r, (status, took) in got.items():
+        assert status.startswith("CollectiveError"), (r, status)
+        assert took < 30, (r, took)            # the 5 s timeout, not forever
