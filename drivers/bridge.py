@@ -44,7 +44,7 @@ from .nic_port import CODECS, ENGINES, NicPort
 
 __all__ = ["Bridge", "BridgeError", "MAX_HOSTS", "IFNAME"]
 
-MAX_HOSTS = 8
+MAX_HOSTS = 16           # P = 8 workers and an aggregator, and room to spare
 MTUS = (1500, 9000)
 _READ_BATCH = 64          # frames read from one TAP before moving on
 _QUEUE_LIMIT = 2 << 20    # wire bytes queued behind a rate-limited port before it stops reading
