@@ -177,5 +177,6 @@ def test_demo_real_tcp_stage_reports_or_says_why_not(demo_run):
         assert "6. Real Linux TCP" in text and "read exactly the golden roundtrip" in text
         rows = [l.split("|") for l in text.splitlines() if l.startswith("| 1500 ") or l.startswith("| 9000 ")]
         assert len(rows) == 2 and all(r[6].strip() == "0" and r[7].strip() == "0" for r in rows)
+        assert "7. The paper's gradient exchange" in text and "INC+C" in text
     else:
         assert "6. Real Linux TCP through the software NIC: skipped" in text
