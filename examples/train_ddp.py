@@ -4,6 +4,8 @@
     torchrun --nproc-per-node 4 examples/train_ddp.py --hook none       # plain gloo all-reduce
     torchrun --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 ... examples/train_ddp.py --compress
 
+    torchrun --nproc-per-node 4 examples/train_ddp.py --hook terngrad      # a companion paper
+
 Models: the paper's HDC network (64-500-500-500-500-10, `--model hdc`) or a small CNN
 (`--model cnn`) on scikit-learn's 8x8 digits (no download). Each rank trains on its own
 shard; every rank prints nothing but rank 0, which prints the test accuracy.
@@ -68,8 +70,10 @@ def train(args) -> dict:
     net = DDP(model(args.model))
     state = None
     if args.hook != "gloo":
-        state = IncState(mode=args.mode, method="none" if args.hook == "none" else "inceptionn",
-                         k=args.k, compress=args.compress, emulate=not args.compress)
+        kw = {"k": args.density} if args.hook in ("topk", "gtopk", "randomk", "blockk",
+                                                  "scalecom") else {}
+        state = IncState(mode=args.mode, method=args.hook, k=args.k, compress=args.compress,
+                         emulate=not args.compress, method_kw=kw, seed=args.seed)
         net.register_comm_hook(state, inc_allreduce_hook)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr / args.batch, momentum=0.9)
     gen = torch.Generator().manual_seed(args.seed + rank)
@@ -97,8 +101,12 @@ def train(args) -> dict:
 def parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=("hdc", "cnn"), default="hdc")
-    ap.add_argument("--hook", choices=("inceptionn", "none", "gloo"), default="inceptionn",
-                    help="the INCEPTIONN ring with compression, without, or DDP's own all-reduce")
+    from inceptionn.ddp_hook import METHODS
+    ap.add_argument("--hook", choices=("gloo",) + METHODS, default="inceptionn",
+                    help="inceptionn: the ring with the NIC's codec; none: the ring alone; "
+                         "gloo: DDP's own all-reduce; or a companion paper's compressor")
+    ap.add_argument("--density", type=float, default=0.01,
+                    help="values kept by the sparsifiers (topk, gtopk, randomk, blockk, scalecom)")
     ap.add_argument("--mode", choices=("inc", "wa"), default="inc")
     ap.add_argument("--k", type=int, default=10, help="error bound 2^-k")
     how = ap.add_mutually_exclusive_group()

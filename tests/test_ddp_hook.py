@@ -26,11 +26,12 @@ def _rank(rank, world, path, q):
     dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=world)
     try:
         out = {}
-        for model in ("hdc", "cnn"):
-            for hook in ("gloo", "inceptionn"):
-                args = ex.parser().parse_args(["--model", model, "--hook", hook, "--steps",
-                                               str(STEPS), "--check-identical"])
-                out[(model, hook)] = ex.train(args)
+        runs = [(m, h) for m in ("hdc", "cnn") for h in ("gloo", "inceptionn")]
+        runs += [("cnn", "terngrad"), ("cnn", "gtopk")]     # companion papers' methods
+        for model, hook in runs:
+            args = ex.parser().parse_args(["--model", model, "--hook", hook, "--steps",
+                                           str(STEPS), "--check-identical"])
+            out[(model, hook)] = ex.train(args)
         q.put((rank, out))
     except Exception as e:  # reported to the test
         q.put((rank, repr(e)))
@@ -69,12 +70,23 @@ def test_ring_at_2_10_trains_like_gloo_with_identical_ranks(runs, model):
     assert inc >= gloo - 0.01, (inc, gloo)
 
 
+@pytest.mark.parametrize("hook", ["terngrad", "gtopk"])
+def test_companion_methods_train_through_the_hook_with_identical_ranks(runs, hook):
+    for rank, out in runs.items():
+        assert out[("cnn", hook)]["identical"], (rank, hook)
+    acc, gloo = runs[0][("cnn", hook)]["accuracy"], runs[0][("cnn", "gloo")]["accuracy"]
+    print(f"cnn: {hook} {acc:.1%} (gloo {gloo:.1%})")
+    assert acc > 0.85, acc          # it learns (chance is 10%)
+
+
 def test_hook_rejects_bad_configuration():
     from inceptionn.ddp_hook import IncState
     with pytest.raises(ValueError, match="mode"):
         IncState(mode="tree")
     with pytest.raises(ValueError, match="method"):
-        IncState(method="terngrad")
+        IncState(method="powersgd")
+    with pytest.raises(TypeError):
+        IncState(method="topk", method_kw={"bogus": 1})
     with pytest.raises(ValueError, match="exactly one"):
         IncState(compress=True, emulate=True)
 
