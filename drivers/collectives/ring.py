@@ -28,7 +28,8 @@ import numpy as np
 
 from ... import golden
 from .. import sockets
-from .transport import (DEFAULT_TIMEOUT, CollectiveError, as_float32_buffer, rendezvous)
+from .transport import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
+                        rendezvous)
 
 __all__ = ["Ring", "block_bounds", "DEFAULT_CHUNK"]
 
@@ -79,7 +80,7 @@ class _Sender:
             raise self.error
 
 
-class Ring:
+class Ring(Collective):
     """A ring of `world` ranks; `allreduce(x)` sums float32 buffers in place.
 
     Build it with `Ring.from_store(store, rank, world, ...)` (a torch.distributed Store:
@@ -211,14 +212,3 @@ class Ring:
             self.prev.data.shutdown(2)
         except OSError:
             pass
-
-    def close(self):
-        for link in self._links.values():
-            link.close()
-        self._links = {}
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import sockets
 
-__all__ = ["CollectiveError", "Link", "Listener", "rendezvous", "DEFAULT_TIMEOUT"]
+__all__ = ["CollectiveError", "Collective", "Link", "Listener", "rendezvous", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 60.0
 _HELLO = struct.Struct("!4sII")        # magic, rank, local port of its data connection
@@ -204,3 +204,19 @@ def as_float32_buffer(x, what="buffer") -> np.ndarray:
     if a.ndim != 1 or not a.flags.c_contiguous:
         raise ValueError(f"{what} must be a 1-D contiguous array, got shape {a.shape}")
     return a
+
+
+class Collective:
+    """What Ring and WorkerAggregator share: their links, closed once."""
+    _links: dict
+
+    def close(self):
+        for link in self._links.values():
+            link.close()
+        self._links = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

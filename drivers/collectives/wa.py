@@ -16,12 +16,13 @@ import numpy as np
 from ... import golden
 from .. import sockets
 from .ring import DEFAULT_CHUNK, _Sender
-from .transport import DEFAULT_TIMEOUT, CollectiveError, as_float32_buffer, rendezvous
+from .transport import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
+                        rendezvous)
 
 __all__ = ["WorkerAggregator"]
 
 
-class WorkerAggregator:
+class WorkerAggregator(Collective):
     """`allreduce(x)`: x summed over all ranks through the aggregator, in place."""
 
     def __init__(self, rank, world, links, *, aggregator=0, k=golden.K_DEFAULT, compress=False,
@@ -121,14 +122,3 @@ class WorkerAggregator:
                 link.recv_floats_into(x[c0:min(c0 + self.chunk, x.size)])
         finally:
             sender.finish()
-
-    def close(self):
-        for link in self._links.values():
-            link.close()
-        self._links = {}
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
