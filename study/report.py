@@ -25,6 +25,12 @@ def _methods(rows, extra=()):
     return "\n".join(lines)
 
 
+def _p_axis(ax, ps):
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ps, [str(p) for p in ps])
+    ax.minorticks_off()
+
+
 def _plots(res, out: Path):
     import matplotlib
     matplotlib.use("Agg")
@@ -35,8 +41,9 @@ def _plots(res, out: Path):
     ax = axes[0]
     ax.plot([r["P"] for r in g], [r["topk_sent"] for r in g], "o-", label="top-k (all-gather)")
     ax.plot([r["P"] for r in g], [r["gtopk_sent"] for r in g], "o-", label="gTop-k (tree)")
-    ax.set(xscale="log", yscale="log", xlabel="workers P", ylabel="bytes sent by the busiest worker",
+    ax.set(yscale="log", xlabel="workers P", ylabel="bytes sent by the busiest worker",
            title="gTop-k: O(k log P) against O(kP), k = 1,000")
+    _p_axis(ax, [r["P"] for r in g])
     ax.legend()
     ax = axes[1]
     s = res["scalecom_bytes"]
@@ -45,8 +52,9 @@ def _plots(res, out: Path):
     rb = res["random_block_bytes"]
     ax.plot([r["P"] for r in rb], [r["allreduce"] for r in rb], "s--", label="random-k all-reduce")
     ax.plot([r["P"] for r in rb], [r["allgather"] for r in rb], "s--", label="random-k all-gather")
-    ax.set(xscale="log", yscale="log", xlabel="workers P", ylabel="bytes sent per worker",
+    ax.set(yscale="log", xlabel="workers P", ylabel="bytes sent per worker",
            title="bytes per worker against P (1% of 100,000)")
+    _p_axis(ax, [r["P"] for r in s])
     ax.legend(fontsize=8)
     ax = axes[2]
     f = res["fig14"]
