@@ -20,6 +20,8 @@ from .frames import (RX_HEADER_WINDOW, ip_checksum_ok, l4_checksum_ok, parse_fra
                      tx_frame)
 from .stats import BAND_BITS, BandStats, band_stats
 from . import fast
+from .fast import (fast_compress_payload, fast_compress_payload_with_decoded,
+                   fast_decompress_payload, fast_pack_groups, fast_unpack_groups)
 
 __all__ = [
     # value codec and groups
@@ -42,5 +44,6 @@ __all__ = [
     # statistics
     "BAND_BITS", "BandStats", "band_stats",
     # the compiled fast path (same bytes)
-    "fast",
+    "fast", "fast_compress_payload", "fast_compress_payload_with_decoded", "fast_decompress_payload",
+    "fast_pack_groups", "fast_unpack_groups",
 ]

@@ -1,87 +1,153 @@
 """The codec's fast path: compiled loops (numba) that give byte for byte what the NumPy
-model gives, for the software NIC and for users with big captures.
+model gives, for the software NIC, `make bench` and users with big captures.
 
-The NumPy model (codec.py, groups.py, payload.py) stays the readable reference; this
-file only walks the same tables value by value, in one pass, without temporaries:
-  encode: per value, a gather from the per-k tables of codec._encode_luts (the same
-          tables the NumPy model uses), the tag into the group's tag word, the stored
-          bytes straight into the output, the decoded value on the side;
-  decode: per group, the tag word, then each field read and restored through the
-          16-bit table of codec._DEC16.
-tests/test_golden_fast.py checks every function against the model it replaces.
-`FAST` is a codec for golden.tx_frame / rx_frame (`codec=golden.fast.FAST`).
+Why: the NumPy model works in whole-array passes with temporaries and runs below the
+speed of snappy or lz4; a loop that handles each value once, in one pass, runs several
+times faster. The NumPy model (codec.py, groups.py, payload.py) stays the readable
+reference; this file walks the same per-k tables value by value:
+  encode: per value, one row of the tables of codec._encode_luts, indexed by sign and
+          exponent, gives the tag, the stored field and the decoded value; the field is
+          written as 4 bytes and the output position moves by its width (0, 1, 2, 4), so
+          the bytes past the width are overwritten by the next field (no branches);
+  decode: per value, its 2-bit tag from the group's tag word, the 4 bytes at its offset,
+          and the 16-bit table codec._DEC16, as codec._decode_into does.
+Argument checks and errors are the model's own (check_k, as_bits, make_shim, parse_shim),
+in the same order. Byte positions are unsigned: numba then drops its negative-index
+fix-up and merges the four byte stores into one. Each loop is compiled on first use and
+kept in numba's on-disk cache. The decoded words are written as native uint32: a
+little-endian host is assumed (x86-64, AArch64). tests/test_golden_fast.py checks every function against
+the model. `FAST` is a codec for golden.tx_frame / rx_frame (`codec=golden.fast.FAST`).
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
-from .codec import _DEC16, _encode_luts, check_k
+from .codec import _DEC16, _encode_luts, as_bits, check_k
+from .groups import GROUP_VALUES
 from .payload import SHIM_BYTES, SHIM_MAGIC, make_shim, parse_shim
 
-__all__ = ["pack_groups", "unpack_groups", "compress_payload", "decompress_payload",
-           "compress_with_decoded", "ones_sum", "FAST", "GOLDEN", "warm_up"]
+__all__ = ["fast_pack_groups", "fast_unpack_groups", "fast_compress_payload",
+           "fast_compress_payload_with_decoded", "fast_decompress_payload", "ones_sum", "FAST",
+           "warm_up"]
+
+_U1, _U2, _U3 = np.uint64(1), np.uint64(2), np.uint64(3)
+_MAX_GROUP = 2 + 4 * GROUP_VALUES   # 34 bytes: a tag word and 8 raw floats
 
 
-@njit(cache=True, nogil=True)
-def _encode_pack(f, tag_l, mask_l, shift_l, or_l, dmask_l, out, pos, decoded, want_decoded):
-    """Groups of f's values into out from byte pos on; returns the end. Branch-free per
-    value: every field is written as 4 bytes and pos moves by its width, so out needs 3
-    bytes of slack. All arithmetic in uint32, as the model's."""
-    n = f.size
-    one = np.uint32(1)
-    for g0 in range(0, n, 8):
-        tw_pos = pos
-        pos += 2
-        tw = np.uint32(0)
-        for j in range(min(8, n - g0)):
-            x = f[g0 + j]
-            ix = x >> np.uint32(23)
-            t = np.uint32(tag_l[ix])
-            tw |= t << np.uint32(2 * j)
-            if want_decoded:
-                decoded[g0 + j] = x & dmask_l[ix]
-            s = ((x & mask_l[ix]) >> shift_l[ix]) | or_l[ix]
-            out[pos] = np.uint8(s & np.uint32(0xFF))
-            out[pos + 1] = np.uint8((s >> np.uint32(8)) & np.uint32(0xFF))
-            out[pos + 2] = np.uint8((s >> np.uint32(16)) & np.uint32(0xFF))
-            out[pos + 3] = np.uint8(s >> np.uint32(24))
-            pos += t + ((t >> one) & t & one)      # width 0, 1, 2, 4 for tags 0..3
-        out[tw_pos] = np.uint8(tw & np.uint32(0xFF))
-        out[tw_pos + 1] = np.uint8(tw >> np.uint32(8))
+@functools.lru_cache(maxsize=None)
+def _lut(k):
+    """codec._encode_luts(k) as one uint32[512, 5] table: mask, shift, or, tag, dmask."""
+    tag, mask, shift, orv, dmask = _encode_luts(k)[:5]
+    return np.ascontiguousarray(np.stack([mask, shift, orv, tag.astype(np.uint32), dmask], axis=1))
+
+
+# Per tag (rows 0..3): how codec._decode_into reads a field (shift and mask that bring it
+# to the 16-bit table's index, the mask that lets a raw float through) and its width.
+_TAG_DEC = np.array([[0, 0, 0, 0], [8, 0xFF00, 0, 1], [0, 0xFFFF, 0, 2], [0, 0, 0xFFFFFFFF, 4]],
+                    dtype=np.uint32)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put4(out, pos, v):
+    """The 4 little-endian bytes of uint32 v at out[pos] (pos uint64)."""
+    out[pos] = np.uint8(v & np.uint32(0xFF))
+    out[pos + _U1] = np.uint8((v >> np.uint32(8)) & np.uint32(0xFF))
+    out[pos + _U2] = np.uint8((v >> np.uint32(16)) & np.uint32(0xFF))
+    out[pos + _U3] = np.uint8(v >> np.uint32(24))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _get4(buf, pos):
+    """The little-endian uint32 at buf[pos] (pos uint64)."""
+    return (np.uint32(buf[pos]) | (np.uint32(buf[pos + _U1]) << np.uint32(8))
+            | (np.uint32(buf[pos + _U2]) << np.uint32(16)) | (np.uint32(buf[pos + _U3]) << np.uint32(24)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _encode_group(f, i0, m, lut, out, pos, decoded, want_decoded):
+    """One group of the m values f[i0:i0 + m] at out[pos]; returns the position after it.
+
+    Needs 3 bytes of room past the group's end (every field is written as 4 bytes)."""
+    tw_pos = pos
+    pos += _U2
+    tw = np.uint32(0)
+    for j in range(m):
+        x = f[i0 + j]
+        ix = np.uint64(x >> np.uint32(23))
+        t = lut[ix, 3]
+        tw |= t << np.uint32(2 * j)
+        if want_decoded:
+            decoded[i0 + j] = x & lut[ix, 4]
+        _put4(out, pos, ((x & lut[ix, 0]) >> lut[ix, 1]) | lut[ix, 2])
+        pos += np.uint64(t + ((t >> np.uint32(1)) & t & np.uint32(1)))  # 0, 1, 2, 4 bytes
+    out[tw_pos] = np.uint8(tw & np.uint32(0xFF))
+    out[tw_pos + _U1] = np.uint8(tw >> np.uint32(8))
     return pos
 
 
 @njit(cache=True, nogil=True)
-def _byte(data, i):
-    return np.uint32(data[i]) if i < data.size else np.uint32(0)
+def _encode(f, lut, out, decoded, want_decoded):
+    """The groups of f's values at the start of out (out needs 3 spare bytes past their
+    end); fills decoded when want_decoded. Returns the groups' byte length."""
+    n = f.size
+    full = n // 8
+    pos = np.uint64(0)
+    for g in range(full):
+        pos = _encode_group(f, 8 * g, 8, lut, out, pos, decoded, want_decoded)
+    if n > 8 * full:
+        pos = _encode_group(f, 8 * full, n - 8 * full, lut, out, pos, decoded, want_decoded)
+    return pos
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _decode_group(buf, pos, out, i0, dec16):
+    """One group at buf[pos] into out[i0:i0 + 8]; returns the position after it.
+
+    Reads the 4 bytes at each field's offset: needs 3 bytes of buf past the group."""
+    tw = np.uint32(buf[pos]) | (np.uint32(buf[pos + _U1]) << np.uint32(8))
+    pos += _U2
+    for j in range(8):
+        t = (tw >> np.uint32(2 * j)) & np.uint32(3)
+        v = _get4(buf, pos)
+        out[i0 + j] = dec16[(v << _TAG_DEC[t, 0]) & _TAG_DEC[t, 1]] | (v & _TAG_DEC[t, 2])
+        pos += np.uint64(_TAG_DEC[t, 3])
+    return pos
 
 
 @njit(cache=True, nogil=True)
-def _unpack(data, n, out, dec16):
-    """Decode n values from the groups at the start of data (bytes past its end read as
-    zeros); returns the bytes the n values' groups take."""
-    pos = 0
-    for g0 in range(0, n, 8):
-        tw = _byte(data, pos) | (_byte(data, pos + 1) << 8)
-        pos += 2
-        for j in range(8):
-            t = (tw >> (2 * j)) & 3
-            if t == 0:
-                v = np.uint32(0)
-            elif t == 1:
-                v = dec16[_byte(data, pos) << 8]
-                pos += 1
-            elif t == 2:
-                v = dec16[_byte(data, pos) | (_byte(data, pos + 1) << 8)]
-                pos += 2
-            else:
-                v = (_byte(data, pos) | (_byte(data, pos + 1) << 8) | (_byte(data, pos + 2) << 16)
-                     | (_byte(data, pos + 3) << 24))
-                pos += 4
-            if g0 + j < n:
-                out[g0 + j] = v
+def _unpack(data, n, r, out, dec16):
+    """Decode n values from the groups at the start of data (read as if zero bytes followed
+    its end) into out[:n], out having room for whole groups and one word more; the r bytes
+    after the groups go little-endian into out[n]. Returns the groups' byte length."""
+    groups = (n + 7) // 8
+    size = np.uint64(data.size)
+    pos = np.uint64(0)
+    g = 0
+    while g < groups and pos + np.uint64(_MAX_GROUP + 3) <= size:
+        pos = _decode_group(data, pos, out, 8 * g, dec16)
+        g += 1
+    if g < groups and pos < size:
+        # The last few groups inside the data: from a zero-padded copy of its end.
+        pad = np.zeros(2 * (_MAX_GROUP + 3), np.uint8)
+        rest = size - pos
+        pad[:rest] = data[pos:]
+        p = np.uint64(0)
+        while g < groups and p < rest:
+            p = _decode_group(pad, p, out, 8 * g, dec16)
+            g += 1
+        pos += p
+    # Groups past the end read as zero tag words: 8 values of +0.0, 2 bytes each.
+    out[8 * g:8 * groups] = 0
+    pos += np.uint64(2 * (groups - g))
+    tail = np.uint32(0)
+    for i in range(r):
+        if pos + np.uint64(i) < size:
+            tail |= np.uint32(data[pos + np.uint64(i)]) << np.uint32(8 * i)
+    out[n] = tail
     return pos
 
 
@@ -101,78 +167,78 @@ def _ones_sum(data, start):
 _NO_DECODED = np.zeros(0, np.uint32)
 
 
-def _bits(buf):
-    if isinstance(buf, np.ndarray):
-        a = np.ascontiguousarray(buf).reshape(-1)
-        if a.dtype != np.uint32:
-            from .codec import as_bits
-            a = np.ascontiguousarray(as_bits(a))
-        return a
-    return np.frombuffer(buf, dtype="<u4", count=len(buf) // 4)
-
-
-def _encode(bits, k, decoded=None, head=b"", tail=b""):
-    """head || the groups of bits || tail, as bytes; fills decoded (uint32) if given."""
-    luts = _encode_luts(k)
-    out = np.empty(len(head) + 2 * -(-bits.size // 8) + 4 * bits.size + len(tail) + 3, np.uint8)
-    out[:len(head)] = np.frombuffer(head, np.uint8)
+def _groups(bits, k, decoded=None):
+    """The groups of bits (flat contiguous uint32, k checked) as bytes; fills decoded
+    (uint32[n]) with the restored bit patterns when given."""
+    out = np.empty(2 * -(-bits.size // GROUP_VALUES) + 4 * bits.size + 3, np.uint8)
     want = decoded is not None
-    end = _encode_pack(bits, luts[0], luts[1], luts[2], luts[3], luts[4], out, len(head),
-                       decoded if want else _NO_DECODED, want)
-    out[end:end + len(tail)] = np.frombuffer(tail, np.uint8)
-    return out[:end + len(tail)].tobytes()
+    end = _encode(bits, _lut(k), out, decoded if want else _NO_DECODED, want)
+    return out[:int(end)].tobytes()
 
 
-def pack_groups(bits, k):
-    """golden.pack_groups, compiled."""
-    bits = _bits(bits)
-    k = check_k(k)
-    return _encode(bits, k) if bits.size else b""
+def fast_pack_groups(bits, k):
+    """golden.pack_groups, compiled: the same bytes, the same errors."""
+    bits = as_bits(bits).ravel()
+    if bits.size == 0:
+        return b""
+    return _groups(np.ascontiguousarray(bits), check_k(k))
 
 
-def unpack_groups(buf, n):
-    """golden.unpack_groups, compiled: (bits uint32[n], consumed, ok)."""
+def _unpack_into(data, n, r):
+    """(out uint32, consumed) of _unpack, out sized for whole groups and the tail word."""
+    out = np.empty(-(-n // GROUP_VALUES) * GROUP_VALUES + 1, np.uint32)
+    return out, int(_unpack(data, int(n), r, out, _DEC16))
+
+
+def fast_unpack_groups(buf, n):
+    """golden.unpack_groups, compiled: ``(bits uint32[n], consumed, ok)``."""
     if n < 0:
         raise ValueError(f"value count must be >= 0, got {n}")
-    data = np.frombuffer(bytes(buf) if not isinstance(buf, (bytes, bytearray, memoryview)) else buf,
-                         dtype=np.uint8)
-    out = np.zeros(n, np.uint32)
-    consumed = int(_unpack(data, n, out, _DEC16)) if n else 0
-    return out, consumed, consumed <= data.size
+    data = np.frombuffer(buf if isinstance(buf, bytes) else bytes(buf), dtype=np.uint8)
+    if -(-n // GROUP_VALUES) == 0:
+        return np.zeros(0, np.uint32), 0, True
+    out, consumed = _unpack_into(data, n, 0)
+    return out[:n], consumed, consumed <= data.size
 
 
-def compress_with_decoded(payload, k):
-    """(C, D): golden.payload._compress(payload, k, True), compiled."""
+def _compress(payload, k, with_decoded):
+    """golden.payload._compress, compiled: the same steps, the same results and errors."""
     shim = make_shim(len(payload), k)
     n = len(payload) // 4
-    tail = bytes(payload[4 * n:])
+    tail = payload[4 * n:]
     if n == 0:
-        return shim + tail, tail
+        return shim + tail, (tail if with_decoded else None)
+    values = np.frombuffer(payload, dtype="<u4", count=n)
+    if not with_decoded:
+        return shim + _groups(values, k) + tail, None
+    # D = the decoded values then the tail, filled in place: one copy into bytes.
     dec = np.empty(4 * n + len(tail), np.uint8)
-    dec[4 * n:] = np.frombuffer(tail, np.uint8)
-    comp = _encode(np.frombuffer(payload, "<u4", count=n), k, dec[:4 * n].view(np.uint32),
-                   shim, tail)
+    dec[4 * n:] = np.frombuffer(bytes(tail), np.uint8)
+    comp = shim + _groups(values, k, dec[:4 * n].view(np.uint32)) + tail
     return comp, dec.tobytes()
 
 
-def compress_payload(payload, k):
-    """golden.compress_payload, compiled."""
-    return compress_with_decoded(payload, k)[0]
+def fast_compress_payload(payload, k):
+    """golden.compress_payload, compiled: C = shim || groups || tail bytes."""
+    return _compress(bytes(payload), k, False)[0]
 
 
-def decompress_payload(comp):
-    """golden.decompress_payload, compiled: (D, bad)."""
+def fast_compress_payload_with_decoded(payload, k):
+    """golden.payload._compress(payload, k, True), compiled: (C, D) from one pass, D being
+    what the receiver restores (the TX engine needs it for the L4 checksum)."""
+    return _compress(payload, k, True)
+
+
+def fast_decompress_payload(comp):
+    """golden.decompress_payload, compiled: ``(D, bad)``, D exactly L bytes."""
     comp = bytes(comp)
     length, magic, _ = parse_shim(comp)
     if magic != SHIM_MAGIC:
         raise ValueError(f"shim magic is {magic:#04x}, expected {SHIM_MAGIC:#04x}")
-    n, r = length // 4, length % 4
     stream = np.frombuffer(comp, dtype=np.uint8)[SHIM_BYTES:]
-    out = np.zeros(n, np.uint32)
-    consumed = int(_unpack(stream, n, out, _DEC16)) if n else 0
-    tail = comp[SHIM_BYTES + consumed:SHIM_BYTES + consumed + r]
-    tail += bytes(r - len(tail))
-    return out.tobytes() + tail, consumed + r != stream.size
+    n, r = length // 4, length % 4
+    out, consumed = _unpack_into(stream, n, r)
+    return out.view(np.uint8)[:length].tobytes(), consumed + r != stream.size
 
 
 def ones_sum(data, start=0):
@@ -191,19 +257,13 @@ class _Codec:
         return f"<codec {self.name}>"
 
 
-def _golden():
-    from . import checksum, payload
-    return _Codec("golden", lambda p, k: payload._compress(p, k, True),
-                  payload.decompress_payload, checksum.ones_sum)
-
-
-FAST = _Codec("fast", compress_with_decoded, decompress_payload, ones_sum)
+FAST = _Codec("fast", fast_compress_payload_with_decoded, fast_decompress_payload, ones_sum)
 
 
 def warm_up():
-    """Compile (or load from numba's cache) every loop now, not on the first frame."""
-    x = np.array([1.0, 1e-3, 1e-30, -2.0, 0.1], np.float32).tobytes() + b"\x01"
-    decompress_payload(compress_with_decoded(x, 10)[0])
-    unpack_groups(pack_groups(np.frombuffer(x[:20], "<u4"), 10), 5)
+    """Compile (or load from numba's cache) the loops now, not on the first frame."""
+    x = np.array([1.0, 1e-3, 1e-30, -2.0, 0.1, 3e-3, 0.0, 7.0, 1e-4], np.float32).tobytes() + b"\x01"
+    fast_decompress_payload(fast_compress_payload_with_decoded(x, 10)[0])
+    fast_decompress_payload(fast_compress_payload(x, 10))
+    fast_unpack_groups(fast_pack_groups(np.frombuffer(x[:36], "<u4").copy(), 10), 9)
     ones_sum(x)
-GOLDEN = _golden()

@@ -2,16 +2,21 @@
 
 Two buffers: a gradient-like one (float32 drawn from N(0, 1e-3), 64 MiB by default) and
 the demo's real HDC gradients (all captures, cut to --size if that is smaller). For each
-buffer the table gives, per method, the compression ratio (input bytes / output bytes),
-the best time of a few runs, the throughput in GB/s (input bytes per second, 1 GB = 1e9
-bytes), and how many times longer than a NumPy copy of the same buffer, measured in the
-same run, it takes.
+buffer the table gives, per method, the compression ratio, the best time of a few runs,
+the throughput in GB/s (1 GB = 1e9 bytes), and how many times longer than a NumPy copy
+of the same buffer, measured in the same run, it takes.
 
 Methods: numpy copy (the baseline); golden encode = compression_block over the buffer
 (tags, stored bits, decoded values); golden pack = pack_groups (the compressed groups as
-bytes); fast pack = golden.fast.pack_groups (the compiled path, the same bytes); fast NIC
-= golden.fast.compress_payload per 8948-byte payload (a jumbo segment each, with shim and
-tail, as the NIC compresses); python-snappy and lz4 (frame format, default level) compress.
+bytes); golden unpack = unpack_groups of those groups; fast pack = golden.fast_pack_groups
+over the whole buffer (the compiled path, the same bytes); fast encode+pack =
+golden.fast_compress_payload per 65532-byte payload (the largest whole number of floats
+the 16-bit shim allows, about 64 KiB), with shim and tail, as a NIC compresses; fast NIC =
+the same per 8948-byte payload (a jumbo segment each); fast unpack =
+golden.fast_decompress_payload of the fast encode+pack payloads; python-snappy and lz4
+(frame format, default level) compress and decompress. GB/s is always over the
+uncompressed bytes (what goes in to compress, what comes out of decompress), and ratio
+is the uncompressed over the compressed size for both directions.
 """
 
 from __future__ import annotations
@@ -82,8 +87,16 @@ def _best_time(fn, repeat, budget):
     return best, best_cpu, runs, out
 
 
-def _per_payload(raw, k, compress, size=8948):
-    """Compress as the NIC does: one payload (shim + groups + tail) per jumbo segment."""
+PAYLOAD = 65532      # the largest multiple of 4 that fits the shim's 16-bit length
+JUMBO_PAYLOAD = 8948  # TCP payload of a 9000-byte MTU jumbo frame
+
+
+def _payloads(raw, size):
+    return [raw[i:i + size] for i in range(0, len(raw), size)]
+
+
+def _per_payload(raw, k, compress, size=PAYLOAD):
+    """Compress as a NIC does: one payload (shim + groups + tail) per segment of `size` bytes."""
     return sum(len(compress(raw[i:i + size], k)) for i in range(0, len(raw), size))
 
 
@@ -98,20 +111,40 @@ def bench_buffer(name, values: np.ndarray, *, k=golden.K_DEFAULT, repeat=3, budg
     n = len(raw)
     dst = np.empty_like(values)
     k = golden.check_k(k)
+    # What the decoders get: made once here, and checked against the model.
+    packed = golden.pack_groups(bits, k)
+    if golden.fast_pack_groups(bits, k) != packed:
+        raise RuntimeError("fast pack produced bytes other than the model's")
+    comps = [golden.fast_compress_payload(p, k) for p in _payloads(raw, PAYLOAD)]
+    decoded = golden.compression_block(bits, k)[3].astype("<u4").tobytes()
+    if b"".join(golden.fast_decompress_payload(c)[0] for c in comps) != decoded:
+        raise RuntimeError("fast unpack restored bytes other than the model's")
+    comp_bytes = sum(map(len, comps))
+    snap, lz = snappy.compress(raw), lz4.frame.compress(raw)
 
     def enc():
         tag, stored, width, decoded = golden.compression_block(bits, k)
         # What the encoder emits: tags (2 bits each) plus the stored bytes.
         return (2 * tag.size + 7) // 8 + int(width.sum(dtype=np.int64))
 
+    def fast_unpack():
+        for c in comps:
+            golden.fast_decompress_payload(c)
+        return comp_bytes
+
     methods = [
         ("numpy copy", lambda: (np.copyto(dst, values), n)[1]),
         (f"golden encode k={k}", enc),
         (f"golden pack k={k}", lambda: len(golden.pack_groups(bits, k))),
-        (f"fast pack k={k}", lambda: len(golden.fast.pack_groups(bits, k))),
-        (f"fast NIC k={k}", lambda: _per_payload(raw, k, golden.fast.compress_payload)),
+        (f"golden unpack k={k}", lambda: (golden.unpack_groups(packed, bits.size), len(packed))[1]),
+        (f"fast pack k={k}", lambda: len(golden.fast_pack_groups(bits, k))),
+        (f"fast encode+pack k={k}", lambda: _per_payload(raw, k, golden.fast_compress_payload)),
+        (f"fast NIC k={k}", lambda: _per_payload(raw, k, golden.fast_compress_payload, JUMBO_PAYLOAD)),
+        (f"fast unpack k={k}", fast_unpack),
         ("snappy", lambda: len(snappy.compress(raw))),
+        ("snappy decompress", lambda: (snappy.decompress(snap), len(snap))[1]),
         ("lz4", lambda: len(lz4.frame.compress(raw))),
+        ("lz4 decompress", lambda: (lz4.frame.decompress(lz), len(lz))[1]),
     ]
     results = []
     for method, fn in methods:
@@ -157,11 +190,11 @@ def _human(n):
 
 
 def format_table(results) -> str:
-    head = (f"{'buffer':<20} {'method':<19} {'ratio':>6} {'wall ms':>9} {'cpu ms':>9} {'GB/s':>7} "
+    head = (f"{'buffer':<20} {'method':<22} {'ratio':>6} {'wall ms':>9} {'cpu ms':>9} {'GB/s':>7} "
             f"{'x copy':>7} {'runs':>4}")
     lines = [head, "-" * len(head)]
     for r in results:
-        lines.append(f"{r.buffer:<20} {r.method:<19} {r.ratio:6.2f} {r.seconds * 1e3:9.4g} "
+        lines.append(f"{r.buffer:<20} {r.method:<22} {r.ratio:6.2f} {r.seconds * 1e3:9.4g} "
                      f"{r.cpu_seconds * 1e3:9.4g} {r.gbps:7.4g} {r.vs_copy:7.1f} {r.runs:4d}")
     return "\n".join(lines)
 
@@ -190,8 +223,9 @@ def main(argv=None) -> int:
 
     results = run_bench(size, k=args.k, seed=args.seed, real=not args.no_real, real_steps=args.real_steps,
                         cache_dir=args.cache, repeat=args.repeat, progress=progress)
-    print("ratio = input bytes / output bytes; GB/s = input bytes per wall second; "
-          "x copy = wall time / numpy copy wall time on the same buffer; best of `runs`")
+    print("ratio = uncompressed bytes / compressed bytes; GB/s = uncompressed bytes per wall second "
+          "(in to compress, out of decompress); x copy = wall time / numpy copy wall time on the "
+          "same buffer; best of `runs`")
     print(format_table(results))
     return 0
 

@@ -7,8 +7,9 @@ import pytest
 
 from inceptionn import bench, golden
 
-METHODS = ["numpy copy", "golden encode k=10", "golden pack k=10", "fast pack k=10",
-           "fast NIC k=10", "snappy", "lz4"]
+METHODS = ["numpy copy", "golden encode k=10", "golden pack k=10", "golden unpack k=10",
+           "fast pack k=10", "fast encode+pack k=10", "fast NIC k=10", "fast unpack k=10", "snappy",
+           "snappy decompress", "lz4", "lz4 decompress"]
 
 
 def test_bench_prints_a_sane_table(tmp_path, capsys):
@@ -30,15 +31,19 @@ def test_run_bench_numbers_match_the_codec(tmp_path):
     res = bench.run_bench("16K", real=False, repeat=1)
     assert [r.method for r in res] == METHODS
     assert all(r.buffer == "N(0,1e-3) 16 KiB" and r.in_bytes == 16384 for r in res)
-    copy, enc, pack, fast_pack, fast_nic, snap, lz = res
+    (copy, enc, pack, unpack, fast_pack, fast_payloads, fast_nic, fast_unpack, snap, snap_d, lz,
+     lz_d) = res
     assert copy.ratio == 1.0 and copy.vs_copy == 1.0
     values = np.random.default_rng(0).normal(0.0, 1e-3, 4096).astype(np.float32)
+    raw = values.tobytes()
     assert pack.out_bytes == len(golden.pack_groups(values.view(np.uint32), 10))
     # Packed groups are the encoder's tags and stored bytes, nothing more.
-    assert enc.out_bytes == pack.out_bytes == fast_pack.out_bytes
-    # One shim per 8948-byte payload: 16384 bytes are two payloads.
-    assert fast_nic.out_bytes == sum(len(golden.compress_payload(values.tobytes()[i:i + 8948], 10))
+    assert enc.out_bytes == pack.out_bytes == unpack.out_bytes == fast_pack.out_bytes
+    # One shim per payload: 16384 bytes are one 65532-byte payload, or two of 8948 bytes.
+    assert fast_payloads.out_bytes == fast_unpack.out_bytes == len(golden.compress_payload(raw, 10))
+    assert fast_nic.out_bytes == sum(len(golden.compress_payload(raw[i:i + 8948], 10))
                                      for i in (0, 8948))
+    assert snap.out_bytes == snap_d.out_bytes and lz.out_bytes == lz_d.out_bytes
     assert pack.ratio > 3  # N(0, 1e-3) mostly falls in the 0- and 8-bit bands at 2^-10
     for r in res:
         assert r.seconds > 0 and r.cpu_seconds >= 0 and r.gbps > 0 and r.vs_copy > 0

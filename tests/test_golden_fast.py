@@ -1,4 +1,5 @@
-"""golden.fast (compiled) against the NumPy model it replaces, byte for byte."""
+"""golden.fast (compiled) against the NumPy model it replaces: byte for byte, and the same
+exception class wherever the model raises."""
 
 import numpy as np
 import pytest
@@ -9,73 +10,196 @@ from inceptionn import golden
 from inceptionn.golden import fast
 from inceptionn.golden.payload import _compress
 
-SPECIAL = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x00000001, 0x807FFFFF,
-                    0x3F800000, 0x3A800000, 0x3A7FFFFF, 0x38000000, 0x33800000], np.uint32)
+# Zeros, infinities, NaNs (quiet, signalling, with payload), denormals, 1.0, the edges
+# of the 8- and 16-bit bands at k = 10 and the largest finite floats.
+SPECIAL = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001,
+                    0x00000001, 0x807FFFFF, 0x3F800000, 0x3A800000, 0x3A7FFFFF, 0x3D000000,
+                    0x3CFFFFFF, 0x38000000, 0x33800000, 0x7F7FFFFF, 0xFF7FFFFF], np.uint32)
+# Every sign and exponent (the index of the encoder's tables) with 4 mantissas each.
+EVERY_EXPONENT = (np.arange(512, dtype=np.uint32)[:, None] << np.uint32(23)
+                  | np.array([0, 1, 0x400000, 0x7FFFFF], np.uint32)).reshape(-1)
+
+_as_bits = st.floats(width=32).map(lambda x: int(np.float32(x).view(np.uint32)))
+bit_patterns = st.one_of(st.integers(0, 2**32 - 1), st.sampled_from(SPECIAL.tolist()), _as_bits)
+values = st.lists(bit_patterns, max_size=100).map(lambda v: np.array(v, np.uint32))
 
 
-def _mixed(rng, n):
-    """Gradients of several scales, random bit patterns and the special values."""
-    parts = [rng.normal(0, 1e-3, n).astype(np.float32).view(np.uint32),
-             rng.normal(0, 0.3, n).astype(np.float32).view(np.uint32),
-             rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32),
-             np.resize(SPECIAL, n)]
-    x = np.concatenate(parts)
-    rng.shuffle(x)
-    return x[:n]
+def _norm(r):
+    """A result in a form == compares exactly: types, dtypes and bytes included."""
+    if isinstance(r, tuple):
+        return tuple(_norm(x) for x in r)
+    if isinstance(r, np.ndarray):
+        return ("ndarray", r.dtype.str, r.shape, r.tobytes())
+    return (type(r).__name__, r)
 
 
-@settings(max_examples=60, deadline=None)
-@given(n=st.integers(0, 300), k=st.integers(1, 126), seed=st.integers(0, 2**32 - 1),
-       tail=st.integers(0, 3))
-def test_payload_codec_matches_the_model(n, k, seed, tail):
-    rng = np.random.default_rng(seed)
-    payload = _mixed(rng, n).tobytes() + rng.bytes(tail)
-    assert fast.compress_with_decoded(payload, k) == _compress(payload, k, True)
+def outcome(fn, *args):
+    try:
+        return ("returns", _norm(fn(*args)))
+    except Exception as e:  # noqa: BLE001 - the class is what is compared
+        return ("raises", type(e).__name__)
+
+
+def same(model, compiled, *args, must_return=True):
+    """The compiled function gives what the model gives, or raises the same class."""
+    want = outcome(model, *args)
+    assert outcome(compiled, *args) == want, args
+    if must_return:
+        assert want[0] == "returns", want
+    return want
+
+
+def check_payload(payload, k):
+    """Compress (with and without D) and decompress, against the model."""
+    same(golden.compress_payload, fast.fast_compress_payload, payload, k)
+    same(lambda p, kk: _compress(p, kk, True), fast.fast_compress_payload_with_decoded, payload, k)
     comp = golden.compress_payload(payload, k)
-    assert fast.compress_payload(payload, k) == comp
-    assert fast.decompress_payload(comp) == golden.decompress_payload(comp) == (
-        golden.decoded_payload(payload, k), False)
+    got = fast.fast_decompress_payload(comp)
+    assert got == golden.decompress_payload(comp) == (golden.decoded_payload(payload, k), False)
 
 
-@pytest.mark.parametrize("k", [6, 8, 10])
-def test_large_and_maximum_payloads(k):
-    rng = np.random.default_rng(k)
-    for size in (8936, 8937, golden.MAX_PAYLOAD):
-        payload = _mixed(rng, size // 4).tobytes() + rng.bytes(size % 4)
-        comp = fast.compress_payload(payload, k)
-        assert comp == golden.compress_payload(payload, k)
-        assert fast.decompress_payload(comp) == golden.decompress_payload(comp)
-
-
-@settings(max_examples=60, deadline=None)
-@given(n=st.integers(0, 200), k=st.integers(1, 126), seed=st.integers(0, 2**32 - 1))
-def test_groups_match_the_model(n, k, seed):
-    bits = _mixed(np.random.default_rng(seed), n)
+def check_groups(bits, k):
+    """Pack, then unpack the groups whole, cut short and with bytes left over."""
+    same(golden.pack_groups, fast.fast_pack_groups, bits, k)
     buf = golden.pack_groups(bits, k)
-    assert fast.pack_groups(bits, k) == buf
-    for cut in (buf, buf[:len(buf) // 2], buf + b"\x07\x00"):
-        want, got = golden.unpack_groups(cut, n), fast.unpack_groups(cut, n)
-        assert np.array_equal(got[0], want[0]) and got[1:] == want[1:]
+    for cut in (buf, buf[:len(buf) // 2], buf[:-1], buf + b"\x07\x00\xff"):
+        same(golden.unpack_groups, fast.fast_unpack_groups, cut, bits.size)
+
+
+def _gradients(rng, n):
+    return rng.normal(0.0, 1e-3, n).astype(np.float32).view(np.uint32)
 
 
 @settings(max_examples=80, deadline=None)
-@given(comp=st.binary(min_size=4, max_size=120), length=st.integers(0, 400))
-def test_malformed_payloads_give_what_the_model_gives(comp, length):
-    comp = length.to_bytes(2, "big") + bytes([golden.SHIM_MAGIC, 10]) + comp[4:]
-    assert fast.decompress_payload(comp) == golden.decompress_payload(comp)
+@given(bits=values, k=st.integers(1, 126), tail=st.binary(max_size=3))
+def test_payloads_of_any_bit_patterns(bits, k, tail):
+    check_payload(bits.tobytes() + tail, k)
 
 
-def test_errors_are_the_models():
-    with pytest.raises(ValueError, match="magic"):
-        fast.decompress_payload(b"\x00\x08\xc4\x0a" + bytes(8))
-    with pytest.raises(ValueError, match="shim"):
-        fast.decompress_payload(b"\x00\x08")
-    with pytest.raises(ValueError, match="k"):
-        fast.compress_payload(b"\x00" * 8, 0)
-    with pytest.raises(ValueError, match="16-bit shim"):
-        fast.compress_payload(bytes(golden.MAX_PAYLOAD + 1), 10)
-    with pytest.raises(ValueError):
-        fast.unpack_groups(b"", -1)
+@settings(max_examples=80, deadline=None)
+@given(bits=values, k=st.integers(1, 126))
+def test_groups_of_any_bit_patterns(bits, k):
+    check_groups(bits, k)
+
+
+@pytest.mark.parametrize("k", range(golden.K_MIN, golden.K_MAX + 1))
+def test_every_k_on_every_exponent(k):
+    """All 512 rows of the encoder's tables, then short inputs of 0..17 values (not a
+    multiple of the group size) with 0..3 tail bytes."""
+    rng = np.random.default_rng(k)
+    check_groups(EVERY_EXPONENT[:-3], k)
+    check_payload(EVERY_EXPONENT.tobytes() + b"\x9a", k)
+    for n in range(18):
+        bits = rng.choice(np.concatenate([SPECIAL, _gradients(rng, 32)]), n)
+        check_groups(bits, k)
+        check_payload(bits.tobytes() + rng.bytes(n % 4), k)
+
+
+@pytest.mark.parametrize("k", [6, 10, 16])
+def test_gradients_and_payload_sizes(k):
+    """Real-ish gradients, N(0, 1e-3): empty, short, jumbo-segment and maximum payloads."""
+    rng = np.random.default_rng(k)
+    for size in (0, 1, 3, 4, 5, 31, 32, 33, 1448, 8936, 8937, 65532, golden.MAX_PAYLOAD):
+        check_payload(_gradients(rng, size // 4).tobytes() + rng.bytes(size % 4), k)
+    check_groups(_gradients(rng, 100_003), k)  # long streams: the model's other unpacker
+
+
+def test_payload_past_the_16_bit_shim_is_refused():
+    for k in (10, 0):
+        assert same(golden.compress_payload, fast.fast_compress_payload,
+                    bytes(golden.MAX_PAYLOAD + 1), k, must_return=False)[0] == "raises"
+
+
+@settings(max_examples=150, deadline=None)
+@given(bits=values, k=st.integers(1, 126), tail=st.binary(max_size=3), data=st.data())
+def test_damaged_payloads_give_what_the_model_gives(bits, k, tail, data):
+    """Truncated groups, bytes left over, a changed byte (the shim's included), a lying
+    L: the same (D, bad), or the same exception."""
+    comp = golden.compress_payload(bits.tobytes() + tail, k)
+    cut = data.draw(st.integers(4, len(comp)))
+    extra = data.draw(st.binary(max_size=40))
+    length = data.draw(st.integers(0, golden.MAX_PAYLOAD))
+    flipped = bytearray(comp)
+    flipped[data.draw(st.integers(0, len(comp) - 1))] ^= data.draw(st.integers(1, 255))
+    for bad in (comp[:cut], comp + extra, comp[:cut] + extra, bytes(flipped),
+                length.to_bytes(2, "big") + comp[2:]):
+        same(golden.decompress_payload, fast.fast_decompress_payload, bad, must_return=False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(stream=st.binary(max_size=200), length=st.integers(0, golden.MAX_PAYLOAD))
+def test_random_streams_give_what_the_model_gives(stream, length):
+    comp = length.to_bytes(2, "big") + bytes([golden.SHIM_MAGIC, 10]) + stream
+    same(golden.decompress_payload, fast.fast_decompress_payload, comp)
+
+
+@settings(max_examples=60, deadline=None)
+@given(buf=st.binary(max_size=300), n=st.integers(0, 3000))
+def test_unpack_any_bytes(buf, n):
+    """Long counts over short buffers: groups past the end, both of the model's unpackers."""
+    same(golden.unpack_groups, fast.fast_unpack_groups, buf, n)
+
+
+@pytest.mark.parametrize("comp", [b"", b"\x00", b"\x00\x08\xc5", b"\x00\x08\xc4\x0a" + bytes(8),
+                                  b"\x00\x00\x00\x00", bytearray(b"\x00\x01\xc5\x0a\x05"),
+                                  "text", None, 12, [0, 4, 0xC5, 10, 0, 0]])
+def test_bad_shims_and_inputs_raise_what_the_model_raises(comp):
+    same(golden.decompress_payload, fast.fast_decompress_payload, comp, must_return=False)
+
+
+@pytest.mark.parametrize("payload", [b"", b"\x01\x02\x03", bytes(9), bytearray(b"\x00\x00\x80\x3f\x07"),
+                                     memoryview(b"\x00\x00\x80\x3f\x07\x08"), "text", None, 5,
+                                     [1, 2, 3, 4, 5]])
+@pytest.mark.parametrize("k", [10, 1, 126, 0, 127, -3, True, 10.0, "10", None, np.int64(7)])
+def test_payload_arguments_are_checked_as_the_model_does(payload, k):
+    same(golden.compress_payload, fast.fast_compress_payload, payload, k, must_return=False)
+    same(lambda p, kk: _compress(p, kk, True), fast.fast_compress_payload_with_decoded, payload, k,
+         must_return=False)
+
+
+_BITS_ARGS = [[], np.zeros(0, np.uint32), [1, 2, 3], [0x3F800000] * 9, [-1], [2**32], np.zeros(0, np.float32),
+              np.ones(3, np.float32), np.arange(20, dtype=np.int64).reshape(4, 5),
+              np.arange(20, dtype=">u4"), np.arange(40, dtype=np.uint32)[::3],
+              np.array([True, False]), b"\x00\x00\x80\x3f", "abc", None, 7]
+
+
+@pytest.mark.parametrize("bits", _BITS_ARGS, ids=range(len(_BITS_ARGS)))
+@pytest.mark.parametrize("k", [10, 0, 127, 2.5, None])
+def test_pack_arguments_are_checked_as_the_model_does(bits, k):
+    same(golden.pack_groups, fast.fast_pack_groups, bits, k, must_return=False)
+
+
+@pytest.mark.parametrize("buf", [b"\x01\x00\x10", bytearray(b"\x55\x55" + bytes(20)),
+                                 memoryview(b"\xff\xff" + bytes(40)), np.arange(30, dtype=np.uint8),
+                                 [3, 0, 1, 2, 3], 4, "text", None])
+@pytest.mark.parametrize("n", [0, 1, 8, 9, 200, -1, True, 8.0, np.int32(5), None])
+def test_unpack_arguments_are_checked_as_the_model_does(buf, n):
+    same(golden.unpack_groups, fast.fast_unpack_groups, buf, n, must_return=False)
+
+
+def test_errors_are_the_models_own():
+    """The checks are the model's validators: the messages are the same too."""
+    cases = [(golden.decompress_payload, fast.fast_decompress_payload, (b"\x00\x08\xc4\x0a",)),
+             (golden.decompress_payload, fast.fast_decompress_payload, (b"\x00\x08",)),
+             (golden.compress_payload, fast.fast_compress_payload, (bytes(8), 0)),
+             (golden.compress_payload, fast.fast_compress_payload, (bytes(golden.MAX_PAYLOAD + 1), 9)),
+             (golden.pack_groups, fast.fast_pack_groups, ([1], 200)),
+             (golden.pack_groups, fast.fast_pack_groups, (np.ones(2), 10)),
+             (golden.unpack_groups, fast.fast_unpack_groups, (b"", -1))]
+    for model, compiled, args in cases:
+        with pytest.raises(ValueError) as want:
+            model(*args)
+        with pytest.raises(ValueError) as got:
+            compiled(*args)
+        assert str(got.value) == str(want.value)
+
+
+def test_exported_from_golden():
+    assert golden.fast_compress_payload is fast.fast_compress_payload
+    assert golden.fast_decompress_payload is fast.fast_decompress_payload
+    assert golden.fast_pack_groups is fast.fast_pack_groups
+    assert golden.fast_unpack_groups is fast.fast_unpack_groups
+    assert golden.fast_compress_payload_with_decoded is fast.fast_compress_payload_with_decoded
 
 
 @settings(max_examples=40, deadline=None)
@@ -87,7 +211,7 @@ def test_ones_sum(data, start):
 def test_frames_through_the_fast_codec_equal_the_model():
     from inceptionn.drivers.frames import gradient_frames
     rng = np.random.default_rng(5)
-    x = _mixed(rng, 40_000).view(np.float32)
+    x = np.concatenate([_gradients(rng, 20_000), rng.choice(SPECIAL, 2_000)]).view(np.float32)
     for mss in (1448, 8936, 1001):
         for f in gradient_frames(x, mss=mss):
             for k in (6, 10):
