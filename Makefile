@@ -55,7 +55,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(RUN) -m inceptionn.bench
 
-# The five papers side by side: regenerates docs/results.md and docs/img/study.png (~4 min).
+# The five papers side by side: regenerates docs/results.md and its plots (about 10 min).
 study: $(STAMP)
 	$(RUN) -m study
 

@@ -1,2 +1,4 @@
-"""The five papers side by side: INCEPTIONN and its companions on one harness
-(`make study` regenerates docs/results.md). Experiments, apart from the product."""
+"""The five papers side by side: INCEPTIONN and its four companions on one simulated
+data-parallel harness, apart from the product. `make study` (`python -m study`)
+regenerates docs/results.md and docs/results/*.png; `study.results.reduced()` is the
+short version the test suite checks."""

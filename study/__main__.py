@@ -1,36 +1,32 @@
-"""`make study`: run every experiment, write docs/results.md and docs/img/study.png."""
+"""`make study`: run every experiment, write docs/results.md and docs/results/*.png."""
 
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from tqdm import tqdm
-
-from .experiments import EXPERIMENTS, FULL, QUICK
-from .report import write
+from .harness import FULL, REDUCED
+from .results import run, write
 
 
-def run(scale, progress=True):
-    res = {}
-    bar = tqdm(EXPERIMENTS.items(), desc="study", unit="experiment", disable=not progress,
-               file=sys.stderr)
-    for name, fn in bar:
-        bar.set_postfix_str(name)
-        res[name] = fn(scale, None)
-    return res
-
-
-def main(argv=None):
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m study", description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="one seed, few steps")
+    ap.add_argument("--reduced", action="store_true",
+                    help="one seed, few steps, small P (what the tests run)")
+    ap.add_argument("--jobs", type=int, default=None, help="worker processes (default 2)")
     ap.add_argument("--out", type=Path, default=Path("docs/results.md"))
+    ap.add_argument("--img", type=Path, default=None,
+                    help="figures folder (default: results/ next to --out)")
     args = ap.parse_args(argv)
-    scale = QUICK if args.quick else FULL
+    scale = REDUCED if args.reduced else FULL
+    if args.jobs is not None:
+        scale = replace(scale, jobs=args.jobs)
     t0 = time.perf_counter()
-    res = run(scale)
-    write(res, scale, time.perf_counter() - t0, args.out)
-    print(f"wrote {args.out} ({time.perf_counter() - t0:.0f} s)")
+    res = run(scale, progress=True)
+    img = args.img or args.out.parent / "results"
+    write(res, scale, args.out, img, seconds=time.perf_counter() - t0)
+    print(f"wrote {args.out} and {img}/ ({time.perf_counter() - t0:.0f} s)")
     return 0
 
 

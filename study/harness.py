@@ -1,146 +1,364 @@
 """Simulated data-parallel training with exact wire bytes: P workers, one model.
 
-Every worker holds the same weights (they apply the same aggregated update), so one
-PyTorch model serves all: per step each worker computes its gradient on its own shard's
-minibatch, the compressor and its collective (golden.compressors.collectives.run) turn
-the P gradients into the sum every rank receives, and the mean updates the model. The
-bytes each worker sent are the collective's exact count. Losses are summed over the
-batch (the learning rate divided by the batch): the NIC's error bound is absolute, and
-mean-reduced gradients would be batch-times smaller.
+Every worker holds the same weights (all apply the same aggregated update), so one
+PyTorch model serves all of them. Each step, worker r draws a minibatch from its own
+shard (training examples r, r + P, r + 2P, ...), its gradient (mean loss over its
+batch) is computed for all workers at once (torch.func.vmap), flattened into the
+float32 vector the compressor takes, and `collectives.run` plays the method's
+collective for the P workers, each with its own compressor state (error-feedback
+memory, step, seed). The aggregate SUM every rank receives, divided by P, is the
+gradient the optimiser applies (SGD with momentum; weight decay applied locally, after
+the exchange, as a DDP-style trainer does). The bytes are the collective's exact count
+for every rank: payload bytes only, no frame headers.
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass, field
+import math
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 from torch import nn
+from torch.func import functional_call, grad_and_value, vmap
 
 from inceptionn import golden
-from inceptionn.golden.compressors import collectives
+from inceptionn.golden import fast
+from inceptionn.golden.codec import check_k
+from inceptionn.golden.compressors import collectives, make
 
-__all__ = ["Data", "dataset", "model", "Run", "train"]
+from .models import build, dataset, layer_sizes
 
-
-@dataclass
-class Data:
-    name: str
-    xtr: torch.Tensor
-    ytr: torch.Tensor
-    xte: torch.Tensor
-    yte: torch.Tensor
-    shape: tuple      # one input's shape
+__all__ = ["Scale", "FULL", "REDUCED", "Config", "Run", "cfg", "cost", "train", "run_all",
+           "one_step_bytes", "stats", "paired"]
 
 
-@functools.lru_cache(maxsize=None)
-def dataset(name: str) -> Data:
-    """'digits' (scikit-learn's 8x8) or 'mnist1d' (generated locally, no download)."""
-    if name == "digits":
-        from sklearn.datasets import load_digits
-        from sklearn.model_selection import train_test_split
-        d = load_digits()
-        x = (d.data / 16.0).astype(np.float32)
-        xtr, xte, ytr, yte = train_test_split(x, d.target, test_size=0.25, random_state=0,
-                                              stratify=d.target)
-        shape = (1, 8, 8)
-    elif name == "mnist1d":
-        from mnist1d import data as m1d
-        args = m1d.get_dataset_args()
-        args.num_samples = 5000
-        d = m1d.make_dataset(args)
-        xtr, xte = d["x"].astype(np.float32), d["x_test"].astype(np.float32)
-        ytr, yte = d["y"], d["y_test"]
-        shape = (1, xtr.shape[1])
-    else:
-        raise ValueError(f"unknown dataset {name!r}")
-    t = torch.from_numpy
-    return Data(name, t(xtr), t(np.asarray(ytr)).long(), t(xte), t(np.asarray(yte)).long(), shape)
+@dataclass(frozen=True)
+class Scale:
+    """How much the study runs: `FULL` for `make study`, `REDUCED` for `make test`."""
+    seeds: tuple = (0, 1, 2)
+    steps: int = 200            # LeNet-like runs
+    hdc_steps: int = 60         # HDC runs (a 789,010-parameter MLP)
+    workers: int = 4
+    ps_train: tuple = (2, 4, 8)           # workers in the random-block P sweep
+    ps_bytes: tuple = (2, 4, 8, 16, 32, 64)   # bytes-only simulations
+    bytes_d: int = 100_000      # gradient size of the bytes-only simulations
+    jobs: int = 2               # worker processes
+    models: tuple = ("hdc", "lenet")          # Table III and Fig. 14
+    data: tuple = ("digits", "mnist1d")       # TernGrad and the ScaleCom filter
+
+    @property
+    def name(self) -> str:
+        return "full" if self == FULL else "reduced"
 
 
-def model(name: str, data: Data) -> nn.Module:
-    """'hdc': the paper's 5-layer MLP (500 units); 'lenet': a small LeNet-like CNN."""
-    n_in = int(np.prod(data.shape))
-    if name == "hdc":
-        layers, width = [nn.Flatten()], n_in
-        for _ in range(4):
-            layers += [nn.Linear(width, 500), nn.ReLU()]
-            width = 500
-        return nn.Sequential(*layers, nn.Linear(width, 10))
-    if name == "lenet":
-        if len(data.shape) == 3:
-            conv = [nn.Conv2d(1, 6, 3, padding=1), nn.ReLU(), nn.Conv2d(6, 16, 3, padding=1),
-                    nn.ReLU(), nn.MaxPool2d(2)]
-            flat = 16 * (data.shape[1] // 2) * (data.shape[2] // 2)
-        else:
-            conv = [nn.Conv1d(1, 6, 5, padding=2), nn.ReLU(), nn.Conv1d(6, 16, 5, padding=2),
-                    nn.ReLU(), nn.MaxPool1d(2)]
-            flat = 16 * (data.shape[1] // 2)
-        return nn.Sequential(nn.Unflatten(1, data.shape), *conv, nn.Flatten(),
-                             nn.Linear(flat, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
-                             nn.Linear(84, 10))
-    raise ValueError(f"unknown model {name!r}")
+FULL = Scale()
+REDUCED = Scale(seeds=(0,), steps=60, hdc_steps=8, ps_train=(), ps_bytes=(2, 4, 8, 16),
+                bytes_d=20_000, jobs=1, models=("lenet",), data=("digits",))
+
+
+@dataclass(frozen=True)
+class Config:
+    """One training run. Hashable, so runs shared by experiments are trained once."""
+    method: str = "none"
+    kw: tuple = ()              # compressor parameters, sorted (name, value) pairs
+    layerwise: bool = False     # pass the model's layer sizes as `layers=`
+    model: str = "lenet"
+    data: str = "digits"
+    workers: int = 4
+    steps: int = 300
+    batch: int = 32
+    lr: float = 0.05
+    momentum: float = 0.9
+    weight_decay: float = 5e-5
+    seed: int = 0
+    warmup: tuple = ()          # ((steps, density), ...) before kw's k (gTop-k's warm-up)
+    bands: tuple = ()           # error bounds 2^-k whose band shares are recorded
+    init: str = "he"            # "he" or "torch" (PyTorch's default, LeNet-like only)
+
+    def seeded(self, seed: int) -> "Config":
+        return replace(self, seed=seed)
+
+    def compressor(self, sizes, k=None):
+        kw = dict(self.kw)
+        if self.layerwise:
+            kw["layers"] = list(sizes)
+        if k is not None:
+            kw["k"] = k
+        comp = make(self.method, **kw)
+        if self.method == "inceptionn" and _fast_path():
+            comp.codec = FastGoldenCodec(comp.codec.k)
+        return comp
+
+
+def _fast_path():
+    """The golden model's compiled encode/decode of groups, where this checkout has it."""
+    pack = getattr(golden, "fast_pack_groups", None) or getattr(fast, "pack_groups", None)
+    unpack = getattr(golden, "fast_unpack_groups", None) or getattr(fast, "unpack_groups", None)
+    return (pack, unpack) if pack and unpack else None
+
+
+class FastGoldenCodec:
+    """INCEPTIONN's codec through the golden model's compiled path: the same bytes and
+    decoded values as the NumPy model the compressor uses (checked by the study's test),
+    about four times faster on the HDC network's 789,010 values."""
+
+    def __init__(self, k: int):
+        self.k = check_k(k)
+        self.name = f"inc{self.k}"
+        self._pack, self._unpack = _fast_path()
+
+    def encode(self, v: np.ndarray) -> bytes:
+        return self._pack(np.ascontiguousarray(v, dtype=np.float32).view(np.uint32), self.k)
+
+    def decode(self, buf: bytes, n: int) -> np.ndarray:
+        bits, used, ok = self._unpack(buf, n)
+        if not ok or used != len(buf):
+            raise ValueError(f"{n} values do not fill the {len(buf)} bytes given")
+        return np.asarray(bits, np.uint32).view(np.float32)
+
+
+def cfg(method: str = "none", *, layerwise: bool = False, **kw) -> Config:
+    """A Config from a method name, its compressor parameters and the run's settings."""
+    fields = set(Config.__dataclass_fields__) - {"method", "kw", "layerwise"}
+    run = {k: kw.pop(k) for k in list(kw) if k in fields}
+    return Config(method=method, kw=tuple(sorted(kw.items())), layerwise=layerwise, **run)
 
 
 @dataclass
 class Run:
-    accuracy: float
-    bytes_per_step: float           # mean over steps and workers of bytes sent
-    dense_bytes: int                # float32 bytes of one gradient
-    shares: dict = field(default_factory=dict)   # k -> code bits -> share of worker 0's grads
-    losses: list = field(default_factory=list)
+    config: Config
+    accuracy: float             # test accuracy after the last step
+    sent: float                 # bytes sent per worker per step (mean over workers, steps)
+    sent_max: float             # the busiest worker's bytes per step (mean over steps)
+    d: int                      # gradient size (values)
+    losses: list = field(default_factory=list)   # per step: mean training loss of the workers
+    curve: list = field(default_factory=list)    # (step, test accuracy)
+    shares: dict = field(default_factory=dict)   # k -> {code bits: share}, mean over samples
+    trace: list = field(default_factory=list)    # (step, {k: 2-bit share}) per sample
+    seconds: float = 0.0
+    diverged: bool = False      # the aggregate left the float range at some step
+
+    @property
+    def dense_bytes(self) -> int:
+        return 4 * self.d
 
     @property
     def ratio(self) -> float:
-        return self.dense_bytes / self.bytes_per_step if self.bytes_per_step else float("inf")
+        """Against the float32 ring all-reduce's bytes, 2 (P - 1) / P * 4d per worker."""
+        p = self.config.workers
+        return 2 * (p - 1) / p * self.dense_bytes / self.sent if self.sent else math.inf
 
 
-def _flat_grad(net) -> np.ndarray:
-    return torch.cat([p.grad.reshape(-1) for p in net.parameters()]).numpy().astype(np.float32)
-
-
-def train(model_name: str, data_name: str, make_comp, *, workers: int = 4, steps: int = 150,
-          batch: int = 32, lr: float = 0.05, momentum: float = 0.9, seed: int = 0,
-          band_ks=(), progress=None) -> Run:
-    """Train with `make_comp(layer_sizes)` (a golden.compressors Compressor) on `workers`
-    simulated workers; test accuracy at the end, bytes per worker per step."""
-    torch.manual_seed(seed)
-    torch.set_num_threads(1)
-    data = dataset(data_name)
-    net = model(model_name, data)
-    sizes = [p.numel() for p in net.parameters()]
-    d = int(sum(sizes))
-    comp = make_comp(sizes)
-    states = [comp.init(d, rank=r, world=workers, seed=seed) for r in range(workers)]
-    opt = torch.optim.SGD(net.parameters(), lr=lr / batch, momentum=momentum)
-    gen = torch.Generator().manual_seed(seed)
-    shards = [torch.arange(r, data.xtr.shape[0], workers) for r in range(workers)]
-    sent, shares, losses = 0, [], []
-    for step in range(steps):
-        grads = []
-        for r in range(workers):
-            idx = shards[r][torch.randint(0, shards[r].numel(), (batch,), generator=gen)]
-            net.zero_grad()
-            loss = nn.functional.cross_entropy(net(data.xtr[idx]), data.ytr[idx], reduction="sum")
-            loss.backward()
-            grads.append(_flat_grad(net))
-            losses.append(loss.item() / batch)
-        if band_ks and step % max(1, steps // 5) == 0:
-            shares.append({k: golden.band_stats(grads[0], k).share for k in band_ks})
-        ex = collectives.run(comp, grads, states)
-        states = ex.states
-        sent += sum(ex.sent)
-        mean = torch.from_numpy(ex.results[0] / np.float32(workers))
-        off = 0
-        for p in net.parameters():
-            p.grad = mean[off:off + p.numel()].view_as(p).clone()
-            off += p.numel()
-        opt.step()
-        if progress:
-            progress()
+def _accuracy(net, data) -> float:
     with torch.no_grad():
-        acc = (net(data.xte).argmax(1) == data.yte).float().mean().item()
-    mean_shares = {k: {b: float(np.mean([s[k][b] for s in shares])) for b in shares[0][k]}
-                   for k in band_ks}
-    return Run(acc, sent / steps / workers, 4 * d, mean_shares, losses)
+        return float((net(data.xte).argmax(1) == data.yte).float().mean())
+
+
+def _lr_at(c: Config, step: int) -> float:
+    """Constant, divided by 5 for the last third (INCEPTIONN's HDC schedule, shortened)."""
+    return c.lr / 5 if step >= 2 * c.steps // 3 else c.lr
+
+
+def train(c: Config) -> Run:
+    """Train one configuration; test accuracy, exact bytes, losses and band shares."""
+    t0 = time.perf_counter()
+    torch.set_num_threads(1)
+    data = dataset(c.data)
+    net = build(c.model, data, c.seed, c.init)
+    names = [n for n, _ in net.named_parameters()]
+    sizes = layer_sizes(net)
+    d, p = int(sum(sizes)), c.workers
+    comps, until = [], []
+    for n, density in c.warmup:
+        comps.append(c.compressor(sizes, k=density))
+        until.append(n)
+    comps.append(c.compressor(sizes))
+    states = [comps[-1].init(d, rank=r, world=p, seed=c.seed) for r in range(p)]
+    opt = torch.optim.SGD(net.parameters(), lr=c.lr, momentum=c.momentum,
+                          weight_decay=c.weight_decay)
+
+    def loss_fn(params, x, y):
+        return nn.functional.cross_entropy(functional_call(net, params, (x,)), y)
+    per_worker = vmap(grad_and_value(loss_fn), in_dims=(None, 0, 0))
+    gen = torch.Generator().manual_seed(c.seed)
+    shards = torch.stack([torch.arange(r, r + p * (data.xtr.shape[0] // p), p)
+                          for r in range(p)])
+    every = max(1, c.steps // 10)
+    sent, sent_max, losses, curve, samples, diverged = 0.0, 0.0, [], [], [], False
+    for step in range(c.steps):
+        pick = torch.randint(0, shards.shape[1], (p, c.batch), generator=gen)
+        idx = torch.gather(shards, 1, pick)
+        params = {n: q.detach() for n, q in net.named_parameters()}
+        g, loss = per_worker(params, data.xtr[idx], data.ytr[idx])
+        flat = torch.cat([g[n].reshape(p, -1) for n in names], 1).numpy()
+        grads = [np.ascontiguousarray(flat[r], dtype=np.float32) for r in range(p)]
+        if c.bands and step % every == 0:
+            samples.append({k: golden.band_stats(grads[0], k).share for k in c.bands})
+        comp = comps[sum(step >= u for u in np.cumsum(until))] if until else comps[-1]
+        with np.errstate(all="ignore"):   # a diverging run is recorded, not warned about
+            ex = collectives.run(comp, grads, states)
+            agg = ex.results[0] / np.float32(p)
+        states = ex.states
+        sent += sum(ex.sent) / p
+        sent_max += max(ex.sent)
+        if not np.isfinite(agg).all():
+            diverged = True
+            agg = np.zeros_like(agg)       # the weights stay where they were
+        mean = torch.from_numpy(agg)
+        off = 0
+        for q, n in zip(net.parameters(), sizes):
+            q.grad = mean[off:off + n].view_as(q).clone()
+            off += n
+        for group in opt.param_groups:
+            group["lr"] = _lr_at(c, step)
+        opt.step()
+        losses.append(float(loss.mean()))
+        if (step + 1) % every == 0 or step == c.steps - 1:
+            curve.append((step + 1, _accuracy(net, data)))
+    shares = {k: {b: float(np.mean([s[k][b] for s in samples])) for b in samples[0][k]}
+              for k in c.bands}
+    trace = [(i * every, {k: s[k][2] for k in c.bands}) for i, s in enumerate(samples)]
+    return Run(c, curve[-1][1], sent / c.steps, sent_max / c.steps, d, losses, curve, shares,
+               trace, time.perf_counter() - t0, diverged)
+
+
+def cost(c: Config) -> int:
+    """Rough work of a run, in LeNet-like worker-steps (an HDC worker-step is about 8)."""
+    return c.steps * c.workers * (8 if c.model == "hdc" else 1)
+
+
+def _train_quiet(c: Config) -> Run:
+    torch.set_num_threads(1)
+    return train(c)
+
+
+def run_all(configs, jobs: int = 1, tick=None) -> dict:
+    """Train every distinct configuration once (in `jobs` processes); tick(cost) after
+    each run. Returns {Config: Run}."""
+    todo = sorted(set(configs), key=cost, reverse=True)
+    out = {}
+    if jobs <= 1:
+        threads = torch.get_num_threads()
+        try:
+            for c in todo:
+                out[c] = train(c)
+                if tick:
+                    tick(cost(c))
+        finally:
+            torch.set_num_threads(threads)   # train() runs single-threaded
+        return out
+    import multiprocessing as mp
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
+        futs = {pool.submit(_train_quiet, c): c for c in todo}
+        for f in as_completed(futs):
+            out[futs[f]] = f.result()
+            if tick:
+                tick(cost(futs[f]))
+    return out
+
+
+def one_step_bytes(method: str, d: int, p: int, seed: int = 0, **kw) -> dict:
+    """One exchange of P random N(0, 1) gradients of d values: bytes each rank sent."""
+    rng = np.random.default_rng([seed, p])
+    grads = [rng.standard_normal(d).astype(np.float32) for _ in range(p)]
+    comp = make(method, **kw)
+    states = [comp.init(d, rank=r, world=p, seed=seed) for r in range(p)]
+    ex = collectives.run(comp, grads, states)
+    return {"mean": sum(ex.sent) / p, "max": max(ex.sent), "recv_max": max(ex.recv)}
+
+
+def stats(vals) -> tuple:
+    """(mean, sample standard deviation) of a list; sd 0 for one value."""
+    a = np.asarray(vals, float)
+    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
+
+
+def paired(runs_a, runs_b) -> tuple:
+    """Accuracy of a minus b, paired by seed (same initialisation and batches): (mean, sd)."""
+    return stats([a.accuracy - b.accuracy for a, b in zip(runs_a, runs_b)])
+
+
+# ---------------------------------------------------------------- the study's settings
+
+def epoch_steps(c: Config) -> int:
+    """Steps in one pass over the training set by all P workers together."""
+    return -(-dataset(c.data).xtr.shape[0] // (c.workers * c.batch))
+
+
+def lenet(scale: Scale, method: str = "none", **kw) -> Config:
+    """The LeNet-like CNN on digits (unless data= says otherwise): lr 0.05, momentum 0.9."""
+    kw.setdefault("steps", scale.steps)
+    kw.setdefault("workers", scale.workers)
+    return cfg(method, **kw)
+
+
+def hdc(scale: Scale, method: str = "none", **kw) -> Config:
+    """The paper's HDC network on digits with its Table I settings: batch 25, lr 0.1,
+    momentum 0.9, weight decay 5e-5."""
+    return cfg(method, model="hdc", batch=25, lr=0.1, steps=scale.hdc_steps,
+               workers=scale.workers, **kw)
+
+
+class Group:
+    """The runs of one configuration over the scale's seeds."""
+
+    def __init__(self, runs: dict, c: Config, scale: Scale):
+        self.config = c
+        self.runs = [runs[c.seeded(s)] for s in scale.seeds]
+
+    @property
+    def acc(self) -> tuple:
+        return stats([r.accuracy for r in self.runs])
+
+    @property
+    def sent(self) -> float:
+        return float(np.mean([r.sent for r in self.runs]))
+
+    @property
+    def sent_max(self) -> float:
+        return float(np.mean([r.sent_max for r in self.runs]))
+
+    @property
+    def ratio(self) -> float:
+        return float(np.mean([r.ratio for r in self.runs]))
+
+    @property
+    def loss(self) -> tuple:
+        """Training loss over the last tenth of the steps (inf where it is not finite)."""
+        n = max(1, len(self.runs[0].losses) // 10)
+        vals = [float(np.mean(r.losses[-n:])) for r in self.runs]
+        vals = [v if math.isfinite(v) else math.inf for v in vals]
+        return (math.inf, 0.0) if math.inf in vals else stats(vals)
+
+    @property
+    def diverged(self) -> int:
+        return sum(r.diverged for r in self.runs)
+
+    def minus(self, other: "Group") -> tuple:
+        """Accuracy against another group, paired by seed."""
+        return paired(self.runs, other.runs)
+
+
+def seeded(configs, scale: Scale) -> list:
+    return [c.seeded(s) for c in configs for s in scale.seeds]
+
+
+def pct(ms: tuple, digits: int = 1) -> str:
+    """'97.8 ± 0.4' from a (mean, sd) of fractions, in percent."""
+    m, sd = ms
+    return f"{100 * m:.{digits}f} ± {100 * sd:.{digits}f}"
+
+
+def signed(ms: tuple, digits: int = 1) -> str:
+    m, sd = ms
+    return f"{100 * m:+.{digits}f} ± {100 * sd:.{digits}f}"
+
+
+def loss_str(ms: tuple) -> str:
+    """A (mean, sd) training loss for a table; 'diverged' where it is not finite."""
+    return f"{ms[0]:.3f}" if math.isfinite(ms[0]) else "diverged"

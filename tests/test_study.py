@@ -1,65 +1,151 @@
-"""The study's reduced run (one seed, few steps): the direction of every claim, with a
-margin that can fail. `make study` runs the full version into docs/results.md."""
+"""The study's reduced run (one seed, 60 steps, P = 4; bytes-only simulations up to
+P = 16): the direction of every claim docs/results.md reports, each with a margin that
+can fail. `make study` runs the full version (3 seeds) into docs/results.md."""
 
+import math
+import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from study import experiments as E  # noqa: E402
-from study.report import write  # noqa: E402
+from study import fig14, scalecom, summary  # noqa: E402
+from study.harness import FastGoldenCodec, _fast_path  # noqa: E402
+from study.results import reduced, write  # noqa: E402
+from study.harness import REDUCED  # noqa: E402
+
+from inceptionn.golden.compressors.inceptionn import GoldenCodec  # noqa: E402
+
+CHANCE = 0.1
 
 
 @pytest.fixture(scope="module")
 def res():
-    return {name: fn(E.QUICK, None) for name, fn in E.EXPERIMENTS.items()}
+    return reduced()
 
 
-def _by(rows, method):
-    return next(r for r in rows if r["method"] == method)
+def _row(rows, label):
+    return next(r for r in rows if r["label"] == label)
+
+
+@pytest.mark.skipif(_fast_path() is None, reason="this checkout has no compiled codec path")
+def test_fast_codec_gives_the_golden_bytes():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(0, s, 5001) for s in (1e-4, 1e-2, 0.3, 3.0)])
+    x = x.astype(np.float32)
+    for k in (6, 8, 10):
+        slow, quick = GoldenCodec(k), FastGoldenCodec(k)
+        buf = slow.encode(x)
+        assert quick.encode(x) == buf
+        assert np.array_equal(quick.decode(buf, x.size).view(np.uint32),
+                              slow.decode(buf, x.size).view(np.uint32))
+
+
+def test_inceptionn_trains_like_dense(res):
+    rows = res["fig14"]["lenet"]
+    base, inc = _row(rows, "base (float32 ring)"), _row(rows, "INC 2^-10")
+    assert base["acc"][0] > CHANCE + 0.6
+    assert inc["acc"][0] > CHANCE + 0.6
+    assert abs(inc["acc"][0] - base["acc"][0]) < 0.06
+
+
+def test_fig14_ratios_inceptionn_beyond_truncation(res):
+    rows = res["fig14"]["lenet"]
+    for label, ratio in (("16b-T", 2.0), ("22b-T", 3.2), ("24b-T", 4.0)):
+        assert _row(rows, label)["ratio"] == pytest.approx(ratio, rel=0.01)
+    r10, r8, r6 = (_row(rows, f"INC 2^-{k}")["ratio"] for k in (10, 8, 6))
+    assert r6 > r8 > r10 > 4.5
+
+
+def test_default_init_dead_start_and_the_error_bounded_fix(res):
+    rows = res["fig14"]["lenet"]
+    dead = _row(rows, f"INC 2^-10, {fig14.DEFAULT_INIT}")
+    base = _row(rows, f"base, {fig14.DEFAULT_INIT}")
+    eb = _row(rows, f"INC-EB 2^-10, {fig14.DEFAULT_INIT}")
+    assert dead["below7"] > 0.99
+    assert dead["acc"][0] < base["acc"][0] - 0.1
+    assert eb["acc"][0] > dead["acc"][0] + 0.1
 
 
 def test_table3_two_bit_share_grows_as_the_bound_relaxes(res):
-    rows = {r["bound"]: r["ours"] for r in res["table3"]}
-    for shares in rows.values():
-        assert abs(sum(shares) - 100) < 1e-6
-    assert rows["2^-6"][0] > rows["2^-8"][0] + 5 > rows["2^-10"][0] + 10
+    shares = res["table3"]["lenet"]["shares"]
+    for s in shares.values():
+        assert sum(s) == pytest.approx(100, abs=1e-6)
+        assert s[3] < 1.0                                     # 34-bit: |g| >= 1, rare
+    assert shares[6][0] > shares[8][0] + 5 > shares[10][0] + 10
 
 
-def test_fig14_inc_compresses_more_than_truncation_keeps_accuracy(res):
-    f = res["fig14"]
-    base = _by(f, "base (float32 ring)")
-    assert _by(f, "INC 2^-6")["ratio"] > _by(f, "24b-T")["ratio"] >= 3.99
-    assert _by(f, "INC 2^-10")["accuracy"] > _by(f, "24b-T")["accuracy"] + 0.1
-    assert _by(f, "INC 2^-10")["accuracy"] > base["accuracy"] - 0.1
-
-
-def test_terngrad_bytes_and_accuracy(res):
-    t = [r for r in res["terngrad"] if r["data"] == "digits"]
-    dense, tern = _by(t, "dense SGD"), _by(t, "TernGrad")
-    assert tern["ratio"] > 7.5                       # 2 bits in an all-gather vs a float ring
-    assert tern["accuracy"] > dense["accuracy"] - 0.15
+def test_terngrad_sixteen_times_fewer_payload_bytes(res):
+    r = res["terngrad"]["rows"][0]
+    assert r["payload_ratio"] > 15.5
+    assert r["ratio"] == pytest.approx(32 / REDUCED.workers, rel=0.02)   # all-gather vs ring
+    assert abs(r["delta"][0]) < 0.03
 
 
 def test_gtopk_bytes_grow_as_log_p_topk_as_p(res):
-    g = {r["P"]: r for r in res["gtopk_bytes"]}
-    assert g[16]["gtopk_sent"] == 4 * g[2]["gtopk_sent"]          # log2 16 / log2 2
-    assert g[16]["topk_sent"] == 15 * g[2]["topk_sent"]           # P - 1
-    assert g[16]["topk_sent"] > 3 * g[16]["gtopk_sent"]
+    b = {r["P"]: r for r in res["gtopk"]["bytes"]}
+    for p, r in b.items():
+        assert r["gtopk"] == r["gtopk_model"] and r["topk"] == r["topk_model"]
+    growth_topk = b[16]["topk"] / b[2]["topk"]
+    growth_gtopk = b[16]["gtopk"] / b[2]["gtopk"]
+    assert growth_topk > 3 * growth_gtopk
 
 
-def test_scalecom_and_shared_seed_bytes_stay_flat(res):
-    s = [r["scalecom"] for r in res["scalecom_bytes"]]
-    assert max(s) / min(s) < 1.5 and res["scalecom_bytes"][-1]["topk"] > 10 * s[-1]
-    rb = res["random_block_bytes"]
-    assert rb[-1]["allgather"] / rb[0]["allgather"] > 10 > rb[-1]["allreduce"] / rb[0]["allreduce"]
+def test_scalecom_bytes_flat_in_p(res):
+    rows = res["scalecom"]["bytes"]
+    assert scalecom.flatness(rows, from_p=8) < 1.10
+    assert all(r["scalecom"] <= 12 * res["scalecom"]["k"] for r in rows)
+    top = {r["P"]: r["topk"] for r in rows}
+    assert top[16] / top[8] > 2
 
 
-def test_report_writes_every_section(res, tmp_path):
-    out = tmp_path / "results.md"
-    write(res, E.QUICK, 1.0, out)
-    text = out.read_text()
-    for head in ("Table III", "Fig. 14", "TernGrad", "gTop-k", "Random-block", "ScaleCom", "Summary"):
-        assert f"## " in text and head in text
-    assert (tmp_path / "img" / "study.png").stat().st_size > 10_000
+def test_scalecom_trains_at_the_scaled_rate(res):
+    # The filter's gain over plain error feedback is a few points at most here, within the
+    # seeds' spread at this size, so the reduced run checks only that both variants train
+    # on the 1% they send; docs/results.md reports the gain with its spread.
+    f = {r["label"]: r for r in res["scalecom"]["filter"]["digits"]}
+    for beta in ("1", "0.1"):
+        assert f[f"CLT-k 1%, beta = {beta}"]["acc"][0] > CHANCE + 0.5
+        assert f[f"CLT-k 1%, beta = {beta}"]["ratio"] > 60
+
+
+def test_random_block_layer_wise_not_worse_than_global(res):
+    t = res["random_block"]["table"]
+    for comm in ("allreduce", "allgather"):
+        block = [t[("block", scope, comm)]["loss"][0] for scope in ("layer", "global")]
+        rand = [t[("random", scope, comm)]["loss"][0] for scope in ("layer", "global")]
+        assert block[0] < block[1] - 0.05
+        assert rand[0] < rand[1] + 0.05
+
+
+def test_random_block_shared_seed_bytes_flat_own_seeds_linear(res):
+    b = {r["P"]: r for r in res["random_block"]["bytes"]}
+    assert b[16][("randomk", True)] / b[2][("randomk", True)] < 2
+    assert b[16][("randomk", False)] / b[2][("randomk", False)] == pytest.approx(15)
+
+
+def test_alpha_beta_model():
+    a, b = summary.LINKS["1G"]
+    assert summary.exchange_time("ring", 4, "1G", 1000) == pytest.approx(6 * a + 1.5 * 1000 * b)
+    assert summary.exchange_time("allgather", 4, "1G", 1000) == pytest.approx(3 * (a + 1000 * b))
+    assert summary.exchange_time("tree", 256, "1G", 1000) == pytest.approx(16 * (a + 1000 * b))
+    assert summary.exchange_time("tree", 256, "10G", 8000) < \
+        summary.exchange_time("allgather", 256, "10G", 8000) / 10
+
+
+def test_summary_and_document(res, tmp_path):
+    rows = {r["label"]: r for r in res["summary"]["rows"]}
+    dense = rows["dense (float32 ring)"]
+    assert dense["ratio"] == pytest.approx(1.0)
+    for r in rows.values():
+        assert all(math.isfinite(t) and t > 0 for t in r["t"].values())
+    md = write(res, REDUCED, tmp_path / "results.md", tmp_path / "results")
+    text = md.read_text()
+    for mod in ("table3", "fig14", "terngrad", "gtopk", "random_block", "scalecom", "summary"):
+        assert __import__(f"study.{mod}", fromlist=["TITLE"]).TITLE in text
+    assert not re.search(r"\bnan\b|\binf\b", text, re.I)
+    pngs = sorted((tmp_path / "results").glob("*.png"))
+    assert len(pngs) == 7 and all(p.stat().st_size > 5_000 for p in pngs)
+    assert text.count("](results/") == 7
