@@ -92,7 +92,8 @@ class RunResult:
         return (min(self.latencies), max(self.latencies))
 
 
-def _normalize(frames):
+def normalize_frames(frames):
+    """(bytes, tuser) pairs from frames given as bytes or (bytes, tuser); empty is an error."""
     out = []
     for item in frames:
         frame, user = item if isinstance(item, tuple) else (item, False)
@@ -116,7 +117,7 @@ def run_frames(kind, frames, *, k=10, dscp=10, enable=True, idle="none", backpre
     if not 0 <= int(k) <= 127:
         raise ValueError(f"k must fit the 7-bit port (0..127), got {k!r}")
     name, factory, expected = DESIGNS[kind]
-    frames = _normalize(frames)
+    frames = normalize_frames(frames)
     comes_out = expected(frames)
     job = {
         "frames": frames, "comes_out": comes_out, "k": int(k), "dscp": int(dscp),

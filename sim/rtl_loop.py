@@ -131,17 +131,6 @@ class BatchStats:
         return self.in_last[-1] - self.in_first[0] + 1 if self.in_first else 0
 
 
-def _normalize(frames):
-    out = []
-    for item in frames:
-        frame, user = item if isinstance(item, tuple) else (item, False)
-        frame = bytes(frame)
-        if not frame:
-            raise ValueError("frames must hold at least one byte")
-        out.append((frame, bool(user)))
-    return out
-
-
 class FastEngine:
     """One Verilated engine ("tx" or "rx") in a child process; see the module docstring."""
 
@@ -189,7 +178,7 @@ class FastEngine:
     def run(self, frames):
         """Play `frames` through the engine; one entry per input frame, in order:
         (bytes, tuser), or None where the engine dropped the frame."""
-        frames = _normalize(frames)
+        frames = engines.normalize_frames(frames)
         comes_out = self._expected(frames)
         parts = [struct.pack("<cIIQ", b"R", len(frames), sum(comes_out), self.timeout_clocks)]
         for f, u in frames:
