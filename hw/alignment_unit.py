@@ -53,7 +53,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .axis import BEAT_BYTES, axis_signature
+from .axis import axis_signature
+from .wire import BEAT_BYTES
 
 __all__ = ["AlignmentUnit", "ByteVector", "VECTOR_BYTES"]
 

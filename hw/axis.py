@@ -9,10 +9,9 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["BEAT_BYTES", "BEAT_BITS", "AxisBeat", "axis_signature", "AxisRegisterSlice"]
+from .wire import BEAT_BITS, BEAT_BYTES
 
-BEAT_BYTES = 32
-BEAT_BITS = 8 * BEAT_BYTES
+__all__ = ["AxisBeat", "axis_signature"]
 
 AxisBeat = data.StructLayout({
     "data": BEAT_BITS,
@@ -24,44 +23,6 @@ AxisBeat = data.StructLayout({
 
 def axis_signature():
     return stream.Signature(AxisBeat)
-
-
-class AxisRegisterSlice(wiring.Component):
-    """Full register slice (skid buffer): breaks both the data and the ready path.
-
-    Sustains one beat per clock; every output, ``i.ready`` included, comes from a
-    flip-flop, so the slice can be dropped between any two stages to cut timing paths.
-    """
-
-    def __init__(self, shape=AxisBeat):
-        super().__init__({
-            "i": In(stream.Signature(shape)),
-            "o": Out(stream.Signature(shape)),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        skid = Signal.like(self.i.payload)
-        skid_valid = Signal()
-        o_valid = Signal()
-        o_payload = Signal.like(self.o.payload)
-
-        m.d.comb += [
-            self.i.ready.eq(~skid_valid),
-            self.o.valid.eq(o_valid),
-            self.o.payload.eq(o_payload),
-        ]
-        o_free = ~o_valid | self.o.ready
-        with m.If(o_free):
-            # Output register is (or becomes) free: refill it, from the skid first.
-            with m.If(skid_valid):
-                m.d.sync += [o_payload.eq(skid), o_valid.eq(1), skid_valid.eq(0)]
-            with m.Else():
-                m.d.sync += [o_payload.eq(self.i.payload), o_valid.eq(self.i.valid)]
-        with m.Elif(self.i.valid & self.i.ready):
-            # Output is stalled but we promised to take this beat: park it.
-            m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
-        return m
 
 
 def _axis_members(prefix, flow):

@@ -87,10 +87,10 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .primitives import rotate, select_tree
 from .tag_decoder import tag_byte_bytes
 
-__all__ = ["BurstBuffer", "PieceLayout", "WINDOW_BYTES", "RING_BYTES", "SLOT_BYTES",
-           "pick", "select_tree", "shift_down", "rotate"]
+__all__ = ["BurstBuffer", "PieceLayout", "WINDOW_BYTES", "RING_BYTES", "SLOT_BYTES"]
 
 PieceLayout = data.StructLayout({"data": 256, "first": 5, "count": 6, "last": 1})
 
@@ -98,78 +98,6 @@ WINDOW_BYTES = 37
 SLOT_BYTES = 32
 SLOTS = 4
 RING_BYTES = SLOT_BYTES * SLOTS
-
-
-def pick(m, cands, sel, width, name, decoded=True):
-    """One select stage, ``cands[sel]`` (sel: 1 or 2 bits; None reads 0), on a kept net
-    of at most 4 data and 2 select bits, so that it maps to one LUT6 (without the cut
-    the mapper merges stages into chains of LUT5s, two levels each). ``decoded``: an
-    AND-OR over the decoded select (shifters: nested 2:1 muxes would share halves
-    between neighbouring outputs and map deeper); else nested 2:1 muxes (trees)."""
-    c = [C(0, width) if x is None else x for x in cands]
-    c += [C(0, width)] * ((1 << len(sel)) - len(c))
-    s = Signal(width, name=name, attrs={"keep": 1})
-    if len(sel) == 1:
-        m.d.comb += s.eq(Mux(sel[0], c[1], c[0]))
-    elif not decoded:
-        m.d.comb += s.eq(Mux(sel[1], Mux(sel[0], c[3], c[2]), Mux(sel[0], c[1], c[0])))
-    else:
-        acc = C(0, width)
-        for k in range(4):
-            acc = acc | ((sel == k).replicate(width) & c[k])
-        m.d.comb += s.eq(acc)
-    return s
-
-
-def select_tree(m, items, sel, name, stop=1):
-    """Radix-4 select tree on ``sel``'s bits, LSBs first, one LUT level per stage,
-    until ``stop`` candidates remain; returns them (indexed by the unused high bits)."""
-    width = max(len(x) for x in items if x is not None)
-    cur = list(items)
-    lsb = 0
-    while len(cur) > stop:
-        bits = sel[lsb:lsb + 2]
-        cur = [pick(m, cur[4 * g:4 * g + 4], bits, width, f"{name}{lsb}_{g}", decoded=False)
-               for g in range(-(-len(cur) // 4))]
-        lsb += 2
-    return cur
-
-
-def shift_down(m, items, stages, n_out, name):
-    """``out[i] = items[i + amount]`` (0 past the end) for i < n_out. ``stages`` lists
-    (select bits, step values): each stage is one kept pick among ``items[i + v]`` for
-    the step values v (e.g. ``(tag, (0, 1, 2, 4))`` shifts by a field's width, ``(h[2:4],
-    (0, 4, 8, 12))`` by a radix-4 digit); outputs are kept only as far as later stages
-    can reach."""
-    width = len(items[0])
-    cur = list(items)
-    for k, (sel, steps) in enumerate(stages):
-        reach = sum(max(v) for _, v in stages[k + 1:])
-        nxt = []
-        for i in range(min(len(cur), n_out + reach)):
-            cands = [cur[i + v] if i + v < len(cur) else None for v in steps]
-            nxt.append(pick(m, cands, sel, width, f"{name}{k}_{i}"))
-        cur = nxt
-    return cur[:n_out]
-
-
-def rotate(m, items, amount, n_out, name, stages=((5, 2), (3, 2), (1, 2), (0, 1))):
-    """``out[i] = items[(i + amount) % len(items)]`` for i < n_out (128 items, 7-bit
-    amount), MSB stage first, so only the first stage wraps around the ring and each
-    later one keeps only the outputs that the stages after it can reach. ``stages``:
-    (lowest select bit, select bits) per stage, in order."""
-    n = len(items)
-    width = len(items[0])
-    cur = list(items)
-    for lsb, nbits in stages:
-        reach = (1 << lsb) - 1
-        sel = amount[lsb:lsb + nbits]
-        nxt = []
-        for i in range(min(n, n_out + reach)):
-            cands = [cur[(i + (k << lsb)) % len(cur)] for k in range(1 << nbits)]
-            nxt.append(pick(m, cands, sel, width, f"{name}{lsb}_{i}"))
-        cur = nxt
-    return cur[:n_out]
 
 
 def _sub_bits(a, b, width):

@@ -9,7 +9,7 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .axis import BEAT_BITS, BEAT_BYTES
+from .wire import BEAT_BITS, BEAT_BYTES
 
 __all__ = ["Checksum"]
 

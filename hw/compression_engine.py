@@ -42,25 +42,22 @@ or with the engine disabled or k outside 1..126, is forwarded unchanged.
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from .alignment_unit import AlignmentUnit, ByteVector
-from .axis import AxisBeat, BEAT_BITS, BEAT_BYTES, axis_signature
+from .axis import AxisBeat, axis_signature
 from .checksum import Checksum
-from .fifo_slice import FastFifo, FifoSlice
+from .primitives import FifoSlice, add_fifo, keep_count, switch_pick
 from .compression_unit import CompressionUnit
 from .frame_store import FrameStore
 from .header_rewrite import PATCHES, HeaderRewrite, Patch
 from .packet_matcher import MatchInfo, PacketMatcher
-from .realigner import Realigner, keep_count
+from .realigner import Realigner
+from .wire import (BEAT_BITS, BEAT_BYTES, DEFAULT_DSCP, K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BEATS,
+                   SHIM_MAGIC)
 
-__all__ = ["CompressionEngine", "MAX_FRAME_BYTES", "MAX_FRAME_BEATS"]
+__all__ = ["CompressionEngine"]
 
-MAX_FRAME_BYTES = 9216
-MAX_FRAME_BEATS = MAX_FRAME_BYTES // BEAT_BYTES     # 288
-SHIM_MAGIC = 0xC5
-K_MIN, K_MAX = 1, 126
 
 # ok: enabled and k in range, decided at the ingress so the dispatcher reads one bit.
 FrameCfg = data.StructLayout({"ok": 1, "k": 7})
@@ -120,23 +117,6 @@ FedGroup = data.StructLayout({"data": 272, "length": 6, "last": 1})
 CLenInfo = data.StructLayout({"clen": 17, "tsum": 17})
 
 
-def _pick(m, vec, idx, name):
-    """vec[idx] as one wide mux (a Switch), not bit_select's chain of 2:1 shift stages."""
-    out = Signal(name=name)
-    with m.Switch(idx):
-        for c in range(len(vec)):
-            with m.Case(c):
-                m.d.comb += out.eq(vec[c])
-    return out
-
-
-def _fifo(m, name, shape, depth, fast=False):
-    width = Shape.cast(shape).width
-    fifo = FastFifo(width, depth) if fast else SyncFIFOBuffered(width=width, depth=depth)
-    m.submodules[name] = fifo
-    return fifo
-
-
 class CompressionEngine(wiring.Component):
     """TX engine. Ports: ``i``/``o`` AXI streams (``AxisBeat``), config ``enable``,
     ``dscp``, ``k``; counters (frames: 32 bits, bytes: 48 bits)."""
@@ -144,8 +124,8 @@ class CompressionEngine(wiring.Component):
     i: In(axis_signature())
     o: Out(axis_signature())
     enable: In(1, init=1)
-    dscp: In(6, init=10)
-    k: In(7, init=10)
+    dscp: In(6, init=DEFAULT_DSCP)
+    k: In(7, init=K_DEFAULT)
     frames_in: Out(32)
     frames_out: Out(32)
     compressed: Out(32)
@@ -184,26 +164,26 @@ class CompressionEngine(wiring.Component):
         m.submodules.ck_d = ck_d = Checksum(max_beats=MAX_FRAME_BEATS)
         m.submodules.rewrite = hr = HeaderRewrite()
 
-        beatq = _fifo(m, "beatq", AxisBeat, 16)
+        beatq = add_fifo(m, "beatq", AxisBeat, 16)
         # Fast FIFOs where the dispatcher's decision drives r_en. infoq is written without
         # a w_rdy check (see below); 32 entries (the same LUTRAM as 16) cover the one
         # entry its early w_rdy keeps spare.
-        infoq = _fifo(m, "infoq", MatchInfo, 32, fast=True)
+        infoq = add_fifo(m, "infoq", MatchInfo, 32, fast=True)
         # cfgq likewise (fast: the dispatcher's decision drives its r_en): a frame's entry
         # is written with its first beat, and a frame is not popped from beatq before it
         # is dispatched, so cfgq holds at most 16 entries.
-        cfgq = _fifo(m, "cfgq", FrameCfg, 32, fast=True)
-        modeq = _fifo(m, "modeq", FrameMode, 4, fast=True)
-        kq = _fifo(m, "kq", 7, 4, fast=True)
-        shimq = _fifo(m, "shimq", ShimInfo, 4, fast=True)
-        tailq = _fifo(m, "tailq", TailInfo, 4, fast=True)
-        frontq = _fifo(m, "frontq", FrontResult, 8)
-        hsumq = _fifo(m, "hsumq", 32, 16)
-        clenq = _fifo(m, "clenq", CLenInfo, 8)
-        dsumq = _fifo(m, "dsumq", 16, 16)
-        compq = _fifo(m, "compq", 22, 8)
-        descq = _fifo(m, "descq", Desc, 4)
-        outq = _fifo(m, "outq", AxisBeat, 8)
+        cfgq = add_fifo(m, "cfgq", FrameCfg, 32, fast=True)
+        modeq = add_fifo(m, "modeq", FrameMode, 4, fast=True)
+        kq = add_fifo(m, "kq", 7, 4, fast=True)
+        shimq = add_fifo(m, "shimq", ShimInfo, 4, fast=True)
+        tailq = add_fifo(m, "tailq", TailInfo, 4, fast=True)
+        frontq = add_fifo(m, "frontq", FrontResult, 8)
+        hsumq = add_fifo(m, "hsumq", 32, 16)
+        clenq = add_fifo(m, "clenq", CLenInfo, 8)
+        dsumq = add_fifo(m, "dsumq", 16, 16)
+        compq = add_fifo(m, "compq", 22, 8)
+        descq = add_fifo(m, "descq", Desc, 4)
+        outq = add_fifo(m, "outq", AxisBeat, 8)
 
         # ------------------------------------------------------------------ ingress
         # Accepts a beat when the beat FIFO has room and the orig ring has a free entry
@@ -719,7 +699,7 @@ class CompressionEngine(wiring.Component):
         # selects are a bit pick instead of 9-bit compares against the beat counter.
         e_at = Signal(8)
         e_gt_pb = Signal()
-        e_at_pb = _pick(m, e_at, e.pb, "e_at_pb")
+        e_at_pb = switch_pick(m, e_at, e.pb, "e_at_pb")
         with m.If(issue):
             m.d.sync += [e_b.eq(e_b + 1), e_left.eq(e_left - 1), e_is_last.eq(e_left == 2),
                          e_at.eq(e_at << 1), e_gt_pb.eq(e_gt_pb | e_at_pb)]
@@ -776,7 +756,7 @@ class CompressionEngine(wiring.Component):
             p = e.patches[idx]
             hit = Signal(words, name=f"phit{idx}")
             on = Signal(name=f"pon{idx}")
-            m.d.comb += on.eq(p.en & _pick(m, e_at, p.beat, f"pat{idx}"))
+            m.d.comb += on.eq(p.en & switch_pick(m, e_at, p.beat, f"pat{idx}"))
             for w in range(words):
                 m.d.comb += hit[w].eq(on & (p.word == w))
             hits.append(hit)

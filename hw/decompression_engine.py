@@ -54,17 +54,16 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .axis import BEAT_BYTES, AxisBeat, axis_signature
-from .fifo_slice import FifoSlice
+from .axis import AxisBeat, axis_signature
+from .primitives import FifoSlice, greater_than, keep_count
 from .decompression_unit import DecompressionUnit
 from .header_restore import HEADER_BEATS, HeaderRestore, patch_lanes
 from .packet_matcher import PacketMatcher
-from .realigner import Realigner, greater_than, keep_count
+from .realigner import Realigner
+from .wire import BEAT_BYTES, DEFAULT_DSCP, MAX_FRAME_BYTES, SHIM_MAGIC
 
-__all__ = ["DecompressionEngine", "MAX_FRAME_BYTES", "SHIM_MAGIC", "HOLD_BEATS"]
+__all__ = ["DecompressionEngine", "HOLD_BEATS"]
 
-MAX_FRAME_BYTES = 9216
-SHIM_MAGIC = 0xC5
 HOLD_BEATS = 5                 # P <= 138, so the shim (P..P+3) ends within beat 4
 _BANK_BEATS = 8                # beat memory: two banks of 8 entries (HOLD_BEATS used)
 
@@ -111,7 +110,7 @@ class DecompressionEngine(wiring.Component):
     i: In(axis_signature())
     o: Out(axis_signature())
     enable: In(1, init=1)
-    dscp: In(6, init=10)
+    dscp: In(6, init=DEFAULT_DSCP)
     frames_in: Out(32)
     frames_out: Out(32)
     decompressed: Out(32)

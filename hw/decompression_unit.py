@@ -65,8 +65,9 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axis import AxisRegisterSlice
-from .burst_buffer import BurstBuffer, PieceLayout, WINDOW_BYTES, shift_down
+from .primitives import AxisRegisterSlice
+from .burst_buffer import BurstBuffer, PieceLayout, WINDOW_BYTES
+from .primitives import shift_down
 from .decompression_block import DecompressionBlock
 from .tag_decoder import GROUP_VALUES, tag_byte_bytes
 

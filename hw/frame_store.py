@@ -19,7 +19,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from .axis import BEAT_BITS
+from .wire import BEAT_BITS
 
 __all__ = ["FrameStore"]
 

@@ -32,8 +32,9 @@ from amaranth import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axis import AxisBeat, BEAT_BYTES
-from .realigner import keep_count
+from .axis import AxisBeat
+from .wire import BEAT_BYTES
+from .primitives import keep_count
 
 __all__ = ["MatchInfo", "PacketMatcher"]
 

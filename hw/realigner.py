@@ -37,40 +37,11 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axis import BEAT_BITS, BEAT_BYTES, axis_signature
-from .fifo_slice import FifoSlice
+from .axis import axis_signature
+from .wire import BEAT_BITS, BEAT_BYTES
+from .primitives import FifoSlice, greater_than, keep_count
 
-__all__ = ["Realigner", "realigner_cfg", "keep_count", "greater_than"]
-
-
-def keep_count(keep):
-    """Number of set bits of a contiguous low ``keep`` mask (a thermometer code), as XOR
-    trees: bit b of the count is the parity of keep[2^b - 1], keep[2^(b+1) - 1 + 2^b]...
-    (two LUT levels instead of a popcount adder tree)."""
-    n = len(keep)
-    bits = []
-    b = 0
-    while (1 << b) <= n:
-        step = 1 << b
-        taps = [keep[i] for i in range(step - 1, n, step)]
-        x = taps[0]
-        for t in taps[1:]:
-            x = x ^ t
-        bits.append(x)
-        b += 1
-    return Cat(*bits)
-
-
-def greater_than(a, b):
-    """``a > b`` for unsigned values of up to 6 bits, as a compare of the top 3 bits
-    and of the rest, joined by one more LUT: two LUT levels (a plain compare tends to
-    map as a ripple of one LUT per bit or two)."""
-    w = max(len(a), len(b))
-    assert w <= 6
-    a = Cat(a, C(0, w - len(a)))
-    b = Cat(b, C(0, w - len(b)))
-    lo = w // 2
-    return (a[lo:] > b[lo:]) | ((a[lo:] == b[lo:]) & (a[:lo] > b[:lo]))
+__all__ = ["Realigner", "realigner_cfg"]
 
 
 def realigner_cfg(skip_bits=8, length_bits=16):

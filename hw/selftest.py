@@ -18,7 +18,7 @@ from amaranth.lib import wiring
 from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.wiring import In, Out
 
-from .axis import AxisRegisterSlice
+from .primitives import AxisRegisterSlice
 from .selftest_check import Checker, FaultInjector
 from .selftest_gen import FrameGenerator, ReferenceGenerator
 

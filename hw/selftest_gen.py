@@ -29,7 +29,8 @@ from amaranth import *
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axis import AxisRegisterSlice
+from .primitives import AxisRegisterSlice
+from .wire import K_DEFAULT
 
 __all__ = ["xorshift32", "FrameDesc", "CsumDesc", "GenBeat", "FrameSource", "WordGen",
            "PayloadSum", "FrameEmitter", "FrameGenerator", "ReferenceGenerator",
@@ -114,7 +115,7 @@ class WordGen(wiring.Component):
         self.decode = decode
         super().__init__({
             "start": In(stream.Signature(data.StructLayout({"n": 10, "r": 2, "dense": 1}))),
-            "k": In(7, init=10),
+            "k": In(7, init=K_DEFAULT),
             "o": Out(stream.Signature(WordOut)),
         })
 
@@ -385,7 +386,7 @@ class FrameEmitter(wiring.Component):
         self.decode = decode
         super().__init__({
             "i": In(stream.Signature(CsumDesc)),
-            "k": In(7, init=10),
+            "k": In(7, init=K_DEFAULT),
             "o": Out(stream.Signature(GenBeat)),
         })
 
@@ -524,7 +525,7 @@ class ReferenceGenerator(wiring.Component):
     """The same frame sequence with the decoded payload and |C| for the checker. Header
     checksum fields are zero here: the checker verifies checksums on the frame itself."""
 
-    k: In(7, init=10)
+    k: In(7, init=K_DEFAULT)
     o: Out(stream.Signature(GenBeat))
 
     def elaborate(self, platform):

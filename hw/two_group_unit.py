@@ -61,8 +61,8 @@ from amaranth import *
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axis import AxisRegisterSlice
-from .burst_buffer import pick, rotate, select_tree
+from .primitives import AxisRegisterSlice
+from .primitives import pick, rotate, select_tree
 from .decompression_block import DecompressionBlock
 from .tag_decoder import GROUP_VALUES, MAX_GROUP_BYTES, TagDecoder, tag_byte_bytes
 

@@ -377,7 +377,7 @@ DESIGNS = [
     ("burst_buffer", "burst_buffer", "BurstBuffer", False, False),
     ("decompression_unit", "decompression_unit", "DecompressionUnit", False, False),
     ("two_group_unit", "two_group_unit", "TwoGroupDecompressionUnit", False, False),
-    ("axis_register_slice", "axis", "AxisRegisterSlice", True, False),
+    ("axis_register_slice", "primitives", "AxisRegisterSlice", True, False),
     # The board self-test's own logic (hw/selftest*.py), for the VC709 build.
     ("selftest_generator", "selftest_gen", "FrameGenerator", False, False),
     ("selftest_reference", "selftest_gen", "ReferenceGenerator", False, False),

@@ -11,7 +11,7 @@ import random
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from ..hw.axis import BEAT_BYTES
+from ..hw.wire import BEAT_BYTES
 
 __all__ = ["frame_to_beats", "beats_to_frame", "AxisDriver", "AxisMonitor",
            "pause_generator", "PAUSE_MODES", "Clock", "start"]

@@ -15,7 +15,8 @@ DUT = "axis_register_slice"
 
 
 def _design():
-    from inceptionn.hw.axis import AxisRegisterSlice, AxisTop
+    from inceptionn.hw.axis import AxisTop
+    from inceptionn.hw.primitives import AxisRegisterSlice
     return AxisTop(AxisRegisterSlice())
 
 

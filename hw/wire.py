@@ -1,0 +1,19 @@
+"""Wire-format constants the engines are built around (spec: wire-format.md).
+
+golden/ keeps its own copy of each (it must not import the gateware); a test checks
+that both agree.
+"""
+
+__all__ = [
+    "BEAT_BYTES", "BEAT_BITS", "MAX_FRAME_BYTES", "MAX_FRAME_BEATS",
+    "SHIM_MAGIC", "SHIM_BYTES", "DEFAULT_DSCP", "K_MIN", "K_MAX", "K_DEFAULT",
+]
+
+BEAT_BYTES = 32                                  # one 256-bit AXI-stream beat
+BEAT_BITS = 8 * BEAT_BYTES
+MAX_FRAME_BYTES = 9216                           # longer frames are dropped (TX) / passed (RX)
+MAX_FRAME_BEATS = MAX_FRAME_BYTES // BEAT_BYTES  # 288
+SHIM_MAGIC = 0xC5                                # byte 2 of the 4-byte shim
+SHIM_BYTES = 4
+DEFAULT_DSCP = 10                                # ToS 0x28
+K_MIN, K_MAX, K_DEFAULT = 1, 126, 10             # error bound 2^-k
