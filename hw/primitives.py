@@ -16,7 +16,7 @@ from .axis import AxisBeat
 
 __all__ = [
     "keep_count", "greater_than", "switch_pick", "pick", "select_tree", "shift_down", "rotate",
-    "FastFifo", "FifoSlice", "AxisRegisterSlice", "add_fifo",
+    "FastFifo", "FifoSlice", "StreamFifo", "AxisRegisterSlice", "add_fifo",
 ]
 
 
@@ -249,3 +249,29 @@ def add_fifo(m, name, shape, depth, fast=False):
     fifo = FastFifo(width, depth) if fast else SyncFIFOBuffered(width=width, depth=depth)
     m.submodules[name] = fifo
     return fifo
+
+
+class StreamFifo(wiring.Component):
+    """A FIFO with stream interfaces (``i``, ``o``), so that stages connect to it with
+    ``wiring.connect``: FastFifo (``fast``: shorter paths behind the handshakes, one entry
+    spare, depth a power of two) or SyncFIFOBuffered. Same logic as using either
+    directly: ``i.ready`` is ``w_rdy``, ``o.valid`` is ``r_rdy``, ``o.ready`` is ``r_en``."""
+
+    def __init__(self, shape, depth, *, fast=False):
+        self.shape, self.depth, self.fast = shape, depth, fast
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+
+    def elaborate(self, platform):
+        m = Module()
+        width = Shape.cast(self.shape).width
+        if self.fast:
+            m.submodules.fifo = fifo = FastFifo(width, self.depth)
+        else:
+            m.submodules.fifo = fifo = SyncFIFOBuffered(width=width, depth=self.depth)
+        m.d.comb += [
+            fifo.w_en.eq(self.i.valid), fifo.w_data.eq(self.i.payload),
+            self.i.ready.eq(fifo.w_rdy),
+            self.o.valid.eq(fifo.r_rdy), self.o.payload.eq(fifo.r_data),
+            fifo.r_en.eq(self.o.ready),
+        ]
+        return m

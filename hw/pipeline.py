@@ -1,0 +1,84 @@
+"""Pipeline: an engine's top module built as a readable diagram.
+
+``Pipeline(m)`` adds stages by name, connects their stream ports (directly or through
+a named FIFO) with ``wiring.connect``, and records every edge, so that
+``docs/architecture.md`` shows the engine as it is elaborated (``diagram``) and a test
+checks the document against the code. Signals that pass between stages outside a
+stream (a combinational handshake whose contract the receiving stage documents) are
+recorded with ``wire`` so that they are on the diagram too.
+"""
+
+from amaranth.lib import wiring
+
+from .primitives import StreamFifo
+
+__all__ = ["Pipeline", "diagram"]
+
+
+class Pipeline:
+    """Stages and the edges between them, for one engine. Ports are named
+    ``"stage.port"``; ``"in"``/``"out"`` name the engine's own ``i``/``o`` streams."""
+
+    def __init__(self, m, owner):
+        self.m, self.owner = m, owner
+        self.stages = {}
+        self.edges = []          # (src stage, dst stage, label)
+
+    def add(self, name, component):
+        self.m.submodules[name] = component
+        self.stages[name] = component
+        return component
+
+    def _port(self, ref, flow):
+        if ref in ("in", "out"):
+            port = getattr(self.owner, {"in": "i", "out": "o"}[ref])
+            return "in" if ref == "in" else "out", wiring.flipped(port)
+        stage, _, attr = ref.partition(".")
+        if stage not in self.stages:
+            raise KeyError(f"pipeline has no stage {stage!r}")
+        obj = self.stages[stage]
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return stage, obj
+
+    def connect(self, src, dst, label=""):
+        """Connect stream port ``src`` to ``dst`` (``"stage.port"``)."""
+        s_name, s_port = self._port(src, "out")
+        d_name, d_port = self._port(dst, "in")
+        wiring.connect(self.m, s_port, d_port)
+        self.edges.append((s_name, d_name, label or src.partition(".")[2] or "stream"))
+
+    def fifo(self, name, src, dst, shape, depth, *, fast=False, label=""):
+        """A StreamFifo ``name`` between ``src`` and ``dst``; returns it."""
+        f = StreamFifo(shape, depth, fast=fast)
+        self.m.submodules[name] = f
+        s_name, s_port = self._port(src, "out")
+        d_name, d_port = self._port(dst, "in")
+        wiring.connect(self.m, s_port, f.i)
+        wiring.connect(self.m, f.o, d_port)
+        self.edges.append((s_name, d_name, f"{label or name} [{depth}]"))
+        return f
+
+    def wire(self, src_stage, dst_stage, label):
+        """Record signals driven by hand between two stages (not a stream)."""
+        for s in (src_stage, dst_stage):
+            if s not in self.stages and s not in ("in", "out"):
+                raise KeyError(f"pipeline has no stage {s!r}")
+        self.edges.append((src_stage, dst_stage, label))
+
+    def mermaid(self):
+        lines = ["flowchart LR"]
+        lines.append("  in((i))")
+        for name in self.stages:
+            lines.append(f"  {name}[{name}<br/><small>{type(self.stages[name]).__name__}</small>]")
+        lines.append("  out((o))")
+        for s, d, label in self.edges:
+            lines.append(f"  {s} -->|{label}| {d}" if label else f"  {s} --> {d}")
+        return "\n".join(lines)
+
+
+def diagram(engine):
+    """The Mermaid flowchart of ``engine`` (an elaboratable whose ``elaborate`` builds a
+    Pipeline and keeps it as ``engine.pipeline``)."""
+    engine.elaborate(None)          # the top level only: stages are not elaborated
+    return engine.pipeline.mermaid()
