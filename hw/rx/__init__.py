@@ -1,0 +1,1 @@
+"""The RX engine's stages (DecompressionEngine, paper Fig. 10), one component per file."""
