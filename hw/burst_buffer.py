@@ -31,12 +31,12 @@ Ports:
 
 Zero extension (the wire format's rule for malformed payloads): a last piece writes
 zeros on its slot's lanes past its end; a slot is cleared (bytes, and next positions
-to "2 bytes on") the clock after the read position leaves it, and all on ``flush``. So past the
-end of a payload every byte reads 0 and every group as a zero tag word (2 bytes).
+to "2 bytes on") the clock after the read position leaves it, and all on ``flush``.
+So past the end of a payload every byte reads 0 and every group as a zero tag word (2 bytes).
 
-Why this shape (timing, the 6-level budget): the old byte-shifting buffer had the
-consumer's loop "length at byte 0 -> shift -> next length" in logic (11-12 levels).
-Here (measured: 6 levels, docs/rx-burst-buffer.md):
+Why this shape (timing, the 6-level budget): a byte-shifting buffer puts the
+consumer's loop "length at byte 0 -> shift -> next length" in logic (11-12 levels,
+docs/rx-burst-buffer.md). Here (6 levels):
 - writes need no shifter and no aligner: a piece passes two registers, an input stage
   (first + count added in front of it) and a write stage, with the two lane
   thermometers and each lane's tag sizes looked up between them (so that none of it
@@ -51,8 +51,8 @@ Here (measured: 6 levels, docs/rx-burst-buffer.md):
   piece with 0 after it. Stored lane-local (``_enc_q``): the slot bits of the sum
   are, per slot, one stored bit or its inverse, so the select tree takes them
   without an adder; the next read position is ``nx[P]``: three radix-4 select stages
-  on P[5:0] and a pick by P[6], no adder. (This replaced recomputing all 128 sums
-  every clock: -0.9k LUTs.)
+  on P[5:0] and a pick by P[6], no adder (cheaper than summing all 128 positions
+  every clock).
 - "the group at P is held" must not wait for that select: ``go`` uses (1) slot flags
   only: the slot after P's is complete (its lane 31 written; also the one after it
   when P is on lane 31, as a group ends at most 33 bytes past P; a slot's flag is
@@ -69,8 +69,8 @@ Here (measured: 6 levels, docs/rx-burst-buffer.md):
   W's slot, the piece reaches lane 31, the payload not started, lane 31 gets its next
   position) are registers a clock ahead (``fill``, ``fresh``, ``t31``; their next
   values worked out for room = 0 and 1 apart, room selecting), so that the
-  slot-complete flags, lane 31's write and ``load`` are room and one LUT (the mapper spreads wider cones over chains of small LUTs where it sees
-  slack); "P did not move" is kept as registers of ``go`` and of "P not set", so
+  slot-complete flags, lane 31's write and ``load`` are room and one LUT (the mapper
+  spreads wider cones over chains of small LUTs where it sees slack); "P did not move" is kept as registers of ``go`` and of "P not set", so
   nothing waits for ``go`` and then more logic; the flag selects and the lane-31
   decode in front of ``go`` are kept nets, one LUT each;
 - room for a piece compares slot numbers only (a piece on lane 0 opens a slot: P's
