@@ -22,6 +22,7 @@ class Pipeline:
     def __init__(self, m, owner):
         self.m, self.owner = m, owner
         self.stages = {}
+        self.fifos = {}
         self.edges = []          # (src stage, dst stage, label)
 
     def add(self, name, component):
@@ -52,6 +53,7 @@ class Pipeline:
         """A StreamFifo ``name`` between ``src`` and ``dst``; returns it."""
         f = StreamFifo(shape, depth, fast=fast)
         self.m.submodules[name] = f
+        self.fifos[name] = f
         s_name, s_port = self._port(src, "out")
         d_name, d_port = self._port(dst, "in")
         wiring.connect(self.m, s_port, f.i)
