@@ -178,3 +178,20 @@ def test_through_the_software_nic_equals_emulation(kind):
     assert all(c[r]["tx_compressed"] > 0 for r in senders)
     if kind == "wa":
         assert c[0]["tx_compressed"] == 0      # the aggregator's replies are untagged
+
+
+@pytest.mark.parametrize("kind", ["ring", "wa"])
+def test_every_connection_has_nagle_off(kind):
+    """A call ends with small writes answered by the peer: with Nagle on, each waits for
+    a delayed ACK (40 ms per call on Linux, 10x the call at 4 ranks and 4096 floats)."""
+    import socket
+
+    def check(r, make):
+        coll = make()
+        for link in coll._links.values():
+            for s in (link.ctrl, link.data):
+                assert s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY), (r, link.peer)
+        return coll
+
+    outs, errs = _run(kind, _grads(3, 10), call=check)
+    assert not errs, errs
