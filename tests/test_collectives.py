@@ -195,3 +195,22 @@ def test_every_connection_has_nagle_off(kind):
 
     outs, errs = _run(kind, _grads(3, 10), call=check)
     assert not errs, errs
+
+
+@pytest.mark.parametrize("kind", ["ring", "wa"])
+def test_a_rank_that_never_joins_fails_the_others_within_the_timeout(kind):
+    """Rank 1 dies before publishing its address: rank 0 (which connects to it) raises
+    after the collective's timeout, not after the store's own (minutes)."""
+    store, errs = HashStore(), {}
+
+    def body():
+        try:
+            CLASSES[kind].from_store(store, 0, 2, timeout=1.0).close()
+        except Exception as e:  # collected for the test
+            errs[0] = e
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    t.join(30)
+    assert not t.is_alive(), "rank 0 still waits for rank 1"
+    assert isinstance(errs.get(0), CollectiveError) and "rank 1" in str(errs[0]), errs

@@ -11,6 +11,7 @@ see at once.
 
 from __future__ import annotations
 
+import datetime
 import json
 import socket
 import struct
@@ -179,6 +180,18 @@ class Link:
             s.close()
 
 
+def _store_get(store, key: str, timeout: float, what: str):
+    """store.get(key), waiting at most `timeout` seconds (a torch Store's own get waits
+    for the store's timeout, minutes by default, if a peer died before publishing)."""
+    if hasattr(store, "wait"):
+        try:
+            store.wait([key], datetime.timedelta(seconds=timeout))
+        except Exception as e:  # torch raises DistStoreError (a RuntimeError) on timeout
+            raise CollectiveError(f"{what} did not appear within {timeout:g} s: {e}") from None
+    value = store.get(key)
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def rendezvous(store, rank: int, world: int, peers, *, host: str, prefix: str,
                compress: bool, mss: int, dscp: int, timeout: float) -> dict[int, Link]:
     """Links to `peers` (ranks): a rank connects to higher ranks and accepts lower ones,
@@ -193,8 +206,7 @@ def rendezvous(store, rank: int, world: int, peers, *, host: str, prefix: str,
         higher = [p for p in peers if p > rank]
         lower = [p for p in peers if p < rank]
         for p in higher:
-            addr = store.get(f"{prefix}/addr/{p}")
-            addr = addr.decode() if isinstance(addr, bytes) else addr
+            addr = _store_get(store, f"{prefix}/addr/{p}", timeout, f"rank {p}'s address")
             links[p] = Link(p, *_connect(addr, rank, compress=compress, mss=mss, dscp=dscp,
                                          timeout=timeout))
         if lower:
