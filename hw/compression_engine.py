@@ -47,74 +47,42 @@ from amaranth.lib.wiring import In, Out
 from .alignment_unit import AlignmentUnit, ByteVector
 from .axis import AxisBeat, axis_signature
 from .checksum import Checksum
-from .primitives import FifoSlice, add_fifo, keep_count, switch_pick
+from .pipeline import Pipeline
+from .primitives import FifoSlice, StreamFifo, add_fifo, keep_count
 from .compression_unit import CompressionUnit
 from .frame_store import FrameStore
-from .header_rewrite import PATCHES, HeaderRewrite, Patch
 from .packet_matcher import MatchInfo, PacketMatcher
 from .realigner import Realigner
+from .tx.comp_writer import CompWriter
+from .tx.egress import Egress
+from .tx.finisher import Finisher
+from .tx.layouts import (CLenInfo, CompRegion, Desc, FedGroup, FrameCfg, FrameMode,
+                         FrontResult, ShimInfo, TailInfo)
 from .wire import (BEAT_BITS, BEAT_BYTES, DEFAULT_DSCP, K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BEATS,
                    SHIM_MAGIC)
 
 __all__ = ["CompressionEngine"]
 
 
-# ok: enabled and k in range, decided at the ingress so the dispatcher reads one bit.
-FrameCfg = data.StructLayout({"ok": 1, "k": 7})
+class _StreamFifoPorts:
+    """A StreamFifo written by hand (w_en / w_data / w_rdy name its input stream)."""
 
-# What the front stage knows of a frame when it starts it.
-# The header checksums' byte-range bounds that are not MatchInfo fields already are
-# summed by the dispatcher, so that no adder sits in front of the front stage's masks.
-HdrBounds = data.StructLayout({n: 8 for n in ("ip4", "ip10", "ip12", "ip20", "l4c", "l4c2")})
-FrameMode = data.StructLayout({
-    "info": MatchInfo,
-    "compress": 1,        # header parsed, engine enabled, k valid: run the compressor
-    "k": 7,
-    "bounds": HdrBounds,
-})
+    def __init__(self, m, name, shape, depth, fast=False):
+        self.fifo = f = StreamFifo(shape, depth, fast=fast)
+        m.submodules[name] = f
+        self.w_en, self.w_data, self.w_rdy = f.i.valid, f.i.payload, f.i.ready
+        self.o = f.o
 
-# What the finisher learns from the front stage at the frame's end.
-FrontResult = data.StructLayout({
-    "info": MatchInfo,
-    "compress": 1,
-    "frame_len": 17,
-    "stored": 9,          # beats written to the orig store (<= 288)
-    "orig_start": 11,
-    "user": 1,
-    "drop": 1,
-})
 
-Desc = data.StructLayout({
-    "mode": 2,            # 0: drop, 1: pass (bypass / fall-back), 2: compressed
-    "user": 1,
-    "orig_start": 11,
-    "orig_next": 11,
-    "has_comp": 1,
-    "comp_start": 11,
-    "comp_next": 11,
-    "nbeats": 9,          # output beats
-    "last_bytes": 6,      # valid bytes of the last output beat, 1..32
-    "pb": 3,              # compressed: beat holding byte P
-    "plane": 5,           # compressed: P mod 32
-    "patches": data.ArrayLayout(Patch, PATCHES),
-})
+def _store_write(m, store, port):
+    m.d.comb += [store.w_en.eq(port.w_en), store.w_data.eq(port.w_data),
+                 port.w_room.eq(store.w_room), port.wp.eq(store.wp)]
 
-MODE_DROP, MODE_PASS, MODE_COMP = 0, 1, 2
 
-# feeder: prefix and shim. The shim is kept rotated by plane mod 4, so that the prefix
-# vector (placeholder bytes below the plane are never sent) is that word repeated: an
-# AlignmentUnit fill vector.
-ShimInfo = data.StructLayout({"plane": 5, "shim_rot": 32})
-# The r = L mod 4 raw bytes; sep: they follow the last group as a vector of their own
-# (a final beat of fewer than 4 bytes), else they ride in the last group (CompressionUnit)
-# and ``tail`` is not used (the group carries them).
-TailInfo = data.StructLayout({"tail": 24, "r": 2, "sep": 1})
-# A CompressionUnit group as the feeder needs it (the decoded payload for the D checksum
-# leaves the CompressionUnit on its side port).
-FedGroup = data.StructLayout({"data": 272, "length": 6, "last": 1})
-# Per compressed frame, feeder -> finisher: |C| and the 16-bit word sum of the tail bytes
-# (the D checksum's last part, added to the groups' sum by the finisher).
-CLenInfo = data.StructLayout({"clen": 17, "tsum": 17})
+def _store_read(m, store, port):
+    m.d.comb += [store.r_en.eq(port.r_en), store.r_addr.eq(port.r_addr),
+                 port.r_data.eq(store.r_data),
+                 store.rel_en.eq(port.rel_en), store.rel.eq(port.rel)]
 
 
 class CompressionEngine(wiring.Component):
@@ -142,9 +110,27 @@ class CompressionEngine(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         B = BEAT_BITS
+        self.pipeline = pl = Pipeline(m, self)
 
-        m.submodules.orig = orig = FrameStore(self.store_depth)
-        m.submodules.comp = comp = FrameStore(self.store_depth)
+        orig = pl.add("orig", FrameStore(self.store_depth))
+        comp = pl.add("comp", FrameStore(self.store_depth))
+        aw = orig.addr_width
+        cwriter = pl.add("cwriter", CompWriter(aw))
+        finisher = pl.add("finisher", Finisher())
+        egress = pl.add("egress", Egress(aw))
+        _store_write(m, comp, cwriter.store)
+        pl.wire("cwriter", "comp", "beats")
+        _store_read(m, orig, egress.orig)
+        _store_read(m, comp, egress.comp)
+        pl.wire("orig", "egress", "header beats")
+        pl.wire("comp", "egress", "payload beats")
+        pl.fifo("compq", "cwriter.region", "finisher.region", CompRegion, 8)
+        pl.fifo("descq", "finisher.desc", "egress.desc", Desc, 4)
+        pl.connect("egress.o", "out")
+        for c in ("compressed", "bypassed", "fallback", "dropped",
+                  "payload_bytes_in", "payload_bytes_out"):
+            m.d.comb += getattr(self, c).eq(getattr(finisher, c))
+        m.d.comb += self.frames_out.eq(egress.frames_out)
         m.submodules.matcher = pm = PacketMatcher()
         m.submodules.realigner = rl = Realigner()
         m.submodules.cu = cu = CompressionUnit()
@@ -162,7 +148,6 @@ class CompressionEngine(wiring.Component):
         m.submodules.ck_ip = ck_ip = Checksum(max_beats=MAX_FRAME_BEATS)
         m.submodules.ck_l4 = ck_l4 = Checksum(max_beats=MAX_FRAME_BEATS)
         m.submodules.ck_d = ck_d = Checksum(max_beats=MAX_FRAME_BEATS)
-        m.submodules.rewrite = hr = HeaderRewrite()
 
         beatq = add_fifo(m, "beatq", AxisBeat, 16)
         # Fast FIFOs where the dispatcher's decision drives r_en. infoq is written without
@@ -177,13 +162,13 @@ class CompressionEngine(wiring.Component):
         kq = add_fifo(m, "kq", 7, 4, fast=True)
         shimq = add_fifo(m, "shimq", ShimInfo, 4, fast=True)
         tailq = add_fifo(m, "tailq", TailInfo, 4, fast=True)
-        frontq = add_fifo(m, "frontq", FrontResult, 8)
-        hsumq = add_fifo(m, "hsumq", 32, 16)
-        clenq = add_fifo(m, "clenq", CLenInfo, 8)
-        dsumq = add_fifo(m, "dsumq", 16, 16)
-        compq = add_fifo(m, "compq", 22, 8)
-        descq = add_fifo(m, "descq", Desc, 4)
-        outq = add_fifo(m, "outq", AxisBeat, 8)
+        frontq = _StreamFifoPorts(m, "frontq", FrontResult, 8)
+        hsumq = _StreamFifoPorts(m, "hsumq", 32, 16)
+        clenq = _StreamFifoPorts(m, "clenq", CLenInfo, 8)
+        dsumq = _StreamFifoPorts(m, "dsumq", 16, 16)
+        for q, port in ((frontq, finisher.front), (hsumq, finisher.hsum),
+                        (clenq, finisher.clen), (dsumq, finisher.dsum)):
+            wiring.connect(m, q.o, port)
 
         # ------------------------------------------------------------------ ingress
         # Accepts a beat when the beat FIFO has room and the orig ring has a free entry
@@ -539,278 +524,5 @@ class CompressionEngine(wiring.Component):
         ]
 
         # ------------------------------------------------------------ comp writer
-        # AlignmentUnit beats -> comp ring; a frame's region is capped at 288 beats (a
-        # larger result is never sent: it cannot be smaller than the payload).
-        cw_n = Signal(range(MAX_FRAME_BEATS + 2))
-        cw_start = Signal(comp.wp.shape())
-        cw_store = Signal(init=1)       # cw_n < MAX_FRAME_BEATS, as a flag (ready path)
-        m.d.comb += [
-            au.o.ready.eq(compq.w_rdy & (comp.w_room | ~cw_store)),
-            comp.w_en.eq(au.o.valid & au.o.ready & cw_store),
-            comp.w_data.eq(au.o.payload.data),
-        ]
-        cw_fire = Signal()
-        m.d.comb += cw_fire.eq(au.o.valid & au.o.ready)
-        with m.If(cw_fire):
-            with m.If(au.o.payload.last):
-                m.d.sync += [cw_n.eq(0), cw_store.eq(1), cw_start.eq(comp.wp + cw_store)]
-            with m.Elif(cw_store):
-                m.d.sync += [cw_n.eq(cw_n + 1), cw_store.eq(cw_n + 1 < MAX_FRAME_BEATS)]
-        m.d.comb += [
-            compq.w_en.eq(cw_fire & au.o.payload.last),
-            compq.w_data.eq(Cat(cw_start, (comp.wp + cw_store)[:11])),
-        ]
-
-        # ---------------------------------------------------------------- finisher
-        # One frame at a time, in order: wait for its results, decide, let HeaderRewrite
-        # compute the patches, push the descriptor. About 8 clocks per frame.
-        fr = Signal(FrontResult)
-        m.d.comb += fr.eq(frontq.r_data)
-        fin_ready = Signal()
-        m.d.comb += fin_ready.eq(frontq.r_rdy & hsumq.r_rdy &
-                                 (~fr.compress | (clenq.r_rdy & dsumq.r_rdy & compq.r_rdy)))
-        x = Signal(FrontResult)
-        x_hs = Signal(32)
-        x_clen = Signal(17)
-        x_dsum = Signal(16)
-        x_tsum = Signal(17)
-        x_ds = Signal(18)           # groups' D sum + tail words, folded in MODE
-        x_comp = Signal(22)
-        x_elig = Signal()
-        x_win = Signal()
-        x_mode = Signal(2)
-        desc = Signal(Desc)
-        # "In IDLE" as a flip-flop of its own: the FIFO reads below need no state decode.
-        fin_idle = Signal(init=1)
-        fin_take = Signal()
-        m.d.comb += [
-            fin_take.eq(fin_idle & fin_ready),
-            frontq.r_en.eq(fin_take), hsumq.r_en.eq(fin_take),
-            clenq.r_en.eq(fin_take & fr.compress),
-            dsumq.r_en.eq(fin_take & fr.compress),
-            compq.r_en.eq(fin_take & fr.compress),
-        ]
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(fin_ready):
-                    m.d.sync += fin_idle.eq(0)
-                    m.d.sync += [x.eq(fr), x_hs.eq(hsumq.r_data), x_clen.eq(clenq.r_data[:17]),
-                                 x_tsum.eq(clenq.r_data[17:34]),
-                                 x_dsum.eq(dsumq.r_data), x_comp.eq(compq.r_data)]
-                    m.next = "DECIDE"
-            with m.State("DECIDE"):
-                m.d.sync += [
-                    x_elig.eq(x.compress & ~x.user & ~x.drop &
-                              (x.frame_len >= x.info.min_frame_len)),
-                    x_win.eq(x_clen < x.info.payload_len),
-                    x_ds.eq(x_dsum + x_tsum),
-                ]
-                m.next = "MODE"
-            with m.State("MODE"):
-                m.d.sync += x_mode.eq(Mux(x.drop, MODE_DROP,
-                                          Mux(x_elig & x_win, MODE_COMP, MODE_PASS)))
-                m.d.comb += hr.start.eq(1)
-                m.next = "REWRITE"
-            with m.State("REWRITE"):
-                with m.If(hr.done):
-                    m.next = "PUSH"
-            with m.State("PUSH"):
-                m.d.comb += [descq.w_en.eq(1)]
-                with m.If(descq.w_rdy):
-                    m.d.sync += fin_idle.eq(1)
-                    with m.Switch(x_mode):
-                        with m.Case(MODE_DROP):
-                            m.d.sync += self.dropped.eq(self.dropped + 1)
-                        with m.Case(MODE_COMP):
-                            m.d.sync += [
-                                self.compressed.eq(self.compressed + 1),
-                                self.payload_bytes_in.eq(self.payload_bytes_in + x.info.payload_len),
-                                self.payload_bytes_out.eq(self.payload_bytes_out + x_clen),
-                            ]
-                        with m.Default():
-                            with m.If(x_elig):
-                                m.d.sync += self.fallback.eq(self.fallback + 1)
-                            with m.Else():
-                                m.d.sync += self.bypassed.eq(self.bypassed + 1)
-                    m.next = "IDLE"
-        # One's-complement fold of x_ds: two end-around carries (< 2^18 needs two).
-        d_fold1 = Signal(17)
-        d_fold2 = Signal(16)
-        m.d.comb += [d_fold1.eq(x_ds[:16] + x_ds[16:]), d_fold2.eq(d_fold1[:16] + d_fold1[16])]
-        # HeaderRewrite inputs (held in x while it runs).
-        is_comp = Signal()
-        is_fb = Signal()
-        m.d.comb += [
-            is_comp.eq(x_elig & x_win & ~x.drop),
-            is_fb.eq(x_elig & ~x_win & ~x.drop),
-            hr.compressed.eq(is_comp), hr.fallback.eq(is_fb),
-            hr.udp.eq(x.info.udp), hr.l3.eq(x.info.l3), hr.ihl.eq(x.info.ihl),
-            hr.l4.eq(x.info.l4), hr.proto.eq(x.info.proto), hr.tos.eq(x.info.tos),
-            hr.ip_total_len.eq(x.info.ip_total_len), hr.payload_len.eq(x.info.payload_len),
-            hr.c_len.eq(x_clen), hr.l4_csum.eq(x.info.l4_csum),
-            hr.ip_rest_sum.eq(x_hs[:16]), hr.l4_hdr_sum.eq(x_hs[16:]), hr.d_sum.eq(d_fold2),
-        ]
-        out_len = Signal(17)
-        m.d.comb += out_len.eq(Mux(x_mode == MODE_COMP,
-                                   x.info.payload_offset + x_clen, x.frame_len))
-        m.d.comb += [
-            desc.mode.eq(x_mode), desc.user.eq(x.user & (x_mode == MODE_PASS)),
-            desc.orig_start.eq(x.orig_start), desc.orig_next.eq(x.orig_start + x.stored),
-            desc.has_comp.eq(x.compress),
-            desc.comp_start.eq(x_comp[:11]), desc.comp_next.eq(x_comp[11:]),
-            desc.nbeats.eq((out_len + BEAT_BYTES - 1) >> 5),
-            desc.last_bytes.eq((out_len - 1)[:5] + 1),
-            desc.pb.eq(x.info.payload_offset[5:]), desc.plane.eq(x.info.payload_offset[:5]),
-            desc.patches.eq(hr.patches),
-            descq.w_data.eq(desc),
-        ]
-
-        # ------------------------------------------------------------------ egress
-        # E0 issues one beat read per clock (both stores), E1 has the BRAM data and
-        # merges / patches it, E2 pushes into outq. Reads are issued only with room in
-        # outq for every beat in flight, so the pipeline never has to stall.
-        e_active = Signal()
-        e = Signal(Desc)
-        e_b = Signal(9)             # beat index in the output frame
-        e_is_last = Signal()        # the next beat issued is the frame's last
-        e_left = Signal(9)          # beats still to issue
-        e_drop = Signal()
-        # Beats issued and not yet taken from outq; the room flag is registered (one
-        # clock stale, so it keeps one more entry free) to keep it off the issue path.
-        occ = Signal(range(outq.depth + 1))
-        room = Signal()
-        m.d.sync += room.eq(occ < outq.depth - 2)
-        dh = Signal(Desc)
-        m.d.comb += dh.eq(descq.r_data)
-        issue = Signal()
-        e_lastb = Signal()
-        m.d.comb += [
-            e_lastb.eq(e_is_last),
-            issue.eq(e_active & ~e_drop & room),
-        ]
-        e_done = Signal()           # the current descriptor is finished this clock
-        m.d.comb += e_done.eq(e_active & (e_drop | (issue & e_is_last)))
-        e_load = Signal()
-        m.d.comb += [e_load.eq(descq.r_rdy & (~e_active | e_done)), descq.r_en.eq(e_load)]
-        with m.If(e_done):
-            m.d.sync += e_active.eq(0)
-        # e_b's low beats one-hot (0 past beat 7: patches and the payload start beat pb
-        # lie in beats 0..4), and "e_b > pb": flags, so the per-beat patch and merge
-        # selects are a bit pick instead of 9-bit compares against the beat counter.
-        e_at = Signal(8)
-        e_gt_pb = Signal()
-        e_at_pb = switch_pick(m, e_at, e.pb, "e_at_pb")
-        with m.If(issue):
-            m.d.sync += [e_b.eq(e_b + 1), e_left.eq(e_left - 1), e_is_last.eq(e_left == 2),
-                         e_at.eq(e_at << 1), e_gt_pb.eq(e_gt_pb | e_at_pb)]
-        with m.If(e_load):
-            m.d.sync += [e_active.eq(1), e.eq(dh), e_b.eq(0), e_left.eq(dh.nbeats),
-                         e_is_last.eq(dh.nbeats == 1), e_drop.eq(dh.mode == MODE_DROP),
-                         e_at.eq(1), e_gt_pb.eq(0)]
-        m.d.sync += occ.eq(occ + issue - (self.o.valid & self.o.ready))
-        # Releasing a frame's ring entries once its last beat is read.
-        m.d.comb += [
-            orig.rel_en.eq(e_done), orig.rel.eq(e.orig_next),
-            comp.rel_en.eq(e_done & e.has_comp), comp.rel.eq(e.comp_next),
-        ]
-        is_c = Signal()
-        m.d.comb += is_c.eq(e.mode == MODE_COMP)
-        m.d.comb += [
-            orig.r_en.eq(issue), orig.r_addr.eq((e.orig_start + e_b)[:orig.addr_width]),
-            comp.r_en.eq(issue), comp.r_addr.eq((e.comp_start + e_b - e.pb)[:comp.addr_width]),
-        ]
-        # E0 -> E1 control: per byte lane, a 2-bit code of its source (orig store, comp
-        # store, or one of two patch words) and a zero flag (past keep), so that E1 is
-        # one 4:1 mux per bit (one LUT6) with the zero as the output flip-flops'
-        # synchronous reset. Two patch candidates per word suffice because of where the
-        # patched fields can sit (l3 is 14 or 18, so l3 = 2 mod 4 and l4 = l3 + 4 IHL =
-        # 2 mod 4; see HeaderRewrite):
-        # - Y, the IP header fields, beat 0 only: ToS word (l3) on word 7 or 9, total
-        #   length (l3 + 2) on word 8 or 10, IP checksum (l3 + 10) on word 12 or 14;
-        # - X, the L4 fields, beats 1 and 2 only: UDP length (l4 + 4) on odd words, the
-        #   UDP checksum (l4 + 6) on even words, the TCP checksum (l4 + 16) on odd words;
-        #   an odd word's X is the UDP length when that patch is on (UDP), else the
-        #   checksum.
-        SRC_ORIG, SRC_COMP, SRC_X, SRC_Y = 0, 1, 2, 3
-        P_TOS, P_TOT, P_IPC, P_UDPL, P_L4C = range(PATCHES)
-        Y_OF_WORD = {7: P_TOS, 9: P_TOS, 8: P_TOT, 10: P_TOT, 12: P_IPC, 14: P_IPC}
-        sel_lo = Signal(BEAT_BYTES)     # lanes >= plane
-        for j in range(BEAT_BYTES):
-            m.d.comb += sel_lo[j].eq(e.plane <= j)
-        e1_v, e1_last, e1_user = Signal(), Signal(), Signal()
-        e1_keep = Signal(BEAT_BYTES)
-        keep_last = Signal(BEAT_BYTES)
-        for j in range(BEAT_BYTES):
-            m.d.comb += keep_last[j].eq(e.last_bytes > j)
-        keep = Signal(BEAT_BYTES)
-        sel = Signal(BEAT_BYTES, attrs={"keep": 1})
-        m.d.comb += [
-            keep.eq(Mux(e_lastb, keep_last, ~0)),
-            sel.eq(Mux(is_c & e_gt_pb, ~0, Mux(is_c & e_at_pb, sel_lo, 0))),
-        ]
-        # Patches are 16-bit words: per word of the beat, whether its X or Y patch lands
-        # on it; values are registered with the codes (the descriptor may change under E1).
-        words = BEAT_BYTES // 2
-        hits = []
-        for idx in range(PATCHES):
-            p = e.patches[idx]
-            hit = Signal(words, name=f"phit{idx}")
-            on = Signal(name=f"pon{idx}")
-            m.d.comb += on.eq(p.en & switch_pick(m, e_at, p.beat, f"pat{idx}"))
-            for w in range(words):
-                m.d.comb += hit[w].eq(on & (p.word == w))
-            hits.append(hit)
-        e1_code = [Signal(2, name=f"e1_code{j}") for j in range(BEAT_BYTES)]
-        e1_zero = Signal(BEAT_BYTES)
-        e1_px_even = Signal(16)
-        e1_px_odd = Signal(16)
-        e1_py = [Signal(16, name=f"e1_py{idx}") for idx in (P_TOS, P_TOT, P_IPC)]
-        m.d.sync += e1_v.eq(issue)
-        with m.If(issue):
-            m.d.sync += [
-                e1_last.eq(e_lastb), e1_user.eq(e.user & e_lastb), e1_keep.eq(keep),
-                e1_zero.eq(~keep),
-                e1_px_even.eq(e.patches[P_L4C].value),
-                e1_px_odd.eq(Mux(e.patches[P_UDPL].en, e.patches[P_UDPL].value,
-                                 e.patches[P_L4C].value)),
-            ]
-            for idx in (P_TOS, P_TOT, P_IPC):
-                m.d.sync += e1_py[idx].eq(e.patches[idx].value)
-            for w in range(words):
-                # Kept (as is ``sel``): the code is then one LUT behind them; left free,
-                # the mapper spreads the cone over a chain of small LUTs (7 levels).
-                hit_x = Signal(name=f"phit_x{w}", attrs={"keep": 1})
-                hit_y = Signal(name=f"phit_y{w}", attrs={"keep": 1})
-                m.d.comb += [
-                    hit_x.eq(hits[P_L4C][w] | (hits[P_UDPL][w] if w % 2 else 0)),
-                    hit_y.eq(hits[Y_OF_WORD[w]][w] if w in Y_OF_WORD else 0),
-                ]
-                for j in (2 * w, 2 * w + 1):
-                    m.d.sync += e1_code[j].eq(Mux(hit_y, SRC_Y, Mux(hit_x, SRC_X,
-                                                  Mux(sel[j], SRC_COMP, SRC_ORIG))))
-        # E1: merge and patch; a lane past keep is the flip-flops' synchronous reset.
-        e2_v = Signal()
-        e2 = Signal(AxisBeat)
-        for j in range(BEAT_BYTES):
-            lane = slice(8 * j, 8 * j + 8)
-            w, h = j // 2, 8 * (j % 2)
-            px = e1_px_odd if w % 2 else e1_px_even
-            py = e1_py[Y_OF_WORD[w]] if w in Y_OF_WORD else C(0, 16)
-            src = [orig.r_data[lane], comp.r_data[lane], px[h:h + 8], py[h:h + 8]]
-            c = e1_code[j]
-            m.d.sync += e2.data[lane].eq(
-                Mux(e1_zero[j], 0, Mux(c[1], Mux(c[0], src[3], src[2]),
-                                       Mux(c[0], src[1], src[0]))))
-        m.d.sync += [e2_v.eq(e1_v), e2.keep.eq(e1_keep),
-                     e2.last.eq(e1_last), e2.user.eq(e1_user)]
-        m.d.comb += [outq.w_en.eq(e2_v), outq.w_data.eq(e2)]
-
-        # ------------------------------------------------------------------ output
-        o_beat = Signal(AxisBeat)
-        m.d.comb += [
-            o_beat.eq(outq.r_data),
-            self.o.valid.eq(outq.r_rdy), self.o.payload.eq(o_beat), outq.r_en.eq(self.o.ready),
-        ]
-        with m.If(self.o.valid & self.o.ready & o_beat.last):
-            m.d.sync += self.frames_out.eq(self.frames_out + 1)
+        wiring.connect(m, au.o, pl.stages["cwriter"].i)
         return m
