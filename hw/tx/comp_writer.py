@@ -15,8 +15,11 @@ class CompWriter(wiring.Component):
     """Writes the compressed payload's beats (``i``, already on the output frame's byte
     lanes) into the comp ring (``store``) and, per frame, its ring region to ``region``.
     A frame's region is capped at MAX_FRAME_BEATS beats (a larger result is never sent:
-    it cannot be smaller than the payload). ``i.ready`` needs ``region.ready`` (a FIFO's
-    room) and a free ring entry."""
+    it cannot be smaller than the payload).
+
+    Contract: ``i.ready`` needs ``region.ready`` (its FIFO's room) and a free ring entry;
+    ``region.valid`` is the write strobe of a frame's last beat, so it is only high with
+    ``region.ready``."""
 
     def __init__(self, aw):
         self.aw = aw
