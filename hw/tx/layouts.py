@@ -1,0 +1,90 @@
+"""Payloads of the streams between the TX engine's stages, and the stages' store ports."""
+
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..header_rewrite import PATCHES, Patch
+from ..packet_matcher import MatchInfo
+from ..wire import BEAT_BITS
+
+__all__ = ["FrameCfg", "HdrBounds", "FrameMode", "FrontResult", "HdrSums", "CompRegion",
+           "Desc", "MODE_DROP", "MODE_PASS", "MODE_COMP", "ShimInfo", "TailInfo", "FedGroup",
+           "CLenInfo", "MatchInfo", "store_write", "store_read"]
+
+# ingress -> dispatcher, per frame. ok: enabled and k in range, decided at the ingress so
+# the dispatcher reads one bit.
+FrameCfg = data.StructLayout({"ok": 1, "k": 7})
+
+# The header checksums' byte-range bounds that are not MatchInfo fields already, summed
+# by the dispatcher so that no adder sits in front of the front stage's masks.
+HdrBounds = data.StructLayout({n: 8 for n in ("ip4", "ip10", "ip12", "ip20", "l4c", "l4c2")})
+
+# dispatcher -> front: what the front stage knows of a frame when it starts it.
+FrameMode = data.StructLayout({
+    "info": MatchInfo,
+    "compress": 1,        # header parsed, engine enabled, k valid: run the compressor
+    "k": 7,
+    "bounds": HdrBounds,
+})
+
+# front -> finisher, at the frame's end.
+FrontResult = data.StructLayout({
+    "info": MatchInfo,
+    "compress": 1,
+    "frame_len": 17,
+    "stored": 9,          # beats written to the orig store (<= 288)
+    "orig_start": 11,
+    "user": 1,
+    "drop": 1,
+})
+
+# front -> finisher: the IP header (rest) and L4 header word sums, per frame.
+HdrSums = data.StructLayout({"ip": 16, "l4": 16})
+
+# comp writer -> finisher: a compressed frame's region in the comp ring.
+CompRegion = data.StructLayout({"start": 11, "next": 11})
+
+# finisher -> egress, per frame.
+Desc = data.StructLayout({
+    "mode": 2,            # 0: drop, 1: pass (bypass / fall-back), 2: compressed
+    "user": 1,
+    "orig_start": 11,
+    "orig_next": 11,
+    "has_comp": 1,
+    "comp_start": 11,
+    "comp_next": 11,
+    "nbeats": 9,          # output beats
+    "last_bytes": 6,      # valid bytes of the last output beat, 1..32
+    "pb": 3,              # compressed: beat holding byte P
+    "plane": 5,           # compressed: P mod 32
+    "patches": data.ArrayLayout(Patch, PATCHES),
+})
+
+MODE_DROP, MODE_PASS, MODE_COMP = 0, 1, 2
+
+# dispatcher -> feeder: prefix and shim. The shim is kept rotated by plane mod 4, so that
+# the prefix vector (placeholder bytes below the plane are never sent) is that word
+# repeated: an AlignmentUnit fill vector.
+ShimInfo = data.StructLayout({"plane": 5, "shim_rot": 32})
+# group former -> feeder: the r = L mod 4 raw bytes; sep: they follow the last group as a
+# vector of their own (a final beat of fewer than 4 bytes), else they ride in the last
+# group (CompressionUnit) and ``tail`` is not used (the group carries them).
+TailInfo = data.StructLayout({"tail": 24, "r": 2, "sep": 1})
+# A CompressionUnit group as the feeder needs it (the decoded payload for the D checksum
+# leaves the CompressionUnit on its side port).
+FedGroup = data.StructLayout({"data": 272, "length": 6, "last": 1})
+# feeder -> finisher, per compressed frame: |C| and the 16-bit word sum of a separate
+# tail's bytes (the D checksum's last part, added to the groups' sum by the finisher).
+CLenInfo = data.StructLayout({"clen": 17, "tsum": 17})
+
+
+def store_write(aw):
+    """A FrameStore's write side as its writer sees it."""
+    return wiring.Signature({"w_en": Out(1), "w_data": Out(BEAT_BITS),
+                             "w_room": In(1), "wp": In(aw + 1)})
+
+
+def store_read(aw):
+    """A FrameStore's read and release side as its reader sees it."""
+    return wiring.Signature({"r_en": Out(1), "r_addr": Out(aw), "r_data": In(BEAT_BITS),
+                             "rel_en": Out(1), "rel": Out(aw + 1)})

@@ -1,0 +1,200 @@
+"""TX finisher: random frames' results (front summary, header sums and, for compressed
+frames only, |C|, the D sums and the comp region, each on its own stream with its own
+idle pattern), under every idle x backpressure pattern on the descriptor output. Per
+frame, in order, the descriptor must hold the decision worked out here (drop past the
+size limit; compressed when eligible and |C| < L; else pass, fall-back or bypass), the
+ring regions, the output length in beats and bytes, the payload's beat and lane, and the
+IP header patches (ToS, total length, IP checksum) and UDP length computed here from the
+header fields; the counters must count each decision."""
+
+import random
+
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from inceptionn.sim import harness
+from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+
+DUT = "tx_finisher"
+FRAMES = 120
+INS = ("front", "hsum", "clen", "dsum", "region")
+COUNTERS = ("compressed", "bypassed", "fallback", "dropped",
+            "payload_bytes_in", "payload_bytes_out")
+
+
+def _design():
+    from inceptionn.hw.tx.finisher import Finisher
+    return Finisher()
+
+
+def _width(shape):
+    from amaranth import Shape
+    return Shape.cast(shape).width
+
+
+def _pack(layout, fields):
+    v = 0
+    for name, f in layout:
+        v |= (fields.get(name, 0) & ((1 << _width(f.shape)) - 1)) << f.offset
+    return v
+
+
+def _unpack(layout, v):
+    return {name: (v >> f.offset) & ((1 << _width(f.shape)) - 1) for name, f in layout}
+
+
+def _frames(seed):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(FRAMES):
+        l3 = rng.choice((14, 18))
+        ihl = rng.randint(5, 15)
+        udp = rng.getrandbits(1)
+        l4 = l3 + 4 * ihl
+        po = l4 + (8 if udp else 4 * rng.randint(5, 15))
+        plen = rng.randint(4, 9000)
+        tot = po - l3 + plen
+        frame_len = l3 + tot + rng.choice((0, 0, 0, 2, 6))
+        if rng.random() < 0.1:
+            tot += 4                    # the frame is shorter than its IP length says
+        info = {"header_ok": 1, "vlan": int(l3 == 18), "udp": udp, "proto": 17 if udp else 6,
+                "l3": l3, "ihl": ihl, "l4": l4, "l4_hdr_len": po - l4, "payload_offset": po,
+                "payload_len": plen, "ip_total_len": tot, "min_frame_len": l3 + tot,
+                "tos": rng.getrandbits(8), "l4_csum": rng.getrandbits(16)}
+        compress = int(rng.random() < 0.75)
+        front = {"info": info, "compress": compress, "frame_len": frame_len,
+                 "stored": rng.randint(1, 288), "orig_start": rng.getrandbits(11),
+                 "user": int(rng.random() < 0.1), "drop": int(rng.random() < 0.1)}
+        clen = ((plen + rng.randint(0, 40) if rng.random() < 0.3 else rng.randint(4, plen))
+                if compress else 0)
+        res = {"front": front, "hsum": {"ip": rng.getrandbits(16), "l4": rng.getrandbits(16)}}
+        if compress:
+            res.update(clen={"clen": clen, "tsum": rng.getrandbits(17)},
+                       dsum=rng.getrandbits(16),
+                       region={"start": rng.getrandbits(11), "next": rng.getrandbits(11)})
+        out.append(res)
+    return out
+
+
+def _fold(v):
+    while v >> 16:
+        v = (v & 0xFFFF) + (v >> 16)
+    return v
+
+
+def _swap(v):
+    return ((v & 0xFF) << 8) | (v >> 8)
+
+
+def _expected(r):
+    f = r["front"]
+    i = f["info"]
+    elig = f["compress"] and not f["user"] and not f["drop"] and f["frame_len"] >= i["min_frame_len"]
+    win = f["compress"] and r["clen"]["clen"] < i["payload_len"]
+    mode = 0 if f["drop"] else 2 if (elig and win) else 1
+    po = i["payload_offset"]
+    out_len = po + r["clen"]["clen"] if mode == 2 else f["frame_len"]
+    d = {"mode": mode, "user": int(f["user"] and mode == 1), "orig_start": f["orig_start"],
+         "orig_next": (f["orig_start"] + f["stored"]) % 2048, "has_comp": f["compress"],
+         "nbeats": ((out_len + 31) // 32) % 512, "last_bytes": (out_len - 1) % 32 + 1,
+         "pb": po >> 5, "plane": po % 32}
+    if f["compress"]:
+        d.update(comp_start=r["region"]["start"], comp_next=r["region"]["next"])
+    # Patches: (offset of the field, value as a big-endian 16-bit word) or None (off).
+    l3 = i["l3"]
+    tos = i["tos"] & 0x03 if (mode == 1 and elig) else i["tos"]
+    tot = i["ip_total_len"] - (i["payload_len"] - r["clen"]["clen"]) if mode == 2 else i["ip_total_len"]
+    tot &= 0xFFFF
+    w0 = ((0x40 | i["ihl"]) << 8) | tos
+    ipc = ~_fold(w0 + tot + r["hsum"]["ip"]) & 0xFFFF
+    fb = mode == 1 and elig
+    patches = [
+        (l3, w0) if fb else None,
+        (l3 + 2, tot) if mode == 2 else None,
+        (l3 + 10, ipc) if mode == 2 or fb else None,
+        (i["l4"] + 4, 8 + r["clen"]["clen"]) if mode == 2 and i["udp"] else None,
+    ]
+    kind = ("dropped" if mode == 0 else "compressed" if mode == 2
+            else "fallback" if elig else "bypassed")
+    return d, patches, kind
+
+
+def _patch(v, n):
+    p = (v >> (24 * n)) & 0xFFFFFF
+    return {"en": p & 1, "beat": (p >> 1) & 7, "word": (p >> 4) & 15, "value": p >> 8}
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
+async def finish(dut, idle, backpressure):
+    from inceptionn.hw.tx.layouts import CLenInfo, CompRegion, Desc, FrontResult, HdrSums
+    await start(dut, {**{f"{s}__valid": 0 for s in INS}, "desc__ready": 0})
+    seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
+    frames = _frames(seed)
+    want = [_expected(r) for r in frames]
+    layouts = {"front": FrontResult, "hsum": HdrSums, "clen": CLenInfo, "region": CompRegion}
+    queues = {s: [] for s in INS}
+    for r in frames:
+        for s in INS:
+            if s in r:
+                v = r[s]
+                if s == "front":
+                    v = dict(v, info=_pack(__import__("inceptionn.hw.packet_matcher",
+                                                      fromlist=["MatchInfo"]).MatchInfo,
+                                           v["info"]))
+                queues[s].append(_pack(layouts[s], v) if s in layouts else v)
+    idles = {s: pause_generator(idle, 10 + 5 * n + seed) for n, s in enumerate(INS)}
+    bp = pause_generator(backpressure, 90 + seed)
+    offered = {s: False for s in INS}
+    got = []
+    cycles = 0
+    while len(got) < FRAMES:
+        await RisingEdge(dut.clk)
+        cycles += 1
+        assert cycles < 40 * FRAMES + 100, f"stuck: {len(got)} of {FRAMES} descriptors"
+        for s in INS:
+            if not offered[s] and queues[s] and not next(idles[s]):
+                offered[s] = True
+                getattr(dut, f"{s}__payload").value = queues[s][0]
+            getattr(dut, f"{s}__valid").value = int(offered[s])
+        dut.desc__ready.value = int(not next(bp))
+        await ReadOnly()
+        for s in INS:
+            if getattr(dut, f"{s}__ready").value:
+                assert offered[s], f"{s} popped while empty"
+                queues[s].pop(0)
+                offered[s] = False
+        if dut.desc__valid.value and dut.desc__ready.value:
+            got.append(int(dut.desc__payload.value))
+    for _ in range(20):
+        await RisingEdge(dut.clk)
+        await ReadOnly()
+        assert not dut.desc__valid.value, "an extra descriptor came out"
+    assert all(not q for q in queues.values()), "inputs left over"
+    counts = {c: 0 for c in COUNTERS}
+    for n, (g, (d, patches, kind)) in enumerate(zip(got, want)):
+        r = frames[n]
+        counts[kind] += 1
+        if kind == "compressed":
+            counts["payload_bytes_in"] += r["front"]["info"]["payload_len"]
+            counts["payload_bytes_out"] += r["clen"]["clen"]
+        desc = _unpack(Desc, g)
+        for k, v in d.items():
+            assert desc[k] == v, f"frame {n} ({kind}): {k} {desc[k]}, want {v}"
+        for idx, p in enumerate(patches):
+            gp = _patch(desc["patches"], idx)
+            if p is None:
+                assert not gp["en"], f"frame {n} ({kind}): patch {idx} on"
+            else:
+                off, val = p
+                assert gp == {"en": 1, "beat": off // 32, "word": off % 32 // 2,
+                              "value": _swap(val)}, (
+                    f"frame {n} ({kind}): patch {idx} {gp}, want offset {off} value {val:#06x}")
+    for c in COUNTERS:
+        assert int(getattr(dut, c).value) == counts[c], (
+            f"{c} {int(getattr(dut, c).value)}, want {counts[c]}")
+    assert set(k for _, _, k in want) >= {"dropped", "compressed", "fallback", "bypassed"}
+
+
+def test_tx_finisher():
+    harness.run(_design, DUT, "inceptionn.sim.test_tx_finisher")
