@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 
 __all__ = ["build_tree", "main"]
 

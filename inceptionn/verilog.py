@@ -46,7 +46,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 
 __all__ = ["ENGINES", "WAIVED_RULES", "WAIVED_SIGNALS", "generate", "lint", "LintResult", "main"]
 

@@ -5,8 +5,8 @@ import pytest
 
 from inceptionn import golden
 from inceptionn.sim import engines
-from inceptionn.sim import frames as F
-from inceptionn.sim.rtl_loop import FastEngine, run_frames
+from inceptionn.rtl import frames as F
+from inceptionn.rtl.rtl_loop import FastEngine, run_frames
 
 
 def _oversize():

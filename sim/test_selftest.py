@@ -14,7 +14,7 @@ import pytest
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock, beats_to_frame, pause_generator
 
 PROBE = "selftest_gen_probe"
