@@ -107,14 +107,14 @@ def _design_key(design, name):
         return None
     h = hashlib.sha256(f"{name}|{design.__module__}|{design.__qualname__}|"
                        f"{amaranth.__version__}".encode())
-    files = sorted(HW.rglob("*.py"))
+    # Named relative to hw/ (the factory by its module, hashed above), so that a checkout
+    # and an installed package with the same sources share the key.
+    for f in sorted(HW.rglob("*.py")):
+        h.update(f.relative_to(HW).as_posix().encode())
+        h.update(f.read_bytes())
     mod_file = inspect.getsourcefile(design)
     if mod_file:
-        files.append(Path(mod_file))
-    for f in files:
-        base = HW.parent
-        h.update(str(f.relative_to(base) if f.is_relative_to(base) else f).encode())
-        h.update(f.read_bytes())
+        h.update(Path(mod_file).read_bytes())
     return h.hexdigest()
 
 
