@@ -1,4 +1,4 @@
-"""The compiled engine loop (sim/rtl_loop.py): bit-exact against golden, and the same
+"""The compiled engine loop (inceptionn/rtl/rtl_loop.py): bit-exact against golden, and the same
 clock counts as the cocotb path on the same frames."""
 
 import pytest
