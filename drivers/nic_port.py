@@ -3,7 +3,7 @@ frames it receives, with the spec's counters and the float-alignment alarm.
 
 Engines: "golden" (the bit-exact model, golden.tx_frame / rx_frame) or "rtl" (the
 Verilated CompressionEngine and DecompressionEngine in the compiled loop,
-sim/rtl_loop.py, one pair per port). The RTL's every output frame is checked against the
+inceptionn/rtl/rtl_loop.py, one pair per port). The RTL's every output frame is checked against the
 golden model; a difference raises RtlMismatch and stops the bridge: slow is fine, wrong
 is not.
 """
@@ -66,7 +66,7 @@ class NicPort:
         self.offsets = StreamOffsets()
         self._tx_rtl = self._rx_rtl = None
         if engine == "rtl":
-            from ..sim.rtl_loop import FastEngine
+            from ..rtl.rtl_loop import FastEngine
             self._tx_rtl = FastEngine("tx", k=k, dscp=dscp, enable=enable)
             self._rx_rtl = FastEngine("rx", dscp=dscp, enable=enable)
 

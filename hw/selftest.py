@@ -22,20 +22,10 @@ from .primitives import AxisRegisterSlice
 from .selftest_check import Checker, FaultInjector
 from .selftest_gen import FrameGenerator, ReferenceGenerator
 
-__all__ = ["SelfTest", "VC709SelfTestTop", "engines_available", "RATIO_STEPS"]
+__all__ = ["SelfTest", "VC709SelfTestTop", "RATIO_STEPS"]
 
 # LED bar thresholds on TX beats in / beats out, as (num, den): lit when in*den >= out*num.
 RATIO_STEPS = [(5, 4), (3, 2), (2, 1), (3, 1)]
-
-
-def engines_available():
-    """True when both engines are present in hw/."""
-    try:
-        from .compression_engine import CompressionEngine  # noqa: F401
-        from .decompression_engine import DecompressionEngine  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _mul_const(x, c):
@@ -60,11 +50,7 @@ class SelfTest(wiring.Component):
     tx_beats_in: Out(32)
     tx_beats_out: Out(32)
 
-    def __init__(self, *, engines=None, k=10, pass_frames=64, heartbeat_bit=26):
-        if engines is None:
-            engines = engines_available()
-        if engines and not engines_available():
-            raise ValueError("engines=True but hw/ has no CompressionEngine/DecompressionEngine")
+    def __init__(self, *, engines=True, k=10, pass_frames=64, heartbeat_bit=26):
         if not 1 <= k <= 126:
             raise ValueError(f"k must be in 1..126, not {k}")
         if pass_frames < 1:
@@ -148,7 +134,7 @@ class VC709SelfTestTop(Elaboratable):
     MMCM_DIV = 4.0
     FREQ = 250e6
 
-    def __init__(self, *, engines=None, k=10, pass_frames=1024):
+    def __init__(self, *, engines=True, k=10, pass_frames=1024):
         self.engines = engines
         self.k = k
         self.pass_frames = pass_frames

@@ -3,7 +3,9 @@
 Subpackages:
   inceptionn.golden   bit-exact NumPy model of the wire format (spec/wire-format)
   inceptionn.hw       Amaranth HDL engines
-  inceptionn.sim      cocotb testbenches and the Verilator harness
+  inceptionn.rtl      Verilog generation, the Verilator runner, the compiled engine loop,
+                      the hardware benchmarks
+  inceptionn.sim      cocotb testbenches (source checkout; the product never imports it)
   inceptionn.drivers  host side: socket tagging, training demo helpers
 """
 

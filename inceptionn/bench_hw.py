@@ -25,11 +25,11 @@ def main(argv=None):
     ap.add_argument("--only", choices=["tx", "rx"], help="run one engine's benchmark")
     args = ap.parse_args(argv)
     if args.only in (None, "tx"):
-        from inceptionn.sim import bench_tx
+        from inceptionn.rtl import bench_tx
         print("TX CompressionEngine (Verilator, cycle-accurate) ...", flush=True)
         _print_table("TX CompressionEngine", bench_tx.measure())
     if args.only in (None, "rx"):
-        from inceptionn.sim import bench_rx
+        from inceptionn.rtl import bench_rx
         print("RX DecompressionEngine (Verilator, cycle-accurate) ...", flush=True)
         _print_table("RX DecompressionEngine", bench_rx.measure())
     return 0

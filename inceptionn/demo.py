@@ -11,7 +11,7 @@
 
 The NIC stage is one function, `nic(frames, k) -> (wire_frames, host_frames, info)`;
 `run_demo(nic=...)` accepts any function with that shape (default: the golden model).
-The Verilated engines (a compiled loop, sim/rtl_loop.py), each checked byte for byte
+The Verilated engines (a compiled loop, inceptionn/rtl/rtl_loop.py), each checked byte for byte
 against the golden model, take every capture at the first bound by default, all of
 them with `--full`; `--nic golden` runs the model alone.
 
@@ -191,11 +191,11 @@ def _engine_info(res):
 def rtl_nic_stage(frames, k: int, *, dscp: int = golden.DSCP_DEFAULT):
     """The NIC pair as the Verilated RTL: CompressionEngine, then DecompressionEngine.
 
-    Both engines run in the compiled loop (sim/rtl_loop.py). Their outputs are checked
+    Both engines run in the compiled loop (inceptionn/rtl/rtl_loop.py). Their outputs are checked
     byte for byte (and tuser) against the golden model; any difference raises
     RuntimeError. info adds the clock counts under "rtl".
     """
-    from inceptionn.sim.rtl_loop import run_frames
+    from inceptionn.rtl.rtl_loop import run_frames
 
     wire_g, host_g, info = golden_nic_stage(frames, k, dscp=dscp)
     tx = run_frames("tx", frames, k=k, dscp=dscp)

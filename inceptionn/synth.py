@@ -29,11 +29,10 @@ import time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 
-__all__ = ["LevelPath", "logic_levels", "cell_counts", "run_yosys", "synthesize",
-           "report_design", "markdown_table", "DESIGNS", "main"]
+from .rtl.harness import BUILD  # build/ of the checkout, or of the current directory
 
-REPO = Path(__file__).resolve().parent.parent
-BUILD = Path(os.environ.get("INCEPTIONN_BUILD", REPO / "build"))
+__all__ = ["LevelPath", "logic_levels", "cell_counts", "run_yosys", "synthesize",
+           "report_design", "markdown_table", "DESIGNS", "EXPERIMENTS", "main"]
 
 # ---------------------------------------------------------------------------------------
 # Cell classes of the yosys xilinx library
@@ -376,7 +375,6 @@ DESIGNS = [
     ("decompression_block", "decompression_block", "DecompressionBlock", False, False),
     ("burst_buffer", "burst_buffer", "BurstBuffer", False, False),
     ("decompression_unit", "decompression_unit", "DecompressionUnit", False, False),
-    ("two_group_unit", "two_group_unit", "TwoGroupDecompressionUnit", False, False),
     ("axis_register_slice", "primitives", "AxisRegisterSlice", True, False),
     # The board self-test's own logic (hw/selftest*.py), for the VC709 build.
     ("selftest_generator", "selftest_gen", "FrameGenerator", False, False),
@@ -385,12 +383,27 @@ DESIGNS = [
 ]
 
 
+# Designs outside the package (experiments/ of a checkout), synthesized only when named
+# with --only; same fields, the module given in full.
+EXPERIMENTS = [
+    ("two_group_unit", "experiments.two_group_unit", "TwoGroupDecompressionUnit", False, False),
+]
+
+
 def design_factory(module, cls, wrap):
-    """A factory for the named block, or None (with the reason) if it is not there yet."""
+    """A factory for the named block, or None (with the reason) if it is not there yet.
+    `module` is a module of inceptionn.hw, or a full module name (an experiment)."""
+    full = module if "." in module else f"inceptionn.hw.{module}"
+    if full.startswith("experiments."):
+        from .rtl.harness import REPO
+        if REPO is None:
+            return None, "experiments/ is in the source checkout only"
+        if str(REPO) not in sys.path:
+            sys.path.insert(0, str(REPO))
     try:
-        mod = importlib.import_module(f"inceptionn.hw.{module}")
+        mod = importlib.import_module(full)
     except ModuleNotFoundError as e:
-        if e.name == f"inceptionn.hw.{module}":
+        if e.name == full:
             return None, "not written yet"
         raise
     klass = getattr(mod, cls, None)
@@ -427,18 +440,21 @@ def markdown_table(report):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m inceptionn.synth", description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="+", metavar="NAME",
-                    help="synthesize only these designs (names as in the report)")
+                    help="synthesize only these designs (names as in the report; experiments, "
+                         "e.g. two_group_unit, only when named here)")
     ap.add_argument("--blocks", action=argparse.BooleanOptionalAction, default=True,
                     help="also synthesize the major blocks (default: yes)")
     ap.add_argument("-o", "--output", type=Path, default=BUILD / "synth" / "report.json")
     args = ap.parse_args(argv)
-    known = {d[0] for d in DESIGNS}
+    known = {d[0] for d in DESIGNS + EXPERIMENTS}
     for n in args.only or ():
         if n not in known:
             ap.error(f"unknown design {n!r}; known: {', '.join(sorted(known))}")
     workdir = args.output.parent
     results, pending = [], {}
-    for name, module, cls, wrap, engine in DESIGNS:
+    for name, module, cls, wrap, engine in DESIGNS + EXPERIMENTS:
+        if (name, module, cls, wrap, engine) in EXPERIMENTS and name not in (args.only or ()):
+            continue
         if args.only and name not in args.only:
             continue
         if not args.only and not engine and not args.blocks:

@@ -11,14 +11,14 @@ import os
 import sys
 from pathlib import Path
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 
 __all__ = ["build_tree", "main"]
 
 OUT = harness.BUILD / "vc709"
 
 
-def build_tree(out=OUT, *, engines=None, do_build=False, pass_frames=1024, name="top"):
+def build_tree(out=OUT, *, engines=True, do_build=False, pass_frames=1024, name="top"):
     """Write (and with do_build run) the Vivado build; returns the BuildPlan/products."""
     from inceptionn.hw.platform import VC709Platform
     from inceptionn.hw.selftest import VC709SelfTestTop
@@ -41,11 +41,7 @@ def main(argv=None):
                     help="self-test of the test: generator -> wire -> checker")
     args = ap.parse_args(argv)
     do_build = args.bitstream or bool(os.environ.get("AMARANTH_ENV_VIVADO"))
-    from inceptionn.hw.selftest import engines_available
-    engines = False if args.no_engines else engines_available()
-    if not engines and not args.no_engines:
-        print("note: hw/ has no CompressionEngine/DecompressionEngine yet; "
-              "building the self-test without them (wire loop)")
+    engines = not args.no_engines
     build_tree(args.out, engines=engines, do_build=do_build)
     files = sorted(p.name for p in args.out.iterdir() if p.is_file())
     print(f"VC709 self-test ({'TX -> RX engines' if engines else 'wire loop'}) in {args.out}:")

@@ -46,7 +46,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 
 __all__ = ["ENGINES", "WAIVED_RULES", "WAIVED_SIGNALS", "generate", "lint", "LintResult", "main"]
 
@@ -252,17 +252,16 @@ def lint(path, top):
     return LintResult(errors, waived, by_rule)
 
 
-def available_engines():
-    """[(name, factory)] for the engines present in hw/, and {name: reason} for the rest."""
+def engine_factories():
+    """[(name, factory)] of the two engines, each wrapped in AxisTop."""
     from inceptionn.synth import design_factory
-    found, pending = [], {}
+    found = []
     for name, module, cls in ENGINES:
         factory, why = design_factory(module, cls, wrap=True)
         if factory is None:
-            pending[name] = why
-        else:
-            found.append((name, factory))
-    return found, pending
+            raise RuntimeError(f"{name}: {why}")
+        found.append((name, factory))
+    return found
 
 
 def available_blocks():
@@ -287,13 +286,11 @@ def main(argv=None):
                     help="also write each major block to <out>/blocks/")
     ap.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
     args = ap.parse_args(argv)
-    jobs = []
-    engines, pending = available_engines()
-    jobs += [(name, f, args.out) for name, f in engines]
+    jobs = [(name, f, args.out) for name, f in engine_factories()]
+    pending = {}
     if args.blocks:
-        blocks, bpending = available_blocks()
+        blocks, pending = available_blocks()
         jobs += [(name, f, args.out / "blocks") for name, f in blocks]
-        pending.update(bpending)
     for name, why in pending.items():
         print(f"{name:22s} pending: {why}")
     failed = 0
@@ -311,8 +308,6 @@ def main(argv=None):
                 failed += 1
                 line += "\n    " + "\n    ".join(res.errors[:20])
         print(line, flush=True)
-    if not jobs:
-        print("nothing to write yet (no engine in hw/; try --blocks)")
     return 1 if failed else 0
 
 

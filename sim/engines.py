@@ -1,6 +1,6 @@
 """Runs frames through an engine's RTL (Verilator) and returns what came out.
 
-Used by the demo, the hardware benchmark and the engine tests:
+Used by the engine testbenches:
 
     res = run_frames("tx", frames, k=10, dscp=10, enable=True, idle="none", backpressure="none")
     res.frames_out      # [(bytes, tuser)] in output order
@@ -11,7 +11,8 @@ Used by the demo, the hardware benchmark and the engine tests:
     res.latency         # (min, max) clocks from a frame's first input beat to its first output beat
     res.latencies       # per output frame
 
-Bulk runs without idle or backpressure patterns go faster through ``rtl_loop.run_frames``
+Bulk runs without idle or backpressure patterns go faster through
+``inceptionn.rtl.rtl_loop.run_frames``
 (a compiled loop, same ``RunResult``); this cocotb path is for the protocol tests.
 
 ``frames`` is a list of ``bytes`` or ``(bytes, tuser)``. The run itself is the cocotb
@@ -19,46 +20,23 @@ module ``sim/tb_engine_run.py``; the job and the results travel as pickle files 
 by environment variables (``INCEPTIONN_JOB``, ``INCEPTIONN_RESULT``).
 
 Engines are registered in ``DESIGNS``: kind -> (Verilog module name, design factory,
-function frames -> number of frames expected out): "tx", "rx" and "loopback" (TX -> link
-FIFO with random stalls -> RX, sim/loopback_top.py).
+function frames -> [bool: this input frame comes out]): "tx" and "rx" from
+``inceptionn.rtl.designs``, and "loopback" (TX -> link FIFO with random stalls -> RX,
+sim/loopback_top.py).
 """
 
 import os
 import pickle
 import tempfile
-from dataclasses import dataclass, field
 
-from . import harness
+from ..rtl import harness
+from ..rtl.designs import (COUNTER_NAMES, RunResult, normalize_frames, rx_design, tx_design,
+                           tx_expected)
+from ..rtl.designs import DESIGNS as _ENGINES
 from .axis import PAUSE_MODES
 
-__all__ = ["COUNTER_NAMES", "DESIGNS", "RunResult", "run_frames", "tx_design", "rx_design", "loopback_design"]
-
-
-# The engines' counter ports (spec section 6), as far as each engine has them.
-COUNTER_NAMES = ("frames_in", "frames_out", "compressed", "decompressed", "bypassed",
-                 "fallback", "malformed", "dropped", "payload_bytes_in", "payload_bytes_out")
-
-
-def tx_design():
-    from ..hw.axis import AxisTop
-    from ..hw.compression_engine import CompressionEngine
-    return AxisTop(CompressionEngine())
-
-
-def _tx_expected(frames):
-    from ..golden import MAX_FRAME_BYTES
-    return [len(f) <= MAX_FRAME_BYTES for f, _ in frames]
-
-
-def rx_design():
-    from ..hw.axis import AxisTop
-    from ..hw.decompression_engine import DecompressionEngine
-    return AxisTop(DecompressionEngine())
-
-
-def _rx_expected(frames):
-    # RX never drops: every frame comes out (restored, flagged or unchanged).
-    return [True] * len(frames)
+__all__ = ["COUNTER_NAMES", "DESIGNS", "RunResult", "run_frames", "tx_design", "rx_design",
+           "loopback_design"]
 
 
 def loopback_design():
@@ -66,42 +44,11 @@ def loopback_design():
     return factory()
 
 
-# kind -> (module name, design factory, frames -> [bool: this input frame comes out])
 DESIGNS = {
-    "tx": ("compression_engine", tx_design, _tx_expected),
-    "rx": ("decompression_engine", rx_design, _rx_expected),
+    **_ENGINES,
     # TX -> link FIFO with random stalls -> RX; only TX drops frames (oversize)
-    "loopback": ("loopback", loopback_design, _tx_expected),
+    "loopback": ("loopback", loopback_design, tx_expected),
 }
-
-
-@dataclass
-class RunResult:
-    frames_out: list
-    cycles: int
-    in_beats: int
-    out_beats: int
-    counters: dict
-    latencies: list = field(default_factory=list)
-    in_cycles: int = 0
-
-    @property
-    def latency(self):
-        if not self.latencies:
-            return (None, None)
-        return (min(self.latencies), max(self.latencies))
-
-
-def normalize_frames(frames):
-    """(bytes, tuser) pairs from frames given as bytes or (bytes, tuser); empty is an error."""
-    out = []
-    for item in frames:
-        frame, user = item if isinstance(item, tuple) else (item, False)
-        frame = bytes(frame)
-        if not frame:
-            raise ValueError("frames must hold at least one byte")
-        out.append((frame, bool(user)))
-    return out
 
 
 def run_frames(kind, frames, *, k=10, dscp=10, enable=True, idle="none", backpressure="none",

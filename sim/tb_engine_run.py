@@ -12,7 +12,7 @@ import pickle
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from inceptionn.sim.engines import COUNTER_NAMES
+from inceptionn.rtl.designs import COUNTER_NAMES
 from inceptionn.sim.axis import Clock, beats_to_frame, frame_to_beats, pause_generator
 
 

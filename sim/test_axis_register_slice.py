@@ -7,7 +7,7 @@ import random
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, PAUSE_MODES,
                                  pause_generator)
 

@@ -21,7 +21,7 @@ import random
 import cocotb
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
 
 DUT = "burst_buffer"

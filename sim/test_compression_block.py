@@ -7,7 +7,7 @@ import cocotb
 from cocotb.triggers import Timer
 
 from inceptionn import golden
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 
 DUT = "compression_block"
 KS = (1, 6, 8, 10, 16, 126)

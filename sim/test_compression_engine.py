@@ -14,14 +14,14 @@ import numpy as np
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock, PAUSE_MODES, frame_to_beats, pause_generator
 from inceptionn.sim.tb_engine_run import configure, play, read_counters, reset
 
 DUT = "compression_engine"
 TX_COUNTERS = ("frames_in", "frames_out", "compressed", "bypassed", "fallback", "dropped",
                "payload_bytes_in", "payload_bytes_out")
-DEMO_DIR = harness.REPO / "build" / "demo"
+DEMO_DIR = harness.BUILD / "demo"
 
 
 def expected(frames, **cfg):
@@ -67,7 +67,7 @@ def _payload(rng, nbytes):
 
 
 def matrix_frames():
-    from inceptionn.sim import frames as F
+    from inceptionn.rtl import frames as F
     rng = np.random.default_rng(7)
     return [
         (F.udp_frame(_payload(rng, 40)), False),
@@ -110,7 +110,7 @@ async def protocol_matrix(dut, idle, backpressure):
 
 def length_frames():
     """Every payload length 0..100 plus 1448, 1460, 8972, as UDP and as TCP."""
-    from inceptionn.sim import frames as F
+    from inceptionn.rtl import frames as F
     rng = np.random.default_rng(11)
     out = []
     for n in list(range(0, 101)) + [1448, 1460, 8972]:
@@ -130,7 +130,7 @@ async def payload_lengths(dut, mode):
 
 
 def corner_frames():
-    from inceptionn.sim import frames as F
+    from inceptionn.rtl import frames as F
     rng = np.random.default_rng(5)
     opts = [("MSS", 1460), ("NOP", None), ("NOP", None), ("Timestamp", (1, 2))]
     special = F.special_payload()
@@ -184,7 +184,7 @@ async def corner_cases(dut, mode):
 @cocotb.parametrize(cfg=[dict(enable=False), dict(k=0), dict(k=127), dict(k=1), dict(k=126),
                          dict(k=4), dict(dscp=11), dict(dscp=0)])
 async def configuration(dut, cfg):
-    from inceptionn.sim import frames as F
+    from inceptionn.rtl import frames as F
     await start(dut, **cfg)
     rng = np.random.default_rng(2)
     frames = [(F.udp_frame(_payload(rng, 300), tos=tos), False) for tos in (0x28, 0x2C, 0x00, 0x2D)]
@@ -197,7 +197,7 @@ async def configuration(dut, cfg):
 async def config_changes_per_frame(dut):
     """k and dscp apply from the frame whose first beat sees them."""
     from inceptionn import golden
-    from inceptionn.sim import frames as F
+    from inceptionn.rtl import frames as F
     await start(dut)
     rng = np.random.default_rng(4)
     jobs = [(F.udp_frame(_payload(rng, 700)), k) for k in (10, 3, 20, 126, 1, 10)]
@@ -212,7 +212,7 @@ async def config_changes_per_frame(dut):
 
 @cocotb.test()
 async def real_gradients(dut):
-    from inceptionn.sim import frames as F
+    from inceptionn.rtl import frames as F
     await start(dut)
     vals, source = F.gradient_values(365 * 40, seed=8, demo_dir=DEMO_DIR)
     dut._log.warning(f"real_gradients: payload values from {source}")
@@ -226,7 +226,7 @@ async def real_gradients(dut):
 
 @cocotb.test()
 async def random_stress(dut):
-    from inceptionn.sim import frames as F
+    from inceptionn.rtl import frames as F
     count = 10000 if os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0") else 2000
     await start(dut)
     frames = F.mixed_frames(21, count)
@@ -245,7 +245,7 @@ def res_beats(frames):
 @cocotb.test()
 async def reset_mid_frame(dut):
     """Reset while frames are half in and half out: the next frames come out right."""
-    from inceptionn.sim import frames as F
+    from inceptionn.rtl import frames as F
     await start(dut)
     rng = np.random.default_rng(9)
     first = [(F.udp_frame(_payload(rng, 3000)), False), (F.tcp_frame(_payload(rng, 1400)), False)]
@@ -270,7 +270,7 @@ async def reset_mid_frame(dut):
 @cocotb.parametrize(size=[1514, 9014])
 async def line_rate(dut, size):
     """Back-to-back compressible frames, sink always ready: one input beat per clock."""
-    from inceptionn.sim import frames as F
+    from inceptionn.rtl import frames as F
     await start(dut)
     vals, _ = F.gradient_values((size - 42) // 4 * 12, seed=3, demo_dir=None)
     n = (size - 42) // 4

@@ -19,8 +19,8 @@ from inceptionn.golden.counters import MAX_FRAME_BYTES, Counters
 from inceptionn.golden.frames import RX_HEADER_WINDOW, rx_frame, tx_frame
 from inceptionn.golden.packet_matcher import packet_matcher
 from inceptionn.golden.payload import SHIM_MAGIC
-from inceptionn.sim import frames as F
-from inceptionn.sim import harness
+from inceptionn.rtl import frames as F
+from inceptionn.rtl import harness
 from inceptionn.sim.engines import rx_design  # the runner's factory: one shared model
 from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, PAUSE_MODES,
                                  pause_generator)
@@ -28,7 +28,7 @@ from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, PAUSE_MODES,
 DUT = "decompression_engine"
 COUNTERS = ("frames_in", "frames_out", "decompressed", "bypassed", "malformed",
             "payload_bytes_in", "payload_bytes_out")
-DEMO_DIR = harness.REPO / "build" / "demo"
+DEMO_DIR = harness.BUILD / "demo"
 
 
 

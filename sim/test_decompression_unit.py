@@ -20,7 +20,7 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from inceptionn import golden
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
 
 DUT = "decompression_unit"

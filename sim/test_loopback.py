@@ -13,8 +13,8 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from inceptionn.golden.counters import Counters
 from inceptionn.golden.frames import rx_frame, tx_frame
-from inceptionn.sim import frames as F
-from inceptionn.sim import harness
+from inceptionn.rtl import frames as F
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, pause_generator
 from inceptionn.sim.engines import loopback_design  # the runner's factory
 from inceptionn.sim.test_decompression_engine import DEMO_DIR

@@ -5,7 +5,7 @@ import random
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock, frame_to_beats
 
 DUT = "packet_matcher"
@@ -23,7 +23,7 @@ def _fields(layout, value):
 def _cases():
     """(frame, note) covering every eligibility rule of spec section 4."""
     import numpy as np
-    from inceptionn.sim import frames as F
+    from inceptionn.rtl import frames as F
     pl = F.float_payload(np.linspace(-1e-3, 1e-3, 16))
     cases = [
         (F.udp_frame(pl), "udp"),

@@ -6,7 +6,7 @@ import random
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock, PAUSE_MODES, frame_to_beats, pause_generator
 
 DUT = "realigner"

@@ -1,12 +1,12 @@
-"""The compiled engine loop (sim/rtl_loop.py): bit-exact against golden, and the same
+"""The compiled engine loop (inceptionn/rtl/rtl_loop.py): bit-exact against golden, and the same
 clock counts as the cocotb path on the same frames."""
 
 import pytest
 
 from inceptionn import golden
 from inceptionn.sim import engines
-from inceptionn.sim import frames as F
-from inceptionn.sim.rtl_loop import FastEngine, run_frames
+from inceptionn.rtl import frames as F
+from inceptionn.rtl.rtl_loop import FastEngine, run_frames
 
 
 def _oversize():

@@ -14,7 +14,7 @@ import pytest
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock, beats_to_frame, pause_generator
 
 PROBE = "selftest_gen_probe"
@@ -172,9 +172,7 @@ async def selftest_fails_with_fault(dut):
 @pytest.mark.skipif(os.environ.get("INCEPTIONN_STRESS", "0") in ("", "0"),
                     reason="whole TX+RX self-test top; run by `make sim-stress` (INCEPTIONN_STRESS=1)")
 def test_selftest():
-    from inceptionn.hw.selftest import SelfTest, engines_available
-    engines = engines_available()
-    name = "selftest_engines" if engines else "selftest_wire"
-    harness.run(lambda: SelfTest(engines=engines, pass_frames=PASS_FRAMES, heartbeat_bit=3),
-                name, "inceptionn.sim.test_selftest", env={"ENGINES": int(engines)},
+    from inceptionn.hw.selftest import SelfTest
+    harness.run(lambda: SelfTest(engines=True, pass_frames=PASS_FRAMES, heartbeat_bit=3),
+                "selftest_engines", "inceptionn.sim.test_selftest", env={"ENGINES": 1},
                 testcase=["selftest_passes", "selftest_fails_with_fault"], tag="selftest")

@@ -13,7 +13,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn import golden
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock
 
 DUT = "shifter_tree"

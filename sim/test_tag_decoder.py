@@ -4,7 +4,7 @@ import cocotb
 from cocotb.triggers import Timer
 
 from inceptionn import golden
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 
 DUT = "tag_decoder"
 

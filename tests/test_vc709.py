@@ -6,7 +6,6 @@ import pytest
 
 from inceptionn import vc709
 from inceptionn.hw.platform import VC709Platform
-from inceptionn.hw.selftest import engines_available
 
 
 def _pins(platform):
@@ -74,7 +73,6 @@ def test_tree_is_reproducible(wire_tree, tmp_path):
         assert (tmp_path / f).read_bytes() == (wire_tree / f).read_bytes(), f
 
 
-@pytest.mark.skipif(not engines_available(), reason="the TX/RX engines are not in hw/ yet")
 def test_tree_with_engines(tmp_path):
     vc709.build_tree(tmp_path, engines=True)
     v = (tmp_path / "top.v").read_text()

@@ -10,10 +10,8 @@ from amaranth.lib.wiring import In, Out
 
 from inceptionn import verilog
 
-ENGINES, PENDING = verilog.available_engines()
+TARGETS = verilog.engine_factories()
 BLOCKS, _ = verilog.available_blocks()
-# The engines once they exist; the register slice stands in so the test always runs.
-TARGETS = ENGINES or [b for b in BLOCKS if b[0] == "axis_register_slice"]
 
 AXIS_PORTS = ["s_axis_tdata", "s_axis_tkeep", "s_axis_tlast", "s_axis_tuser", "s_axis_tvalid",
               "s_axis_tready", "m_axis_tdata", "m_axis_tkeep", "m_axis_tlast", "m_axis_tuser",
@@ -61,18 +59,15 @@ def test_lint_catches_unused_signals_and_waives_only_aliases(tmp_path):
 
 def test_make_verilog_cli(tmp_path, capsys, monkeypatch):
     # The CLI plumbing, on a small stand-in (the engines themselves are converted and
-    # linted above): files written, lint run and reported, pending engines named.
+    # linted above): files written, lint run and reported.
     slice_ = [b for b in BLOCKS if b[0] == "axis_register_slice"]
-    monkeypatch.setattr(verilog, "available_engines",
-                        lambda: (slice_, {"inceptionn_rx": "not written yet"}))
+    monkeypatch.setattr(verilog, "engine_factories", lambda: slice_)
     assert verilog.main(["-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert (tmp_path / "axis_register_slice.v").read_text() == \
         verilog.generate(slice_[0][1], "axis_register_slice")
     assert "axis_register_slice" in out and "lint: clean" in out
-    assert "inceptionn_rx" in out and "pending" in out
-    monkeypatch.setattr(verilog, "available_engines",
-                        lambda: ([("sloppy", lambda: _Sloppy())], {}))
+    monkeypatch.setattr(verilog, "engine_factories", lambda: [("sloppy", lambda: _Sloppy())])
     assert verilog.main(["-o", str(tmp_path)]) == 1
     assert "'waste'" in capsys.readouterr().out
 

@@ -17,7 +17,7 @@ Why a 256-bit input: two groups per clock matter only when groups are short (at
 250 MHz one group a clock already restores 64 Gb/s; a second is needed only beyond
 6.4x compression at 10 Gb/s, i.e. groups of 5 bytes or less: 10 bytes a clock). The
 ring below turns a slot over in 4 clocks at best (write, lengths, pairs, step), so its
-128 bytes, not the bus, bound the input rate (sim/test_two_group_unit.py measures
+128 bytes, not the bus, bound the input rate (experiments/test_two_group_unit.py measures
 about 24 bytes a clock with 15.5-byte groups); a 512-bit bus would need a 256-byte
 ring (twice the per-position arrays below) to be used.
 
@@ -61,10 +61,10 @@ from amaranth import *
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .primitives import AxisRegisterSlice
-from .primitives import pick, rotate, select_tree
-from .decompression_block import DecompressionBlock
-from .tag_decoder import GROUP_VALUES, MAX_GROUP_BYTES, TagDecoder, tag_byte_bytes
+from inceptionn.hw.primitives import AxisRegisterSlice
+from inceptionn.hw.primitives import pick, rotate, select_tree
+from inceptionn.hw.decompression_block import DecompressionBlock
+from inceptionn.hw.tag_decoder import GROUP_VALUES, MAX_GROUP_BYTES, TagDecoder, tag_byte_bytes
 
 __all__ = ["TwoGroupDecompressionUnit", "RING_BYTES", "BEAT_BYTES", "FIFO_WORDS"]
 

@@ -1,6 +1,6 @@
 """TX hardware benchmark: the CompressionEngine RTL measured in simulation (Verilator).
 
-``measure()`` returns rows for the benchmark table; ``python -m inceptionn.sim.bench_tx``
+``measure()`` returns rows for the benchmark table; ``python -m inceptionn.rtl.bench_tx``
 prints them. Every output frame is also checked against golden.tx_frame, so a number is
 only reported for a run that was right.
 
@@ -14,11 +14,11 @@ import numpy as np
 
 from . import frames as F
 from .rtl_loop import run_frames
-from .harness import REPO
+from .harness import BUILD
 
 __all__ = ["measure", "format_table"]
 
-DEMO_DIR = REPO / "build" / "demo"
+DEMO_DIR = BUILD / "demo"
 
 
 def _verify(frames, res, **cfg):

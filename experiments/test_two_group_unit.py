@@ -21,7 +21,7 @@ import pytest
 from cocotb.triggers import RisingEdge
 
 from inceptionn import golden
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock, pause_generator
 
 DUT = "two_group_unit"
@@ -31,7 +31,7 @@ KS = (1, 6, 8, 10, 16)
 
 
 def _design():
-    from inceptionn.hw.two_group_unit import TwoGroupDecompressionUnit
+    from experiments.two_group_unit import TwoGroupDecompressionUnit
     return TwoGroupDecompressionUnit()
 
 
@@ -212,10 +212,10 @@ async def throughput(dut):
 
 # The variant is an experiment (docs/rx-two-groups.md), not part of the engines, and its
 # Verilog is 4.5 MB: its first Verilator build took ~13 minutes, more than `make test`'s
-# budget, so it runs with the stress runs.
+# budget, so it runs with `make experiments` and `make sim-stress`, not by default.
 @pytest.mark.skipif(os.environ.get("INCEPTIONN_STRESS", "0") in ("", "0"),
-                    reason="experimental 2-group unit, slow to build; run by `make sim-stress` (INCEPTIONN_STRESS=1)")
+                    reason="experimental 2-group unit, slow to build; run by `make experiments` or `make sim-stress`")
 def test_two_group_unit():
-    harness.run(_design, DUT, "inceptionn.sim.test_two_group_unit")
+    harness.run(_design, DUT, "experiments.test_two_group_unit")
     log = harness.BUILD / "sim" / DUT / "runs" / "all" / "throughput.txt"
     print(log.read_text())

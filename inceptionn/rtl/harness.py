@@ -1,6 +1,7 @@
 """Builds an Amaranth design with Verilator and runs a cocotb test module on it.
 
-Used by the pytest entries in sim/ and by scripts (demo, benchmarks) that want the RTL.
+Used by the pytest entries in sim/, by `inceptionn verilog`/`vc709` and by the compiled
+engine loop (rtl_loop.py) behind the demo and `make bench-hw`.
 The Verilog is written only when it changed and the Verilator model is rebuilt only
 when the Verilog or the build options changed, so repeated runs start in seconds.
 """
@@ -11,11 +12,21 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["REPO", "BUILD", "verilator_bin", "to_verilog", "verilog_source", "build", "run",
+from .. import hw as _hw
+
+__all__ = ["REPO", "BUILD", "HW", "verilator_bin", "to_verilog", "verilog_source", "build", "run",
            "SimulationFailed", "Lock"]
 
-REPO = Path(__file__).resolve().parent.parent
-BUILD = Path(os.environ.get("INCEPTIONN_BUILD", REPO / "build"))
+# The package's gateware (hw/ in a checkout, inceptionn/hw when installed), whose sources
+# key the Verilog cache.
+HW = Path(_hw.__file__).resolve().parent
+# The source checkout this runs from, or None for an installed package.
+_root = Path(__file__).resolve().parent.parent.parent
+REPO = _root if (_root / "pyproject.toml").is_file() and (_root / "sim").is_dir() else None
+# Build outputs: $INCEPTIONN_BUILD, else build/ in the checkout, else build/ in the
+# current directory (an installed package never writes into site-packages).
+BUILD = Path(os.environ.get("INCEPTIONN_BUILD") or
+             (REPO / "build" if REPO is not None else Path.cwd() / "build"))
 
 
 class SimulationFailed(AssertionError):
@@ -36,7 +47,7 @@ def _prepare_env():
         os.environ["PATH"] = vbin + os.pathsep + path
     if "OBJCACHE" not in os.environ and shutil.which("ccache"):
         os.environ["OBJCACHE"] = "ccache"
-    if os.environ.get("OBJCACHE"):
+    if os.environ.get("OBJCACHE") and REPO is not None:
         # Paths inside the checkout (the venv's Verilator includes) then hash as relative
         # ones, so another clone of the same tree reuses the compiled objects.
         os.environ.setdefault("CCACHE_BASEDIR", str(REPO))
@@ -96,13 +107,14 @@ def _design_key(design, name):
         return None
     h = hashlib.sha256(f"{name}|{design.__module__}|{design.__qualname__}|"
                        f"{amaranth.__version__}".encode())
-    files = sorted((REPO / "hw").rglob("*.py"))
+    # Named relative to hw/ (the factory by its module, hashed above), so that a checkout
+    # and an installed package with the same sources share the key.
+    for f in sorted(HW.rglob("*.py")):
+        h.update(f.relative_to(HW).as_posix().encode())
+        h.update(f.read_bytes())
     mod_file = inspect.getsourcefile(design)
     if mod_file:
-        files.append(Path(mod_file))
-    for f in files:
-        h.update(str(f.relative_to(REPO) if f.is_relative_to(REPO) else f).encode())
-        h.update(f.read_bytes())
+        h.update(Path(mod_file).read_bytes())
     return h.hexdigest()
 
 

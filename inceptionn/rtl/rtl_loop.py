@@ -2,10 +2,10 @@
 
 cocotb stays the tool for protocol tests (idle and backpressure patterns, reset in
 mid-frame). For bulk runs (the demo, the software NIC's `--engine rtl`, `make bench-hw`)
-a compiled loop (sim/rtl_loop.cpp) drives the AXI-stream ports itself and exchanges
+a compiled loop (rtl_loop.cpp, next to this file) drives the AXI-stream ports itself and exchanges
 whole batches of frames with Python over a pipe::
 
-    from inceptionn.sim.rtl_loop import FastEngine
+    from inceptionn.rtl.rtl_loop import FastEngine
 
     with FastEngine("tx", k=10, dscp=10) as eng:     # builds (once) and starts the model
         out = eng.run(frames)       # frames: bytes or (bytes, tuser); one entry per input
@@ -23,7 +23,7 @@ raises TimeoutError. The model runs as a child process that exits when its pipe 
 so a Python process that dies leaves nothing running.
 
 `run_frames(kind, frames, ...)` returns the same `RunResult` as the cocotb path
-(`sim/engines.py`) for code that wants one batch and its statistics.
+(sim/engines.py) for code that wants one batch and its statistics.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import engines, harness
+from . import designs, harness
 
 __all__ = ["FastEngine", "BatchStats", "build_loop", "run_frames"]
 
@@ -55,7 +55,7 @@ def _ports(verilog: str, name: str):
 
 
 def _ports_header(name: str, ports) -> str:
-    counters = [p for p in engines.COUNTER_NAMES if ports.get(p, ("",))[0] == "output"]
+    counters = [p for p in designs.COUNTER_NAMES if ports.get(p, ("",))[0] == "output"]
     reads = ", ".join(f"(uint64_t)(t)->{c}" for c in counters)
     return (f'#include "V{name}.h"\n'
             f"#define ENGINE_TOP V{name}\n"
@@ -74,7 +74,7 @@ def build_loop(kind: str) -> tuple[Path, list[str]]:
     executable and the names of the counters it reports, in order."""
     if kind not in ("tx", "rx"):
         raise ValueError(f"unknown engine kind {kind!r}; expected 'tx' or 'rx'")
-    name, factory, _ = engines.DESIGNS[kind]
+    name, factory, _ = designs.DESIGNS[kind]
     build_dir = harness.BUILD / "rtl_loop" / name
     build_dir.mkdir(parents=True, exist_ok=True)
     with harness.Lock(build_dir / ".lock"):
@@ -93,7 +93,8 @@ def build_loop(kind: str) -> tuple[Path, list[str]]:
         env["PATH"] = str(harness.verilator_bin()) + os.pathsep + env.get("PATH", "")
         if shutil.which("ccache"):
             env.setdefault("OBJCACHE", "ccache")
-            env.setdefault("CCACHE_BASEDIR", str(harness.REPO))
+            if harness.REPO is not None:
+                env.setdefault("CCACHE_BASEDIR", str(harness.REPO))
         # The wheel's verilated.mk leaves the precompiled-header flag empty (see harness).
         env["MAKEFLAGS"] = f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={OPT} OPT_SLOW={OPT} OPT_GLOBAL={OPT}"
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 2),
@@ -142,7 +143,7 @@ class FastEngine:
             raise ValueError(f"k must fit the 7-bit port (0..127), got {k!r}")
         self.kind = kind
         self.timeout_clocks = int(timeout_clocks)
-        self._expected = engines.DESIGNS[kind][2] if kind in engines.DESIGNS else None
+        self._expected = designs.DESIGNS[kind][2] if kind in designs.DESIGNS else None
         exe, self._counter_names = build_loop(kind)
         self._proc = subprocess.Popen([str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.last: BatchStats | None = None
@@ -178,7 +179,7 @@ class FastEngine:
     def run(self, frames):
         """Play `frames` through the engine; one entry per input frame, in order:
         (bytes, tuser), or None where the engine dropped the frame."""
-        frames = engines.normalize_frames(frames)
+        frames = designs.normalize_frames(frames)
         comes_out = self._expected(frames)
         parts = [struct.pack("<cIIQ", b"R", len(frames), sum(comes_out), self.timeout_clocks)]
         for f, u in frames:
@@ -239,12 +240,12 @@ class FastEngine:
             self._proc.kill()
 
 
-def run_frames(kind, frames, *, k=10, dscp=10, enable=True) -> engines.RunResult:
-    """One batch through a fresh engine, as a `RunResult` (like `engines.run_frames`)."""
+def run_frames(kind, frames, *, k=10, dscp=10, enable=True) -> designs.RunResult:
+    """One batch through a fresh engine, as a `RunResult` (as sim/engines.py returns)."""
     with FastEngine(kind, k=k, dscp=dscp, enable=enable) as eng:
         out = eng.run(frames)
         st = eng.last
-        return engines.RunResult(frames_out=[o for o in out if o is not None], cycles=st.cycles,
+        return designs.RunResult(frames_out=[o for o in out if o is not None], cycles=st.cycles,
                                  in_beats=st.in_beats, out_beats=st.out_beats,
                                  counters=eng.counters(), latencies=st.latencies,
                                  in_cycles=st.in_cycles)

@@ -23,7 +23,7 @@ __all__ = ["measure", "TWO_GROUPS", "main"]
 
 TWO_GROUPS = (
     "2 groups/clock: built and measured separately, see docs/rx-two-groups.md "
-    "(hw/two_group_unit.py: bit-exact, 2.0 groups/clock up to ~9 bytes/group, but 23k "
+    "(experiments/two_group_unit.py: bit-exact, 2.0 groups/clock up to ~9 bytes/group, but 23k "
     "LUTs for the unit alone and 8 LUT levels in its step loop, before the 512-bit "
     "output side an engine would also need)."
 )
@@ -31,10 +31,10 @@ TWO_GROUPS = (
 
 def _frames(size, count, seed=0):
     from . import frames as F
-    from .harness import REPO
+    from .harness import BUILD
     payload = size - 42              # Ethernet 14 + IPv4 20 + UDP 8
     vals, source = F.gradient_values(count * payload // 4 + 1, seed=seed,
-                                     demo_dir=REPO / "build" / "demo")
+                                     demo_dir=BUILD / "demo")
     raw = F.float_payload(vals)
     return [F.udp_frame(raw[i * payload:(i + 1) * payload]) for i in range(count)], source
 

@@ -1,0 +1,76 @@
+"""The engines as Verilator runs see them: module names, design factories, counter ports,
+and the result of one run.
+
+``DESIGNS``: kind -> (Verilog module name, design factory, function frames -> [bool: this
+input frame comes out]) for "tx" and "rx". ``RunResult`` is what a batch of frames through
+an engine returns, from the compiled loop (``rtl_loop.run_frames``) or from the cocotb
+runner of the testbenches (sim/engines.py).
+"""
+
+from dataclasses import dataclass, field
+
+__all__ = ["COUNTER_NAMES", "DESIGNS", "RunResult", "normalize_frames", "tx_design",
+           "rx_design", "tx_expected"]
+
+
+# The engines' counter ports (spec section 6), as far as each engine has them.
+COUNTER_NAMES = ("frames_in", "frames_out", "compressed", "decompressed", "bypassed",
+                 "fallback", "malformed", "dropped", "payload_bytes_in", "payload_bytes_out")
+
+
+def tx_design():
+    from ..hw.axis import AxisTop
+    from ..hw.compression_engine import CompressionEngine
+    return AxisTop(CompressionEngine())
+
+
+def tx_expected(frames):
+    from ..golden import MAX_FRAME_BYTES
+    return [len(f) <= MAX_FRAME_BYTES for f, _ in frames]
+
+
+def rx_design():
+    from ..hw.axis import AxisTop
+    from ..hw.decompression_engine import DecompressionEngine
+    return AxisTop(DecompressionEngine())
+
+
+def _rx_expected(frames):
+    # RX never drops: every frame comes out (restored, flagged or unchanged).
+    return [True] * len(frames)
+
+
+# kind -> (module name, design factory, frames -> [bool: this input frame comes out])
+DESIGNS = {
+    "tx": ("compression_engine", tx_design, tx_expected),
+    "rx": ("decompression_engine", rx_design, _rx_expected),
+}
+
+
+@dataclass
+class RunResult:
+    frames_out: list
+    cycles: int
+    in_beats: int
+    out_beats: int
+    counters: dict
+    latencies: list = field(default_factory=list)
+    in_cycles: int = 0
+
+    @property
+    def latency(self):
+        if not self.latencies:
+            return (None, None)
+        return (min(self.latencies), max(self.latencies))
+
+
+def normalize_frames(frames):
+    """(bytes, tuser) pairs from frames given as bytes or (bytes, tuser); empty is an error."""
+    out = []
+    for item in frames:
+        frame, user = item if isinstance(item, tuple) else (item, False)
+        frame = bytes(frame)
+        if not frame:
+            raise ValueError("frames must hold at least one byte")
+        out.append((frame, bool(user)))
+    return out

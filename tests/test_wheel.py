@@ -1,0 +1,230 @@
+"""The product runs from an installed wheel, not from the source tree, and never imports the
+testbenches (inceptionn.sim).
+
+The wheel is built from a copy of the packaged folders (`pip wheel --no-deps
+--no-build-isolation`), installed with `--no-deps --no-index` into a fresh venv in a
+temporary directory, and the product's commands run with that venv's Python from a
+temporary working directory. No network: the fresh venv sees the dependencies through one
+.pth file that lists this environment's site-packages folders as plain paths (so no
+editable-install hook in them runs); the wheel's own inceptionn, in the fresh venv's
+site-packages, comes first on sys.path, and every run checks that no module was loaded
+from the source tree.
+"""
+
+import ast
+import os
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+# Folders mapped into the package (pyproject's package-dir) and what a build reads.
+PACKAGED = ["inceptionn", "golden", "hw", "sim", "drivers"]
+BUILD_FILES = ["pyproject.toml", "README.md"]
+# Outside these, no module may import inceptionn.sim.
+TEST_TREES = {"sim", "tests", "experiments"}
+# package name of each source folder, for resolving relative imports
+FOLDER_PACKAGE = {"inceptionn": "inceptionn", "golden": "inceptionn.golden",
+                  "hw": "inceptionn.hw", "sim": "inceptionn.sim", "drivers": "inceptionn.drivers"}
+
+
+# ---- static: the product does not import the testbenches ------------------------------
+
+def _product_files():
+    for folder in ["inceptionn", "golden", "hw", "drivers", "study", "examples"]:
+        yield from sorted((REPO / folder).rglob("*.py"))
+
+
+def _package_of(path):
+    rel = path.relative_to(REPO)
+    top = rel.parts[0]
+    base = FOLDER_PACKAGE.get(top, top)
+    parts = [base, *rel.parts[1:-1]]
+    return ".".join(parts)
+
+
+def _imports(source, pkg, filename="<source>"):
+    """(line, module) for every import in `source`, relative ones resolved from `pkg`."""
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield node.lineno, a.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            yield node.lineno, mod
+            for a in node.names:
+                yield node.lineno, f"{mod}.{a.name}"
+
+
+def test_product_does_not_import_the_testbenches():
+    bad = []
+    for path in _product_files():
+        for line, mod in _imports(path.read_text(), _package_of(path), str(path)):
+            if mod == "inceptionn.sim" or mod.startswith("inceptionn.sim."):
+                bad.append(f"{path.relative_to(REPO)}:{line}: {mod}")
+    assert not bad, "modules outside sim/ and tests/ import inceptionn.sim:\n" + "\n".join(bad)
+
+
+def test_static_check_resolves_relative_imports():
+    src = "from ..sim.rtl_loop import FastEngine\nfrom .. import sim\nimport inceptionn.sim.harness\n"
+    mods = {m for _, m in _imports(src, _package_of(REPO / "drivers" / "nic_port.py"))}
+    assert {"inceptionn.sim.rtl_loop", "inceptionn.sim", "inceptionn.sim.harness"} <= mods
+    assert _package_of(REPO / "inceptionn" / "rtl" / "harness.py") == "inceptionn.rtl"
+
+
+# ---- the wheel, installed in a fresh venv --------------------------------------------
+
+def _dev_site_dirs():
+    """This environment's site-packages folders (the venv's own and any it chains to)."""
+    dirs = [*site.getsitepackages(), sysconfig.get_paths()["purelib"]]
+    dirs += [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
+    out = []
+    for d in dirs:
+        d = str(Path(d).resolve())
+        if Path(d).is_dir() and d not in out and not Path(d).is_relative_to(REPO):
+            out.append(d)
+    return out
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("wheel")
+    t0 = time.monotonic()
+    src = tmp / "src"
+    src.mkdir()
+    for name in PACKAGED:
+        shutil.copytree(REPO / name, src / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"))
+    for name in BUILD_FILES:
+        shutil.copy(REPO / name, src / name)
+    dist = tmp / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "--no-index", "-q", "-w", str(dist), str(src)], check=True, cwd=tmp)
+    wheels = list(dist.glob("inceptionn-*.whl"))
+    assert len(wheels) == 1, wheels
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    purelib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    # This environment's pip installs into the fresh venv (no network, no dependencies).
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q",
+                    "--no-deps", "--no-index", str(wheels[0])], check=True)
+    Path(purelib, "zz_dev_dependencies.pth").write_text("\n".join(_dev_site_dirs()) + "\n")
+    work = tmp / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "INCEPTIONN_BUILD", "VIRTUAL_ENV")}
+    # Build outputs go to the working directory's build/, the default of an installed package.
+    print(f"wheel built and installed in {time.monotonic() - t0:.1f} s")
+    return {"py": py, "bin": venv / "bin", "purelib": Path(purelib), "work": work, "env": env,
+            "wheel": wheels[0]}
+
+
+# Run a product entry point in the fresh venv, then list every loaded module's file that
+# lies in the source tree; `inceptionn` must come from the venv.
+_RUNNER = r"""
+import runpy, sys, json, os
+mod, argv = sys.argv[1], sys.argv[2:]
+sys.argv = [mod] + argv
+rc = 0
+try:
+    if mod == "-c":
+        exec(argv[0], {"__name__": "__main__"})
+    else:
+        runpy.run_module(mod, run_name="__main__", alter_sys=True)
+except SystemExit as e:
+    rc = e.code or 0
+import inceptionn
+repo = os.environ["CHECK_REPO"]
+leaked = sorted({m.__file__ for m in list(sys.modules.values())
+                 if getattr(m, "__file__", None) and os.path.realpath(m.__file__).startswith(repo + os.sep)})
+sims = sorted(n for n in sys.modules if n == "inceptionn.sim" or n.startswith("inceptionn.sim."))
+print("CHECK " + json.dumps({"rc": rc, "inceptionn": inceptionn.__file__, "leaked": leaked, "sim": sims}))
+"""
+
+
+def _run(installed, *args, timeout=300):
+    import json
+    env = dict(installed["env"], CHECK_REPO=str(REPO))
+    t0 = time.monotonic()
+    proc = subprocess.run([str(installed["py"]), "-c", _RUNNER, *args], cwd=installed["work"],
+                          env=env, capture_output=True, text=True, timeout=timeout)
+    took = time.monotonic() - t0
+    print(f"{' '.join(args)[:60]}: {took:.1f} s")
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    check = json.loads(out.rsplit("CHECK ", 1)[1])
+    assert check["rc"] == 0, out[-3000:] + proc.stderr[-3000:]
+    assert Path(check["inceptionn"]).resolve().is_relative_to(installed["purelib"].resolve()), check
+    assert check["leaked"] == [], check
+    assert check["sim"] == [], check
+    return out
+
+
+def test_wheel_holds_the_rtl_package_and_its_loop_source(installed):
+    import zipfile
+    names = zipfile.ZipFile(installed["wheel"]).namelist()
+    assert "inceptionn/rtl/rtl_loop.cpp" in names
+    assert "inceptionn/rtl/harness.py" in names
+    assert not any(n.startswith("experiments/") for n in names)
+
+
+def test_console_script(installed):
+    proc = subprocess.run([str(installed["bin"] / "inceptionn"), "--help"], cwd=installed["work"],
+                          env=installed["env"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "verilog" in proc.stdout or "usage" in proc.stdout
+
+
+def test_verilog(installed):
+    out_dir = installed["work"] / "verilog"
+    _run(installed, "inceptionn.verilog", "-o", str(out_dir))
+    for name in ("inceptionn_tx", "inceptionn_rx"):
+        assert f"module {name}(" in (out_dir / f"{name}.v").read_text()
+
+
+def test_vc709_tree(installed):
+    out_dir = installed["work"] / "vc709"
+    _run(installed, "inceptionn.vc709", "-o", str(out_dir), "--no-engines")
+    assert (out_dir / "top.v").exists() and (out_dir / "top.xdc").exists()
+
+
+def test_synth_one_small_block(installed):
+    out = installed["work"] / "synth" / "report.json"
+    text = _run(installed, "inceptionn.synth", "--only", "tag_decoder", "-o", str(out))
+    assert "tag_decoder" in text and out.exists()
+
+
+def test_rtl_loop_and_demo_stage(installed):
+    # The demo's RTL stage (both engines in the compiled loop, checked against golden) on
+    # a few frames; it builds the loop from the packaged C++ source under ./build.
+    code = (
+        "import numpy as np\n"
+        "from inceptionn import demo\n"
+        "from inceptionn.drivers import frames as F\n"
+        "g = np.random.default_rng(0).normal(0, 1e-3, 3000).astype(np.float32)\n"
+        "frames = F.gradient_frames(g)\n"
+        "wire, host, info = demo.rtl_nic_stage(frames, 10)\n"
+        "assert info['rtl']['tx']['cycles'] > 0 and len(host) == len(frames)\n"
+        "print('frames', len(frames))\n"
+    )
+    _run(installed, "-c", code, timeout=600)
+    assert (installed["work"] / "build" / "rtl_loop").is_dir()
+
+
+def test_bench_hw_tx(installed):
+    # `make bench-hw`'s TX half, on the loop the test above built (a few seconds then).
+    text = _run(installed, "inceptionn.bench_hw", "--only", "tx", timeout=600)
+    assert "input beats / clock" in text
