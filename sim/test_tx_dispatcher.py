@@ -11,7 +11,7 @@ import random
 import cocotb
 from cocotb.triggers import ReadOnly, Timer
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator
 
 DUT = "tx_dispatcher"

@@ -12,7 +12,7 @@ import random
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from inceptionn.sim import harness
+from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
 
 DUT = "tx_finisher"

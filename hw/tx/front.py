@@ -163,6 +163,7 @@ class Front(wiring.Component):
             m.d.comb += [ck.valid.eq(ck_v), ck.first.eq(ck_first), ck.last.eq(ck_last),
                          ck.data.eq(ck_data), ck.mask.eq(mask)]
         # hsumq never overflows: frontq (8) gates the front stage and the checksum
-        # pipelines hold fewer than 8 more frames.
-        m.d.comb += [self.hsum.valid.eq(ck_ip.done), self.hsum.payload.eq(Cat(ck_ip.sum, ck_l4.sum))]
+        # pipelines hold fewer than 8 more frames. Both sums are fed the same beats, so
+        # their ``done`` rise together; both are read so that neither is a dead register.
+        m.d.comb += [self.hsum.valid.eq(ck_ip.done & ck_l4.done), self.hsum.payload.eq(Cat(ck_ip.sum, ck_l4.sum))]
         return m
