@@ -69,13 +69,15 @@ class Pipeline:
         self.edges.append((src_stage, dst_stage, label))
 
     def mermaid(self):
-        lines = ["flowchart LR"]
-        lines.append("  in((i))")
+        """A Mermaid flowchart: stages as boxes (name and class), edges labelled."""
+        ids = {"in": "eng_i", "out": "eng_o"}          # "in"/"end" are Mermaid words
+        lines = ["flowchart LR", "  eng_i((i))"]
         for name in self.stages:
-            lines.append(f"  {name}[{name}<br/><small>{type(self.stages[name]).__name__}</small>]")
-        lines.append("  out((o))")
+            ids[name] = name
+            lines.append(f'  {name}["{name}<br/><small>{type(self.stages[name]).__name__}</small>"]')
+        lines.append("  eng_o((o))")
         for s, d, label in self.edges:
-            lines.append(f"  {s} -->|{label}| {d}" if label else f"  {s} --> {d}")
+            lines.append(f'  {ids[s]} -->|"{label}"| {ids[d]}')
         return "\n".join(lines)
 
 
