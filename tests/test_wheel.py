@@ -92,7 +92,9 @@ def _dev_site_dirs():
     out = []
     for d in dirs:
         d = str(Path(d).resolve())
-        if Path(d).is_dir() and d not in out and not Path(d).is_relative_to(REPO):
+        # A venv inside the checkout (make setup's .venv) counts: only site-packages
+        # folders are listed, never the source tree itself.
+        if Path(d).is_dir() and d not in out:
             out.append(d)
     return out
 
@@ -148,8 +150,12 @@ except SystemExit as e:
     rc = e.code or 0
 import inceptionn
 repo = os.environ["CHECK_REPO"]
+deps = tuple(d + os.sep for d in os.environ["CHECK_DEPS"].split(os.pathsep) if d)
+def leaks(f):
+    f = os.path.realpath(f)
+    return f.startswith(repo + os.sep) and not f.startswith(deps)
 leaked = sorted({m.__file__ for m in list(sys.modules.values())
-                 if getattr(m, "__file__", None) and os.path.realpath(m.__file__).startswith(repo + os.sep)})
+                 if getattr(m, "__file__", None) and leaks(m.__file__)})
 sims = sorted(n for n in sys.modules if n == "inceptionn.sim" or n.startswith("inceptionn.sim."))
 print("CHECK " + json.dumps({"rc": rc, "inceptionn": inceptionn.__file__, "leaked": leaked, "sim": sims}))
 """
@@ -157,7 +163,8 @@ print("CHECK " + json.dumps({"rc": rc, "inceptionn": inceptionn.__file__, "leake
 
 def _run(installed, *args, timeout=300):
     import json
-    env = dict(installed["env"], CHECK_REPO=str(REPO))
+    env = dict(installed["env"], CHECK_REPO=str(REPO),
+               CHECK_DEPS=os.pathsep.join(_dev_site_dirs()))
     t0 = time.monotonic()
     proc = subprocess.run([str(installed["py"]), "-c", _RUNNER, *args], cwd=installed["work"],
                           env=env, capture_output=True, text=True, timeout=timeout)
