@@ -9,7 +9,7 @@ from scapy.packet import Padding, Raw
 
 from inceptionn import golden
 from inceptionn.golden import Counters, MAX_FRAME_BYTES, packet_matcher, rx_frame, tx_frame
-from inceptionn.golden.frames import RX_HEADER_WINDOW
+from inceptionn.golden.decompression_engine import RX_HEADER_WINDOW
 
 SRC, DST = "10.1.2.3", "10.9.8.7"
 
