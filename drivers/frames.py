@@ -7,17 +7,19 @@ add; the option itself is left out here, so the frames are 1502 bytes at most).
 scapy builds every frame, so the IP and TCP checksums are the ones a host stack writes.
 
 Timestamps are integer nanoseconds throughout; pcaps are written with nanosecond
-resolution so that frames paced at 10 Gb/s keep distinct, exact times.
+resolution so that frames paced at 10 Gb/s keep distinct, exact times (the reader and
+writer are golden.pcap's).
 """
 
 from __future__ import annotations
 
 import struct
-import time
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
+
+from ..golden import pcap as _pcap
 
 __all__ = [
     "MSS",
@@ -28,7 +30,6 @@ __all__ = [
     "stream_payload",
     "checksums_ok",
     "line_rate_timestamps",
-    "PcapWriter",
     "write_pcap",
     "read_pcap",
 ]
@@ -209,63 +210,15 @@ def line_rate_timestamps(frames: Sequence[bytes], gbps: float = 10.0, start_ns: 
     return times
 
 
-class PcapWriter:
-    """A nanosecond Ethernet pcap written frame by frame (for live captures: the bridge).
-
-    Timestamps default to the wall clock at the time of writing; the file is flushed on
-    close() and can be read by Wireshark, tcpdump and read_pcap()."""
-
-    def __init__(self, path, snaplen: int = 65535):
-        self._f = open(path, "wb")
-        # magic (nanosecond), version 2.4, tz 0, sigfigs 0, snaplen, linktype 1 (Ethernet)
-        self._f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, snaplen, 1))
-        self._snaplen = snaplen
-
-    def write(self, frame: bytes, ts_ns: int | None = None) -> None:
-        ts = time.time_ns() if ts_ns is None else int(ts_ns)
-        if ts < 0:
-            raise ValueError(f"negative timestamp {ts}")
-        data = bytes(frame)[:self._snaplen]
-        self._f.write(struct.pack("<IIII", ts // 1_000_000_000, ts % 1_000_000_000,
-                                  len(data), len(frame)))
-        self._f.write(data)
-
-    def write_many(self, frames) -> None:
-        ts = time.time_ns()
-        for f in frames:
-            self.write(f, ts)
-
-    def close(self) -> None:
-        if not self._f.closed:
-            self._f.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
 def write_pcap(path, frames: Sequence[bytes], timestamps_ns: Sequence[int] | None = None) -> None:
     """Write Ethernet frames to a nanosecond pcap; timestamps default to 10 Gb/s pacing."""
     frames = [bytes(f) for f in frames]
     if timestamps_ns is None:
         timestamps_ns = line_rate_timestamps(frames)
-    if len(timestamps_ns) != len(frames):
-        raise ValueError(f"{len(timestamps_ns)} timestamps for {len(frames)} frames")
-    with PcapWriter(path) as w:  # an empty capture is still a pcap (header only)
-        for f, ts in zip(frames, timestamps_ns):
-            w.write(f, ts)
+    _pcap.write_pcap(path, frames, timestamps_ns)
 
 
 def read_pcap(path) -> tuple[list[bytes], list[int]]:
-    """Frames and their timestamps (ns) from a pcap (micro- or nanosecond resolution)."""
-    from scapy.utils import RawPcapReader
-
-    frames, times = [], []
-    with RawPcapReader(str(path)) as r:
-        scale = 1 if r.nano else 1000
-        for data, meta in r:
-            frames.append(bytes(data))
-            times.append(meta.sec * 1_000_000_000 + meta.usec * scale)
+    """Frames and their timestamps (ns) from a pcap (micro- or nanosecond resolution) or pcapng."""
+    frames, times, _ = _pcap.read_pcap(path)
     return frames, times

@@ -27,7 +27,7 @@ from .frames import ip_checksum_ok, l4_checksum_ok, parse_frame
 from .compression_engine import tx_frame
 from .decompression_engine import RX_HEADER_WINDOW, rx_frame
 from .stats import BAND_BITS, BandStats, band_stats
-from . import fast
+from . import fast, pcap
 from .fast import (fast_compress_payload, fast_compress_payload_with_decoded,
                    fast_decompress_payload, fast_pack_groups, fast_unpack_groups)
 
@@ -55,6 +55,7 @@ __all__ = [
     # statistics
     "BAND_BITS", "BandStats", "band_stats",
     # the compiled fast path (same bytes)
+    "pcap",
     "fast", "fast_compress_payload", "fast_compress_payload_with_decoded", "fast_decompress_payload",
     "fast_pack_groups", "fast_unpack_groups",
 ]
