@@ -37,7 +37,9 @@ def parse_frame(frame):
     """Parse an Ethernet II / IPv4 / TCP or UDP frame whatever its DSCP.
 
     Raises ValueError when the frame is too short or not such a frame; returns the
-    FrameInfo otherwise (used to check checksums of any TCP/UDP frame).
+    FrameInfo otherwise (used to check checksums of any TCP/UDP frame). This is the
+    PacketMatcher's view (a frame it would take but for its DSCP: at least 4 payload
+    bytes, no fragment); frame_fields parses any TCP/UDP frame, pure ACKs included.
     """
     f = bytes(frame)
     if len(f) < 14:
