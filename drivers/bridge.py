@@ -38,7 +38,7 @@ import threading
 import time
 
 from .. import golden
-from .frames import PcapWriter
+from ..golden.pcap import PcapWriter
 from .netns import Namespace, open_tap
 from .nic_port import CODECS, ENGINES, NicPort
 

@@ -5,19 +5,22 @@ i.e. DSCP 10): each segment carries at most MSS bytes (1448 = a 1500-byte MTU mi
 20 bytes IPv4, 20 bytes TCP and 12 bytes of timestamp option that a Linux host would
 add; the option itself is left out here, so the frames are 1502 bytes at most).
 scapy builds every frame, so the IP and TCP checksums are the ones a host stack writes.
+Parsing and checksum checks are golden.frames' (frame_fields, checksums_ok).
 
 Timestamps are integer nanoseconds throughout; pcaps are written with nanosecond
-resolution so that frames paced at 10 Gb/s keep distinct, exact times.
+resolution so that frames paced at 10 Gb/s keep distinct, exact times (the reader and
+writer are golden.pcap's).
 """
 
 from __future__ import annotations
 
-import struct
-import time
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
+
+from ..golden import pcap as _pcap
+from ..golden.frames import FrameFields, checksums_ok
+from ..golden.frames import frame_fields as parse_frame
 
 __all__ = [
     "MSS",
@@ -28,7 +31,6 @@ __all__ = [
     "stream_payload",
     "checksums_ok",
     "line_rate_timestamps",
-    "PcapWriter",
     "write_pcap",
     "read_pcap",
 ]
@@ -96,64 +98,6 @@ def gradient_frames(
     return frames
 
 
-@dataclass(frozen=True)
-class FrameFields:
-    vlan: bool
-    l3: int  # offset of the IPv4 header
-    tos: int
-    ip_total_len: int
-    ip_checksum: int
-    proto: int
-    l4: int  # offset of the TCP/UDP header
-    seq: int | None  # TCP sequence number (None for UDP)
-    l4_checksum: int
-    payload: bytes  # the L4 payload (Ethernet padding excluded)
-
-
-def parse_frame(frame: bytes) -> FrameFields:
-    """Read the fields this project cares about from an Ethernet/IPv4/TCP-or-UDP frame."""
-    frame = bytes(frame)
-    if len(frame) < 14:
-        raise ValueError(f"frame too short for Ethernet: {len(frame)} bytes")
-    l3, ethertype, vlan = 14, struct.unpack_from("!H", frame, 12)[0], False
-    if ethertype == 0x8100:
-        if len(frame) < 18:
-            raise ValueError("frame too short for a VLAN tag")
-        l3, ethertype, vlan = 18, struct.unpack_from("!H", frame, 16)[0], True
-    if ethertype != 0x0800:
-        raise ValueError(f"not IPv4 (EtherType 0x{ethertype:04x})")
-    if len(frame) < l3 + 20:
-        raise ValueError("frame too short for an IPv4 header")
-    ver_ihl, tos, total = struct.unpack_from("!BBH", frame, l3)
-    ihl = ver_ihl & 0xF
-    proto = frame[l3 + 9]
-    ip_ck = struct.unpack_from("!H", frame, l3 + 10)[0]
-    if ver_ihl >> 4 != 4 or ihl < 5:
-        raise ValueError(f"bad IPv4 version/IHL byte 0x{ver_ihl:02x}")
-    if l3 + total > len(frame) or total < 4 * ihl:
-        raise ValueError(f"IP total length {total} does not fit the {len(frame)}-byte frame")
-    l4 = l3 + 4 * ihl
-    end = l3 + total
-    if proto == 6:
-        if end < l4 + 20:
-            raise ValueError("IP packet too short for a TCP header")
-        seq = struct.unpack_from("!I", frame, l4 + 4)[0]
-        doff = frame[l4 + 12] >> 4
-        l4_ck = struct.unpack_from("!H", frame, l4 + 16)[0]
-        start = l4 + 4 * doff
-    elif proto == 17:
-        if end < l4 + 8:
-            raise ValueError("IP packet too short for a UDP header")
-        seq = None
-        l4_ck = struct.unpack_from("!H", frame, l4 + 6)[0]
-        start = l4 + 8
-    else:
-        raise ValueError(f"IP protocol {proto} is neither TCP nor UDP")
-    if start > end:
-        raise ValueError("L4 header longer than the IP packet")
-    return FrameFields(vlan, l3, tos, total, ip_ck, proto, l4, seq, l4_ck, frame[start:end])
-
-
 def stream_payload(frames: Iterable[bytes]) -> bytes:
     """Reassemble a TCP stream's bytes; the segments must be in order and contiguous."""
     out = bytearray()
@@ -169,33 +113,6 @@ def stream_payload(frames: Iterable[bytes]) -> bytes:
     return bytes(out)
 
 
-def checksums_ok(frame: bytes) -> tuple[bool, bool]:
-    """(IP header checksum right, L4 checksum right) for the frame as it stands, by scapy."""
-    from scapy.layers.inet import IP, TCP, UDP
-    from scapy.layers.l2 import Ether
-
-    pkt = Ether(bytes(frame))
-    if IP not in pkt:
-        raise ValueError("not an IPv4 frame")
-    ip = pkt[IP]
-    l4cls = TCP if TCP in pkt else UDP if UDP in pkt else None
-    if l4cls is None:
-        raise ValueError("neither TCP nor UDP")
-    ip_fresh = ip.copy()
-    del ip_fresh.chksum
-    # Rebuilding from the IP layer down recomputes both checksums from the same bytes.
-    rebuilt = IP(bytes(ip_fresh))
-    l4_fresh = ip.copy()
-    del l4_fresh[l4cls].chksum
-    rebuilt_l4 = IP(bytes(l4_fresh))[l4cls]
-    l4_sent = ip[l4cls].chksum
-    if l4cls is UDP and l4_sent == 0:
-        l4_good = True  # UDP checksum disabled
-    else:
-        l4_good = rebuilt_l4.chksum == l4_sent
-    return rebuilt.chksum == ip.chksum, l4_good
-
-
 def line_rate_timestamps(frames: Sequence[bytes], gbps: float = 10.0, start_ns: int = 0) -> list[int]:
     """Back-to-back start times (ns) of the frames on a `gbps` Ethernet link."""
     if gbps <= 0:
@@ -209,63 +126,15 @@ def line_rate_timestamps(frames: Sequence[bytes], gbps: float = 10.0, start_ns: 
     return times
 
 
-class PcapWriter:
-    """A nanosecond Ethernet pcap written frame by frame (for live captures: the bridge).
-
-    Timestamps default to the wall clock at the time of writing; the file is flushed on
-    close() and can be read by Wireshark, tcpdump and read_pcap()."""
-
-    def __init__(self, path, snaplen: int = 65535):
-        self._f = open(path, "wb")
-        # magic (nanosecond), version 2.4, tz 0, sigfigs 0, snaplen, linktype 1 (Ethernet)
-        self._f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, snaplen, 1))
-        self._snaplen = snaplen
-
-    def write(self, frame: bytes, ts_ns: int | None = None) -> None:
-        ts = time.time_ns() if ts_ns is None else int(ts_ns)
-        if ts < 0:
-            raise ValueError(f"negative timestamp {ts}")
-        data = bytes(frame)[:self._snaplen]
-        self._f.write(struct.pack("<IIII", ts // 1_000_000_000, ts % 1_000_000_000,
-                                  len(data), len(frame)))
-        self._f.write(data)
-
-    def write_many(self, frames) -> None:
-        ts = time.time_ns()
-        for f in frames:
-            self.write(f, ts)
-
-    def close(self) -> None:
-        if not self._f.closed:
-            self._f.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
 def write_pcap(path, frames: Sequence[bytes], timestamps_ns: Sequence[int] | None = None) -> None:
     """Write Ethernet frames to a nanosecond pcap; timestamps default to 10 Gb/s pacing."""
     frames = [bytes(f) for f in frames]
     if timestamps_ns is None:
         timestamps_ns = line_rate_timestamps(frames)
-    if len(timestamps_ns) != len(frames):
-        raise ValueError(f"{len(timestamps_ns)} timestamps for {len(frames)} frames")
-    with PcapWriter(path) as w:  # an empty capture is still a pcap (header only)
-        for f, ts in zip(frames, timestamps_ns):
-            w.write(f, ts)
+    _pcap.write_pcap(path, frames, timestamps_ns)
 
 
 def read_pcap(path) -> tuple[list[bytes], list[int]]:
-    """Frames and their timestamps (ns) from a pcap (micro- or nanosecond resolution)."""
-    from scapy.utils import RawPcapReader
-
-    frames, times = [], []
-    with RawPcapReader(str(path)) as r:
-        scale = 1 if r.nano else 1000
-        for data, meta in r:
-            frames.append(bytes(data))
-            times.append(meta.sec * 1_000_000_000 + meta.usec * scale)
+    """Frames and their timestamps (ns) from a pcap (micro- or nanosecond resolution) or pcapng."""
+    frames, times, _ = _pcap.read_pcap(path)
     return frames, times

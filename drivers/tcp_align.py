@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..golden.frames import frame_fields
+from ..golden.packet_matcher import IPPROTO_TCP
+
 __all__ = ["Alignment", "StreamOffsets"]
 
 _SYN, _FIN, _RST = 0x02, 0x01, 0x04
@@ -37,16 +40,14 @@ class StreamOffsets:
         """Look at one frame leaving a host; `dscp` is the one the NIC compresses (None:
         compression off). Returns the stream offset of a tagged TCP segment's first
         payload byte (None if unknown or not such a segment)."""
-        l3 = 18 if frame[12:14] == b"\x81\x00" else 14
-        if len(frame) < l3 + 20 or frame[l3 - 2:l3] != b"\x08\x00" or frame[l3 + 9] != 6:
+        try:
+            f = frame_fields(frame)
+        except ValueError:
             return None
-        ihl = (frame[l3] & 0x0F) * 4
-        l4 = l3 + ihl
-        if len(frame) < l4 + 20:
+        if f.proto != IPPROTO_TCP:
             return None
-        key = (frame[l3 + 12:l3 + 20], frame[l4:l4 + 4])  # addresses, ports
-        seq = int.from_bytes(frame[l4 + 4:l4 + 8], "big")
-        flags = frame[l4 + 13]
+        key = (frame[f.l3 + 12:f.l3 + 20], frame[f.l4:f.l4 + 4])  # addresses, ports
+        seq, flags = f.seq, f.tcp_flags
         if flags & _SYN:
             if len(self._isn) >= self.MAX_FLOWS:
                 self._isn.pop(next(iter(self._isn)))
@@ -54,9 +55,7 @@ class StreamOffsets:
             return None
         if flags & _RST:
             self._isn.pop(key, None)
-        ip_len = (frame[l3 + 2] << 8) | frame[l3 + 3]
-        payload_len = ip_len - ihl - (frame[l4 + 12] >> 4) * 4
-        if dscp is None or frame[l3 + 1] >> 2 != dscp or payload_len <= 0:
+        if dscp is None or f.tos >> 2 != dscp or not f.payload:
             return None
         isn = self._isn.get(key)
         if isn is None:

@@ -1,29 +1,39 @@
 """Bit-exact NumPy model of the INCEPTIONN wire format (docs/wire-format.md).
 
-Block names follow the paper (Figs. 9 and 10) so the model reads side by side with hw/.
+Block names follow the paper (Figs. 9 and 10), and each block's model is in the module
+of the same name as its RTL in hw/ (golden/compression_unit.py beside
+hw/compression_unit.py, ...), so that the two read side by side; wire.py holds the
+wire-format constants.
 """
 
-from .codec import (K_DEFAULT, K_MAX, K_MIN, TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_WIDTH, TAG_ZERO,
-                    as_bits, band_limits, check_k, compression_block, decompression_block)
-from .groups import (GROUP_VALUES, compression_unit, group_lengths, pack_groups, shifter_tree,
-                     tag_decoder, tag_word, unpack_groups)
+from .wire import (BEAT_BYTES, DEFAULT_DSCP, GROUP_VALUES, K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BYTES,
+                   MAX_PAYLOAD, SHIM_BYTES, SHIM_MAGIC)
+from .compression_block import (TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_WIDTH, TAG_ZERO, as_bits,
+                                band_limits, check_k, compression_block)
+from .decompression_block import decompression_block
+from .shifter_tree import shifter_tree
+from .compression_unit import compression_unit, pack_groups, tag_word
+from .tag_decoder import group_lengths, tag_decoder
+from .decompression_unit import decompression_unit, unpack_groups
 from .api import as_float32, decode, encode, parse_error_bound, roundtrip
 from .alignment_unit import alignment_unit
 from .burst_buffer import BurstBuffer
-from .decompression_unit import decompression_unit
-from .payload import (MAX_PAYLOAD, SHIM_BYTES, SHIM_MAGIC, compress_payload, decoded_payload,
+from .payload import (compress_payload, compress_payload_with_decoded, decoded_payload,
                       decompress_payload, make_shim, parse_shim)
 from .checksum import internet_checksum, ip_header_checksum, l4_checksum, ones_sum
 from .packet_matcher import DSCP_DEFAULT, FrameInfo, check_dscp, packet_matcher
-from .counters import BYTE_COUNTER_BITS, FRAME_COUNTER_BITS, MAX_FRAME_BYTES, Counters
-from .frames import (RX_HEADER_WINDOW, ip_checksum_ok, l4_checksum_ok, parse_frame, rx_frame,
-                     tx_frame)
+from .counters import BYTE_COUNTER_BITS, FRAME_COUNTER_BITS, Counters
+from .frames import ip_checksum_ok, l4_checksum_ok, parse_frame
+from .compression_engine import tx_frame
+from .decompression_engine import RX_HEADER_WINDOW, rx_frame
 from .stats import BAND_BITS, BandStats, band_stats
-from . import fast
+from . import fast, pcap
 from .fast import (fast_compress_payload, fast_compress_payload_with_decoded,
                    fast_decompress_payload, fast_pack_groups, fast_unpack_groups)
 
 __all__ = [
+    # wire-format constants
+    "BEAT_BYTES", "DEFAULT_DSCP",
     # value codec and groups
     "K_DEFAULT", "K_MIN", "K_MAX", "TAG_ZERO", "TAG_8BIT", "TAG_16BIT", "TAG_RAW", "TAG_WIDTH",
     "as_bits", "band_limits", "check_k", "compression_block", "decompression_block",
@@ -34,7 +44,8 @@ __all__ = [
     # stream blocks
     "alignment_unit", "BurstBuffer", "decompression_unit",
     # payload
-    "MAX_PAYLOAD", "SHIM_BYTES", "SHIM_MAGIC", "compress_payload", "decoded_payload",
+    "MAX_PAYLOAD", "SHIM_BYTES", "SHIM_MAGIC", "compress_payload", "compress_payload_with_decoded",
+    "decoded_payload",
     "decompress_payload", "make_shim", "parse_shim",
     # frames
     "internet_checksum", "ip_header_checksum", "l4_checksum", "ones_sum",
@@ -44,6 +55,7 @@ __all__ = [
     # statistics
     "BAND_BITS", "BandStats", "band_stats",
     # the compiled fast path (same bytes)
+    "pcap",
     "fast", "fast_compress_payload", "fast_compress_payload_with_decoded", "fast_decompress_payload",
     "fast_pack_groups", "fast_unpack_groups",
 ]

@@ -1,8 +1,8 @@
 """AlignmentUnit (Fig. 9): variable-length byte vectors -> full 32-byte AXI beats."""
 
-__all__ = ["alignment_unit", "BEAT_BYTES"]
+from .wire import BEAT_BYTES
 
-BEAT_BYTES = 32
+__all__ = ["alignment_unit", "BEAT_BYTES"]
 
 
 def alignment_unit(vectors):

@@ -5,8 +5,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from .codec import K_MAX, K_MIN, check_k
-from .groups import pack_groups, unpack_groups
+from .compression_block import check_k
+from .compression_unit import pack_groups
+from .decompression_unit import unpack_groups
+from .wire import K_MAX, K_MIN
 
 __all__ = ["as_float32", "encode", "decode", "roundtrip", "parse_error_bound"]
 

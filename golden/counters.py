@@ -2,9 +2,10 @@
 
 from dataclasses import asdict, dataclass
 
+from .wire import MAX_FRAME_BYTES
+
 __all__ = ["Counters", "MAX_FRAME_BYTES", "FRAME_COUNTER_BITS", "BYTE_COUNTER_BITS"]
 
-MAX_FRAME_BYTES = 9216     # >= 9022: a 9000-byte MTU jumbo frame with a VLAN tag
 FRAME_COUNTER_BITS = 32
 BYTE_COUNTER_BITS = 48
 

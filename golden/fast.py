@@ -3,14 +3,16 @@ model gives, for the software NIC, `make bench` and users with big captures.
 
 Why: the NumPy model works in whole-array passes with temporaries and runs below the
 speed of snappy or lz4; a loop that handles each value once, in one pass, runs several
-times faster. The NumPy model (codec.py, groups.py, payload.py) stays the readable
-reference; this file walks the same per-k tables value by value:
-  encode: per value, one row of the tables of codec._encode_luts, indexed by sign and
-          exponent, gives the tag, the stored field and the decoded value; the field is
-          written as 4 bytes and the output position moves by its width (0, 1, 2, 4), so
+times faster. The NumPy model (compression_block.py, compression_unit.py,
+decompression_block.py, decompression_unit.py, payload.py) stays the readable reference;
+this file walks the same per-k tables value by value:
+  encode: per value, one row of the tables of compression_block.encode_luts, indexed by
+          sign and exponent, gives the tag, the stored field and the decoded value; the
+          field is written as 4 bytes and the output position moves by its width (0, 1, 2, 4), so
           the bytes past the width are overwritten by the next field (no branches);
   decode: per value, its 2-bit tag from the group's tag word, the 4 bytes at its offset,
-          and the 16-bit table codec._DEC16, as codec._decode_into does.
+          and the 16-bit table decompression_block.DEC16, as
+          decompression_block.decode_into does.
 Argument checks and errors are the model's own (check_k, as_bits, make_shim, parse_shim),
 in the same order. Byte positions are unsigned: numba then drops its negative-index
 fix-up and merges the four byte stores into one. Each loop is compiled on first use and
@@ -26,9 +28,10 @@ import functools
 import numpy as np
 from numba import njit
 
-from .codec import _DEC16, _encode_luts, as_bits, check_k
-from .groups import GROUP_VALUES
-from .payload import SHIM_BYTES, SHIM_MAGIC, make_shim, parse_shim
+from .compression_block import as_bits, check_k, encode_luts
+from .decompression_block import DEC16
+from .payload import make_shim, parse_shim
+from .wire import GROUP_VALUES, SHIM_BYTES, SHIM_MAGIC
 
 __all__ = ["fast_pack_groups", "fast_unpack_groups", "fast_compress_payload",
            "fast_compress_payload_with_decoded", "fast_decompress_payload", "ones_sum", "FAST",
@@ -40,12 +43,12 @@ _MAX_GROUP = 2 + 4 * GROUP_VALUES   # 34 bytes: a tag word and 8 raw floats
 
 @functools.lru_cache(maxsize=None)
 def _lut(k):
-    """codec._encode_luts(k) as one uint32[512, 5] table: mask, shift, or, tag, dmask."""
-    tag, mask, shift, orv, dmask = _encode_luts(k)[:5]
+    """compression_block.encode_luts(k) as one uint32[512, 5] table: mask, shift, or, tag, dmask."""
+    tag, mask, shift, orv, dmask = encode_luts(k)[:5]
     return np.ascontiguousarray(np.stack([mask, shift, orv, tag.astype(np.uint32), dmask], axis=1))
 
 
-# Per tag (rows 0..3): how codec._decode_into reads a field (shift and mask that bring it
+# Per tag (rows 0..3): how decompression_block.decode_into reads a field (shift and mask that bring it
 # to the 16-bit table's index, the mask that lets a raw float through) and its width.
 _TAG_DEC = np.array([[0, 0, 0, 0], [8, 0xFF00, 0, 1], [0, 0xFFFF, 0, 2], [0, 0, 0xFFFFFFFF, 4]],
                     dtype=np.uint32)
@@ -187,7 +190,7 @@ def fast_pack_groups(bits, k):
 def _unpack_into(data, n, r):
     """(out uint32, consumed) of _unpack, out sized for whole groups and the tail word."""
     out = np.empty(-(-n // GROUP_VALUES) * GROUP_VALUES + 1, np.uint32)
-    return out, int(_unpack(data, int(n), r, out, _DEC16))
+    return out, int(_unpack(data, int(n), r, out, DEC16))
 
 
 def fast_unpack_groups(buf, n):
@@ -202,7 +205,7 @@ def fast_unpack_groups(buf, n):
 
 
 def _compress(payload, k, with_decoded):
-    """golden.payload._compress, compiled: the same steps, the same results and errors."""
+    """golden.payload's compress_payload, compiled: the same steps, the same results and errors."""
     shim = make_shim(len(payload), k)
     n = len(payload) // 4
     tail = payload[4 * n:]
@@ -224,7 +227,7 @@ def fast_compress_payload(payload, k):
 
 
 def fast_compress_payload_with_decoded(payload, k):
-    """golden.payload._compress(payload, k, True), compiled: (C, D) from one pass, D being
+    """golden.payload.compress_payload_with_decoded, compiled: (C, D) from one pass, D being
     what the receiver restores (the TX engine needs it for the L4 checksum)."""
     return _compress(payload, k, True)
 

@@ -6,14 +6,16 @@ Shared by TX and RX. Returns where the L4 payload starts and how long it is.
 import numbers
 from dataclasses import dataclass
 
+from .wire import DEFAULT_DSCP
+
 __all__ = ["FrameInfo", "packet_matcher", "check_dscp", "DSCP_DEFAULT",
-           "ETH_P_IP", "ETH_P_8021Q", "IPPROTO_TCP", "IPPROTO_UDP"]
+           "ETH_P_IP", "ETH_P_8021Q", "IPPROTO_TCP", "IPPROTO_UDP", "be16"]
 
 ETH_P_IP = 0x0800
 ETH_P_8021Q = 0x8100
 IPPROTO_TCP = 6
 IPPROTO_UDP = 17
-DSCP_DEFAULT = 10          # ToS 0x28, the paper's tag
+DSCP_DEFAULT = DEFAULT_DSCP  # ToS 0x28, the paper's tag
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,8 @@ def check_dscp(dscp):
     return int(dscp)
 
 
-def _be16(b, off):
+def be16(b, off):
+    """The big-endian 16-bit field at ``b[off:off + 2]``."""
     return (b[off] << 8) | b[off + 1]
 
 
@@ -56,22 +59,22 @@ def packet_matcher(frame, dscp=DSCP_DEFAULT, *, window=None):
     f = bytes(frame)
     if len(f) < 14:
         return None
-    ethertype, l3, vlan = _be16(f, 12), 14, False
+    ethertype, l3, vlan = be16(f, 12), 14, False
     if ethertype == ETH_P_8021Q:
         if len(f) < 18:
             return None
-        ethertype, l3, vlan = _be16(f, 16), 18, True
+        ethertype, l3, vlan = be16(f, 16), 18, True
     if ethertype != ETH_P_IP or len(f) < l3 + 20:
         return None
     version, ihl = f[l3] >> 4, f[l3] & 0xF
     if version != 4 or ihl < 5 or f[l3 + 1] >> 2 != dscp:
         return None
-    total = _be16(f, l3 + 2)
+    total = be16(f, l3 + 2)
     # Bytes past l3 + total are Ethernet padding; a total beyond the frame is a lie,
     # caught here unless the frame outlasts a cut-through engine's window.
     if l3 + total > len(f) and (window is None or len(f) <= window):
         return None
-    if _be16(f, l3 + 6) & 0x3FFF:          # MF flag or a fragment offset
+    if be16(f, l3 + 6) & 0x3FFF:          # MF flag or a fragment offset
         return None
     proto, l4 = f[l3 + 9], l3 + 4 * ihl
     l4_len = total - 4 * ihl
@@ -83,7 +86,7 @@ def packet_matcher(frame, dscp=DSCP_DEFAULT, *, window=None):
             return None
         payload = l4 + 4 * doff
     elif proto == IPPROTO_UDP:
-        if l4_len < 8 or _be16(f, l4 + 4) != l4_len:
+        if l4_len < 8 or be16(f, l4 + 4) != l4_len:
             return None
         payload = l4 + 8
     else:

@@ -2,16 +2,14 @@
 
 import numpy as np
 
-from .codec import check_k, compression_block
+from .compression_block import check_k, compression_block
+from .compression_unit import pack_values
 from .decompression_unit import decompression_unit
-from .groups import _pack
+from .wire import MAX_PAYLOAD, SHIM_BYTES, SHIM_MAGIC
 
 __all__ = ["SHIM_BYTES", "SHIM_MAGIC", "MAX_PAYLOAD", "make_shim", "parse_shim",
-           "compress_payload", "decompress_payload", "decoded_payload"]
-
-SHIM_BYTES = 4
-SHIM_MAGIC = 0xC5          # magic and format version 1
-MAX_PAYLOAD = 0xFFFF       # the shim holds L in 16 bits
+           "compress_payload", "compress_payload_with_decoded", "decompress_payload",
+           "decoded_payload"]
 
 
 def _values(payload):
@@ -42,7 +40,7 @@ def _compress(payload, k, with_decoded):
     if n == 0:
         return shim + tail, (tail if with_decoded else None)
     decoded = np.empty(n, np.uint32) if with_decoded else None
-    comp = shim + _pack(_values(payload), k, decoded) + tail
+    comp = shim + pack_values(_values(payload), k, decoded) + tail
     if with_decoded:
         return comp, decoded.astype("<u4", copy=False).tobytes() + tail
     return comp, None
@@ -51,6 +49,12 @@ def _compress(payload, k, with_decoded):
 def compress_payload(payload, k):
     """C = shim || groups of the L div 4 little-endian values || the L mod 4 tail bytes."""
     return _compress(bytes(payload), k, False)[0]
+
+
+def compress_payload_with_decoded(payload, k):
+    """(C, D) from one pass of the codec: C as compress_payload, D as decoded_payload
+    (the TX engine needs D for the L4 checksum)."""
+    return _compress(payload, k, True)
 
 
 def decompress_payload(comp):

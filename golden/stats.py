@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .api import as_float32
-from .codec import TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_ZERO, check_k, compression_block
-from .groups import pack_groups
+from .compression_block import TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_ZERO, check_k, compression_block
+from .compression_unit import pack_groups
 
 __all__ = ["BandStats", "band_stats", "BAND_BITS", "BAND_NAMES"]
 

@@ -12,7 +12,6 @@ and one message on stderr. More subcommands plug in through `SUBCOMMANDS`.
 """
 
 import argparse
-import struct
 import sys
 
 import numpy as np
@@ -21,8 +20,6 @@ from . import golden
 
 __all__ = ["main", "build_parser", "CliError", "SUBCOMMANDS"]
 
-DLT_EN10MB = 1                     # pcap link type: Ethernet
-PCAP_SNAPLEN = 65535
 DEFAULT_STATS_BOUNDS = ("2^-6", "2^-8", "2^-10")
 
 
@@ -90,57 +87,19 @@ def _cmd_stats(args):
 # ---------------------------------------------------------------- nic tx / rx
 
 def _read_pcap(path):
-    """[(frame bytes, timestamp ns)], nano: whether the output keeps ns resolution."""
+    """([(frame bytes, timestamp ns)], nano: whether the output keeps ns resolution)."""
     try:
-        with open(path, "rb") as fh:
-            return _read_pcap_from(path, fh)
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc}") from None
-
-
-def _read_pcap_from(path, fh):
-    from scapy.error import Scapy_Exception
-    from scapy.utils import RawPcapReader
-
-    try:
-        reader = RawPcapReader(fh)
-    except (Scapy_Exception, EOFError, ValueError) as exc:
-        raise CliError(f"cannot read {path}: {exc}") from None
-    frames, nano = [], bool(getattr(reader, "nano", False))
-    try:
-        for data, meta in reader:
-            if hasattr(meta, "tsresol"):         # pcapng
-                nano = True
-                if meta.linktype != DLT_EN10MB:
-                    raise CliError(f"{path}: link type {meta.linktype} is not Ethernet")
-                ts = ((meta.tshigh << 32) | meta.tslow) * 10**9 // meta.tsresol
-            else:
-                if reader.linktype != DLT_EN10MB:
-                    raise CliError(f"{path}: link type {reader.linktype} is not Ethernet")
-                ts = meta.sec * 10**9 + meta.usec * (1 if reader.nano else 1000)
-            if meta.wirelen is not None and len(data) < meta.wirelen:
-                raise CliError(f"{path}: packet {len(frames) + 1} was captured truncated "
-                               f"({len(data)} of {meta.wirelen} bytes)")
-            frames.append((bytes(data), ts))
-    except (Scapy_Exception, EOFError, ValueError, struct.error) as exc:
-        raise CliError(f"{path}: damaged capture: {exc}") from None
-    return frames, nano
+        frames, times, nano = golden.pcap.read_pcap(path)
+    except golden.pcap.PcapError as exc:
+        raise CliError(str(exc)) from None
+    return list(zip(frames, times)), nano
 
 
 def _write_pcap(path, frames, nano):
-    from scapy.utils import RawPcapWriter
-
-    unit = 10**9 if nano else 10**6
     try:
-        w = RawPcapWriter(path, linktype=DLT_EN10MB, nano=nano, snaplen=PCAP_SNAPLEN)
-        # Write the header even when no frame comes out: an empty capture is still valid.
-        w.write_header(None)
-        for data, ts in frames:
-            sec, frac = divmod(ts, 10**9)
-            w.write_packet(data, sec=sec, usec=frac * unit // 10**9)
-        w.close()
-    except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc}") from None
+        golden.pcap.write_pcap(path, [f for f, _ in frames], [t for _, t in frames], nano=nano)
+    except golden.pcap.PcapError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _print_counters(c, extra=""):

@@ -16,9 +16,9 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from inceptionn.golden.checksum import ip_header_checksum
 from inceptionn.golden.counters import MAX_FRAME_BYTES, Counters
-from inceptionn.golden.frames import RX_HEADER_WINDOW, rx_frame, tx_frame
+from inceptionn.golden import RX_HEADER_WINDOW, rx_frame, tx_frame
 from inceptionn.golden.packet_matcher import packet_matcher
-from inceptionn.golden.payload import SHIM_MAGIC
+from inceptionn.golden.wire import SHIM_MAGIC
 from inceptionn.rtl import frames as F
 from inceptionn.rtl import harness
 from inceptionn.sim.engines import rx_design  # the runner's factory: one shared model

@@ -12,7 +12,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from inceptionn.golden.counters import Counters
-from inceptionn.golden.frames import rx_frame, tx_frame
+from inceptionn.golden import rx_frame, tx_frame
 from inceptionn.rtl import frames as F
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, pause_generator

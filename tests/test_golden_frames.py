@@ -9,7 +9,7 @@ from scapy.packet import Padding, Raw
 
 from inceptionn import golden
 from inceptionn.golden import Counters, MAX_FRAME_BYTES, packet_matcher, rx_frame, tx_frame
-from inceptionn.golden.frames import RX_HEADER_WINDOW
+from inceptionn.golden.decompression_engine import RX_HEADER_WINDOW
 
 SRC, DST = "10.1.2.3", "10.9.8.7"
 
@@ -448,3 +448,26 @@ def test_rx_truncated_frame_within_window_unchanged():
     assert bad and len(host) == len(rx_frame(long)[0])
     with pytest.raises(ValueError, match="window"):
         packet_matcher(long, window=-1)
+
+
+def test_frame_fields_and_checksums_ok_agree_with_scapy():
+    """The host side's parser and checksum check are golden.frames' (one implementation):
+    any DSCP, short payloads and pure ACKs parse; the checks agree with scapy's."""
+    from inceptionn.drivers import frames as F
+    from inceptionn.golden.frames import checksums_ok, frame_fields
+    assert F.parse_frame is frame_fields and F.checksums_ok is checksums_ok
+    for proto in ("tcp", "udp"):
+        for vlan in (False, True):
+            for n in (0, 3, 99):
+                raw = frame(gradients(n) if n % 4 == 0 else noise(n), proto, tos=0, vlan=vlan)
+                fields = frame_fields(raw)
+                assert fields.vlan == vlan and fields.tos == 0
+                assert fields.proto == (6 if proto == "tcp" else 17)
+                assert len(fields.payload) == n
+                assert (fields.tcp_flags is None) == (proto == "udp")
+                assert checksums_ok(raw) == (True, True) and scapy_checksums_agree(raw)
+                bad = bytearray(raw)
+                bad[fields.l4 + (16 if proto == "tcp" else 6)] ^= 0x40
+                assert checksums_ok(bytes(bad)) == (True, False)
+    with pytest.raises(ValueError, match="neither TCP nor UDP"):
+        frame_fields(bytes(Ether() / IP(proto=47) / Raw(bytes(8))))

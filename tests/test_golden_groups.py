@@ -1,5 +1,5 @@
 """Groups (spec section 2), compressed payload (section 3) and the byte-stream models of
-the AlignmentUnit, BurstBuffer and DecompressionUnit."""
+the AlignmentUnit and DecompressionUnit (the BurstBuffer: test_golden_burst_buffer.py)."""
 
 import struct
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from inceptionn import golden
-from inceptionn.golden import (BurstBuffer, alignment_unit, compress_payload, compression_block,
+from inceptionn.golden import (alignment_unit, compress_payload, compression_block,
                                compression_unit, decoded_payload, decompress_payload,
                                decompression_unit, pack_groups, shifter_tree, tag_decoder,
                                unpack_groups)
@@ -184,64 +184,3 @@ def test_alignment_unit_errors():
         alignment_unit([bytes(37)])
     with pytest.raises(ValueError, match="at least one byte"):
         alignment_unit([b"", b""])
-
-
-@settings(max_examples=40, deadline=None)
-@given(hnp.arrays(np.float32, st.integers(1, 200), elements=st.floats(-2, 2, width=32)),
-       st.integers(1, 126))
-def test_burst_buffer_decodes_like_unpack(x, k):
-    """Feed groups through the 64-byte buffer beat by beat, decode with tag_decoder."""
-    buf = golden.encode(x, k)
-    beats = [buf[i:i + 32] for i in range(0, len(buf), 32)]
-    bb, out, fed = BurstBuffer(), [], 0
-    while len(out) < x.size:
-        # The buffer pulls beats while there is room, and before a group can straddle its end.
-        while fed < len(beats) and bb.has_room():
-            bb.push(beats[fed], last=fed == len(beats) - 1)
-            fed += 1
-        assert bb.level <= bb.capacity
-        win = bb.window()
-        widths, offsets, length = tag_decoder(int.from_bytes(win[:2], "little"))
-        assert length <= bb.level           # never stuck short of a group
-        tags = [[0, 1, 2, None, 3][w] for w in widths]
-        stored = [int.from_bytes(win[o:o + w], "little") for o, w in zip(offsets, widths)]
-        out += golden.decompression_block(np.array(tags), np.array(stored, np.uint32)).tolist()
-        assert bb.consume(length)
-    assert out[:x.size] == golden.roundtrip(x, k).view(np.uint32).tolist()
-    assert bb.level == 0 and fed == len(beats)
-
-
-def test_burst_buffer_errors():
-    bb = BurstBuffer(64)
-    bb.push(bytes(32))
-    bb.push(bytes(32))
-    assert not bb.has_room()
-    with pytest.raises(ValueError, match="room"):
-        bb.push(bytes(32))
-    with pytest.raises(ValueError, match="0..34"):
-        bb.consume(35)
-    assert bb.consume(34) and bb.level == 30
-    with pytest.raises(ValueError, match="partial"):
-        bb.push(bytes(5))
-    bb.push(bytes(5), last=True)
-    with pytest.raises(ValueError, match="after the last"):
-        bb.push(bytes(32))
-    assert bb.window(40)[35:] == bytes(5)
-    assert bb.consume(34) and not bb.consume(2) and bb.level == 0
-    with pytest.raises(ValueError, match="at least one"):
-        BurstBuffer(31)
-
-
-def test_burst_buffer_512_bits_deadlocks():
-    """A 31-byte group then a 34-byte one: 64 bytes hold neither the next beat nor the group."""
-    x = np.array([2.0**-7] + [1.0] * 7 + [1.0] * 8 + [0.0] * 8, np.float32)
-    buf = golden.encode(x, 10)
-    assert golden.group_lengths([buf[0] | buf[1] << 8]).tolist() == [31]
-    for capacity, stuck in ((64, True), (golden.burst_buffer.MIN_BUFFER_BYTES, False)):
-        bb = BurstBuffer(capacity)
-        bb.push(buf[:32])
-        bb.push(buf[32:64])
-        assert bb.consume(31) and bb.level == 33
-        need = tag_decoder(int.from_bytes(bb.window()[:2], "little"))[2]
-        assert need == 34
-        assert (not bb.has_room() and bb.level < need) == stuck

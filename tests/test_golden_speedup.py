@@ -8,7 +8,12 @@ import pytest
 from inceptionn.golden import (compress_payload, compression_block, decoded_payload,
                                decompress_payload, decompression_block, pack_groups,
                                unpack_groups)
-from inceptionn.golden import codec, groups, payload
+import importlib
+
+# The block functions share their modules' names, so the modules come from importlib.
+compression_block_mod = importlib.import_module("inceptionn.golden.compression_block")
+decompression_unit_mod = importlib.import_module("inceptionn.golden.decompression_unit")
+payload = importlib.import_module("inceptionn.golden.payload")
 
 WIDTH = (0, 1, 2, 4)
 
@@ -105,7 +110,7 @@ def test_compression_block_every_k(k):
 
 
 def test_compression_block_shapes_and_chunks():
-    n = 2 * codec._CHUNK + 77  # several chunks and a short one
+    n = 2 * compression_block_mod.CHUNK + 77  # several chunks and a short one
     for kind in ("uniform", "normal"):
         bits = random_bits(n, kind)
         check_block(bits, 10)
@@ -119,7 +124,7 @@ def test_compression_block_shapes_and_chunks():
 
 
 def test_decompression_block_random_fields():
-    n = codec._CHUNK + 123
+    n = compression_block_mod.CHUNK + 123
     tag = RNG.integers(0, 4, n).astype(np.uint8)
     stored = random_bits(n, "uniform")                 # bits above the width are ignored
     assert np.array_equal(decompression_block(tag, stored).astype(np.int64), ref_decode(tag, stored))
@@ -137,8 +142,8 @@ def test_decompression_block_random_fields():
 
 # --- groups --------------------------------------------------------------------------
 
-SIZES = [1, 7, 8, 9, 63, 365, 8 * groups._WALK_GROUPS - 1, 8 * groups._WALK_GROUPS + 9, 2240,
-         8 * groups._GROUP_CHUNK + 13]
+SIZES = [1, 7, 8, 9, 63, 365, 8 * decompression_unit_mod._WALK_GROUPS - 1, 8 * decompression_unit_mod._WALK_GROUPS + 9, 2240,
+         8 * compression_block_mod.GROUP_CHUNK + 13]
 
 
 @pytest.mark.parametrize("k", [1, 2, 5, 7, 8, 10, 16, 23, 24, 31, 32, 64, 100, 126])
@@ -154,7 +159,7 @@ def test_pack_unpack_groups_match_reference(k):
 
 
 def test_unpack_groups_damaged_streams():
-    for n in [1, 9, 100, 8 * groups._WALK_GROUPS + 5, 5000]:
+    for n in [1, 9, 100, 8 * decompression_unit_mod._WALK_GROUPS + 5, 5000]:
         bits = random_bits(n, "normal")
         buf = pack_groups(bits, 9)
         streams = [buf[:len(buf) // 2], buf[:-1], buf + b"\x01\x02\x03", b"", b"\xff" * 7,
@@ -181,7 +186,7 @@ def test_payload_one_pass_matches_separate_calls():
     for length in list(range(0, 41)) + [1448, 1461, 8960, 8963]:
         data = RNG.normal(0, 1e-3, -(-length // 4)).astype(np.float32).tobytes()[:length]
         for k in (1, 10, 126):
-            comp, dec = payload._compress(data, k, True)
+            comp, dec = payload.compress_payload_with_decoded(data, k)
             assert comp == compress_payload(data, k)
             assert dec == decoded_payload(data, k)
             n = length // 4

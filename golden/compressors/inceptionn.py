@@ -4,7 +4,7 @@ golden model, on every hop of the paper's ring (Algorithm 1; collectives.run).""
 import numpy as np
 
 from ..api import decode, encode
-from ..codec import check_k
+from ..compression_block import check_k
 from .base import DenseCodec
 
 __all__ = ["GoldenCodec", "inceptionn"]

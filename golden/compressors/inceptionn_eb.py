@@ -16,8 +16,8 @@ k = 15, 16. Larger k is refused. The decoder must know k (the shim's byte 3 carr
 
 import numpy as np
 
-from ..codec import TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_WIDTH, check_k, compression_block
-from ..groups import GROUP_VALUES, group_lengths
+from ..compression_block import TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_WIDTH, check_k, compression_block
+from ..tag_decoder import GROUP_VALUES, group_lengths
 from .base import DenseCodec
 
 __all__ = ["EB_K_MAX", "EBCodec", "inceptionn_eb"]

@@ -41,7 +41,7 @@ def _frames(size, count, seed=0):
 
 def measure(sizes=(1514, 9014), ks=(6, 8, 10), counts=None):
     """Rows of output beats/clock and latency; raises if any frame differs from golden."""
-    from ..golden.frames import rx_frame, tx_frame
+    from ..golden import rx_frame, tx_frame
     from .rtl_loop import run_frames
     counts = counts or {1514: 48, 9014: 10}
     rows = []

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from inceptionn.golden.checksum import ip_header_checksum
+
 __all__ = [
     "SRC_MAC", "DST_MAC", "udp_frame", "tcp_frame", "ipv4_frame", "arp_frame",
     "ipv6_frame", "fragment_frame", "raw_frame", "float_payload", "special_payload",
@@ -88,8 +90,7 @@ def fragment_frame(payload, *, more_fragments=True, offset=0, tos=0x28, udp=True
     frame = bytearray(udp_frame(payload, tos=tos) if udp else tcp_frame(payload, tos=tos))
     flags_frag = (0x2000 if more_fragments else 0) | (offset & 0x1FFF)
     frame[20:22] = struct.pack(">H", flags_frag)
-    frame[24:26] = b"\0\0"
-    frame[24:26] = struct.pack(">H", _ip_checksum(bytes(frame[14:34])))
+    frame[24:26] = struct.pack(">H", ip_header_checksum(bytes(frame[14:34])))
     return bytes(frame)
 
 
@@ -108,13 +109,6 @@ def ipv6_frame(payload):
 def raw_frame(length, seed=0):
     """Random bytes (runts, garbage EtherTypes)."""
     return random.Random(seed).randbytes(length)
-
-
-def _ip_checksum(header):
-    s = sum(struct.unpack(f">{len(header) // 2}H", header))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
 
 
 def float_payload(values):

@@ -1,4 +1,4 @@
-"""Value codec: CompressionBlock and DecompressionBlock (paper Algorithms 2 and 3).
+"""CompressionBlock (hw/compression_block.py; paper Algorithm 2, spec section 1).
 
 One float32 bit pattern and the error bound 2^-k give a 2-bit tag, the stored bits
 (0, 8, 16 or 32) and the value the receiver will restore. Everything works on whole
@@ -13,17 +13,18 @@ import numbers
 
 import numpy as np
 
+from .wire import K_DEFAULT, K_MAX, K_MIN
+
 __all__ = [
     "TAG_ZERO", "TAG_8BIT", "TAG_16BIT", "TAG_RAW", "TAG_WIDTH", "K_MIN", "K_MAX", "K_DEFAULT",
-    "check_k", "band_limits", "as_bits", "compression_block", "decompression_block",
+    "check_k", "band_limits", "as_bits", "compression_block", "encode_luts", "encode_into",
+    "CHUNK", "GROUP_CHUNK",
 ]
 
 # Tag values (spec section 1): 00 zero, 01 8-bit, 10 16-bit, 11 raw float.
 TAG_ZERO, TAG_8BIT, TAG_16BIT, TAG_RAW = 0, 1, 2, 3
 # Stored width in bytes, indexed by tag.
 TAG_WIDTH = np.array([0, 1, 2, 4], dtype=np.uint8)
-
-K_MIN, K_MAX, K_DEFAULT = 1, 126, 10
 
 
 def check_k(k):
@@ -53,14 +54,14 @@ def as_bits(bits):
         return a.astype(np.uint32)
     raise ValueError(f"expected float32 bit patterns as uint32, got dtype {a.dtype}")
 
-
-_CHUNK = 1 << 15  # values per pass: keeps every temporary in the L2 cache
+CHUNK = 1 << 15       # values per pass: keeps every temporary in the L2 cache
+GROUP_CHUNK = 4096    # groups per pass of the group packer and unpacker
 # Per tag, the bytes of a stored field as a little-endian uint32 of 0/1 bytes.
 _KEEP_BY_TAG = np.array([0x00000000, 0x00000001, 0x00000101, 0x01010101], dtype=np.uint32)
 
 
 @functools.lru_cache(maxsize=None)
-def _encode_luts(k):
+def encode_luts(k):
     """Per-k tables indexed by the top 9 bits of a float (sign and exponent).
 
     Every result of Algorithm 2 depends on those 9 bits plus plain bit operations on
@@ -98,21 +99,21 @@ def _encode_luts(k):
     return tag, mask, shift, orv, dmask, width, keep
 
 
-def _encode_into(f, k, tag, stored, width, decoded, keep=None):
+def encode_into(f, k, tag, stored, width, decoded, keep=None):
     """Algorithm 2 over a flat contiguous uint32 array, into preallocated flat outputs.
 
     Any output may be None (not computed). ``keep`` gets, per value, a uint32 whose
     little-endian bytes are 1 for the bytes of the stored field (the packer's mask).
     Works chunk by chunk, in place, so that the temporaries stay in the cache.
     """
-    luts = _encode_luts(k)
+    luts = encode_luts(k)
     lut_tag, lut_mask, lut_shift, lut_or, lut_dmask, lut_width, lut_keep = luts
     n = f.size
-    size = min(n, _CHUNK)
+    size = min(n, CHUNK)
     u32 = np.empty(size, np.uint32)
     idx = np.empty(size, np.intp)
-    for lo in range(0, n, _CHUNK):
-        hi = min(lo + _CHUNK, n)
+    for lo in range(0, n, CHUNK):
+        hi = min(lo + CHUNK, n)
         m = hi - lo
         fc, tmp, ix = f[lo:hi], u32[:m], idx[:m]
         np.right_shift(fc, np.uint32(23), out=tmp)
@@ -152,66 +153,7 @@ def compression_block(bits, k):
     stored = np.empty(f.size, np.uint32)
     width = np.empty(f.size, np.uint8)
     decoded = np.empty(f.size, np.uint32)
-    _encode_into(f, k, tag, stored, width, decoded)
+    encode_into(f, k, tag, stored, width, decoded)
     width = width.reshape(shape)
     return (tag.reshape(shape), stored.reshape(shape),
             width[()] if width.ndim == 0 else width, decoded.reshape(shape))
-
-
-# Decoding goes through one 65536-entry table: an 8-bit field {s, q7} is the 16-bit
-# field {s, q7 << 8} (q7 * 2^-7 == (q7 << 8) * 2^-15), so a tag picks a shift and a
-# mask that bring the field to 16 bits (tags 00 and 11 to 0), and a raw mask that lets
-# a tag-11 value through unchanged.
-def _build_dec16():
-    x = np.arange(1 << 16, dtype=np.uint32)
-    q = x & np.uint32(0x7FFF)
-    # q * 2^-15 is exact in float32 (q < 2^15); +0.0 for q = 0 whatever the sign.
-    mag = (q.astype(np.float32) * np.float32(2.0 ** -15)).view(np.uint32)
-    return np.where(q != 0, mag | ((x >> np.uint32(15)) << np.uint32(31)), np.uint32(0)).astype(np.uint32)
-
-
-_DEC16 = _build_dec16()
-_DEC_SHIFT = np.array([0, 8, 0, 0], dtype=np.uint32)
-_DEC_MASK = np.array([0, 0xFF00, 0xFFFF, 0], dtype=np.uint32)
-_DEC_RAW = np.array([0, 0, 0, 0xFFFFFFFF], dtype=np.uint32)
-
-
-def _decode_into(tag, v, out):
-    """Algorithm 3 over flat contiguous arrays (tag uint8 0..3, v uint32) into ``out``."""
-    n = v.size
-    size = min(n, _CHUNK)
-    ix = np.empty(size, np.intp)
-    tmp = np.empty(size, np.uint32)
-    for lo in range(0, n, _CHUNK):
-        hi = min(lo + _CHUNK, n)
-        m = hi - lo
-        t, vc, oc, tc = ix[:m], v[lo:hi], out[lo:hi], tmp[:m]
-        t[...] = tag[lo:hi]
-        _DEC_SHIFT.take(t, out=tc, mode="clip")
-        np.left_shift(vc, tc, out=tc)
-        _DEC_MASK.take(t, out=oc, mode="clip")
-        np.bitwise_and(tc, oc, out=tc)
-        _DEC16.take(tc, out=oc, mode="clip")
-        _DEC_RAW.take(t, out=tc, mode="clip")
-        np.bitwise_and(tc, vc, out=tc)
-        np.bitwise_or(oc, tc, out=oc)
-
-
-def decompression_block(tag, stored):
-    """Restore float32 bit patterns from tags and stored bits (Algorithm 3, spec section 1).
-
-    Bits of ``stored`` above the tag's width are ignored. Tag 00 and a zero magnitude
-    give +0.0 whatever the sign bit.
-    """
-    tag = np.asarray(tag)
-    if tag.dtype.kind not in "iu" or (tag.size and (tag.min() < 0 or tag.max() > 3)):
-        raise ValueError("tags must be integers 0..3")
-    tag = tag.astype(np.uint8)
-    v = as_bits(stored)
-    tag, v = np.broadcast_arrays(tag, v)
-    shape = v.shape
-    tag = np.ascontiguousarray(tag).reshape(-1)
-    v = np.ascontiguousarray(v).reshape(-1)
-    out = np.empty(v.size, np.uint32)
-    _decode_into(tag, v, out)
-    return out.reshape(shape)

@@ -1,0 +1,38 @@
+"""golden.wire and hw.wire hold the same wire-format constants, name by name."""
+
+import ast
+from pathlib import Path
+
+import inceptionn.golden.wire as golden_wire
+import inceptionn.hw.wire as hw_wire
+
+
+def test_every_hw_constant_is_in_golden_with_the_same_value():
+    assert hw_wire.__all__, "hw.wire lists no constants"
+    for name in hw_wire.__all__:
+        assert hasattr(golden_wire, name), f"golden.wire lacks {name}"
+        assert getattr(golden_wire, name) == getattr(hw_wire, name), name
+
+
+def test_golden_does_not_import_the_gateware():
+    root = Path(golden_wire.__file__).parent
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                mod = ("." * node.level) + (node.module or "")
+                assert "hw" not in mod.split("."), f"{path.name} imports {mod}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert ".hw" not in alias.name and alias.name != "hw", path.name
+
+
+def test_golden_reexports_keep_their_values():
+    from inceptionn import golden
+    assert golden.MAX_FRAME_BYTES == golden_wire.MAX_FRAME_BYTES
+    assert golden.SHIM_MAGIC == golden_wire.SHIM_MAGIC
+    assert golden.SHIM_BYTES == golden_wire.SHIM_BYTES
+    assert golden.DSCP_DEFAULT == golden_wire.DEFAULT_DSCP
+    assert (golden.K_MIN, golden.K_MAX, golden.K_DEFAULT) == (
+        golden_wire.K_MIN, golden_wire.K_MAX, golden_wire.K_DEFAULT)
+    assert golden.GROUP_VALUES == golden_wire.GROUP_VALUES
+    assert golden.MAX_PAYLOAD == golden_wire.MAX_PAYLOAD
