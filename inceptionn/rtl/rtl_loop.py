@@ -84,11 +84,15 @@ def build_loop(kind: str) -> tuple[Path, list[str]]:
         counters = header.rsplit("// counters: ", 1)[1].split()
         exe = build_dir / "obj" / f"{name}_loop"
         key = hashlib.sha256(src.read_bytes() + header.encode() + CPP.read_bytes()
-                             + OPT.encode()).hexdigest()
+                             + str(CPP).encode() + OPT.encode()).hexdigest()
         stamp = build_dir / ".loop-key"
         if exe.exists() and stamp.exists() and stamp.read_text() == key:
             return exe, counters
         stamp.unlink(missing_ok=True)
+        # Start from an empty object folder: make's dependency files name the sources by
+        # path, and a package that moved (or another checkout) leaves them stale. ccache
+        # keeps the rebuild cheap.
+        shutil.rmtree(build_dir / "obj", ignore_errors=True)
         env = dict(os.environ)
         env["PATH"] = str(harness.verilator_bin()) + os.pathsep + env.get("PATH", "")
         if shutil.which("ccache"):
