@@ -8,6 +8,7 @@ stream (a combinational handshake whose contract the receiving stage documents) 
 recorded with ``wire`` so that they are on the diagram too.
 """
 
+from amaranth.hdl import Fragment
 from amaranth.lib import wiring
 
 from .primitives import StreamFifo
@@ -84,5 +85,7 @@ class Pipeline:
 def diagram(engine):
     """The Mermaid flowchart of ``engine`` (an elaboratable whose ``elaborate`` builds a
     Pipeline and keeps it as ``engine.pipeline``)."""
-    engine.elaborate(None)          # the top level only: stages are not elaborated
+    # Elaborated in full, so that no stage is left "created but never used" (Amaranth
+    # warns when such an object is collected, wherever that happens later).
+    Fragment.get(engine, None)
     return engine.pipeline.mermaid()
