@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import demo, golden
+from . import demo
 from .drivers.bridge import Bridge
 from .drivers.collectives import Ring, WorkerAggregator
 from .drivers.netns import netns_available

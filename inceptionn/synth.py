@@ -22,11 +22,10 @@ one LUT level to its data out; its write side is a path end.
 import argparse
 import importlib
 import json
-import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .rtl.harness import BUILD  # build/ of the checkout, or of the current directory

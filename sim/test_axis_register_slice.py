@@ -1,7 +1,6 @@
 """AxisRegisterSlice: toolchain smoke test (Amaranth -> Verilog -> Verilator -> cocotb)
 with cocotbext-axi as the protocol reference, plus the lean driver/monitor."""
 
-import itertools
 import random
 
 import cocotb

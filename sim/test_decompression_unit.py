@@ -11,7 +11,6 @@ run through the pause matrix. The throughput test measures output words per cloc
 long payloads and writes it to the run's log and to ``throughput.txt``.
 """
 
-import os
 import random
 
 import numpy as np

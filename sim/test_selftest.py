@@ -6,7 +6,6 @@ Without the engines in hw/ the self-test runs its own chain (generator -> wire -
 checker, every frame expected back unchanged); with them, the real TX -> RX loop."""
 
 import os
-import random
 import struct
 
 import pytest

@@ -2,7 +2,6 @@
 the receiving kernel drops them by checksum: nothing is silently delivered wrong."""
 
 import socket
-import time
 
 import numpy as np
 import pytest

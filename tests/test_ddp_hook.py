@@ -4,7 +4,6 @@ every rank holds identical weights after every step."""
 
 import importlib.util
 import multiprocessing as mp
-from argparse import Namespace
 from pathlib import Path
 
 import pytest

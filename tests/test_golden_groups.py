@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 from inceptionn import golden
 from inceptionn.golden import (alignment_unit, compress_payload, compression_block,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .base import COLLECTIVES, Compressor, Payload, State, as_grad, scatter
+from .base import COLLECTIVES, Compressor, Payload, as_grad, scatter
 from .gtopk import merge
 
 __all__ = ["Exchange", "run", "ring_allreduce"]

@@ -10,7 +10,7 @@ LVCMOS18. Not checked on a physical board: the self-test only uses the system cl
 CPU_RESET, the LEDs and DIP switch 0.
 """
 
-from amaranth.build import Attrs, Clock, DiffPairs, Pins, Resource, Subsignal
+from amaranth.build import Attrs, Clock, DiffPairs, Pins, Resource
 from amaranth.vendor import XilinxPlatform
 
 __all__ = ["VC709Platform"]
