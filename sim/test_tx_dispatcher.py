@@ -13,6 +13,7 @@ from cocotb.triggers import ReadOnly, Timer
 
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator
+from inceptionn.sim.payloads import pack, unpack
 
 DUT = "tx_dispatcher"
 FRAMES = 200
@@ -23,22 +24,6 @@ OUTS = ("mode", "rl_cfg", "k", "shim")
 def _design():
     from inceptionn.hw.tx.dispatcher import Dispatcher
     return Dispatcher()
-
-
-def _width(shape):
-    from amaranth import Shape
-    return Shape.cast(shape).width
-
-
-def _pack(layout, fields):
-    v = 0
-    for name, f in layout:
-        v |= (fields.get(name, 0) & ((1 << _width(f.shape)) - 1)) << f.offset
-    return v
-
-
-def _unpack(layout, v):
-    return {name: (v >> f.offset) & ((1 << _width(f.shape)) - 1) for name, f in layout}
 
 
 def _frames(seed):
@@ -107,10 +92,10 @@ async def dispatch(dut, idle, backpressure):
         # offered independently.
         if not off_i and ni < FRAMES and not next(idle_i):
             off_i = True
-            dut.info__payload.value = _pack(MatchInfo, frames[ni][0])
+            dut.info__payload.value = pack(MatchInfo, frames[ni][0])
         if not off_c and nc < FRAMES and not next(idle_c):
             off_c = True
-            dut.cfg__payload.value = _pack(FrameCfg, frames[nc][1])
+            dut.cfg__payload.value = pack(FrameCfg, frames[nc][1])
         dut.info__valid.value = int(off_i)
         dut.cfg__valid.value = int(off_c)
         for o in OUTS:
@@ -126,19 +111,19 @@ async def dispatch(dut, idle, backpressure):
                 assert getattr(dut, f"{o}__ready").value, f"{o} written while not ready"
                 got[o].append(int(getattr(dut, f"{o}__payload").value))
     for n, (g, w) in enumerate(zip(got["mode"], want_mode)):
-        m = _unpack(FrameMode, g)
-        assert _unpack(MatchInfo, m["info"]) == w["info"], f"frame {n}: mode.info"
+        m = unpack(FrameMode, g)
+        assert unpack(MatchInfo, m["info"]) == w["info"], f"frame {n}: mode.info"
         assert m["compress"] == w["compress"], f"frame {n}: compress {m['compress']}"
         assert m["k"] == w["k"], f"frame {n}: k"
-        assert _unpack(HdrBounds, m["bounds"]) == w["bounds"], (
-            f"frame {n}: bounds {_unpack(HdrBounds, m['bounds'])}, want {w['bounds']}")
+        assert unpack(HdrBounds, m["bounds"]) == w["bounds"], (
+            f"frame {n}: bounds {unpack(HdrBounds, m['bounds'])}, want {w['bounds']}")
     for o in ("rl_cfg", "k", "shim"):
         assert len(got[o]) == len(want_c), f"{o}: {len(got[o])} entries, want {len(want_c)}"
     for n, w in enumerate(want_c):
-        assert _unpack(realigner_cfg(), got["rl_cfg"][n]) == w["rl_cfg"], f"comp frame {n}: rl_cfg"
+        assert unpack(realigner_cfg(), got["rl_cfg"][n]) == w["rl_cfg"], f"comp frame {n}: rl_cfg"
         assert got["k"][n] == w["k"], f"comp frame {n}: k"
-        assert _unpack(ShimInfo, got["shim"][n]) == w["shim"], (
-            f"comp frame {n}: shim {_unpack(ShimInfo, got['shim'][n])}, want {w['shim']}")
+        assert unpack(ShimInfo, got["shim"][n]) == w["shim"], (
+            f"comp frame {n}: shim {unpack(ShimInfo, got['shim'][n])}, want {w['shim']}")
     if idle == "none" and backpressure == "none":
         assert cycles <= FRAMES + 5, f"{FRAMES} frames took {cycles} cycles"
 

@@ -14,6 +14,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.payloads import pack, unpack
 
 DUT = "tx_finisher"
 FRAMES = 120
@@ -25,22 +26,6 @@ COUNTERS = ("compressed", "bypassed", "fallback", "dropped",
 def _design():
     from inceptionn.hw.tx.finisher import Finisher
     return Finisher()
-
-
-def _width(shape):
-    from amaranth import Shape
-    return Shape.cast(shape).width
-
-
-def _pack(layout, fields):
-    v = 0
-    for name, f in layout:
-        v |= (fields.get(name, 0) & ((1 << _width(f.shape)) - 1)) << f.offset
-    return v
-
-
-def _unpack(layout, v):
-    return {name: (v >> f.offset) & ((1 << _width(f.shape)) - 1) for name, f in layout}
 
 
 def _frames(seed):
@@ -127,6 +112,7 @@ def _patch(v, n):
 @cocotb.test()
 @cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
 async def finish(dut, idle, backpressure):
+    from inceptionn.hw.packet_matcher import MatchInfo
     from inceptionn.hw.tx.layouts import CLenInfo, CompRegion, Desc, FrontResult, HdrSums
     await start(dut, {**{f"{s}__valid": 0 for s in INS}, "desc__ready": 0})
     seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
@@ -139,10 +125,8 @@ async def finish(dut, idle, backpressure):
             if s in r:
                 v = r[s]
                 if s == "front":
-                    v = dict(v, info=_pack(__import__("inceptionn.hw.packet_matcher",
-                                                      fromlist=["MatchInfo"]).MatchInfo,
-                                           v["info"]))
-                queues[s].append(_pack(layouts[s], v) if s in layouts else v)
+                    v = dict(v, info=pack(MatchInfo, v["info"]))
+                queues[s].append(pack(layouts[s], v) if s in layouts else v)
     idles = {s: pause_generator(idle, 10 + 5 * n + seed) for n, s in enumerate(INS)}
     bp = pause_generator(backpressure, 90 + seed)
     offered = {s: False for s in INS}
@@ -178,7 +162,7 @@ async def finish(dut, idle, backpressure):
         if kind == "compressed":
             counts["payload_bytes_in"] += r["front"]["info"]["payload_len"]
             counts["payload_bytes_out"] += r["clen"]["clen"]
-        desc = _unpack(Desc, g)
+        desc = unpack(Desc, g)
         for k, v in d.items():
             assert desc[k] == v, f"frame {n} ({kind}): {k} {desc[k]}, want {v}"
         for idx, p in enumerate(patches):
