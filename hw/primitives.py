@@ -182,28 +182,6 @@ class FastFifo(Elaboratable):
         return m
 
 
-class FifoSlice(wiring.Component):
-    """A register slice as a 4-entry FastFifo: ``i.ready``, ``o.valid`` and ``o.payload``
-    come from flip-flops like AxisRegisterSlice's, but the entries sit in distributed RAM
-    (about 4 LUTs per 6 bits) instead of two flip-flops and a mux per bit; two clocks of
-    latency instead of one."""
-
-    def __init__(self, shape):
-        self.shape = shape
-        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.fifo = fifo = FastFifo(Shape.cast(self.shape).width, 4)
-        m.d.comb += [
-            fifo.w_en.eq(self.i.valid), fifo.w_data.eq(self.i.payload),
-            self.i.ready.eq(fifo.w_rdy),
-            self.o.valid.eq(fifo.r_rdy), self.o.payload.eq(fifo.r_data),
-            fifo.r_en.eq(self.o.ready),
-        ]
-        return m
-
-
 class AxisRegisterSlice(wiring.Component):
     """Full register slice (skid buffer): breaks both the data and the ready path.
 
@@ -275,3 +253,13 @@ class StreamFifo(wiring.Component):
             fifo.r_en.eq(self.o.ready),
         ]
         return m
+
+
+class FifoSlice(StreamFifo):
+    """A register slice as a 4-entry FastFifo: ``i.ready``, ``o.valid`` and ``o.payload``
+    come from flip-flops like AxisRegisterSlice's, but the entries sit in distributed RAM
+    (about 4 LUTs per 6 bits) instead of two flip-flops and a mux per bit; two clocks of
+    latency instead of one."""
+
+    def __init__(self, shape):
+        super().__init__(shape, 4, fast=True)
