@@ -102,7 +102,7 @@ class DecompressionEngine(wiring.Component):
         feed = pl.add("feed", Feed())
         # The unit's words go straight into the Realigner's input register slice (its
         # ready is a flip-flop), so the unit leaves its own output slice out.
-        pl.add("unit", DecompressionUnit(out_slice=False))
+        pl.add("du", DecompressionUnit(out_slice=False))
         pl.add("words", Words())
         pl.add("realign", Realigner())
         back = pl.add("back", Back())
@@ -146,7 +146,7 @@ class DecompressionEngine(wiring.Component):
         m.d.comb += [front.ra_step.eq(feed.ra_step), front.ra_next.eq(feed.ra_next),
                      front.fin_done.eq(feed.fin_done)]
         pl.wire("feed", "front", "read address, input done")
-        pl.connect("front.start", "unit.start")
+        pl.connect("front.start", "du.start")
         pl.connect("front.rl_cfg", "realign.cfg")
         m.d.comb += [restore.start.eq(front.restore_start),
                      restore.ip_total.eq(front.pend.total),
@@ -162,8 +162,8 @@ class DecompressionEngine(wiring.Component):
         pl.wire("back", "front", "release, PASS ends")
 
         # decompression: feed -> unit -> words -> Realigner -> back half.
-        pl.connect("feed.o", "unit.i")
-        pl.connect("unit.o", "words.i")
+        pl.connect("feed.o", "du.i")
+        pl.connect("du.o", "words.i")
         pl.connect("words.o", "realign.i")
         pl.connect("realign.o", "back.words")
         m.d.comb += [back.fin.eq(feed.fin), feed.fin_clear.eq(back.fin_clear)]
