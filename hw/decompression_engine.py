@@ -1,43 +1,48 @@
-"""DecompressionEngine: the RX engine (wire -> host), paper Fig. 10, spec section 4 RX.
+"""DecompressionEngine (RX, paper Fig. 10, spec section 4 RX): decompresses frames in flight.
 
-Cut-through. Two loosely coupled halves share one "pending frame" slot:
+Cut-through, one 32-byte beat per clock out. Stages (``hw/rx/``) and the wires between
+them (the FIFOs are 4-entry register slices in distributed RAM):
 
-* the front half holds the first beats of a frame (up to ``HOLD_BEATS``: the shim ends
-  at byte 141 at most), lets the PacketMatcher and the shim check decide, then either
-  hands the held beats over for a byte-identical pass-through, or starts the
-  DecompressionUnit, streams the compressed bytes (shim stripped, Ethernet padding
-  dropped) into it and has the HeaderRestore finish the IP header checksum;
-* the back half emits the frame: for a decompressed one the header beats with the
-  restored IP total length, IP checksum and UDP length put on their lanes, then the
-  unit's 32-byte words, moved by the Realigner onto the byte lanes they take after byte
-  P and merged with the header beat that holds byte P: P + L bytes in all, ``user`` on
-  the last beat if the payload was malformed, the input was cut short, or the input
-  frame had ``user`` set.
+    i ─► ingress ─ in_slice ─► hold ──► matcher ─► front ◄─ restore ◄─ hold
+    hold ─ held frame, shim beat ─► front ─ take, restart ─► hold
+    front ─ feed (load) ─► feed ◄─ held beats, live beats ─ hold
+    front ─ start ─► du ◄─ pieces ─ feed;  front ─ rl_cfg ─► realign
+    du ─► words ─► realign ─► back ◄─ pending frame, PASS ─ front;  feed ─ end of input ─► back
+    back ─ beat control ─► egress ◄─ header beats (hold), IP checksum (restore), lengths (front)
+    egress ─ out_slice ─► o
 
-The held beats are written once, into a distributed-RAM memory of two banks of beats
-(the front half fills one while the back half may still read the other's header
-beats; ACT hands the bank over, nothing is copied). It has two read ports: the
-feed's, which before FEED also reads the shim (in MATCH; the magic byte one clock
-later, in SH2, if it is in the next beat), and the output's. The HeaderRestore sums
-the IP header's words as HEAD holds the first three beats, so it keeps no copy of the
-header either; the three restored fields are replaced on their byte lanes as the
-header beats go out (each lane can take at most one of them; which beat and which
-lane follow from VLAN, IHL and UDP, as flags loaded with the frame).
+- ingress: each beat's byte count and VLAN test, before the input slice.
+- hold: HEAD, the frame's first beats (up to ``HOLD_BEATS``: the shim ends at byte 141
+  at most) written once into a two-bank beat memory (the front half fills one bank
+  while the back half may still read the other's header beats: ACT hands the bank
+  over, nothing is copied); the input's ready for every state that takes input beats.
+- matcher (PacketMatcher): sniffs every taken beat, reports once per frame.
+- restore (HeaderRestore): sums the IP header words as the hold takes the beats, adds
+  the restored total length once the frame is started: the restored IP checksum.
+- front: MATCH (the matcher's result; L and the magic from the shim), SH2, CHECK (every
+  per-frame sum and compare, so that ACT only copies registers), ACT: decompress or
+  pass; loads the feed and the pending-frame slot, starts the unit and the Realigner.
+- feed: the compressed bytes (shim stripped, Ethernet padding dropped) into the unit:
+  the held beats, then the live input; then DRAIN and the end-of-input slot (tuser, cut
+  short).
+- du (DecompressionUnit) and words: 4n + r payload bytes as 32-byte words, the error on
+  the last one's ``user``; realign (Realigner): onto the byte lanes they take after P.
+- back: the pending frame's output beats: held bypass beats then the rest live from the
+  input (PASS), or the header beats then the realigned payload, merged with the header
+  beat that holds byte P: P + L bytes, ``user`` on the last beat if the payload was
+  malformed, the input was cut short, or the input frame had ``user`` set.
+- egress: each beat from its sources, the restored IP total length, IP checksum and UDP
+  length put on their byte lanes (flags loaded with the frame, from VLAN, IHL and UDP).
 
-For timing (at most 6 LUT levels between registers), what the halves decide each
-clock comes from registers prepared a step ahead: both halves' states are one-hot flag
-registers; the front half's CHECK step works out every per-frame sum and compare the
-ACT step needs (the size limit, the output beat count, the first beat's offer, which
-held beats end the compressed stream), so ACT only copies registers; the feed keeps
-"more than a beat left" and "the current held beat ends the stream" as flags, so the
-end of the feed is a select of flags, and the input's last beat, if the compressed
-stream may end in it, waits one clock for a registered compare of its byte count (the
-input side has slack: its rate is not the output's); the back half's handshake per
-state is one flat AND of flags, and its beat counts, "last beat", "header beat" and
-the last beat's tkeep are loaded from the pending slot. The beat holding byte P takes
-its header bytes straight from the pending frame's bank (released only as that beat
-goes out). The memory's read addresses are registers (the feed's follows the
-matcher's P while the front half waits), so a read is one level from flip-flops.
+Timing (at most 6 LUT levels between registers): what the stages decide each clock
+comes from registers prepared a step ahead. States are one-hot flag registers; the
+feed keeps "more than a beat left" and "the current held beat ends the stream" as flags,
+and the input's last beat, if the compressed stream may end in it, waits one clock for a
+registered compare of its byte count (the input side has slack); the back half's
+handshake per state is one flat AND of flags; the memory's read addresses are registers.
+The stage boundaries that carry a combinational handshake (the unit's ready into the
+feed and the input's ready, the output's ready into the back half) are stated in the
+stages' docstrings.
 
 The front half moves on to the next frame as soon as the current one's input is in,
 so a frame's header work overlaps the previous frame's output and, with the sink
