@@ -47,7 +47,7 @@ def _frames(seed):
     return out
 
 
-def _load(f):
+def feed_load(f):
     """The feed's registers for frame ``f`` as the front half's CHECK and ACT work them
     out, and the pending slot's fields the feed reads."""
     p, rem, flen = f["p"], f["rem"], len(f["frame"])
@@ -88,7 +88,7 @@ async def feed(dut, idle, backpressure):
     for n, f in enumerate(frames):
         fr = f["frame"]
         beats = [fr[i:i + 32] for i in range(0, len(fr), 32)]
-        ld, pend, nheld = _load(f)
+        ld, pend, nheld = feed_load(f)
         live = beats[nheld:]
         ra = ld["idx"]
         dut.pend.value = pack(Pending, pend)
