@@ -1,0 +1,210 @@
+"""RX front half: random frames (VLAN or not, IHL, UDP or TCP, compressed payload
+lengths, the shim's L and magic byte, frames held in full or not, cut short, header
+not ok, the engine disabled), each held (``held``, ``done``) with the matcher's result
+arriving around that time, the held beats read through a model of the hold's memory at
+``f_addr``; the other stages answer as the engine's do after random delays (the unit
+and the Realigner take their start, the HeaderRestore is done, the back half releases
+the slot and ends PASS, the feed finishes), under every idle (those delays) x
+backpressure (the unit's and the Realigner's ready) pattern. Per frame, in order: the
+decision (decompress iff the header is ok, the engine enabled, a frame held in full
+holds its IP packet, the magic byte is right and P < L <= MAX_FRAME_BYTES - P), the
+pending slot (restored IP total length and UDP length, output beats, the last lane),
+the feed's registers, the unit's (n, r) and the Realigner's (insert, length), and the
+counters, all worked out here from the frame."""
+
+import random
+
+import cocotb
+from cocotb.triggers import ReadOnly, ReadWrite, RisingEdge
+
+from inceptionn.rtl import harness
+from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.payloads import pack, unpack
+from inceptionn.sim.test_rx_feed import feed_load
+
+DUT = "rx_front"
+FRAMES = 60
+MAGIC = 0xC5
+MAX_FRAME = 9216
+
+
+def _design():
+    from inceptionn.hw.rx.front import Front
+    return Front()
+
+
+def _frames(seed):
+    rng = random.Random(seed)
+    out = []
+    for n in range(FRAMES):
+        vlan, ihl, udp = rng.getrandbits(1), rng.randint(5, 15), rng.getrandbits(1)
+        l3 = 18 if vlan else 14
+        l4 = l3 + 4 * ihl
+        p = l4 + (8 if udp else 4 * rng.randint(5, 15))
+        plen = rng.choice((rng.randint(4, 60), rng.randint(4, 3000)))
+        ln = rng.choice((plen + rng.randint(1, 4 * plen),) * 4 +
+                        (rng.randint(0, plen), MAX_FRAME - p + rng.randint(0, 3)))
+        pad = rng.choice((0, 0, 0, rng.randint(1, 20)))
+        short = int(rng.random() < 0.1)           # the IP length claims 4 more bytes
+        flen = p + plen + pad
+        frame = bytearray(rng.getrandbits(8) for _ in range(flen))
+        magic = MAGIC if rng.random() < 0.85 else rng.getrandbits(8)
+        frame[p:p + 3] = bytes((ln >> 8 & 0xFF, ln & 0xFF, magic))
+        total = p - l3 + plen + 4 * short
+        info = {"header_ok": int(rng.random() < 0.9), "vlan": vlan, "udp": udp,
+                "l3": l3, "ihl": ihl, "l4": l4, "payload_offset": p, "payload_len": plen,
+                "ip_total_len": total, "min_frame_len": l3 + total}
+        nbeats = (flen + 31) // 32
+        nheld = min(nbeats, 5)
+        held_last = int(nbeats <= 5)
+        kc = flen - 32 * (nheld - 1) if held_last else 32
+        user = int(held_last and rng.random() < 0.2)
+        held = {"nheld": nheld, "hsel": (1 << nheld) & 0x1F, "last": held_last, "kc": kc,
+                "keep": (1 << kc) - 1, "user": user, "len": 32 * (nheld - 1) + kc,
+                "en": int(rng.random() < 0.9)}
+        ok = (info["header_ok"] and held["en"] and magic == MAGIC and plen < ln <= MAX_FRAME - p
+              and (not held_last or held["len"] >= l3 + total))
+        out.append({"frame": bytes(frame), "info": info, "held": held, "ok": int(ok),
+                    "p": p, "plen": plen, "ln": ln & 0xFFFF, "vlan": vlan, "ihl": ihl,
+                    "udp": udp, "total": total, "user": user})
+    return out
+
+
+def _want_pend(f, bank):
+    p, ln, h = f["p"], f["ln"], f["held"]
+    s = p + 31 + ln
+    return {"bank": bank, "bypass": 1 - f["ok"], "nheld": h["nheld"], "nh1": int(h["nheld"] == 1),
+            "held_last": h["last"], "held_kc": h["kc"], "held_keep": h["keep"],
+            "held_user": h["user"], "p": p, "vlan": f["vlan"], "ihl": f["ihl"], "udp": f["udp"],
+            "total": (f["total"] + ln - f["plen"]) & 0xFFFF, "udp_len": (ln + 8) & 0xFFFF,
+            "left": (s >> 5) & 0x1FF, "one": int(s >> 5 == 1), "end_lane": s & 31}
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
+async def front(dut, idle, backpressure):
+    from inceptionn.hw.decompression_unit import StartLayout
+    from inceptionn.hw.packet_matcher import MatchInfo
+    from inceptionn.hw.realigner import realigner_cfg
+    from inceptionn.hw.rx.layouts import FeedStart, HeldFrame, Pending
+    await start(dut, {"done": 0, "head": 1, "match_done": 0, "ra_step": 0, "fin_done": 0,
+                      "end_live": 0, "start__ready": 0, "rl_cfg__ready": 0,
+                      "restore_done": 0, "release": 0})
+    seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
+    frames = _frames(seed)
+    assert {f["ok"] for f in frames} == {0, 1}
+    rng = random.Random(40 + seed)
+    idl = pause_generator(idle, 10 + seed)
+    bp = {s: pause_generator(backpressure, 20 + 7 * k + seed) for k, s in enumerate(("s", "r"))}
+
+    def later(lo=0):
+        d = lo
+        while next(idl):
+            d += 1
+        return d
+
+    events = {}                     # cycle -> [strobe names] driven that cycle
+
+    def at(c, name):
+        events.setdefault(c, []).append(name)
+
+    cur = 0                         # the frame being held / decided
+    bank = 0
+    cyc = 0
+    at(1 + later(1), "done")
+    at(1 + later(0), "match_done")
+    busy = rel = False              # the pending slot is written / its release is due
+    head = 1
+    acted = []                      # (frame, feed payload) per ACT, in order
+    pends, starts, cfgs = [], [], []
+    took = None                     # the frame whose pending slot was loaded last clock
+    while len(acted) < FRAMES or took is not None:
+        cyc += 1
+        assert cyc < 200 * FRAMES, f"stuck at frame {cur} ({len(acted)} acted)"
+        f = frames[min(cur, FRAMES - 1)]
+        now = events.pop(cyc, [])
+        dut.held.value = pack(HeldFrame, dict(f["held"], bank=bank))
+        dut.info.value = pack(MatchInfo, f["info"])
+        dut.head.value = head
+        for s in ("done", "match_done", "restore_done", "release", "end_live", "fin_done"):
+            getattr(dut, s).value = int(s in now)
+        if "done" in now:
+            head = 0
+        await ReadWrite()           # f_addr, a register, as it is after the edge
+        addr = int(dut.f_addr.value)
+        beat = f["frame"][32 * (addr & 7):32 * (addr & 7) + 32]
+        dut.f_data.value = int.from_bytes(beat.ljust(32, b"\0"), "little")
+        dut.start__ready.value = int(not next(bp["s"]))
+        dut.rl_cfg__ready.value = int(not next(bp["r"]))
+        await ReadOnly()
+        if took is not None:
+            pends.append(unpack(Pending, int(dut.pend.value)))
+            took = None
+        if dut.start__valid.value and dut.start__ready.value:
+            starts.append(unpack(StartLayout, int(dut.start__payload.value)))
+        if dut.rl_cfg__valid.value and dut.rl_cfg__ready.value:
+            cfgs.append(unpack(realigner_cfg(), int(dut.rl_cfg__payload.value)))
+        if dut.restore_start.value:
+            at(cyc + later(1), "restore_done")
+        if dut.take.value:
+            assert dut.feed__valid.value, "take without the feed's load"
+            acted.append(unpack(FeedStart, int(dut.feed__payload.value)))
+            took = cur
+            ok = acted[-1]["go"]            # (checked against the model at the end)
+            # The back half releases the slot once its header is final; a bypassed frame
+            # not held in full ends with its live rest; a decompressed one's input ends.
+            if not ok and not unpack(HeldFrame, int(dut.held.value))["last"]:
+                at(cyc + later(2), "end_live")
+            elif ok:
+                at(cyc + later(2), "fin_done")
+            bank ^= 1
+            assert not busy, "the pending slot was written while busy"
+            busy = True
+        if "release" in now:
+            busy = rel = False
+        if dut.pend_ready.value and busy and not rel:
+            assert not dut.take.value
+            at(cyc + later(1), "release")
+            rel = True
+        if dut.restart.value:
+            cur += 1
+            head = 1
+            if cur < FRAMES:
+                at(cyc + later(2), "done")
+                at(cyc + later(1), "match_done")
+        await RisingEdge(dut.clk)
+    # the last frame's start and cfg may still wait for their readies
+    dut.start__ready.value = dut.rl_cfg__ready.value = 1
+    for _ in range(3):
+        await ReadOnly()
+        if dut.start__valid.value:
+            starts.append(unpack(StartLayout, int(dut.start__payload.value)))
+        if dut.rl_cfg__valid.value:
+            cfgs.append(unpack(realigner_cfg(), int(dut.rl_cfg__payload.value)))
+        await RisingEdge(dut.clk)
+    # per frame, in order
+    comp = [f for f in frames if f["ok"]]
+    for n, (f, ld, pd) in enumerate(zip(frames, acted, pends)):
+        assert ld["go"] == f["ok"], f"frame {n}: decision {ld['go']}, want {f['ok']} ({f['info']}, {f['held']}, ln {f['ln']}, shim {f['frame'][f['p']:f['p'] + 4].hex()})"
+        want = _want_pend(f, n & 1)
+        for k, v in want.items():
+            if f["ok"] or k not in ("total", "udp_len", "left", "one", "end_lane"):
+                assert pd[k] == v, f"frame {n}: pend.{k} {pd[k]}, want {v}"
+        if f["ok"]:
+            wl, _, _ = feed_load({"p": f["p"], "rem": f["plen"] - 4,
+                                  "frame": f["frame"], "user": f["user"]})
+            for k, v in wl.items():
+                assert ld[k] == v, f"frame {n}: feed.{k} {ld[k]}, want {v}"
+    assert len(starts) == len(cfgs) == len(comp), (len(starts), len(cfgs), len(comp))
+    for n, f in enumerate(comp):
+        assert starts[n] == {"n": f["ln"] >> 2, "r": f["ln"] & 3}, f"comp frame {n}: start"
+        assert cfgs[n] == {"skip": 0, "insert": f["p"] % 32, "length": f["ln"] + f["p"] % 32}
+    await ReadOnly()
+    assert int(dut.decompressed.value) == len(comp)
+    assert int(dut.bypassed.value) == FRAMES - len(comp)
+    assert int(dut.payload_bytes_in.value) == sum(f["plen"] for f in comp)
+    assert int(dut.payload_bytes_out.value) == sum(f["ln"] for f in comp)
+
+
+def test_rx_front():
+    harness.run(_design, DUT, "inceptionn.sim.test_rx_front")

@@ -1,0 +1,129 @@
+"""RX hold: random frames of 1..8 beats (tuser on some), each held from HEAD (the front
+half's ``restart``) under every idle x (other states' input ready) pattern: the first
+min(beats, 5) beats must be taken at once and written to the bank now held, ``done``
+must strobe on the last of them with the held frame's facts (beats, the last one's
+count, keep and tuser, bytes held, ``enable`` from the first beat) as worked out here;
+both read ports must return the held beats; ``take`` must switch the bank; outside HEAD
+the input's ready must be the OR of the other states' terms; ``frames_in`` counts last
+beats taken."""
+
+import random
+
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from inceptionn.rtl import harness
+from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.payloads import pack, unpack
+
+DUT = "rx_hold"
+FRAMES = 40
+
+
+def _design():
+    from inceptionn.hw.rx.hold import Hold
+    return Hold()
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=PAUSE_MODES, others=PAUSE_MODES)
+async def hold(dut, idle, others):
+    from inceptionn.hw.rx.layouts import HeldFrame, InBeat
+    await start(dut, {"beats__valid": 0, "drain": 0, "pass_take": 0, "live_take": 0,
+                      "take": 0, "restart": 0, "enable": 1})
+    seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(others)
+    rng = random.Random(seed)
+    idl = pause_generator(idle, 10 + seed)
+    oth = pause_generator(others, 20 + seed)
+    bank = 0
+    lasts = 0
+    for n in range(FRAMES):
+        nb = rng.randint(1, 8)
+        flen = 32 * (nb - 1) + rng.randint(1, 32)
+        frame = bytes(rng.getrandbits(8) for _ in range(flen))
+        user = rng.getrandbits(1)
+        en = rng.getrandbits(1)
+        beats = [frame[i:i + 32] for i in range(0, flen, 32)]
+        hold_n = min(nb, 5)
+        # HEAD: every offered beat is taken; done on the last held one
+        taken = 0
+        done_seen = False
+        while not done_seen:
+            valid = int(not next(idl))
+            b = beats[taken]
+            last = int(taken == nb - 1)
+            dut.beats__payload.value = pack(InBeat, {
+                "data": int.from_bytes(b, "little"), "keep": (1 << len(b)) - 1,
+                "last": last, "user": user & last, "kc": len(b)})
+            dut.beats__valid.value = valid
+            dut.enable.value = en if taken == 0 else 1 - en   # sampled on the first beat
+            await ReadOnly()
+            assert int(dut.head.value) == 1
+            assert int(dut.beats__ready.value) == 1, "HEAD takes every beat"
+            assert int(dut.hdr_valid.value) == valid
+            if valid:
+                assert int(dut.sniff_valid.value) == 1
+                assert int(dut.hdr_sel.value) == ((1 << taken) & 7)
+                done_seen = bool(dut.done.value)
+                assert done_seen == (taken == hold_n - 1), f"frame {n}: done at beat {taken}"
+                taken += 1
+                lasts += last
+            else:
+                assert not dut.done.value
+            await RisingEdge(dut.clk)
+        dut.beats__valid.value = 0
+        await ReadOnly()
+        held = unpack(HeldFrame, int(dut.held.value))
+        kc = len(beats[hold_n - 1])
+        assert held == {"nheld": hold_n, "hsel": (1 << hold_n) & 0x1F, "last": int(nb <= 5),
+                        "kc": kc, "keep": (1 << kc) - 1, "user": user & int(nb <= 5),
+                        "len": 32 * (hold_n - 1) + kc, "en": en, "bank": bank}, \
+            f"frame {n}: held {held}"
+        assert not dut.head.value
+        # the held beats through both read ports
+        for j in range(hold_n):
+            await RisingEdge(dut.clk)
+            dut.f_addr.value = (bank << 3) | j
+            dut.o_addr.value = (bank << 3) | (hold_n - 1 - j)
+            await ReadOnly()
+            want_f = int.from_bytes(beats[j], "little")
+            want_o = int.from_bytes(beats[hold_n - 1 - j], "little")
+            assert int(dut.f_data.value) == want_f, f"frame {n}: f_data, beat {j}"
+            assert int(dut.o_data.value) == want_o, f"frame {n}: o_data"
+        # outside HEAD the input's ready is the others' (the rest of the frame goes by)
+        for j in range(hold_n, nb):
+            taken_here = False
+            while not taken_here:
+                await RisingEdge(dut.clk)
+                last = int(j == nb - 1)
+                dut.beats__payload.value = pack(InBeat, {"last": last, "user": user & last})
+                dut.beats__valid.value = 1
+                terms = [int(not next(oth)) for _ in range(3)]
+                dut.drain.value, dut.pass_take.value, dut.live_take.value = terms
+                await ReadOnly()
+                assert int(dut.beats__ready.value) == int(any(terms))
+                assert int(dut.sniff_valid.value) == int(any(terms))
+                assert not dut.hdr_valid.value and not dut.done.value
+                taken_here = any(terms)
+            lasts += last
+        await RisingEdge(dut.clk)
+        dut.beats__valid.value = 0
+        dut.drain.value = dut.pass_take.value = dut.live_take.value = 0
+        # ACT takes the frame (the bank switches), then HEAD again
+        dut.take.value = 1
+        await RisingEdge(dut.clk)
+        dut.take.value = 0
+        bank ^= 1
+        dut.restart.value = 1
+        await RisingEdge(dut.clk)
+        dut.restart.value = 0
+        await ReadOnly()
+        held = unpack(HeldFrame, int(dut.held.value))
+        assert held["bank"] == bank and held["nheld"] == 0 and held["hsel"] == 1
+        assert int(dut.head.value) == 1
+        assert int(dut.frames_in.value) == lasts, f"frame {n}: frames_in"
+        await RisingEdge(dut.clk)
+
+
+def test_rx_hold():
+    harness.run(_design, DUT, "inceptionn.sim.test_rx_hold")
