@@ -253,15 +253,12 @@ def lint(path, top):
 
 
 def engine_factories():
-    """[(name, factory)] of the two engines, each wrapped in AxisTop."""
-    from inceptionn.synth import design_factory
-    found = []
-    for name, module, cls in ENGINES:
-        factory, why = design_factory(module, cls, wrap=True)
-        if factory is None:
-            raise RuntimeError(f"{name}: {why}")
-        found.append((name, factory))
-    return found
+    """[(name, factory)] of the two engines, each wrapped in AxisTop: the factories and
+    names of inceptionn.rtl.designs, so that a conversion made for a testbench or the
+    compiled loop is the one written here (harness.to_verilog's cache)."""
+    from inceptionn.rtl.designs import DESIGNS
+    by_name = {name: factory for name, factory, _ in DESIGNS.values()}
+    return [(name, by_name[name]) for name, _, _ in ENGINES]
 
 
 def available_blocks():

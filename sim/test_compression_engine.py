@@ -15,10 +15,11 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from inceptionn.rtl import harness
+from inceptionn.rtl.designs import DESIGNS
 from inceptionn.sim.axis import Clock, PAUSE_MODES, frame_to_beats, pause_generator
 from inceptionn.sim.tb_engine_run import configure, play, read_counters, reset
 
-DUT = "compression_engine"
+DUT = DESIGNS["tx"][0]
 TX_COUNTERS = ("frames_in", "frames_out", "compressed", "bypassed", "fallback", "dropped",
                "payload_bytes_in", "payload_bytes_out")
 DEMO_DIR = harness.BUILD / "demo"

@@ -21,11 +21,11 @@ from inceptionn.golden.packet_matcher import packet_matcher
 from inceptionn.golden.wire import SHIM_MAGIC
 from inceptionn.rtl import frames as F
 from inceptionn.rtl import harness
-from inceptionn.sim.engines import rx_design  # the runner's factory: one shared model
+from inceptionn.sim.engines import DESIGNS, rx_design  # the runner's factory: one shared model
 from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, PAUSE_MODES,
                                  pause_generator)
 
-DUT = "decompression_engine"
+DUT = DESIGNS["rx"][0]
 COUNTERS = ("frames_in", "frames_out", "decompressed", "bypassed", "malformed",
             "payload_bytes_in", "payload_bytes_out")
 DEMO_DIR = harness.BUILD / "demo"

@@ -20,9 +20,9 @@ AXIS_PORTS = ["s_axis_tdata", "s_axis_tkeep", "s_axis_tlast", "s_axis_tuser", "s
 
 @pytest.mark.parametrize("name,factory", TARGETS, ids=[t[0] for t in TARGETS])
 def test_reproducible_axi_named_and_lint_clean(tmp_path, name, factory):
+    # Reproducibility (the same tree gives the same bytes) is checked across processes and
+    # installs by tests/test_wheel.py::test_verilog; here the conversion is the shared one.
     a = verilog.generate(factory, name)
-    b = verilog.generate(factory, name)
-    assert a == b, "two conversions of the same design differ"
     assert "(* src" not in a and ".py:" not in a, "source locations leaked into the Verilog"
     header = re.search(rf"module {name}\((.*?)\);", a, re.S).group(1)
     ports = {p.strip() for p in header.split(",")}

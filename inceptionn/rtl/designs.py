@@ -40,10 +40,12 @@ def _rx_expected(frames):
     return [True] * len(frames)
 
 
-# kind -> (module name, design factory, frames -> [bool: this input frame comes out])
+# kind -> (module name, design factory, frames -> [bool: this input frame comes out]).
+# The names are `make verilog`'s, so that the testbenches, the compiled loop and the
+# Verilog output share one conversion of each engine (harness.to_verilog's cache).
 DESIGNS = {
-    "tx": ("compression_engine", tx_design, tx_expected),
-    "rx": ("decompression_engine", rx_design, _rx_expected),
+    "tx": ("inceptionn_tx", tx_design, tx_expected),
+    "rx": ("inceptionn_rx", rx_design, _rx_expected),
 }
 
 

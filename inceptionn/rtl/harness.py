@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import hw as _hw
 
-__all__ = ["REPO", "BUILD", "HW", "verilator_bin", "to_verilog", "verilog_source", "build", "run",
+__all__ = ["REPO", "BUILD", "HW", "verilator_bin", "to_verilog", "convert_uncached", "verilog_source", "build", "run",
            "SimulationFailed", "Lock"]
 
 # The package's gateware (hw/ in a checkout, inceptionn/hw when installed), whose sources
@@ -68,12 +68,35 @@ def _prepare_env():
     os.environ["MAKEFLAGS"] = flags
 
 
-def to_verilog(design, name):
-    """Amaranth design (or a zero-argument factory) -> Verilog text, with no source paths."""
+def convert_uncached(design, name):
+    """to_verilog without the cache (a fresh conversion, for reproducibility checks)."""
     from amaranth.back import verilog
     if callable(design) and not hasattr(design, "elaborate"):
         design = design()
     return verilog.convert(design, name=name, emit_src=False, strip_internal_attrs=True)
+
+
+def to_verilog(design, name):
+    """Amaranth design (or a zero-argument factory) -> Verilog text, with no source paths.
+
+    A factory's conversion is kept in BUILD/verilog-cache under a key of its identity and
+    every HDL source (see _design_key): converting an engine takes tens of seconds, and the
+    testbenches, the compiled loop and `make verilog` all convert the same engines under
+    the same names. A design instance is always converted."""
+    key = _design_key(design, name)
+    if key is None:
+        return convert_uncached(design, name)
+    cache = BUILD / "verilog-cache"
+    path = cache / f"{name}-{key[:24]}.v"
+    with Lock(cache / f".{name}.lock"):
+        if path.exists():
+            return path.read_text()
+        text = convert_uncached(design, name)
+        tmp = path.with_suffix(".tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text)
+        tmp.replace(path)
+    return text
 
 
 def _write_if_changed(path, text):
