@@ -235,7 +235,9 @@ def format_versions(results) -> str:
         parts = []
         for what, v in (("pack", "fast pack"), ("unpack", "fast unpack groups")):
             a, b = by[v + " v1"], by[v + " v2"]
-            parts.append(f"{what} v2 {b.gbps:.3g} GB/s, v1 {a.gbps:.3g} (v2/v1 {b.gbps / a.gbps:.2f})")
+            ca, cb = a.in_bytes / a.cpu_seconds / 1e9, b.in_bytes / b.cpu_seconds / 1e9
+            parts.append(f"{what} v2 {b.gbps:.3g} GB/s, v1 {a.gbps:.3g} (v2/v1 {b.gbps / a.gbps:.2f}; "
+                         f"per CPU second v2 {cb:.3g}, v1 {ca:.3g})")
         parts.append(f"snappy {by['snappy'].gbps:.3g} / {by['snappy decompress'].gbps:.3g}, "
                      f"lz4 {by['lz4'].gbps:.3g} / {by['lz4 decompress'].gbps:.3g} GB/s "
                      f"(compress / decompress)")

@@ -77,8 +77,10 @@ def plot_summary(rows, path):
         mine = [r for r in rows if r.codec == codec]
         style, tag = styles[codec]
         for bits, name in ((2, "0-bit"), (10, "8-bit"), (18, "16-bit")):
-            err = [max(r.max_error_by_band[bits] for r in mine if r.k == k) for k in ks]
-            ax3.plot(ks, np.maximum(err, 1e-12), style, color=_BAND_COLORS[bits], label=f"{tag} {name}")
+            err = np.array([max(r.max_error_by_band[bits] for r in mine if r.k == k) for k in ks])
+            # 0: the band is empty (or exact) at that bound: no point on a log axis
+            ax3.plot(ks, np.where(err > 0, err, np.nan), style, color=_BAND_COLORS[bits],
+                     label=f"{tag} {name}")
         if codec == "bounded":
             worst = [max(r.max_abs_error for r in mine if r.k == k) for k in ks]
             ax3.plot(ks, worst, "D-", color="black", markerfacecolor="none", linewidth=0.8,
