@@ -5,7 +5,7 @@ Why: the NumPy model works in whole-array passes with temporaries and runs below
 speed of snappy or lz4; a loop that handles each value once, in one pass, runs several
 times faster. The NumPy model (compression_block.py, compression_unit.py,
 decompression_block.py, decompression_unit.py, payload.py) stays the readable reference;
-this file walks the same per-k tables value by value:
+this file walks the same per-(k, codec) tables value by value:
   encode: per value, one row of the tables of compression_block.encode_luts, indexed by
           sign and exponent, gives the tag, the stored field and the decoded value; the
           field is written as 4 bytes and the output position moves by its width (0, 1, 2, 4), so
@@ -16,8 +16,8 @@ this file walks the same per-k tables value by value:
 Both value codecs go through the same loops; only the tables differ: "paper" (wire
 version 1) and "bounded" (wire version 2, k in 1..16). The loops release the GIL
 (nogil), so threads can run them in parallel on separate buffers.
-Argument checks and errors are the model's own (check_k, as_bits, make_shim, parse_shim),
-in the same order. Byte positions are unsigned: numba then drops its negative-index
+Argument checks and errors are the model's own (check_codec, check_k, as_bits, make_shim,
+shim_codec), in the same order. Byte positions are unsigned: numba then drops its negative-index
 fix-up and merges the four byte stores into one. Each loop is compiled on first use and
 kept in numba's on-disk cache. The decoded words are written as native uint32: a
 little-endian host is assumed (x86-64, AArch64). tests/test_golden_fast.py checks every function against
