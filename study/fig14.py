@@ -2,6 +2,8 @@
 against INCEPTIONN's error bound (2^-10, 2^-8, 2^-6), all on the paper's ring
 (Algorithm 1, every hop re-compressing), same steps and seeds as the float32 baseline.
 
+INC rows use the paper's codec (wire format version 1, named explicitly in the
+compressor `inceptionn`; the project's default elsewhere is the bounded codec).
 Both models. The LeNet-like CNN adds two rows: INC(2^-10) from PyTorch's default
 initialisation, whose first gradients all lie below the codec's 2^-7 resolution, and
 the error-bounded variant `inceptionn_eb` (docs/compressors.md, section 4).

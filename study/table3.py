@@ -1,5 +1,7 @@
 """INCEPTIONN Table III: the share of 2-, 10-, 18- and 34-bit codes (tag included) in
-the gradients a worker hands its NIC while the network trains with INC(2^-10).
+the gradients a worker hands its NIC while the network trains with INC(2^-10), the
+paper's codec (wire format version 1, `codec="paper"`, named explicitly: the project's
+default elsewhere is the bounded codec of wire format version 2).
 
 Worker 0's raw gradient is measured with golden.band_stats at ten points of each run,
 for the three bounds of the table; the shares are averaged over those points and the
@@ -50,7 +52,8 @@ def section(res):
     L = [f"## {TITLE}", "",
          "Share of worker 0's gradient values per code length (2-bit tag plus 0, 8, 16 or "
          "32 data bits), measured with golden.band_stats at ten points of each INC(2^-10) "
-         "run and averaged over them and the seeds (± the seeds' sd of the 2-bit share).",
+         "run (the paper's codec, wire format version 1) and averaged over them and the "
+         "seeds (± the seeds' sd of the 2-bit share).",
          "", "| model | bound | 2-bit | 10-bit | 18-bit | 34-bit | paper, HDC |",
          "|---|---|---|---|---|---|---|"]
     for model, name in (("hdc", "HDC"), ("lenet", "LeNet-like")):
