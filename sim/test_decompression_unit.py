@@ -10,10 +10,9 @@ previous one ended. Input idle and output backpressure
 run through the pause matrix. The throughput test measures output words per clock on
 long payloads and writes it to the run's log and to ``throughput.txt``.
 
-Wire format version 2 (the bounded codec, ``start.v2`` with the shim's k): payloads from
-EBCodec for every k of 1..16 and every length mod 32, malformed ones too, interleaved
-with version 1 payloads back to back, checked against golden.decompression_unit's
-stream rules with EBCodec's values.
+Wire format version 2 (the bounded codec, ``start.v2`` with the shim's k): payloads for
+every k of 1..16 and every length mod 32, malformed ones too, interleaved with version 1
+payloads back to back, checked against golden.decompression_unit of that codec.
 """
 
 import random
@@ -96,31 +95,12 @@ def pieces_of(stream, rng):
 def expected(stream, n, r, v2=0, k=0):
     if not v2:
         return golden.decompression_unit(stream, n, r)
-    return eb_decompression_unit(stream, n, r, k)
-
-
-def eb_decompression_unit(stream, n, r, k):
-    """Version 2 (the bounded codec): golden.decompression_unit's stream rules (zero
-    extension, error flag) with EBCodec(k)'s values (the middle of the step)."""
-    import importlib
-    gdu = importlib.import_module("inceptionn.golden.decompression_unit")
-    codec = EBCodec(k)
-
-    def restore_into(tag, v, out):
-        out[...] = codec.restore(tag, v).view(np.uint32)
-
-    saved, gdu.decode_into = gdu.decode_into, restore_into
-    try:
-        return gdu.decompression_unit(stream, n, r)
-    finally:
-        gdu.decode_into = saved
+    return golden.decompression_unit(stream, n, r, k, "bounded")
 
 
 def eb_compress_payload(payload, k):
     """Version 2's compressed payload without its shim: the groups, then the raw tail."""
-    n = len(payload) // 4
-    vals = np.frombuffer(payload[:4 * n], "<f4")
-    return EBCodec(k).encode(vals) + payload[4 * n:]
+    return golden.compress_payload(payload, k, "bounded")[golden.SHIM_BYTES:]
 
 
 # ---- bus functional models --------------------------------------------------------
