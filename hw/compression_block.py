@@ -33,13 +33,23 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["CompressionBlock", "decoded_value", "decoded_bytes", "TAG_ZERO", "TAG_8BIT",
+__all__ = ["CompressionBlock", "decoded_value", "decoded_bytes", "decode_threshold", "v2_shift", "TAG_ZERO", "TAG_8BIT",
            "TAG_16BIT", "TAG_RAW"]
 
 TAG_ZERO, TAG_8BIT, TAG_16BIT, TAG_RAW = 0, 1, 2, 3
 
 
-def _threshold(m, f, tag, keep_all, v2, k, name):
+def v2_shift(m, f, k, name="d8"):
+    """Version 2's 8-bit field shift d = (127 - e) - fl on 4 bits (1..8 in that band):
+    floor(|f| 2^(fl+7)) is the significand shifted down by 16 + d. A pipeline computes it
+    a clock ahead (the CompressionUnit registers it with the values) and hands it to the
+    blocks' ``d8`` port and to ``decoded_bytes``, so no subtraction sits in their paths."""
+    d = Signal(4, name=name)
+    m.d.comb += d.eq((~f[23:27]) - k[1:5])
+    return d
+
+
+def decode_threshold(m, f, tag, keep_all, v2, k, name, d8=None):
     """(thr, keep_exp, half) for ``decoded_value`` / ``decoded_bytes``: the first kept
     mantissa bit (31: none), whether the exponent and sign survive, and whether the bit
     at thr - 1 is set (version 2's middle of the step; thr - 1 = 23 is the leading one).
@@ -54,8 +64,8 @@ def _threshold(m, f, tag, keep_all, v2, k, name):
     nz16 = Signal(name=f"{name}_nz16")      # the 16-bit field is not 0 (or version 2)
     nz8 = Signal(name=f"{name}_nz8")        # the 8-bit field is not 0 (or version 2)
     m.d.comb += [nz16.eq((sh[4:7] == 0) | v2), nz8.eq((sh[3:7] == 0) | v2)]
-    d8 = Signal(4, name=f"{name}_d8")       # version 2, tag 01: sh - fl (1..8)
-    m.d.comb += d8.eq(sh[0:4] - k[1:5])
+    if d8 is None:                          # version 2, tag 01: sh - fl (1..8)
+        d8 = v2_shift(m, f, k, f"{name}_d8")
     thr = Signal(5, name=f"{name}_thr")
     with m.If(raw | keep_all):
         m.d.comb += thr.eq(0)
@@ -94,14 +104,15 @@ def decoded_value(m, f, tag, name="dec", v2=C(0, 1), k=C(0, 7)):
     with a constant: one LUT per bit, instead of a compare on e per band and a band
     select per bit (version 2's set bit adds a second compare of the same threshold)."""
     s, e = f[31], f[23:31]
-    thr, keep_exp, half = _threshold(m, f, tag, C(0, 1), v2, k, name)
+    thr, keep_exp, half = decode_threshold(m, f, tag, C(0, 1), v2, k, name)
     out = Signal(32, name=name)
     m.d.comb += out.eq(Cat(*(_kept_bit(f, i, thr, half) for i in range(23)),
                            e & keep_exp.replicate(8), s & keep_exp))
     return out
 
 
-def decoded_bytes(m, f, tag, keep_all, name="dbytes", v2=C(0, 1), k=C(0, 7)):
+def decoded_bytes(m, f, tag, keep_all, name="dbytes", v2=C(0, 1), k=C(0, 7), d8=None,
+                  pre=None):
     """``decoded_value`` split for a consumer that zeroes whole bytes itself (a Checksum
     byte mask, i.e. flip-flop resets): returns ``(data, mask)``, 32 bits and 4 byte-mask
     bits, with ``data & mask`` (bytes) the decoded value. ``keep_all``: pass ``f`` as
@@ -111,9 +122,13 @@ def decoded_bytes(m, f, tag, keep_all, name="dbytes", v2=C(0, 1), k=C(0, 7)):
     mean e < 127, so the first kept bit is at least 9 and version 2's set bit at least
     8), a byte-mask bit; the sign and exponent bits 1..7 (byte 3) survive exactly when
     the exponent does, another; bit 23 (e[0]) shares byte 2 with mantissa bits and keeps
-    its own AND."""
+    its own AND. ``d8``: ``v2_shift`` of (f, k) computed ahead, if the caller has it;
+    ``pre``: ``decode_threshold``'s (thr, keep_exp, half) registered a clock ahead (the
+    CompressionUnit does: then each bit is two levels of LUTs from flip-flops)."""
     s, e, mant = f[31], f[23:31], f[0:23]
-    thr, keep_exp, half = _threshold(m, f, tag, keep_all, v2, k, name)
+    if pre is None:
+        pre = decode_threshold(m, f, tag, keep_all, v2, k, name, d8)
+    thr, keep_exp, half = pre
     raw = tag == TAG_RAW
     out = Signal(32, name=name)
     m.d.comb += out.eq(Cat(mant[0:8], *(_kept_bit(f, i, thr, half) for i in range(8, 23)),
@@ -123,13 +138,13 @@ def decoded_bytes(m, f, tag, keep_all, name="dbytes", v2=C(0, 1), k=C(0, 7)):
     return out, mask
 
 
-def _q7_v2(m, q15, k):
-    """Version 2's 8-bit magnitude floor(|f| 2^(fl+7)) = q15 >> (8 - fl), fl = k >> 1
-    (0..8 for k in 1..16): a shift by a frame constant."""
-    rs = Signal(4)
-    m.d.comb += rs.eq(8 - k[1:5])
+def _q7_v2(m, sig, d8):
+    """Version 2's 8-bit magnitude floor(|f| 2^(fl+7)) = sig >> (16 + d8), d8 in 1..8:
+    an 8:1 select per bit on d8 mod 8 (one LUT6 and its MUXF7/MUXF8)."""
     out = Signal(7)
-    m.d.comb += out.eq((q15 >> rs)[0:7])
+    for i in range(7):
+        src = [sig[16 + i + d] if 16 + i + d < len(sig) else C(0, 1) for d in range(1, 9)]
+        m.d.comb += out[i].eq(Array(src[7:] + src[:7])[d8[0:3]])
     return out
 
 
@@ -142,24 +157,27 @@ class CompressionBlock(wiring.Component):
     ``clear_above_width=False``: ``bits`` above ``width`` bytes are left as whatever is
     cheapest (parts of ``f`` or of the fixed-point field), for a consumer that masks
     by ``width`` itself (the CompressionUnit's ShifterTree does); that drops the
-    per-tag select of most bits."""
+    per-tag select of most bits.
 
-    def __init__(self, clear_above_width=True):
+    ``d8_ahead=True``: a ``d8`` port takes ``v2_shift(value, k)``, registered by the
+    caller alongside ``value`` (the CompressionUnit), instead of the block's own
+    subtraction in front of version 2's 8-bit field select."""
+
+    def __init__(self, clear_above_width=True, d8_ahead=False):
         self.clear_above_width = clear_above_width
-        super().__init__()
-
-    value: In(32)
-    k: In(7)
-    v2: In(1)
-    tag: Out(2)
-    bits: Out(32)
-    width: Out(3)
-    decoded: Out(32)
+        self.d8_ahead = d8_ahead
+        members = {"value": In(32), "k": In(7), "v2": In(1), "tag": Out(2), "bits": Out(32),
+                   "width": Out(3), "decoded": Out(32)}
+        if d8_ahead:
+            # v2_shift(value, k), computed by the caller a clock ahead
+            members["d8"] = In(4)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
         f = self.value
         s, e, mant = f[31], f[23:31], f[0:23]
+        d8 = self.d8 if self.d8_ahead else v2_shift(m, f, self.k)
 
         t = Signal(7)        # T = 127 - k
         mlim = Signal(7)     # M = 127 - floor(k/2)
@@ -192,7 +210,7 @@ class CompressionBlock(wiring.Component):
         q15 = Signal(15)
         m.d.comb += q15.eq(Mux(sh[4:7] != 0, 0, shifted[8:23]))
         q7 = Signal(7)
-        m.d.comb += q7.eq(Mux(self.v2, _q7_v2(m, q15, self.k), q15[8:15]))
+        m.d.comb += q7.eq(Mux(self.v2, _q7_v2(m, Cat(mant, C(1, 1)), d8), q15[8:15]))
 
         width = Signal(3)
         bits = Signal(32)
@@ -235,7 +253,7 @@ class CompressionBlock(wiring.Component):
             qb = Signal(15)
             m.d.comb += qb.eq(Mux(z, 0, q))
             q7b = Signal(7)
-            m.d.comb += q7b.eq(Mux(self.v2, _q7_v2(m, qb, self.k), qb[8:15]))
+            m.d.comb += q7b.eq(Mux(self.v2, _q7_v2(m, Cat(mant, C(1, 1)), d8), qb[8:15]))
             m.d.comb += bits.eq(Cat(
                 Mux(raw, f[0:8], Mux(ge_m, qb[0:8], Cat(q7b, s))),
                 Mux(raw, f[8:16], Cat(qb[8:15], s)),
