@@ -8,7 +8,7 @@ from ..axis import AxisBeat, axis_signature
 from ..header_rewrite import PATCHES
 from ..primitives import add_fifo, switch_pick
 from ..wire import BEAT_BYTES
-from .layouts import MODE_COMP, MODE_DROP, Desc, store_read
+from .layouts import MODE_COMP, MODE_DROP, desc, store_read
 
 __all__ = ["Egress"]
 
@@ -28,7 +28,7 @@ class Egress(wiring.Component):
     def __init__(self, aw):
         self.aw = aw
         super().__init__({
-            "desc": In(stream.Signature(Desc)),
+            "desc": In(stream.Signature(desc(aw))),
             "orig": Out(store_read(aw)),
             "comp": Out(store_read(aw)),
             "o": Out(axis_signature()),
@@ -38,6 +38,7 @@ class Egress(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         orig, comp = self.orig, self.comp
+        Desc = desc(self.aw)
         outq = add_fifo(m, "outq", AxisBeat, 8)
         e_active = Signal()
         e = Signal(Desc)
