@@ -106,6 +106,7 @@ class CompressionEngine(wiring.Component):
         # depth sets every ring pointer's width (FrameStore.addr_width + 1).
         if (not isinstance(store_depth, int) or store_depth & (store_depth - 1)
                 or store_depth <= MAX_FRAME_BEATS + 1):
+            self._MustUse__silence = True      # a refused engine is not an unused one
             raise ValueError(
                 f"store_depth must be a power of two holding a maximum frame "
                 f"({MAX_FRAME_BEATS} beats) and a spare entry, i.e. >= 512; got {store_depth!r}")
