@@ -44,6 +44,7 @@ or with the engine disabled or k outside 1..126, is forwarded unchanged.
 """
 
 from amaranth import *
+from amaranth.hdl import Assert
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -66,6 +67,10 @@ from .tx.layouts import (CLenInfo, FrameCfg, FrameMode, HdrSums, ShimInfo, TailI
 from .wire import DEFAULT_DSCP, K_DEFAULT, MAX_FRAME_BEATS
 
 __all__ = ["CompressionEngine", "MAX_FRAME_BEATS"]
+
+# FIFOs written by a strobe (valid only in the clock of the write).
+_STROBED = ("infoq", "cfgq", "modeq", "kq", "shimq", "tailq", "hsumq", "clenq", "dsumq",
+            "compq")
 
 _COUNTERS = ("compressed", "bypassed", "fallback", "dropped",
              "payload_bytes_in", "payload_bytes_out")
@@ -184,4 +189,10 @@ class CompressionEngine(wiring.Component):
         pl.wire("comp", "egress", "payload beats")
         pl.connect("egress.o", "out")
         m.d.comb += self.frames_out.eq(egress.frames_out)
+        if platform == "formal":
+            # Writes whose valid is a strobe (some never look at ready, by the sizing
+            # arguments above): never into a full FIFO (tests/formal).
+            for name in _STROBED:
+                f = pl.fifos[name]
+                m.d.comb += Assert(~f.i.valid | f.i.ready, f"{name} written while full")
         return m

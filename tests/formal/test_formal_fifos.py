@@ -15,6 +15,9 @@ Properties, with the input obeying the handshake rule and the output's ready fre
 - liveness: a beat inside reaches ``o.valid`` within ``latency`` clocks;
 - the FIFO's own held count (``formal_level``, driven only for formal) is in - out.
 
+With a free reset (any clock, mid-stream) the same control properties hold from each
+reset on (the wrapper's counters reset with the FIFO).
+
 The control properties (handshake, occupancy, capacity, liveness) are proved by
 k-induction; the payload order is a bounded check (its induction needs the RAM's contents
 as an invariant), to a depth that walks the pointers around the ring twice.
@@ -43,13 +46,19 @@ def fifo_params(depth, fast):
 
 
 class FifoCheck(FormalTop):
-    def __init__(self, dut, *, ready_below, max_inside, latency, order=True):
+    def __init__(self, dut, *, ready_below, max_inside, latency, order=True, reset=False):
         self.dut = dut
+        # reset: a free reset, any clock (mid-stream); it clears the wrapper's counters
+        # and registers with the FIFO's, so every property restarts with it.
+        self.reset = reset
         self.ready_below, self.max_inside, self.latency = ready_below, max_inside, latency
         self.order = order
 
     def elaborate(self, platform):
         m = Module()
+        if self.reset:
+            self.rst = Signal(name="rst_any")
+            m.d.comb += self.rst.eq(AnySeq(1))
         self.domain(m)
         m.submodules.dut = dut = self.dut
         width = len(Value.cast(dut.i.payload))
@@ -119,6 +128,14 @@ def test_stream_fifo_order_bmc(depth, fast):
     # Twice around the pointer ring plus a fill: every pointer / occupancy pair.
     run(top, f"fifo_d{depth}_{'fast' if fast else 'buf'}_order", mode="bmc",
         depth=4 * depth + 4)
+
+
+@pytest.mark.parametrize("depth,fast", [(4, True), (8, False)])
+def test_stream_fifo_reset_mid_stream_induction(depth, fast):
+    rb, mx, lat = fifo_params(depth, fast)
+    top = FifoCheck(_fifo(depth, fast), ready_below=rb, max_inside=mx, latency=lat,
+                    order=False, reset=True)
+    run(top, f"fifo_d{depth}_{'fast' if fast else 'buf'}_reset_prove", mode="prove", depth=4)
 
 
 def test_fifo_slice_order_bmc():
