@@ -76,9 +76,12 @@ class FormalTop(Elaboratable):
 
 
 def run(top, name, *, mode="bmc", depth=20, expect="PASS", **kw):
-    kw.setdefault("script", ["memory_map"])     # small FIFO RAMs: faster as flip-flops
     """Run one check and require ``expect`` (PASS, or FAIL for an injected bug, in which
     case a counterexample trace must exist)."""
+    kw.setdefault("script", ["memory_map"])     # small FIFO RAMs: faster as flip-flops
+    # make formal's tasks in build/formal/<task>, make test's short ones beside them in
+    # build/formal/quick/<task>, so that a quick run never replaces a full one's traces.
+    kw.setdefault("workdir", formal.FORMAL_BUILD if SLOW else formal.FORMAL_BUILD / "quick")
     res = formal.check(top, name, mode=mode, depth=depth, ports=[top.clk], **kw)
     print(res.summary())
     assert res.status == expect, res.summary() + "\n" + res.log[-3000:]
