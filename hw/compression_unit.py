@@ -15,7 +15,8 @@ clock while the output is taken. ``i.ready`` is that same ``en``, so it follows
 ``o.ready`` combinationally (two gates); put a register slice in front of the output if
 that path becomes critical in a larger design.
 
-``k`` travels with each group (sampled when the group is accepted), so a new k set
+``k`` and ``v2`` (the codec: wire format version 1, the paper's, or 2, the bounded one,
+k in 1..16) travel with each group (sampled when the group is accepted), so a new k set
 together with a frame's first group applies to that whole group.
 
 A payload's raw tail (its L mod 4 last bytes) can ride in the group before it: with
@@ -35,13 +36,18 @@ with ``d_first`` (the first group after a ``last`` one), ``d_last``, and ``d_dat
 bit is clear are not part of D (they count as zero). Handing the Checksum a byte mask
 lets its input flip-flops' resets do most of the decode's clearing
 (``decoded_bytes``), and no copy of D follows the tree.
+
+Version 2's extra work is kept off the deep paths by registers: each value's 8-bit
+field shift (``v2_shift``: 127 - e - fl) is worked out in front of the input register
+and each value's decode threshold (``decode_threshold``) in front of stage 2's, so
+neither the blocks' field select nor D's bits sit behind a subtraction or the tag logic.
 """
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .compression_block import CompressionBlock, decoded_bytes
+from .compression_block import CompressionBlock, decode_threshold, decoded_bytes, v2_shift
 from .shifter_tree import ShifterTree
 
 __all__ = ["CompressionUnit", "GroupIn", "GroupOut", "LATENCY"]
@@ -64,6 +70,7 @@ LATENCY = 5
 
 class CompressionUnit(wiring.Component):
     k: In(7)
+    v2: In(1)
     i: In(stream.Signature(GroupIn))
     o: Out(stream.Signature(GroupOut))
     # Decoded payload D, one group per d_valid (see the module docstring).
@@ -88,6 +95,10 @@ class CompressionUnit(wiring.Component):
         vmask1 = Signal(8, reset_less=True)
         last1 = Signal(reset_less=True)
         k1 = Signal(7, reset_less=True)
+        eb1 = Signal(reset_less=True)           # version 2
+        # Version 2's 8-bit field shift per value, worked out in front of the register so
+        # that neither the blocks nor the decoded value subtract fl from the exponent.
+        d1 = [Signal(4, reset_less=True, name=f"d1_{j}") for j in range(8)]
         tsel1 = Signal(8, reset_less=True)      # the tail's value slot, one-hot
         r1 = Signal(2, reset_less=True)
         vmask_in = Signal(8)
@@ -108,6 +119,9 @@ class CompressionUnit(wiring.Component):
                 r1.eq(self.i.payload.tail),
                 last1.eq(self.i.payload.last),
                 k1.eq(self.k),
+                eb1.eq(self.v2),
+                *(d1[j].eq(v2_shift(m, self.i.payload.values[32 * j:32 * j + 32], self.k,
+                                    f"d_in{j}")) for j in range(8)),
             ]
 
         # Stage 2: the eight CompressionBlocks; values past `count` become tag 00,
@@ -121,23 +135,34 @@ class CompressionUnit(wiring.Component):
         val2 = Signal(256, reset_less=True)
         tsel2 = Signal(8, reset_less=True)
         r2 = Signal(2, reset_less=True)
+        # The decoded value's per-value threshold, worked out from the tag in front of
+        # the stage-2 register (decode_threshold), so D's bits are two LUTs from it.
+        thr2 = [Signal(5, reset_less=True, name=f"thr2_{j}") for j in range(8)]
+        kexp2 = Signal(8, reset_less=True)
+        half2 = Signal(8, reset_less=True)
         with m.If(en):
             m.d.sync += [v2.eq(v1), last2.eq(last1), tsel2.eq(tsel1), r2.eq(r1),
                          val2.eq(values1)]
         for j in range(8):
             # Bits above the width are cleared here, by the register's resets (the code
             # gives each byte's), so the blocks need not clear them.
-            cb = CompressionBlock(clear_above_width=False)
+            cb = CompressionBlock(clear_above_width=False, d8_ahead=True)
             m.submodules[f"cb{j}"] = cb
-            m.d.comb += [cb.value.eq(values1[32 * j:32 * j + 32]), cb.k.eq(k1)]
+            m.d.comb += [cb.value.eq(values1[32 * j:32 * j + 32]), cb.k.eq(k1), cb.v2.eq(eb1),
+                         cb.d8.eq(d1[j])]
             # The width code is the tag: 00, 01, 10, 11 for 0, 1, 2, 4 bytes.
             code = Signal(2, name=f"code{j}")
             m.d.comb += code.eq(Mux(vmask1[j] | tsel1[j], cb.tag, 0))
             keep = [code != 0, code[1], code == 3, code == 3]
+            tag1 = Signal(2, name=f"tag1_{j}")
+            m.d.comb += tag1.eq(Mux(vmask1[j], cb.tag, 0))
+            thr, kexp, half = decode_threshold(m, values1[32 * j:32 * j + 32], tag1, tsel1[j],
+                                               eb1, k1, f"dth{j}", d1[j])
             with m.If(en):
                 m.d.sync += [
-                    tags2[2 * j:2 * j + 2].eq(Mux(vmask1[j], cb.tag, 0)),
+                    tags2[2 * j:2 * j + 2].eq(tag1),
                     codes2[j].eq(code),
+                    thr2[j].eq(thr), kexp2[j].eq(kexp), half2[j].eq(half),
                 ]
                 for b in range(4):
                     m.d.sync += bits2[j][8 * b:8 * b + 8].eq(
@@ -156,7 +181,8 @@ class CompressionUnit(wiring.Component):
         d_mask = []
         for j in range(8):
             dv, dm = decoded_bytes(m, val2[32 * j:32 * j + 32], tags2[2 * j:2 * j + 2],
-                                   tsel2[j], name=f"dec{j}")
+                                   tsel2[j], name=f"dec{j}",
+                                   pre=(thr2[j], kexp2[j], half2[j]))
             t = tsel2[j]
             d_data.append(dv)
             d_mask.append(Cat(dm[0], dm[1] & (~t | r2[1]), dm[2] & (~t | (r2 == 3)), dm[3]))

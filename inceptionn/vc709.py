@@ -18,12 +18,14 @@ __all__ = ["build_tree", "main"]
 OUT = harness.BUILD / "vc709"
 
 
-def build_tree(out=OUT, *, engines=True, do_build=False, pass_frames=1024, name="top"):
-    """Write (and with do_build run) the Vivado build; returns the BuildPlan/products."""
+def build_tree(out=OUT, *, engines=True, do_build=False, pass_frames=1024, name="top",
+               codec="bounded"):
+    """Write (and with do_build run) the Vivado build; returns the BuildPlan/products.
+    ``codec``: the TX engine's wire format version, "bounded" (2) or "paper" (1)."""
     from inceptionn.hw.platform import VC709Platform
     from inceptionn.hw.selftest import VC709SelfTestTop
     platform = VC709Platform()
-    top = VC709SelfTestTop(engines=engines, pass_frames=pass_frames)
+    top = VC709SelfTestTop(engines=engines, pass_frames=pass_frames, codec=codec)
     plan = platform.build(top, name=name, build_dir=str(out), do_build=do_build,
                           emit_src=False)   # no source paths: the same tree gives the same files
     if not do_build:
@@ -39,12 +41,15 @@ def main(argv=None):
                     help="run Vivado even without AMARANTH_ENV_VIVADO (vivado must be on PATH)")
     ap.add_argument("--no-engines", action="store_true",
                     help="self-test of the test: generator -> wire -> checker")
+    ap.add_argument("--codec", choices=("paper", "bounded"), default="bounded",
+                    help="the wire format version TX sends: bounded (2, default) or paper (1)")
     args = ap.parse_args(argv)
     do_build = args.bitstream or bool(os.environ.get("AMARANTH_ENV_VIVADO"))
     engines = not args.no_engines
-    build_tree(args.out, engines=engines, do_build=do_build)
+    build_tree(args.out, engines=engines, do_build=do_build, codec=args.codec)
     files = sorted(p.name for p in args.out.iterdir() if p.is_file())
-    print(f"VC709 self-test ({'TX -> RX engines' if engines else 'wire loop'}) in {args.out}:")
+    print(f"VC709 self-test ({'TX -> RX engines, ' + args.codec + ' codec' if engines else 'wire loop'})"
+          f" in {args.out}:")
     for f in files:
         print(f"  {f}")
     if not do_build:

@@ -14,12 +14,13 @@ def _oversize():
     return F.udp_frame(bytes(golden.MAX_FRAME_BYTES - 41))
 
 
-@pytest.mark.parametrize("k", [6, 10])
-def test_tx_then_rx_match_golden_across_batches(k):
+@pytest.mark.parametrize("k, codec", [(6, "paper"), (10, "paper"), (10, "bounded"), (16, "bounded")])
+def test_tx_then_rx_match_golden_across_batches(k, codec):
+    """The TX loop's codec argument (the software NIC's --codec) in both wire versions."""
     frames = F.mixed_frames(seed=k, count=300) + [(_oversize(), False)]
     tx_c, rx_c = golden.Counters(), golden.Counters()
-    want_wire = [golden.tx_frame(f, k=k, tuser=u, counters=tx_c) for f, u in frames]
-    with FastEngine("tx", k=k) as tx, FastEngine("rx") as rx:
+    want_wire = [golden.tx_frame(f, k=k, tuser=u, counters=tx_c, codec=codec) for f, u in frames]
+    with FastEngine("tx", k=k, codec=codec) as tx, FastEngine("rx") as rx:
         # Two batches on one engine: state and counters carry over.
         got = tx.run(frames[:120]) + tx.run(frames[120:])
         assert [g and g[0] for g in got] == want_wire
@@ -31,15 +32,16 @@ def test_tx_then_rx_match_golden_across_batches(k):
         assert host == [(f, bool(b)) for f, b in want_host]
         assert rx.counters() == {n: v for n, v in rx_c.as_dict().items() if n in rx.counters()}
         assert all(lat > 0 for lat in tx.last.latencies + rx.last.latencies)
+        assert tx.counters()["version2" if codec == "bounded" else "version1"] > 100
 
 
-@pytest.mark.parametrize("kind", ["tx", "rx"])
-def test_clock_counts_equal_the_cocotb_path(kind):
+@pytest.mark.parametrize("kind, codec", [("tx", "paper"), ("rx", "bounded")])
+def test_clock_counts_equal_the_cocotb_path(kind, codec):
     frames = [f for f, _ in F.mixed_frames(seed=7, count=40)]
     if kind == "rx":
-        frames = [w for w in (golden.tx_frame(f) for f in frames) if w is not None]
-    fast = run_frames(kind, frames)
-    slow = engines.run_frames(kind, frames, tag=f"rtl_loop_{kind}")
+        frames = [w for w in (golden.tx_frame(f, codec=codec) for f in frames) if w is not None]
+    fast = run_frames(kind, frames, codec=codec)
+    slow = engines.run_frames(kind, frames, codec=codec, tag=f"rtl_loop_{kind}")
     assert fast.frames_out == slow.frames_out
     assert (fast.cycles, fast.in_cycles, fast.in_beats, fast.out_beats) == \
            (slow.cycles, slow.in_cycles, slow.in_beats, slow.out_beats)
@@ -52,6 +54,8 @@ def test_bad_arguments_and_closed_engine():
         FastEngine("tx", dscp=64)
     with pytest.raises(ValueError, match="kind"):
         FastEngine("loopback")
+    with pytest.raises(ValueError, match="codec"):
+        FastEngine("tx", codec="fast")
     eng = FastEngine("rx")
     with pytest.raises(ValueError, match="at least one byte"):
         eng.run([b""])

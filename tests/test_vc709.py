@@ -74,7 +74,7 @@ def test_tree_is_reproducible(wire_tree, tmp_path):
 
 
 def test_tree_with_engines(tmp_path):
-    vc709.build_tree(tmp_path, engines=True)
+    vc709.build_tree(tmp_path, engines=True, codec="paper")
     v = (tmp_path / "top.v").read_text()
     assert re.search(r"^module \\top\.selftest\.tx\b", v, re.M)
     assert re.search(r"^module \\top\.selftest\.rx\b", v, re.M)
@@ -83,14 +83,14 @@ def test_tree_with_engines(tmp_path):
 def test_make_vc709_runs_vivado_only_when_asked(monkeypatch, tmp_path, capsys):
     calls = []
 
-    def fake(out, *, engines, do_build):
-        calls.append((engines, do_build))
+    def fake(out, *, engines, do_build, codec):
+        calls.append((engines, do_build, codec))
         out.mkdir(parents=True, exist_ok=True)
         (out / "top.v").write_text("")
     monkeypatch.setattr(vc709, "build_tree", fake)
     monkeypatch.delenv("AMARANTH_ENV_VIVADO", raising=False)
     assert vc709.main(["-o", str(tmp_path), "--no-engines"]) == 0
     monkeypatch.setenv("AMARANTH_ENV_VIVADO", "/opt/Xilinx/Vivado/settings64.sh")
-    assert vc709.main(["-o", str(tmp_path), "--no-engines"]) == 0
-    assert calls == [(False, False), (False, True)]
+    assert vc709.main(["-o", str(tmp_path), "--no-engines", "--codec", "paper"]) == 0
+    assert calls == [(False, False, "bounded"), (False, True, "paper")]
     assert "Vivado not run" in capsys.readouterr().out

@@ -179,6 +179,8 @@ class IngressCheck(FormalTop):
         m.d.comb += [ing.i.valid.eq(AnySeq(1)), ing.i.payload.eq(AnySeq(len(ing.i.payload.as_value()))),
                      ing.store.w_room.eq(AnySeq(1)), ing.store.wp.eq(AnySeq(5)),
                      ing.enable.eq(AnySeq(1)), ing.k.eq(AnySeq(7)), ing.dscp.eq(AnySeq(6))]
+        if hasattr(ing, "codec"):            # wire format version, per frame
+            m.d.comb += ing.codec.eq(AnySeq(len(ing.codec)))
         source_rule(m, ing.i, Assume, "i")
         # Dispatcher: pops one info and one cfg together, whenever it likes.
         disp = Signal()
