@@ -63,8 +63,8 @@ class EngineCheck(FormalTop):
                            "engine: more frames out than in")
         if self.cover == "frame_out":
             m.d.comb += Cover(o_last)
-        elif self.cover == "malformed_out":
-            m.d.comb += Cover(o_last & dut.o.payload.user)
+        elif self.cover == "malformed":
+            m.d.comb += Cover(dut.malformed != 0)
         return m
 
 
@@ -90,3 +90,9 @@ def test_rx_engine_cover_frame_out():
     # Non-vacuity: an output frame within the depth (the trace is kept as a VCD).
     run(EngineCheck(DecompressionEngine(), cover="frame_out"), "rx_engine_cover_frame",
         mode="cover", depth=20, script=[])
+
+
+def test_rx_engine_cover_malformed():
+    # A malformed compressed frame decided by the RX engine (its counter moves).
+    run(EngineCheck(DecompressionEngine(), cover="malformed"), "rx_engine_cover_malformed",
+        mode="cover", depth=30, script=[])
