@@ -21,31 +21,43 @@ RX engine flags bad to the host instead of dropping them, as a driver would), `c
 ("fast": the golden engine's payload work compiled, byte for byte the NumPy model;
 "numpy": the NumPy model itself).
 
-Nothing outlives the bridge: the namespaces die with their holder processes, which die
-with the process that made them (drivers/netns.py), and the TAP devices go with them.
+Nothing outlives the bridge: every command started in a host (`run`, `popen`) gets its
+own process group, and a reaper process (drivers/reaper.py) kills those groups and
+every process left in the hosts' namespaces when the bridge closes or its process dies,
+by any signal, kill -9 included; the namespaces and TAP devices go with them. A Bridge
+may be made, used and closed from any thread.
+
+No host can stop or mislead the switch: a port whose TAP refuses a frame (a host whose
+link is down: EIO) drops and counts it; each host's MAC is pinned to its port, so a
+frame with another host's source MAC is dropped and counted (`forged`); other source
+MACs are learned with aging and a size limit (drivers/mac_table.py).
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
+import math
 import os
 import random
 import select
 import shlex
+import signal
 import subprocess
 import threading
 import time
 
 from .. import golden
 from ..golden.pcap import PcapWriter
-from .netns import Namespace, open_tap
+from .mac_table import FLOOD, FORGED, MacTable
+from .netns import Namespace, Reaper, open_tap
 from .nic_port import CODECS, ENGINES, NicPort
 
 __all__ = ["Bridge", "BridgeError", "MAX_HOSTS", "IFNAME"]
 
 MAX_HOSTS = 16           # P = 8 workers and an aggregator, and room to spare
 MTUS = (1500, 9000)
+RATE_GBPS = (0.001, 1000.0)   # a slower wire would hold a frame for seconds
 _READ_BATCH = 64          # frames read from one TAP before moving on
 _QUEUE_LIMIT = 2 << 20    # wire bytes queued behind a rate-limited port before it stops reading
 _SUBNET = "10.77.0"
@@ -88,15 +100,17 @@ class Bridge:
                  dscp: int = golden.DSCP_DEFAULT, rate_gbps: float | None = None,
                  engine: str = "golden", compress: bool = True, pcap_wire=None, pcap_host=None,
                  drop: float = 0.0, seed: int = 0, deliver_flagged: bool = False,
-                 codec: str = "fast"):
+                 codec: str = "fast", mac_limit: int = 1024, mac_age: float = 300.0):
         if isinstance(hosts, bool) or not isinstance(hosts, int) or not 2 <= hosts <= MAX_HOSTS:
             raise ValueError(f"hosts must be an integer in 2..{MAX_HOSTS}, got {hosts!r}")
         if mtu not in MTUS:
             raise ValueError(f"mtu must be one of {MTUS}, got {mtu!r}")
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-        if rate_gbps is not None and not (isinstance(rate_gbps, (int, float)) and rate_gbps > 0):
-            raise ValueError(f"rate_gbps must be a positive number or None, got {rate_gbps!r}")
+        if rate_gbps is not None and not (isinstance(rate_gbps, (int, float))
+                                          and RATE_GBPS[0] <= rate_gbps <= RATE_GBPS[1]):
+            raise ValueError(f"rate_gbps must be None or a number of Gb/s in "
+                             f"{RATE_GBPS[0]}..{RATE_GBPS[1]}, got {rate_gbps!r}")
         if not (isinstance(drop, (int, float)) and 0.0 <= drop < 1.0):
             raise ValueError(f"drop must be a fraction in [0, 1), got {drop!r}")
         self.hosts, self.mtu, self.k, self.dscp = hosts, mtu, golden.check_k(k), golden.check_dscp(dscp)
@@ -105,6 +119,8 @@ class Bridge:
         if codec not in CODECS:
             raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
         self.codec = codec
+        self._macs = MacTable({}, limit=mac_limit, age=mac_age)   # checks both now
+        self._reaper = None
         self._pcap_paths = (pcap_wire, pcap_host)
         self._rng = random.Random(seed)
         self._ns: list[Namespace] = []
@@ -133,10 +149,16 @@ class Bridge:
 
     def start(self):
         try:
+            # The captures first: a path that cannot be written fails before any host exists.
+            for which, path in enumerate(self._pcap_paths):
+                if path is not None:
+                    self._pcaps[which] = PcapWriter(path)
+            self._reaper = Reaper()
             tag = f"{os.getpid() % 100000:05d}{next(_BRIDGE_IDS) % 100:02d}"
             for i in range(self.hosts):
                 ns = Namespace()
                 self._ns.append(ns)
+                self._reaper.watch_namespace(ns)
                 # TAP names need only be unique while they sit in the root namespace.
                 fd = open_tap(f"i{tag}h{i}", ns, mtu=self.mtu, addr=f"{self.addr(i)}/24",
                               mac=self.mac(i), ns_name=IFNAME)
@@ -147,9 +169,9 @@ class Bridge:
                         self.ifnames[-1], "nodad"])
                 self.ports.append(NicPort(i, k=self.k, dscp=self.dscp, engine=self.engine,
                                           enable=self.compress, codec=self.codec))
-            for which, path in enumerate(self._pcap_paths):
-                if path is not None:
-                    self._pcaps[which] = PcapWriter(path)
+            self._macs = MacTable({bytes.fromhex(self.mac(i).replace(":", "")): i
+                                   for i in range(self.hosts)},
+                                  limit=self._macs.limit, age=self._macs.age)
             self._stop_r, self._stop_w = os.pipe()
             self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",
                                             daemon=True)
@@ -169,6 +191,9 @@ class Bridge:
             if fd is not None:
                 os.close(fd)
         self._stop_r = self._stop_w = None
+        if self._reaper is not None:
+            self._reaper.close()        # every process started in a host, and the holders
+            self._reaper = None
         for fd in self._fds:
             os.close(fd)
         self._fds = []
@@ -222,6 +247,7 @@ class Bridge:
         """Run `cmd` (a shell string or an argv list) inside host i; CompletedProcess."""
         kw.setdefault("capture_output", True)
         kw.setdefault("text", True)
+        kw["start_new_session"] = True    # a group of its own, as popen()
         res = subprocess.run(self._argv(i, cmd), timeout=timeout, **kw)
         if check and res.returncode != 0:
             shown = cmd if isinstance(cmd, str) else shlex.join(cmd)
@@ -229,8 +255,32 @@ class Bridge:
         return res
 
     def popen(self, i: int, cmd, **kw) -> subprocess.Popen:
-        """Start `cmd` inside host i (a shell string or an argv list)."""
-        return subprocess.Popen(self._argv(i, cmd), **kw)
+        """Start `cmd` inside host i (a shell string or an argv list), in a process group
+        of its own that dies with the bridge (kill_group() ends it earlier)."""
+        kw["start_new_session"] = True
+        p = subprocess.Popen(self._argv(i, cmd), **kw)
+        try:
+            self._reaper.watch_group(p.pid)
+        except BaseException:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            raise
+        return p
+
+    def kill_group(self, p: subprocess.Popen, sig=signal.SIGKILL):
+        """Signal the whole process group of a command started with popen(); waits for it
+        if `sig` is SIGKILL."""
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            pass
+        if sig == signal.SIGKILL:
+            p.wait()
+
+    def mac_table_size(self) -> int:
+        """Learned MACs (the hosts' own, pinned, are not counted)."""
+        with self._lock:
+            return len(self._macs)
 
     def call(self, i: int, fn, *args, **kw):
         """fn(*args, **kw) with host i's network namespace (for creating sockets in it)."""
@@ -304,7 +354,7 @@ class Bridge:
         n = self.hosts
         rate = self.rate_gbps * 1e9 if self.rate_gbps else None
         egress = [_Egress(rate) for _ in range(n)]
-        where: dict[bytes, int] = {}          # learned MAC -> port
+        macs = self._macs
         poller = select.poll()
         fd_port = {fd: i for i, fd in enumerate(self._fds)}
         reading = [True] * n
@@ -322,9 +372,14 @@ class Bridge:
                     if b"x" in os.read(self._stop_r, 64):
                         return
                     continue
-                if ev & (select.POLLERR | select.POLLNVAL):
-                    raise BridgeError(f"TAP of host {fd_port[fd]} went away")
                 i = fd_port[fd]
+                if ev & (select.POLLERR | select.POLLNVAL | select.POLLHUP):
+                    # One host's TAP is broken: that port stops reading, no other does.
+                    with self._lock:
+                        self.ports[i].stats.host_errors += 1
+                    poller.modify(fd, 0)
+                    reading[i] = None
+                    continue
                 frames = []
                 t0 = time.perf_counter()
                 for _ in range(_READ_BATCH):
@@ -332,14 +387,16 @@ class Bridge:
                         frames.append(os.read(fd, 65536))
                     except BlockingIOError:
                         break
+                    except OSError:
+                        with self._lock:
+                            self.ports[i].stats.host_errors += 1
+                        break
                 self._time["read"] += time.perf_counter() - t0
                 if not frames:
                     continue
                 if host_pcap is not None:
                     host_pcap.write_many(frames)
-                for f in frames:
-                    if len(f) >= 14:
-                        where[f[6:12]] = i
+                frames = self._admit(i, frames, time.monotonic())
                 t0 = time.perf_counter()
                 with self._lock:
                     wire = self.ports[i].to_wire(frames)
@@ -363,9 +420,9 @@ class Bridge:
                 # Consecutive frames for the same hosts go through RX as one batch.
                 batch, batch_targets = [], None
                 for f in due:
-                    dst = where.get(f[0:6]) if not f[0] & 1 else None
-                    targets = (dst,) if dst is not None and dst != i else \
-                              tuple(j for j in range(n) if j != i) if dst is None else ()
+                    dst = macs.lookup(f[0:6], now)
+                    targets = (dst,) if dst >= 0 and dst != i else \
+                              tuple(j for j in range(n) if j != i) if dst == FLOOD else ()
                     if targets != batch_targets and batch:
                         self._deliver(batch, batch_targets, wire_pcap, host_pcap)
                         batch = []
@@ -373,9 +430,29 @@ class Bridge:
                     batch_targets = targets
                 if batch:
                     self._deliver(batch, batch_targets, wire_pcap, host_pcap)
-                if not reading[i] and e.queued_bytes <= _QUEUE_LIMIT // 2:
+                if reading[i] is False and e.queued_bytes <= _QUEUE_LIMIT // 2:
                     poller.modify(self._fds[i], select.POLLIN)
                     reading[i] = True
+
+    def _admit(self, i, frames, now):
+        """The frames host i sent that the switch takes: no runts, no forged source MAC;
+        learns the rest."""
+        macs, st = self._macs, self.ports[i].stats
+        out = []
+        with self._lock:
+            macs.expire(now)
+            for f in frames:
+                if len(f) < 14:
+                    st.forged += 1
+                    continue
+                got = macs.learn(f[6:12], i, now)
+                if got == FORGED:
+                    st.forged += 1
+                    continue
+                if got < FORGED:
+                    st.mac_table_full += 1
+                out.append(f)
+        return out
 
     def _deliver(self, wire_frames, targets, wire_pcap, host_pcap):
         if wire_pcap is not None:
@@ -399,6 +476,9 @@ class Bridge:
                         os.write(self._fds[j], f)
                     except BlockingIOError:
                         port.stats.host_queue_drops += 1
+                        continue
+                    except OSError:       # EIO: host j's link is down; only j misses it
+                        port.stats.host_errors += 1
                         continue
                     port.stats.to_host_frames += 1
                     port.stats.to_host_bytes += len(f)

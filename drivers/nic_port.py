@@ -1,5 +1,5 @@
 """One port of the software NIC: the TX engine on frames a host sends, the RX engine on
-frames it receives, with the spec's counters and the float-alignment alarm.
+frames it receives, with the spec's counters and the misaligned-segment counter.
 
 Engines: "golden" (the bit-exact model, golden.tx_frame / rx_frame) or "rtl" (the
 Verilated CompressionEngine and DecompressionEngine in the compiled loop,
@@ -35,6 +35,9 @@ class PortStats:
     to_host_bytes: int = 0
     lost: int = 0              # wire frames dropped by the lossy-wire option
     host_queue_drops: int = 0  # frames the receiving host's TAP had no room for
+    host_errors: int = 0       # frames its TAP refused otherwise (EIO: the host's link is down)
+    forged: int = 0            # frames from this host with another host's or a group source MAC
+    mac_table_full: int = 0    # frames whose source MAC was not learned: the table was full
     flagged: int = 0           # frames the RX engine flagged bad (tuser)
     rtl_tx_frames: int = 0     # frames the RTL TX engine processed (golden confirmed each)
     rtl_rx_frames: int = 0     # frames the RTL RX engine processed (golden confirmed each)

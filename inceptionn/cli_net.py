@@ -12,6 +12,7 @@ exit. Commands given with `--run I CMD` run inside host I (a shell command line)
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -19,7 +20,7 @@ import time
 
 from . import golden
 from .drivers import mark as marks
-from .drivers.bridge import MAX_HOSTS, MTUS, Bridge
+from .drivers.bridge import MAX_HOSTS, MTUS, RATE_GBPS, Bridge
 from .drivers.netns import netns_available
 
 __all__ = ["add_bridge", "add_mark"]
@@ -77,9 +78,7 @@ def _cmd_bridge(args, error):
         status = 130 if str(stop) == "SIGINT" else 143
     finally:
         for _, _, p in procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
+            br.kill_group(p)              # the whole group: a shell's children too
         for s, h in old.items():
             signal.signal(s, h)
         report = br.report() if br.ports else ""
@@ -149,10 +148,25 @@ def _fix_run(args, error):
         except ValueError:
             raise error(f"--run takes a host index and a command, got {i!r}") from None
     args.run = runs
-    if args.rate is not None and args.rate <= 0:
-        raise error("--rate must be a positive number of Gb/s")
+    # Every number checked before any namespace exists: one line, exit status 2.
+    lo, hi = RATE_GBPS
+    if args.rate is not None and not lo <= args.rate <= hi:
+        raise error(f"--rate must be a number of Gb/s in {lo:g}..{hi:g}, got {args.rate!r}")
     if not 0.0 <= args.drop < 1.0:
-        raise error("--drop must be a fraction in [0, 1)")
+        raise error(f"--drop must be a fraction in [0, 1), got {args.drop!r}")
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        raise error(f"--duration must be a positive number of seconds, got {args.duration!r}")
+    if not 0 <= args.seed < 2**63:
+        raise error(f"--seed must be an integer in 0..2^63-1, got {args.seed}")
+    for opt in ("pcap_wire", "pcap_host"):
+        path = getattr(args, opt)
+        if path is None:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise error(f"--{opt.replace('_', '-')} {path}: folder {folder} does not exist")
+        if not os.access(folder, os.W_OK) or os.path.isdir(path):
+            raise error(f"--{opt.replace('_', '-')} {path}: cannot write there")
     return args
 
 
