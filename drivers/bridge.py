@@ -18,8 +18,15 @@ compression shows up as time saved), `drop` (lose that fraction of wire frames, 
 hosts sent and received), `engine` ("golden" or "rtl"), `compress=False` (the same
 bridge with the engines disabled: its own overhead), `deliver_flagged` (hand frames the
 RX engine flags bad to the host instead of dropping them, as a driver would), `codec`
-("fast": the golden engine's payload work compiled, byte for byte the NumPy model;
-"numpy": the NumPy model itself).
+("bounded": wire format version 2, the default; "paper": version 1, the paper's codec;
+RX decodes both), `impl` ("fast": the golden engine's payload work compiled, byte for
+byte the NumPy model; "numpy": the NumPy model itself).
+
+The switch: by default the compiled one (drivers/nic_workers.py, drivers/fastpath.py):
+a worker thread per port, parse, match, rewrite, checksums, codec and TAP I/O compiled
+and run without the GIL, checked against golden frame for frame by the tests and, with
+`check_every=N`, on every N-th live frame. A rate limit, a lossy wire, captures, the
+RTL engine or impl="numpy" need the Python loop below (`switch="python"` forces it).
 
 Nothing outlives the bridge: every command started in a host (`run`, `popen`) gets its
 own process group, and a reaper process (drivers/reaper.py) kills those groups and
@@ -49,9 +56,11 @@ import time
 
 from .. import golden
 from ..golden.pcap import PcapWriter
+from . import fastpath as fp
 from .mac_table import FLOOD, FORGED, MacTable
 from .netns import Namespace, Reaper, open_tap
-from .nic_port import CODECS, ENGINES, NicPort
+from .nic_port import ENGINES, IMPLS, NicPort
+from .nic_workers import CompiledSwitch
 
 __all__ = ["Bridge", "BridgeError", "MAX_HOSTS", "IFNAME"]
 
@@ -100,7 +109,8 @@ class Bridge:
                  dscp: int = golden.DSCP_DEFAULT, rate_gbps: float | None = None,
                  engine: str = "golden", compress: bool = True, pcap_wire=None, pcap_host=None,
                  drop: float = 0.0, seed: int = 0, deliver_flagged: bool = False,
-                 codec: str = "fast", mac_limit: int = 1024, mac_age: float = 300.0):
+                 codec: str | None = None, impl: str = "fast", mac_limit: int = 1024,
+                 mac_age: float = 300.0, switch: str = "auto", check_every: int = 0):
         if isinstance(hosts, bool) or not isinstance(hosts, int) or not 2 <= hosts <= MAX_HOSTS:
             raise ValueError(f"hosts must be an integer in 2..{MAX_HOSTS}, got {hosts!r}")
         if mtu not in MTUS:
@@ -113,12 +123,32 @@ class Bridge:
                              f"{RATE_GBPS[0]}..{RATE_GBPS[1]}, got {rate_gbps!r}")
         if not (isinstance(drop, (int, float)) and 0.0 <= drop < 1.0):
             raise ValueError(f"drop must be a fraction in [0, 1), got {drop!r}")
-        self.hosts, self.mtu, self.k, self.dscp = hosts, mtu, golden.check_k(k), golden.check_dscp(dscp)
+        # The RTL loop runs wire version 1: the paper's codec is its default.
+        codec = codec if codec is not None else ("paper" if engine == "rtl" else golden.CODEC_DEFAULT)
+        self.codec = golden.check_codec(codec)
+        if engine == "rtl" and codec != "paper":
+            raise ValueError("engine='rtl' runs wire version 1: codec must be 'paper'")
+        self.hosts, self.mtu, self.k, self.dscp = hosts, mtu, golden.check_k(k, codec), golden.check_dscp(dscp)
         self.rate_gbps, self.engine, self.compress, self.drop = rate_gbps, engine, compress, float(drop)
         self.deliver_flagged = bool(deliver_flagged)
-        if codec not in CODECS:
-            raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
-        self.codec = codec
+        if impl not in IMPLS:
+            raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+        self.impl = impl
+        if isinstance(check_every, bool) or not isinstance(check_every, int) or check_every < 0:
+            raise ValueError(f"check_every must be an integer >= 0, got {check_every!r}")
+        self.check_every = check_every
+        python_only = [why for why, on in (("a rate limit", rate_gbps), ("a lossy wire", drop),
+                                           ("captures", pcap_wire or pcap_host),
+                                           ("the RTL engine", engine == "rtl"),
+                                           ("impl='numpy'", impl == "numpy")) if on]
+        if switch not in ("auto", "compiled", "python"):
+            raise ValueError(f"switch must be 'auto', 'compiled' or 'python', got {switch!r}")
+        if switch == "compiled" and python_only:
+            raise ValueError(f"the compiled switch does not do {', '.join(python_only)}")
+        self.switch = "python" if switch == "python" or python_only else "compiled"
+        if check_every and self.switch != "compiled":
+            raise ValueError("check_every is a check of the compiled switch")
+        self._cs: CompiledSwitch | None = None
         self._macs = MacTable({}, limit=mac_limit, age=mac_age)   # checks both now
         self._reaper = None
         self._pcap_paths = (pcap_wire, pcap_host)
@@ -135,6 +165,7 @@ class Bridge:
         self._inject = collections.deque()
         self._time = dict.fromkeys(("read", "tx", "rx", "write"), 0.0)
         self._cpu = 0.0
+        self._final: list[dict] = []
 
     # ------------------------------------------------------------------ set-up
 
@@ -168,14 +199,23 @@ class Bridge:
                 ns.run(["ip", "-6", "addr", "add", f"{self.addr6(i)}/64", "dev",
                         self.ifnames[-1], "nodad"])
                 self.ports.append(NicPort(i, k=self.k, dscp=self.dscp, engine=self.engine,
-                                          enable=self.compress, codec=self.codec))
+                                          enable=self.compress, impl=self.impl,
+                                          codec=self.codec))
             self._macs = MacTable({bytes.fromhex(self.mac(i).replace(":", "")): i
                                    for i in range(self.hosts)},
                                   limit=self._macs.limit, age=self._macs.age)
             self._stop_r, self._stop_w = os.pipe()
-            self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",
-                                            daemon=True)
-            self._thread.start()
+            if self.switch == "compiled":
+                self._cs = CompiledSwitch(
+                    fds=self._fds, macs=[self.mac(i) for i in range(self.hosts)],
+                    macs_table=self._macs, lock=self._lock, k=self.k, codec=self.codec,
+                    dscp=self.dscp, enable=self.compress, deliver_flagged=self.deliver_flagged,
+                    check_every=self.check_every, stop_fd=self._stop_r)
+                self._cs.start()
+            else:
+                self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",
+                                                daemon=True)
+                self._thread.start()
         except BaseException:
             self.close()
             raise
@@ -187,6 +227,14 @@ class Bridge:
             os.write(self._stop_w, b"x")
             self._thread.join()
             self._thread = None
+        if self._cs is not None:
+            if self._cs._threads:
+                os.write(self._stop_w, b"x")
+                self._cs.join()
+            self._cpu = self._cs.cpu
+            self._error = self._error or self._cs.error
+            self._final = self._compiled_counters()
+            self._cs = None
         for fd in (self._stop_r, self._stop_w):
             if fd is not None:
                 os.close(fd)
@@ -291,6 +339,9 @@ class Bridge:
         """Put `frame` on the wire towards host i, as if another NIC had sent it (tests
         of malformed traffic): it goes through host i's RX engine only."""
         self._check_host(i)
+        if self._cs is not None:
+            self._cs.inject(i, bytes(frame))
+            return
         self._inject.append((i, bytes(frame)))
         os.write(self._stop_w, b"i")
 
@@ -308,15 +359,34 @@ class Bridge:
     def counters(self) -> list[dict]:
         """Per port: frames and bytes from and to the host and on the wire, the spec's TX
         and RX counters, the wire ratio and the float-alignment counters."""
+        if self.switch == "compiled":
+            out = self._compiled_counters() if self._cs is not None else self._final
+            err = self._cs.error if self._cs is not None else self._error
+            if err is not None:
+                raise BridgeError(f"switch stopped: {err}") from err
+            return out
         with self._lock:
             out = [p.counters() for p in self.ports]
         if self._error is not None:
             raise BridgeError(f"switch stopped: {self._error}") from self._error
         return out
 
+    def _compiled_counters(self):
+        totals = self._cs.totals()
+        out = []
+        for i in range(self.hosts):
+            d = fp.counters_dict(totals[i])
+            d.update(lost=0, rtl_tx_frames=0, rtl_rx_frames=0, golden_checked=self._cs.checked)
+            d["wire_ratio"] = d["from_host_bytes"] / d["to_wire_bytes"] if d["to_wire_bytes"] else 1.0
+            out.append(d)
+        return out
+
     def report(self) -> str:
-        with self._lock:
-            rows = [p.counters() for p in self.ports]
+        if self.switch == "compiled":
+            rows = self._compiled_counters() if self._cs is not None else self._final
+        else:
+            with self._lock:
+                rows = [p.counters() for p in self.ports]
         cols = [("host", None), ("frames in", "from_host_frames"), ("bytes in", "from_host_bytes"),
                 ("wire bytes", "to_wire_bytes"), ("frames out", "to_host_frames"),
                 ("bytes out", "to_host_bytes"), ("compressed", "tx_compressed"),
@@ -337,8 +407,8 @@ class Bridge:
         writing TAPs (with pcaps), since start(); after close(), also the switch
         thread's CPU time in all (`switch_cpu`)."""
         with self._lock:
-            out = dict(self._time)
-        if self._thread is None:
+            out = dict(self._time) if self.switch == "python" else {}
+        if self._thread is None and self._cs is None:
             out["switch_cpu"] = self._cpu
         return out
 

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field
 from .. import golden
 from .tcp_align import StreamOffsets
 
-__all__ = ["ENGINES", "CODECS", "NicPort", "PortStats", "RtlMismatch"]
+__all__ = ["ENGINES", "IMPLS", "NicPort", "PortStats", "RtlMismatch"]
 
 ENGINES = ("golden", "rtl")
-CODECS = ("fast", "numpy")
+IMPLS = ("fast", "numpy")       # the golden engine's payload work: compiled or the NumPy model
 
 
 class RtlMismatch(RuntimeError):
@@ -52,18 +52,21 @@ class PortStats:
 
 class NicPort:
     def __init__(self, index: int, *, k: int, dscp: int, engine: str = "golden",
-                 enable: bool = True, codec: str = "fast"):
+                 enable: bool = True, impl: str = "fast", codec: str = golden.CODEC_DEFAULT):
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-        if codec not in CODECS:
-            raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
+        if impl not in IMPLS:
+            raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+        if engine == "rtl" and codec != "paper":
+            raise ValueError("the RTL engines in the loop run wire version 1 (codec 'paper') only")
+        self.codec = golden.check_codec(codec)
         # The golden engine's payload work: the compiled fast path (byte for byte the
         # NumPy model, tests/test_golden_fast.py) or the NumPy model itself. The RTL is
         # always checked against the NumPy model.
-        self._codec = golden.fast.FAST if codec == "fast" and engine == "golden" else None
+        self._codec = golden.fast.FAST if impl == "fast" and engine == "golden" else None
         if self._codec is not None:
             golden.fast.warm_up()
-        self.index, self.k, self.dscp, self.enable = index, golden.check_k(k), golden.check_dscp(dscp), enable
+        self.index, self.k, self.dscp, self.enable = index, golden.check_k(k, codec), golden.check_dscp(dscp), enable
         self.engine = engine
         self.stats = PortStats()
         self.offsets = StreamOffsets()
@@ -82,7 +85,7 @@ class NicPort:
             st.from_host_bytes += len(f)
             self.offsets.observe(f, self.dscp if self.enable else None)
             want.append(golden.tx_frame(f, k=self.k, dscp=self.dscp, enable=self.enable,
-                                        counters=st.tx, impl=self._codec))
+                                        counters=st.tx, impl=self._codec, codec=self.codec))
         if self._tx_rtl is not None:
             got = self._tx_rtl.run(frames)
             for i, (g, w) in enumerate(zip(got, want)):
