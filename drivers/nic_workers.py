@@ -69,6 +69,14 @@ class CompiledSwitch:
                     self.tx_enable, self.enable, self.deliver_flagged, 0, self.tabs, fl.keys,
                     fl.isn, fl.state, scratch, b.inbuf, b.wire, b.host, b.vals, b.dec, b.words,
                     b.state)
+            # The slow path calls the kernels from Python: load them now too.
+            n = 60
+            b.inbuf[:n] = 0
+            fp.observe(b.inbuf, n, self.dscp if self.tx_enable else -1, fl.keys, fl.isn,
+                       fl.state, scratch, 0)
+            m = fp.tx_into(b.inbuf, n, b.wire, self.k, self.version, self.lut, self.dscp,
+                           self.tx_enable, scratch, 0, b.vals, b.dec)
+            fp.rx_into(b.wire, m, b.host, self.dscp, self.enable, scratch, 0, self.tabs, b.words)
         finally:
             os.close(r)
             os.close(w)
