@@ -150,7 +150,7 @@ def _peer(args):
     if args.peer == "recv":
         s = sockets.gradient_socket(mss=args.mss, dscp=args.dscp)
         s.settimeout(120)
-        s.bind((args.addr, _PORT))
+        s.bind((args.addr, args.port))
         s.listen(1)
         print("ready", flush=True)
         conn, _ = s.accept()
@@ -168,7 +168,7 @@ def _peer(args):
         s = sockets.gradient_socket(mss=args.mss, dscp=args.dscp)
         s.settimeout(120)
         try:
-            s.connect((args.addr, _PORT))
+            s.connect((args.addr, args.port))
             break
         except OSError:
             s.close()
@@ -298,6 +298,7 @@ def main(argv=None):
     p.add_argument("--addr", help=argparse.SUPPRESS)
     p.add_argument("--mss", type=int, help=argparse.SUPPRESS)
     p.add_argument("--dscp", type=int, default=golden.DSCP_DEFAULT, help=argparse.SUPPRESS)
+    p.add_argument("--port", type=int, default=_PORT, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.peer:
         return _peer(args)
