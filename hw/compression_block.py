@@ -19,6 +19,14 @@ LUT depth is kept small by never searching for a leading one:
   magnitude is 0, i.e. when ``e < 112`` (tag 10) or ``e < 120`` (tag 01).
   ``decoded_bytes`` gives it as data plus a byte mask, for a consumer whose flip-flop
   resets clear whole bytes (the CompressionUnit's D checksum).
+
+Wire format version 2 (``v2`` high, the bounded codec ``inceptionn_eb``, k in 1..16):
+same tags, bands and widths; with fl = floor(k/2) the 8-bit field holds
+``{s, floor(|f| 2^(fl+7))}`` = ``{s, q15 >> (8 - fl)}`` (a frame-constant shift of the
+16-bit field's magnitude, so no second significand shifter), and the decoded value is
+the middle of the step: the bits below the band's resolution cleared, the bit just
+below it set (never 0, so the exponent and sign always survive). Both bands' thresholds
+stay one 5-bit number per value; version 2's 8-bit one is ``16 + sh - fl``.
 """
 
 from amaranth import *
@@ -31,87 +39,105 @@ __all__ = ["CompressionBlock", "decoded_value", "decoded_bytes", "TAG_ZERO", "TA
 TAG_ZERO, TAG_8BIT, TAG_16BIT, TAG_RAW = 0, 1, 2, 3
 
 
-def decoded_value(m, f, tag, name="dec"):
-    """What the receiver restores from float32 bits ``f`` stored with ``tag``: ``f`` with
-    the mantissa bits below the band's resolution cleared (2^-15 for tag 10, 2^-7 for
-    tag 01), +0.0 when the stored magnitude is 0; ``f`` for tag 11, +0.0 for tag 00.
-    ``tag`` must be the one the CompressionBlock gives ``f``, or 00 (so tags 10 and 01
-    mean e < 127). A function of (f, tag) alone, so a pipeline may compute it a clock
-    after the tag (the CompressionUnit does).
+def _threshold(m, f, tag, keep_all, v2, k, name):
+    """(thr, keep_exp, half) for ``decoded_value`` / ``decoded_bytes``: the first kept
+    mantissa bit (31: none), whether the exponent and sign survive, and whether the bit
+    at thr - 1 is set (version 2's middle of the step; thr - 1 = 23 is the leading one).
 
-    Mantissa bit i is worth 2^(e - 150 + i): kept when i >= 8 + sh (tag 10) or
-    i >= 16 + sh (tag 01), with sh = 127 - e = ~e on 7 bits. Both become one 5-bit
-    threshold per value (0 for tag 11, 31 for none), so each kept bit is a compare of
-    the threshold with a constant and the bit: one LUT6, instead of a compare on e per
-    band and a band select per bit. The exponent and sign survive when the stored
-    magnitude is not 0: sh <= 15 (tag 10) or sh <= 7 (tag 01)."""
-    s, e, mant = f[31], f[23:31], f[0:23]
+    Mantissa bit i is worth 2^(e - 150 + i). Version 1 keeps i >= 8 + sh (tag 10) or
+    i >= 16 + sh (tag 01), with sh = 127 - e = ~e on 7 bits; version 2 keeps the same
+    for tag 10 and i >= 16 + sh - fl for tag 01 (sh - fl in 1..8 in that band)."""
+    e = f[23:31]
     sh = Signal(7, name=f"{name}_sh")
     m.d.comb += sh.eq(~e[0:7])
     raw, t16, t8 = tag == TAG_RAW, tag == TAG_16BIT, tag == TAG_8BIT
-    nz16 = Signal(name=f"{name}_nz16")      # the 16-bit field is not 0
-    nz8 = Signal(name=f"{name}_nz8")        # the 8-bit field is not 0
-    m.d.comb += [nz16.eq(sh[4:7] == 0), nz8.eq(sh[3:7] == 0)]
-    thr = Signal(5, name=f"{name}_thr")     # first kept mantissa bit (31: none)
-    with m.If(raw):
+    nz16 = Signal(name=f"{name}_nz16")      # the 16-bit field is not 0 (or version 2)
+    nz8 = Signal(name=f"{name}_nz8")        # the 8-bit field is not 0 (or version 2)
+    m.d.comb += [nz16.eq((sh[4:7] == 0) | v2), nz8.eq((sh[3:7] == 0) | v2)]
+    d8 = Signal(4, name=f"{name}_d8")       # version 2, tag 01: sh - fl (1..8)
+    m.d.comb += d8.eq(sh[0:4] - k[1:5])
+    thr = Signal(5, name=f"{name}_thr")
+    with m.If(raw | keep_all):
         m.d.comb += thr.eq(0)
     with m.Elif(t16 & nz16):
         m.d.comb += thr.eq(sh[0:4] + 8)
+    with m.Elif(t8 & nz8 & v2):
+        m.d.comb += thr.eq(d8 + 16)
     with m.Elif(t8 & nz8):
         m.d.comb += thr.eq(Cat(sh[0:3], C(0b10, 2)))    # sh + 16, sh <= 7
     with m.Else():
         m.d.comb += thr.eq(31)
     keep_exp = Signal(name=f"{name}_keep_exp")
-    keep_mant = Signal(23, name=f"{name}_keep_mant")
-    m.d.comb += [
-        keep_exp.eq(raw | (t16 & nz16) | (t8 & nz8)),
-        keep_mant.eq(Cat(*(thr <= i for i in range(23)))),
-    ]
+    half = Signal(name=f"{name}_half")
+    m.d.comb += [keep_exp.eq(raw | (t16 & nz16) | (t8 & nz8)),
+                 half.eq(v2 & ~keep_all & (t16 | t8))]
+    return thr, keep_exp, half
+
+
+def _kept_bit(f, i, thr, half):
+    """Decoded mantissa bit i: kept at or above thr, set at thr - 1 when ``half``."""
+    return (f[i] & (thr <= i)) | (half & (thr == i + 1))
+
+
+def decoded_value(m, f, tag, name="dec", v2=C(0, 1), k=C(0, 7)):
+    """What the receiver restores from float32 bits ``f`` stored with ``tag``.
+
+    Version 1 (``v2`` low): ``f`` with the mantissa bits below the band's resolution
+    cleared (2^-15 for tag 10, 2^-7 for tag 01), +0.0 when the stored magnitude is 0;
+    ``f`` for tag 11, +0.0 for tag 00. Version 2: the middle of the step (resolution
+    2^-15 or 2^-(fl+7), the bit below it set). ``tag`` must be the one the
+    CompressionBlock gives ``f`` (with the same k), or 00 (so tags 10 and 01 mean
+    e < 127). A function of (f, tag, k, v2) alone, so a pipeline may compute it a clock
+    after the tag (the CompressionUnit does).
+
+    Each kept bit compares one 5-bit threshold per value (0 for tag 11, 31 for none)
+    with a constant: one LUT per bit, instead of a compare on e per band and a band
+    select per bit (version 2's set bit adds a second compare of the same threshold)."""
+    s, e = f[31], f[23:31]
+    thr, keep_exp, half = _threshold(m, f, tag, C(0, 1), v2, k, name)
     out = Signal(32, name=name)
-    m.d.comb += out.eq(Cat(mant & keep_mant, e & keep_exp.replicate(8), s & keep_exp))
+    m.d.comb += out.eq(Cat(*(_kept_bit(f, i, thr, half) for i in range(23)),
+                           e & keep_exp.replicate(8), s & keep_exp))
     return out
 
 
-def decoded_bytes(m, f, tag, keep_all, name="dbytes"):
+def decoded_bytes(m, f, tag, keep_all, name="dbytes", v2=C(0, 1), k=C(0, 7)):
     """``decoded_value`` split for a consumer that zeroes whole bytes itself (a Checksum
     byte mask, i.e. flip-flop resets): returns ``(data, mask)``, 32 bits and 4 byte-mask
     bits, with ``data & mask`` (bytes) the decoded value. ``keep_all``: pass ``f`` as
     it is (a raw tail's slot, tag 00; the caller narrows the mask to its bytes).
 
-    Only bits 8..23 take a LUT each: mantissa bits 0..8 survive only raw (tags 10 and 01
-    mean e < 127, so the first kept bit is at least 9), a byte-mask bit; the sign and
-    exponent bits 1..7 (byte 3) survive exactly when the exponent does, another; bit
-    23 (e[0]) shares byte 2 with mantissa bits and keeps its own AND."""
+    Only bits 8..23 take a LUT each: mantissa bits 0..7 survive only raw (tags 10 and 01
+    mean e < 127, so the first kept bit is at least 9 and version 2's set bit at least
+    8), a byte-mask bit; the sign and exponent bits 1..7 (byte 3) survive exactly when
+    the exponent does, another; bit 23 (e[0]) shares byte 2 with mantissa bits and keeps
+    its own AND."""
     s, e, mant = f[31], f[23:31], f[0:23]
-    sh = Signal(7, name=f"{name}_sh")
-    m.d.comb += sh.eq(~e[0:7])
-    raw, t16, t8 = tag == TAG_RAW, tag == TAG_16BIT, tag == TAG_8BIT
-    nz16 = Signal(name=f"{name}_nz16")
-    nz8 = Signal(name=f"{name}_nz8")
-    m.d.comb += [nz16.eq(sh[4:7] == 0), nz8.eq(sh[3:7] == 0)]
-    thr = Signal(5, name=f"{name}_thr")     # first kept mantissa bit (31: none)
-    with m.If(raw | keep_all):
-        m.d.comb += thr.eq(0)
-    with m.Elif(t16 & nz16):
-        m.d.comb += thr.eq(sh[0:4] + 8)
-    with m.Elif(t8 & nz8):
-        m.d.comb += thr.eq(Cat(sh[0:3], C(0b10, 2)))
-    with m.Else():
-        m.d.comb += thr.eq(31)
-    keep_exp = Signal(name=f"{name}_keep_exp")
-    m.d.comb += keep_exp.eq(raw | (t16 & nz16) | (t8 & nz8))
+    thr, keep_exp, half = _threshold(m, f, tag, keep_all, v2, k, name)
+    raw = tag == TAG_RAW
     out = Signal(32, name=name)
-    m.d.comb += out.eq(Cat(mant[0:8], *(mant[i] & (thr <= i) for i in range(8, 23)),
+    m.d.comb += out.eq(Cat(mant[0:8], *(_kept_bit(f, i, thr, half) for i in range(8, 23)),
                            e[0] & (keep_exp | keep_all), e[1:8], s))
     mask = Signal(4, name=f"{name}_mask")
     m.d.comb += mask.eq(Cat(raw | keep_all, C(1, 1), C(1, 1), keep_exp))
     return out, mask
 
 
+def _q7_v2(m, q15, k):
+    """Version 2's 8-bit magnitude floor(|f| 2^(fl+7)) = q15 >> (8 - fl), fl = k >> 1
+    (0..8 for k in 1..16): a shift by a frame constant."""
+    rs = Signal(4)
+    m.d.comb += rs.eq(8 - k[1:5])
+    out = Signal(7)
+    m.d.comb += out.eq((q15 >> rs)[0:7])
+    return out
+
+
 class CompressionBlock(wiring.Component):
-    """``value`` (float32 bits) and ``k`` -> ``tag``, ``bits`` (LSB-aligned stored field,
-    zero above ``width`` bytes), ``width`` (0/1/2/4 bytes) and ``decoded`` (the float32
-    bits the receiver restores).
+    """``value`` (float32 bits), ``k`` and ``v2`` (the codec: 0 the paper's, wire format
+    version 1; 1 the bounded one, version 2, k in 1..16) -> ``tag``, ``bits``
+    (LSB-aligned stored field, zero above ``width`` bytes), ``width`` (0/1/2/4 bytes)
+    and ``decoded`` (the float32 bits the receiver restores).
 
     ``clear_above_width=False``: ``bits`` above ``width`` bytes are left as whatever is
     cheapest (parts of ``f`` or of the fixed-point field), for a consumer that masks
@@ -124,6 +150,7 @@ class CompressionBlock(wiring.Component):
 
     value: In(32)
     k: In(7)
+    v2: In(1)
     tag: Out(2)
     bits: Out(32)
     width: Out(3)
@@ -164,7 +191,8 @@ class CompressionBlock(wiring.Component):
         m.d.comb += shifted.eq(Cat(mant, C(1, 1)) >> sh[0:4])
         q15 = Signal(15)
         m.d.comb += q15.eq(Mux(sh[4:7] != 0, 0, shifted[8:23]))
-        q7 = q15[8:15]
+        q7 = Signal(7)
+        m.d.comb += q7.eq(Mux(self.v2, _q7_v2(m, q15, self.k), q15[8:15]))
 
         width = Signal(3)
         bits = Signal(32)
@@ -206,12 +234,14 @@ class CompressionBlock(wiring.Component):
             m.d.comb += z.eq(sh[4:7] != 0)
             qb = Signal(15)
             m.d.comb += qb.eq(Mux(z, 0, q))
+            q7b = Signal(7)
+            m.d.comb += q7b.eq(Mux(self.v2, _q7_v2(m, qb, self.k), qb[8:15]))
             m.d.comb += bits.eq(Cat(
-                Mux(raw, f[0:8], Mux(ge_m, qb[0:8], Cat(qb[8:15], s))),
+                Mux(raw, f[0:8], Mux(ge_m, qb[0:8], Cat(q7b, s))),
                 Mux(raw, f[8:16], Cat(qb[8:15], s)),
                 f[16:32]))
 
-        decoded = decoded_value(m, f, tag)
+        decoded = decoded_value(m, f, tag, v2=self.v2, k=self.k)
 
         m.d.comb += [
             self.tag.eq(tag),

@@ -38,9 +38,13 @@ CompressionUnit -> group former -> realigner -> front, so no ready signal ripple
 more than one block (the CompressionUnit registers its own input).
 Latency from a frame's last input beat to its first output beat: about 50 clocks.
 
-Configuration ``enable``, ``dscp``, ``k`` is sampled on each frame's first beat.
-Frames longer than MAX_FRAME_BYTES are dropped and counted; a frame with ``tuser`` set,
-or with the engine disabled or k outside 1..126, is forwarded unchanged.
+Configuration ``enable``, ``dscp``, ``k``, ``codec`` is sampled on each frame's first
+beat. ``codec`` picks the wire format: 0, version 1 (the paper's codec, shim magic 0xC5,
+k in 1..126); 1, version 2 (the bounded codec ``inceptionn_eb``, shim magic 0xC6, k in
+1..16). Only the CompressionBlocks' 8-bit field and the decoded value behind the L4
+checksum depend on it. Frames longer than MAX_FRAME_BYTES are dropped and counted; a
+frame with ``tuser`` set, or with the engine disabled or k outside its codec's range,
+is forwarded unchanged (bypassed, counted).
 """
 
 from amaranth import *
@@ -61,13 +65,13 @@ from .tx.finisher import Finisher
 from .tx.front import Front
 from .tx.group_former import GroupFormer
 from .tx.ingress import Ingress
-from .tx.layouts import (CLenInfo, CompRegion, Desc, FrameCfg, FrameMode, FrontResult,
+from .tx.layouts import (CLenInfo, CodecK, CompRegion, Desc, FrameCfg, FrameMode, FrontResult,
                          HdrSums, ShimInfo, TailInfo)
-from .wire import DEFAULT_DSCP, K_DEFAULT, MAX_FRAME_BEATS
+from .wire import CODEC_PORT_DEFAULT, DEFAULT_DSCP, K_DEFAULT, MAX_FRAME_BEATS
 
 __all__ = ["CompressionEngine", "MAX_FRAME_BEATS"]
 
-_COUNTERS = ("compressed", "bypassed", "fallback", "dropped",
+_COUNTERS = ("compressed", "version1", "version2", "bypassed", "fallback", "dropped",
              "payload_bytes_in", "payload_bytes_out")
 
 
@@ -84,16 +88,19 @@ def _store_read(m, store, port):
 
 class CompressionEngine(wiring.Component):
     """TX engine. Ports: ``i``/``o`` AXI streams (``AxisBeat``), config ``enable``,
-    ``dscp``, ``k``; counters (frames: 32 bits, bytes: 48 bits)."""
+    ``dscp``, ``k``, ``codec``; counters (frames: 32 bits, bytes: 48 bits)."""
 
     i: In(axis_signature())
     o: Out(axis_signature())
     enable: In(1, init=1)
     dscp: In(6, init=DEFAULT_DSCP)
     k: In(7, init=K_DEFAULT)
+    codec: In(1, init=CODEC_PORT_DEFAULT)
     frames_in: Out(32)
     frames_out: Out(32)
     compressed: Out(32)
+    version1: Out(32)       # compressed frames in wire format version 1 / 2
+    version2: Out(32)
     bypassed: Out(32)
     fallback: Out(32)
     dropped: Out(32)
@@ -128,7 +135,8 @@ class CompressionEngine(wiring.Component):
         # entries (the same LUTRAM as 16) cover the one a FastFifo keeps spare.
         pl.connect("in", "ingress.i")
         m.d.comb += [ingress.enable.eq(self.enable), ingress.dscp.eq(self.dscp),
-                     ingress.k.eq(self.k), self.frames_in.eq(ingress.frames_in)]
+                     ingress.k.eq(self.k), ingress.codec.eq(self.codec),
+                     self.frames_in.eq(ingress.frames_in)]
         _store_write(m, orig, ingress.store)
         pl.wire("ingress", "orig", "frames")
         pl.fifo("beatq", "ingress.beats", "front.beats", AxisBeat, 16)
@@ -138,14 +146,14 @@ class CompressionEngine(wiring.Component):
         # dispatcher: its decision drives the FastFifos' r_en / w_en in the same clock.
         pl.fifo("modeq", "dispatcher.mode", "front.mode", FrameMode, 4, fast=True)
         pl.connect("dispatcher.rl_cfg", "front.rl_cfg")
-        pl.fifo("kq", "dispatcher.k", "grouper.k", 7, 4, fast=True)
+        pl.fifo("kq", "dispatcher.k", "grouper.k", CodecK, 4, fast=True)
         pl.fifo("shimq", "dispatcher.shim", "feeder.shim", ShimInfo, 4, fast=True)
 
         # compression path: front -> grouper -> CompressionUnit -> feeder -> AlignmentUnit
         # -> comp ring.
         pl.fifo("rs_rl", "front.o", "grouper.i", AxisBeat, 4, fast=True)
         pl.connect("grouper.o", "cu.i")
-        m.d.comb += cu.k.eq(grouper.cu_k)
+        m.d.comb += [cu.k.eq(grouper.cu_k.k), cu.v2.eq(grouper.cu_k.v2)]
         pl.wire("grouper", "cu", "k")
         pl.fifo("tailq", "grouper.tail", "feeder.tail", TailInfo, 4, fast=True)
         pl.connect("cu.o", "feeder.groups")

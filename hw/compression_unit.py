@@ -15,7 +15,8 @@ clock while the output is taken. ``i.ready`` is that same ``en``, so it follows
 ``o.ready`` combinationally (two gates); put a register slice in front of the output if
 that path becomes critical in a larger design.
 
-``k`` travels with each group (sampled when the group is accepted), so a new k set
+``k`` and ``v2`` (the codec: wire format version 1, the paper's, or 2, the bounded one,
+k in 1..16) travel with each group (sampled when the group is accepted), so a new k set
 together with a frame's first group applies to that whole group.
 
 A payload's raw tail (its L mod 4 last bytes) can ride in the group before it: with
@@ -64,6 +65,7 @@ LATENCY = 5
 
 class CompressionUnit(wiring.Component):
     k: In(7)
+    v2: In(1)
     i: In(stream.Signature(GroupIn))
     o: Out(stream.Signature(GroupOut))
     # Decoded payload D, one group per d_valid (see the module docstring).
@@ -88,6 +90,7 @@ class CompressionUnit(wiring.Component):
         vmask1 = Signal(8, reset_less=True)
         last1 = Signal(reset_less=True)
         k1 = Signal(7, reset_less=True)
+        eb1 = Signal(reset_less=True)           # version 2
         tsel1 = Signal(8, reset_less=True)      # the tail's value slot, one-hot
         r1 = Signal(2, reset_less=True)
         vmask_in = Signal(8)
@@ -108,6 +111,7 @@ class CompressionUnit(wiring.Component):
                 r1.eq(self.i.payload.tail),
                 last1.eq(self.i.payload.last),
                 k1.eq(self.k),
+                eb1.eq(self.v2),
             ]
 
         # Stage 2: the eight CompressionBlocks; values past `count` become tag 00,
@@ -121,15 +125,17 @@ class CompressionUnit(wiring.Component):
         val2 = Signal(256, reset_less=True)
         tsel2 = Signal(8, reset_less=True)
         r2 = Signal(2, reset_less=True)
+        k2 = Signal(7, reset_less=True)         # the decoded value's k and codec
+        eb2 = Signal(reset_less=True)
         with m.If(en):
             m.d.sync += [v2.eq(v1), last2.eq(last1), tsel2.eq(tsel1), r2.eq(r1),
-                         val2.eq(values1)]
+                         val2.eq(values1), k2.eq(k1), eb2.eq(eb1)]
         for j in range(8):
             # Bits above the width are cleared here, by the register's resets (the code
             # gives each byte's), so the blocks need not clear them.
             cb = CompressionBlock(clear_above_width=False)
             m.submodules[f"cb{j}"] = cb
-            m.d.comb += [cb.value.eq(values1[32 * j:32 * j + 32]), cb.k.eq(k1)]
+            m.d.comb += [cb.value.eq(values1[32 * j:32 * j + 32]), cb.k.eq(k1), cb.v2.eq(eb1)]
             # The width code is the tag: 00, 01, 10, 11 for 0, 1, 2, 4 bytes.
             code = Signal(2, name=f"code{j}")
             m.d.comb += code.eq(Mux(vmask1[j] | tsel1[j], cb.tag, 0))
@@ -156,7 +162,7 @@ class CompressionUnit(wiring.Component):
         d_mask = []
         for j in range(8):
             dv, dm = decoded_bytes(m, val2[32 * j:32 * j + 32], tags2[2 * j:2 * j + 2],
-                                   tsel2[j], name=f"dec{j}")
+                                   tsel2[j], name=f"dec{j}", v2=eb2, k=k2)
             t = tsel2[j]
             d_data.append(dv)
             d_mask.append(Cat(dm[0], dm[1] & (~t | r2[1]), dm[2] & (~t | (r2 == 3)), dm[3]))

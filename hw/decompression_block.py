@@ -6,9 +6,14 @@
   of q gives the exponent, the bits below it the mantissa; q = 0 gives +0.0 whatever
   the sign.
 
-Both fixed-point bands are handled by one 15-bit normaliser: q7 is placed in the top
-7 bits of a 15-bit q (q7 * 2^-7 == (q7 << 8) * 2^-15). With ``lz`` leading zeros in
-that 15-bit q, the float is ``{s, 126 - lz, (q << lz)[13:0] << 9}``.
+Both fixed-point bands are handled by one 16-bit normaliser of x, |f| = x * 2^-16:
+version 1 (the paper's codec) x = q15 << 1 or q7 << 9; version 2 (the bounded codec,
+``v2`` high, fl = k >> 1 from the frame's shim) decodes the middle of the step,
+(2q + 1) 2^-(w+1): x = {q15, 1} for tag 10 and, for tag 01, (2 q7 + 1) 2^-(fl+8), which
+is x = {q7, 1} << 8 with the exponent lowered by fl (a frame constant, so no shift by fl
+in front of the leading-zero count). With ``lz`` leading zeros in x, the float is
+``{s, 126 - lz - (fl for version 2's tag 01), (x << lz)[14:0] << 8}``; x = 0 (version 1
+only) gives +0.0.
 
 ``pipelined=False``: combinational, latency 0. ``pipelined=True``: one register
 between the leading-zero count and the normalising shift (the two deep parts), so
@@ -51,7 +56,7 @@ class DecompressionBlock(wiring.Component):
     def __init__(self, pipelined=False):
         self.pipelined = bool(pipelined)
         self.LATENCY = 1 if self.pipelined else 0
-        members = {"tag": In(2), "bits": In(32), "value": Out(32)}
+        members = {"tag": In(2), "bits": In(32), "v2": In(1), "k": In(5), "value": Out(32)}
         if self.pipelined:
             members["en"] = In(1, init=1)
         super().__init__(members)
@@ -63,28 +68,31 @@ class DecompressionBlock(wiring.Component):
         raw = Signal()
         fixed = Signal()        # tag 01 or 10
         sign = Signal()
-        q = Signal(15)
+        x = Signal(16)          # |f| = x * 2^-16
+        ebase = Signal(8)       # 126, less fl for version 2's tag 01
+        v2 = self.v2
         m.d.comb += [
             raw.eq(tag == 0b11),
             fixed.eq(tag[0] ^ tag[1]),
             sign.eq(Mux(tag[1], bits[15], bits[7])),
-            q.eq(Mux(tag[1], bits[0:15], Cat(C(0, 8), bits[0:7]))),
+            x.eq(Mux(tag[1], Cat(v2, bits[0:15]), Cat(C(0, 8), v2, bits[0:7]))),
+            ebase.eq(126 - Mux(v2 & ~tag[1], self.k[1:5], 0)),
         ]
-        # Count over 16 bits (q with a 0 below it) so the tree halves evenly; the
-        # count of the top 15 bits is the same.
-        q_zero, lz = _leading_zeros(m, Cat(C(0, 1), q), "lz", keep=self.pipelined)
+        x_zero, lz = _leading_zeros(m, x, "lz", keep=self.pipelined)
 
         # Stage boundary: what the shift stage needs.
         s_raw, s_nz, s_sign = Signal(), Signal(), Signal()
-        s_q = Signal(15)
+        s_x = Signal(16)
         s_lz = Signal(4)
+        s_ebase = Signal(8)
         s_bits = Signal(32)
         stage = [
             s_raw.eq(raw),
-            s_nz.eq(fixed & ~q_zero),
+            s_nz.eq(fixed & ~x_zero),
             s_sign.eq(sign),
-            s_q.eq(q),
+            s_x.eq(x),
             s_lz.eq(lz),
+            s_ebase.eq(ebase),
             s_bits.eq(bits),
         ]
         if self.pipelined:
@@ -93,16 +101,16 @@ class DecompressionBlock(wiring.Component):
         else:
             m.d.comb += stage
 
-        norm = Signal(15)
+        norm = Signal(16)
         exp = Signal(8)
         m.d.comb += [
-            norm.eq(s_q << s_lz),
-            exp.eq(126 - s_lz),
+            norm.eq(s_x << s_lz),
+            exp.eq(s_ebase - s_lz),
         ]
         with m.If(s_raw):
             m.d.comb += self.value.eq(s_bits)
         with m.Elif(s_nz):
-            m.d.comb += self.value.eq(Cat(C(0, 9), norm[0:14], exp, s_sign))
+            m.d.comb += self.value.eq(Cat(C(0, 8), norm[0:15], exp, s_sign))
         with m.Else():
             m.d.comb += self.value.eq(0)
         return m

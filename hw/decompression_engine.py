@@ -19,9 +19,12 @@ them (the FIFOs are 4-entry register slices in distributed RAM):
 - matcher (PacketMatcher): sniffs every taken beat, reports once per frame.
 - restore (HeaderRestore): sums the IP header words as the hold takes the beats, adds
   the restored total length once the frame is started: the restored IP checksum.
-- front: MATCH (the matcher's result; L and the magic from the shim), SH2, CHECK (every
-  per-frame sum and compare, so that ACT only copies registers), ACT: decompress or
-  pass; loads the feed and the pending-frame slot, starts the unit and the Realigner.
+- front: MATCH (the matcher's result; L, the magic and k from the shim), SH2, CHECK
+  (every per-frame sum and compare, so that ACT only copies registers), ACT: decompress
+  or pass; loads the feed and the pending-frame slot, starts the unit (with the wire
+  format version and, for version 2, the shim's k) and the Realigner. Both versions are
+  accepted: 0xC5 (the paper's codec) and 0xC6 (the bounded codec, k in 1..16, L
+  restorable from the received bytes); any other shim is forwarded unchanged.
 - feed: the compressed bytes (shim stripped, Ethernet padding dropped) into the unit:
   the held beats, then the live input; then DRAIN and the end-of-input slot (tuser, cut
   short).
@@ -76,7 +79,8 @@ from .wire import DEFAULT_DSCP
 
 __all__ = ["DecompressionEngine", "HOLD_BEATS"]
 
-_COUNTERS = {"front": ("decompressed", "bypassed", "payload_bytes_in", "payload_bytes_out"),
+_COUNTERS = {"front": ("decompressed", "version1", "version2", "bypassed", "payload_bytes_in",
+                       "payload_bytes_out"),
              "back": ("malformed",), "hold": ("frames_in",), "egress": ("frames_out",)}
 
 
@@ -91,6 +95,8 @@ class DecompressionEngine(wiring.Component):
     frames_in: Out(32)
     frames_out: Out(32)
     decompressed: Out(32)
+    version1: Out(32)       # decompressed frames in wire format version 1 / 2
+    version2: Out(32)
     bypassed: Out(32)
     malformed: Out(32)
     payload_bytes_in: Out(48)

@@ -2,8 +2,9 @@
 at a time, from the compressed byte stream to the restored 32-byte words.
 
 Ports:
-- ``start``: ``{n 12, r 2}``: the next payload restores ``n = L div 4`` values and
-  ``r = L mod 4`` raw tail bytes.
+- ``start``: ``{n 12, r 2, v2 1, k 5}``: the next payload restores ``n = L div 4``
+  values and ``r = L mod 4`` raw tail bytes; ``v2``: it is in wire format version 2
+  (the bounded codec, decoded with ``k`` from its shim; k is not used in version 1).
 - ``i``: that payload's compressed bytes (the groups, then the r tail bytes: the
   compressed payload without its 4-byte shim) as lane-aligned BurstBuffer pieces
   ``{data 256, first 5, count 6, last 1}``: bytes on lanes first .. first+count-1, the
@@ -73,7 +74,7 @@ from .tag_decoder import GROUP_VALUES, tag_byte_bytes
 
 __all__ = ["DecompressionUnit", "StartLayout", "WordLayout", "PieceLayout"]
 
-StartLayout = data.StructLayout({"n": 12, "r": 2})
+StartLayout = data.StructLayout({"n": 12, "r": 2, "v2": 1, "k": 5})
 WordLayout = data.StructLayout({"data": 256, "count": 6, "last": 1, "error": 1})
 
 _WSTEPS = (0, 1, 2, 4)       # a field's width by its tag
@@ -159,9 +160,11 @@ class DecompressionUnit(wiring.Component):
             nf_none.eq(left == GROUP_VALUES),
             left8.eq(left - GROUP_VALUES),
         ]
+        fmt = Signal(6)            # the payload's {v2, k}, travelling with its steps
         with m.If(~running):
             n, r = self.start.payload.n, self.start.payload.r
-            m.d.sync += [running.eq(self.start.valid), left.eq(n), tail_r.eq(r), *plan(n, r)]
+            m.d.sync += [running.eq(self.start.valid), left.eq(n), tail_r.eq(r), *plan(n, r),
+                         fmt.eq(Cat(self.start.payload.v2, self.start.payload.k))]
         with m.Elif(go):
             m.d.sync += [left.eq(left8), final.eq(nf_final), no_group.eq(nf_none)]
         with m.If(flush):
@@ -175,6 +178,7 @@ class DecompressionUnit(wiring.Component):
         none1 = _reg(m, adv, no_group, "none1")
         rest1 = _reg(m, adv, bb.rest, "rest1")        # bytes held from the step's start
         still1 = _reg(m, adv, ~bb.moved, "still1")
+        fmt1 = _reg(m, adv, fmt, "fmt1")
         win1 = _bytes(bb.window, WINDOW_BYTES)
 
         # The group's length from its tag word (two table lookups and an add; 0 for the
@@ -201,6 +205,7 @@ class DecompressionUnit(wiring.Component):
         none2 = _reg(m, adv, none1, "none2")
         rest2 = _reg(m, adv, rest1, "rest2")
         still2 = _reg(m, adv, still1, "still2")
+        fmt2 = _reg(m, adv, fmt1, "fmt2")
         h2_2 = _reg(m, adv, h2, "h2_2")
         h_2 = _reg(m, adv, h, "h_2")
         # S2 -> S3: the group's length (0 for the tail alone) and the bytes held past
@@ -209,6 +214,7 @@ class DecompressionUnit(wiring.Component):
         restr3 = _reg(m, adv, rest2 - r2, "restr3")     # bytes held minus the tail
         rest3 = _reg(m, adv, rest2, "rest3")
         still3 = _reg(m, adv, still2, "still3")
+        fmt3 = _reg(m, adv, fmt2, "fmt3")
 
         def w(tags, j):
             return tags[2 * j:2 * j + 2]
@@ -252,7 +258,8 @@ class DecompressionUnit(wiring.Component):
         for j in range(GROUP_VALUES):
             db = DecompressionBlock(pipelined=True)
             m.submodules[f"db{j}"] = db
-            m.d.comb += [db.tag.eq(w(tags3, j)), db.bits.eq(fields3[j]), db.en.eq(adv)]
+            m.d.comb += [db.tag.eq(w(tags3, j)), db.bits.eq(fields3[j]), db.en.eq(adv),
+                         db.v2.eq(fmt3[0]), db.k.eq(fmt3[1:6])]
             values.append(db.value)
 
         # ---- S4: the DecompressionBlocks' own register; assemble the word -------------

@@ -11,6 +11,8 @@ CPU_RESET restarts the test, DIP switch 0 injects a fault, and the user LEDs sho
 
 Without the engines (``engines=False``) the chain is generator -> register slices ->
 checker, and the checker expects every frame back unchanged; this tests the test.
+``codec`` picks the TX engine's wire format version (and the reference's decode): "bounded"
+(version 2, k in 1..16; the default) or "paper" (version 1, k in 1..126).
 """
 
 from amaranth import *
@@ -21,6 +23,7 @@ from amaranth.lib.wiring import In, Out
 from .primitives import AxisRegisterSlice
 from .selftest_check import Checker, FaultInjector
 from .selftest_gen import FrameGenerator, ReferenceGenerator
+from .wire import EB_K_MAX, K_MAX, K_MIN
 
 __all__ = ["SelfTest", "VC709SelfTestTop", "RATIO_STEPS"]
 
@@ -50,13 +53,18 @@ class SelfTest(wiring.Component):
     tx_beats_in: Out(32)
     tx_beats_out: Out(32)
 
-    def __init__(self, *, engines=True, k=10, pass_frames=64, heartbeat_bit=26):
-        if not 1 <= k <= 126:
-            raise ValueError(f"k must be in 1..126, not {k}")
+    def __init__(self, *, engines=True, k=10, pass_frames=64, heartbeat_bit=26,
+                 codec="bounded"):
+        if codec not in ("paper", "bounded"):
+            raise ValueError(f"codec must be 'paper' or 'bounded', not {codec!r}")
+        k_max = EB_K_MAX if codec == "bounded" else K_MAX
+        if not K_MIN <= k <= k_max:
+            raise ValueError(f"k must be in {K_MIN}..{k_max} for the {codec} codec, not {k}")
         if pass_frames < 1:
             raise ValueError("pass_frames must be at least 1")
         self.engines = engines
         self.k = k
+        self.codec = codec
         self.pass_frames = pass_frames
         self.heartbeat_bit = heartbeat_bit
         super().__init__()
@@ -67,14 +75,15 @@ class SelfTest(wiring.Component):
         m.submodules.ref = ref = ReferenceGenerator()
         m.submodules.fault = inj = FaultInjector()
         m.submodules.check = chk = Checker(codec=self.engines)
-        m.d.comb += [ref.k.eq(self.k), inj.fault.eq(self.fault)]
+        v2 = int(self.codec == "bounded")
+        m.d.comb += [ref.k.eq(self.k), ref.v2.eq(v2), inj.fault.eq(self.fault)]
 
         if self.engines:
             from .compression_engine import CompressionEngine
             from .decompression_engine import DecompressionEngine
             m.submodules.tx = tx = CompressionEngine()
             m.submodules.rx = rx = DecompressionEngine()
-            m.d.comb += [tx.enable.eq(1), tx.dscp.eq(10), tx.k.eq(self.k),
+            m.d.comb += [tx.enable.eq(1), tx.dscp.eq(10), tx.k.eq(self.k), tx.codec.eq(v2),
                          rx.enable.eq(1), rx.dscp.eq(10)]
         else:
             m.submodules.tx = tx = AxisRegisterSlice()
@@ -134,10 +143,11 @@ class VC709SelfTestTop(Elaboratable):
     MMCM_DIV = 4.0
     FREQ = 250e6
 
-    def __init__(self, *, engines=True, k=10, pass_frames=1024):
+    def __init__(self, *, engines=True, k=10, pass_frames=1024, codec="bounded"):
         self.engines = engines
         self.k = k
         self.pass_frames = pass_frames
+        self.codec = codec
 
     def elaborate(self, platform):
         from amaranth.lib import io
@@ -165,7 +175,7 @@ class VC709SelfTestTop(Elaboratable):
 
         m.submodules.selftest = st = SelfTest(
             engines=self.engines, k=self.k, pass_frames=self.pass_frames,
-            heartbeat_bit=26)       # 2^27 / 250 MHz = 0.54 s per half period
+            heartbeat_bit=26, codec=self.codec)       # 2^27 / 250 MHz = 0.54 s per half period
         m.submodules.fault_sw = fault_sw = io.Buffer(
             "i", platform.request("dip_switch", 0, dir="-"))
         fault = Signal()

@@ -116,6 +116,7 @@ class WordGen(wiring.Component):
         super().__init__({
             "start": In(stream.Signature(data.StructLayout({"n": 10, "r": 2, "dense": 1}))),
             "k": In(7, init=K_DEFAULT),
+            "v2": In(1),                # the bounded codec (wire format version 2)
             "o": Out(stream.Signature(WordOut)),
         })
 
@@ -222,7 +223,7 @@ class WordGen(wiring.Component):
             from .compression_block import CompressionBlock
             for j in range(8):
                 cb = m.submodules[f"cb{j}"] = CompressionBlock()
-                m.d.comb += [cb.value.eq(s1_vals[j]), cb.k.eq(self.k)]
+                m.d.comb += [cb.value.eq(s1_vals[j]), cb.k.eq(self.k), cb.v2.eq(self.v2)]
                 # The tag, not the decoded value: decoding behind the tag register
                 # keeps both sides within the level budget (as the CompressionUnit).
                 m.d.sync += [s2_cbtag[j].eq(cb.tag), s2_cbw[j].eq(cb.width)]
@@ -239,7 +240,8 @@ class WordGen(wiring.Component):
         if self.decode:
             from .compression_block import decoded_value
             dec = Cat(*(Mux(s2_isval[j],
-                            decoded_value(m, s2_data[32 * j:32 * j + 32], s2_cbtag[j], f"s2_dec{j}"),
+                            decoded_value(m, s2_data[32 * j:32 * j + 32], s2_cbtag[j], f"s2_dec{j}",
+                                          v2=self.v2, k=self.k),
                             s2_data[32 * j:32 * j + 32])
                         for j in range(8)))
         else:
@@ -387,13 +389,14 @@ class FrameEmitter(wiring.Component):
         super().__init__({
             "i": In(stream.Signature(CsumDesc)),
             "k": In(7, init=K_DEFAULT),
+            "v2": In(1),
             "o": Out(stream.Signature(GenBeat)),
         })
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.words = wg_fifo = WordGen(decode=self.decode)
-        m.d.comb += wg_fifo.k.eq(self.k)
+        m.d.comb += [wg_fifo.k.eq(self.k), wg_fifo.v2.eq(self.v2)]
         # A register slice between the word FIFO and the beat logic: the FIFO's read
         # enable then comes from a flip-flop, not through the beat decision.
         m.submodules.wbuf = wg = AxisRegisterSlice(WordOut)
@@ -526,6 +529,7 @@ class ReferenceGenerator(wiring.Component):
     checksum fields are zero here: the checker verifies checksums on the frame itself."""
 
     k: In(7, init=K_DEFAULT)
+    v2: In(1)                   # the TX engine's codec: 1 the bounded one (version 2)
     o: Out(stream.Signature(GenBeat))
 
     def elaborate(self, platform):
@@ -534,6 +538,7 @@ class ReferenceGenerator(wiring.Component):
         m.submodules.emitter = emit = FrameEmitter(decode=True)
         m.d.comb += [
             emit.k.eq(self.k),
+            emit.v2.eq(self.v2),
             emit.i.valid.eq(src.o.valid),
             emit.i.payload.desc.eq(src.o.payload),
             src.o.ready.eq(emit.i.ready),

@@ -2,7 +2,8 @@
 
 Used by the engine testbenches:
 
-    res = run_frames("tx", frames, k=10, dscp=10, enable=True, idle="none", backpressure="none")
+    res = run_frames("tx", frames, k=10, dscp=10, enable=True, codec="bounded",
+                     idle="none", backpressure="none", cfgs=None)
     res.frames_out      # [(bytes, tuser)] in output order
     res.cycles          # clock cycles from the first input beat to the last output beat
     res.in_cycles       # clock cycles from the first to the last accepted input beat
@@ -15,7 +16,9 @@ Bulk runs without idle or backpressure patterns go faster through
 ``inceptionn.rtl.rtl_loop.run_frames``
 (a compiled loop, same ``RunResult``); this cocotb path is for the protocol tests.
 
-``frames`` is a list of ``bytes`` or ``(bytes, tuser)``. The run itself is the cocotb
+``frames`` is a list of ``bytes`` or ``(bytes, tuser)``; ``cfgs`` (optional) gives per
+input frame None or a dict of configuration ports (``k``, ``codec``, ...) set as its
+first beat is offered, for mixed configurations back to back. The run itself is the cocotb
 module ``sim/tb_engine_run.py``; the job and the results travel as pickle files named
 by environment variables (``INCEPTIONN_JOB``, ``INCEPTIONN_RESULT``).
 
@@ -51,8 +54,8 @@ DESIGNS = {
 }
 
 
-def run_frames(kind, frames, *, k=10, dscp=10, enable=True, idle="none", backpressure="none",
-               seed=0, tag=None, timeout_cycles=None):
+def run_frames(kind, frames, *, k=10, dscp=10, enable=True, codec="bounded", idle="none",
+               backpressure="none", seed=0, tag=None, timeout_cycles=None, cfgs=None):
     """Run `frames` through engine `kind` ("tx", ...) and return a RunResult."""
     if kind not in DESIGNS:
         raise ValueError(f"unknown engine kind {kind!r}; known: {sorted(DESIGNS)}")
@@ -68,6 +71,7 @@ def run_frames(kind, frames, *, k=10, dscp=10, enable=True, idle="none", backpre
     comes_out = expected(frames)
     job = {
         "frames": frames, "comes_out": comes_out, "k": int(k), "dscp": int(dscp),
+        "codec": codec, "cfgs": cfgs,
         "enable": bool(enable), "idle": idle, "backpressure": backpressure, "seed": seed,
         "timeout_cycles": timeout_cycles or (64 * sum(len(f) // 32 + 1 for f, _ in frames) + 20_000),
     }

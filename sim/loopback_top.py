@@ -5,7 +5,8 @@ host receives, through a link that buffers and stalls at random (a pseudo-random
 LFSR gates the FIFO's output), so both engines see bursty, backpressured traffic.
 
 Ports: the TX engine's input as ``i``, the RX engine's output as ``o`` (``AxisTop``
-names them ``s_axis_*`` / ``m_axis_*``), one shared ``enable``/``dscp``, TX ``k``.
+names them ``s_axis_*`` / ``m_axis_*``), one shared ``enable``/``dscp``, TX ``k`` and
+``codec`` (the wire format version; RX decodes both).
 Counters are the end-to-end view: frames in, compressed, fall-back, dropped and the
 payload bytes in from TX; frames out, decompressed, bypassed (by RX), malformed and the
 payload bytes out from RX. The engines' own counters are tested in their benches.
@@ -29,6 +30,7 @@ class Loopback(wiring.Component):
     enable: In(1, init=1)
     dscp: In(6, init=10)
     k: In(7, init=10)
+    codec: In(1, init=1)        # 0 the paper's codec (version 1), 1 the bounded one (2)
     no_stall: In(1)             # 0 (default): the link stalls about a quarter of the cycles
     frames_in: Out(32)
     frames_out: Out(32)
@@ -40,6 +42,8 @@ class Loopback(wiring.Component):
     malformed: Out(32)
     payload_bytes_in: Out(48)
     payload_bytes_out: Out(48)
+    version1: Out(32)           # RX: decompressed frames per wire format version
+    version2: Out(32)
 
     def __init__(self, fifo_depth=64):
         self._depth = fifo_depth
@@ -71,6 +75,9 @@ class Loopback(wiring.Component):
             m.d.comb += [eng.enable.eq(self.enable), eng.dscp.eq(self.dscp)]
         m.d.comb += [
             tx.k.eq(self.k),
+            tx.codec.eq(self.codec),
+            self.version1.eq(rx.version1),
+            self.version2.eq(rx.version2),
             self.frames_in.eq(tx.frames_in),
             self.compressed.eq(tx.compressed),
             self.fallback.eq(tx.fallback),

@@ -27,11 +27,23 @@ async def reset(dut, cycles=3):
     await RisingEdge(dut.clk)
 
 
-def configure(dut, *, k=10, dscp=10, enable=True):
+# The engines' codec port: 0 the paper's codec (wire format version 1), 1 the bounded one
+# (version 2); the golden model names them.
+CODEC_NAMES = ("paper", "bounded")
+
+
+def codec_port(codec):
+    """A codec given by name ("paper", "bounded") or port value (0, 1) -> port value."""
+    return CODEC_NAMES.index(codec) if isinstance(codec, str) else int(codec)
+
+
+def configure(dut, *, k=10, dscp=10, enable=True, codec="bounded"):
     dut.enable.value = int(enable)
     dut.dscp.value = dscp
     if hasattr(dut, "k"):
         dut.k.value = k
+    if hasattr(dut, "codec"):
+        dut.codec.value = codec_port(codec)
 
 
 def read_counters(dut):
@@ -39,9 +51,11 @@ def read_counters(dut):
 
 
 async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=None,
-               timeout_cycles=1_000_000, drain=64):
+               timeout_cycles=1_000_000, drain=64, cfgs=None):
     """Send `frames` [(bytes, tuser)] and collect output frames until `expect` of them
     came out (default: as many as were sent), then `drain` more quiet cycles.
+    ``cfgs``: per input frame, None or a dict of configuration ports (k, codec, dscp,
+    enable) set while its first beat is offered (the engine samples them there).
 
     Returns dict(frames_out, cycles, in_cycles, in_beats, out_beats, in_last_cycle,
     out_first_cycle); cycles spans first input beat to last output beat, in_cycles the
@@ -73,7 +87,10 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
     quiet = 0
     while True:
         if not presenting and pos < len(beats) and not next(idle_gen):
-            d, k, l, u, _ = beats[pos]
+            d, k, l, u, idx = beats[pos]
+            if cfgs is not None and cfgs[idx] is not None and in_first_cycle[idx] is None:
+                for name, value in cfgs[idx].items():
+                    getattr(dut, name).value = codec_port(value) if name == "codec" else int(value)
             s_data.value = d
             s_keep.value = k
             s_last.value = l
@@ -139,11 +156,11 @@ async def engine_run(dut):
     with open(os.environ["INCEPTIONN_JOB"], "rb") as f:
         job = pickle.load(f)
     cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
-    configure(dut, k=job["k"], dscp=job["dscp"], enable=job["enable"])
+    configure(dut, k=job["k"], dscp=job["dscp"], enable=job["enable"], codec=job["codec"])
     await reset(dut)
     res = await play(dut, job["frames"], idle=job["idle"], backpressure=job["backpressure"],
                      seed=job["seed"], expect=sum(job["comes_out"]),
-                     timeout_cycles=job["timeout_cycles"])
+                     timeout_cycles=job["timeout_cycles"], cfgs=job.get("cfgs"))
     result = {
         "frames_out": res["frames_out"], "cycles": res["cycles"], "in_cycles": res["in_cycles"],
         "in_beats": res["in_beats"],

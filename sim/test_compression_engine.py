@@ -1,4 +1,7 @@
-"""CompressionEngine (TX) against golden.tx_frame, byte for byte, tkeep/tuser/order included.
+"""CompressionEngine (TX) against golden.tx_frame, byte for byte, tkeep/tuser/order included,
+in both wire format versions (the codec port: the paper's codec, version 1, and the
+bounded one, version 2), each run in one of them or with the codec and k changing frame
+by frame (mixed versions back to back).
 
 cocotbext-axi drives the idle x backpressure protocol matrix; the lean one-coroutine
 player of tb_engine_run carries the bulk runs (payload lengths, corner frames, real
@@ -16,28 +19,37 @@ from cocotb.triggers import RisingEdge
 
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock, PAUSE_MODES, frame_to_beats, pause_generator
-from inceptionn.sim.tb_engine_run import configure, play, read_counters, reset
+from inceptionn.sim.tb_engine_run import CODEC_NAMES, codec_port, configure, play, read_counters, reset
 
 DUT = "compression_engine"
 TX_COUNTERS = ("frames_in", "frames_out", "compressed", "bypassed", "fallback", "dropped",
-               "payload_bytes_in", "payload_bytes_out")
+               "payload_bytes_in", "payload_bytes_out", "version1", "version2")
+CODECS = ("paper", "bounded")
 DEMO_DIR = harness.BUILD / "demo"
 
 
-def expected(frames, **cfg):
-    """(golden output frames [(bytes, tuser)], golden Counters)."""
+def _golden_cfg(cfg, frame_cfg=None):
+    """The engine's configuration as golden.tx_frame takes it (the codec by name)."""
+    kw = {**cfg, **(frame_cfg or {})}
+    kw["codec"] = CODEC_NAMES[codec_port(kw.get("codec", "bounded"))]
+    return kw
+
+
+def expected(frames, cfgs=None, **cfg):
+    """(golden output frames [(bytes, tuser)], golden Counters); ``cfgs`` as for play."""
     from inceptionn import golden
     c = golden.Counters()
     out = []
-    for frame, user in frames:
-        res = golden.tx_frame(frame, tuser=user, counters=c, **cfg)
+    for idx, (frame, user) in enumerate(frames):
+        kw = _golden_cfg(cfg, cfgs[idx] if cfgs else None)
+        res = golden.tx_frame(frame, tuser=user, counters=c, **kw)
         if res is not None:
             out.append((res, bool(user)))
     return out, c
 
 
-def check(dut, frames, got, **cfg):
-    want, c = expected(frames, **cfg)
+def check(dut, frames, got, cfgs=None, **cfg):
+    want, c = expected(frames, cfgs, **cfg)
     assert len(got) == len(want), f"{len(got)} frames out, golden {len(want)}"
     for idx, ((g, gu), (w, wu)) in enumerate(zip(got, want)):
         if g != w:
@@ -51,8 +63,18 @@ def check(dut, frames, got, **cfg):
     return c
 
 
-def n_out(frames, **cfg):
-    return len(expected(frames, **cfg)[0])
+def n_out(frames, cfgs=None, **cfg):
+    return len(expected(frames, cfgs, **cfg)[0])
+
+
+def mixed_cfgs(n, seed):
+    """Per frame a random codec and a k of its range (mixed versions back to back)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        codec = rng.choice(CODECS)
+        out.append({"codec": codec, "k": rng.randint(1, 16 if codec == "bounded" else 126)})
+    return out
 
 
 async def start(dut, **cfg):
@@ -87,9 +109,11 @@ def matrix_frames():
 @cocotb.test()
 @cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
 async def protocol_matrix(dut, idle, backpressure):
-    """cocotbext-axi source/sink with idle and backpressure patterns."""
+    """cocotbext-axi source/sink with idle and backpressure patterns; the codec takes
+    turns over the matrix (each pattern of idle and of backpressure meets both)."""
     from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
-    await start(dut)
+    codec = CODECS[(PAUSE_MODES.index(idle) + PAUSE_MODES.index(backpressure)) % 2]
+    await start(dut, codec=codec)
     src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
     sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
     src.set_pause_generator(pause_generator(idle, 1))
@@ -105,7 +129,7 @@ async def protocol_matrix(dut, idle, backpressure):
     for _ in range(20):
         await RisingEdge(dut.clk)
     assert sink.empty()
-    check(dut, frames, got)
+    check(dut, frames, got, codec=codec)
 
 
 def length_frames():
@@ -120,12 +144,12 @@ def length_frames():
 
 
 @cocotb.test()
-@cocotb.parametrize(mode=["none", "random"])
-async def payload_lengths(dut, mode):
-    await start(dut)
+@cocotb.parametrize(mode=["none", "random"], codec=CODECS)
+async def payload_lengths(dut, mode, codec):
+    await start(dut, codec=codec)
     frames = length_frames()
     res = await play(dut, frames, idle=mode, backpressure=mode, seed=3)
-    c = check(dut, frames, res["frames_out"])
+    c = check(dut, frames, res["frames_out"], codec=codec)
     assert c.compressed > 150
 
 
@@ -173,16 +197,23 @@ def corner_frames():
 @cocotb.test()
 @cocotb.parametrize(mode=["none", "cyclic"])
 async def corner_cases(dut, mode):
+    """The corner frames with the codec and k changing frame by frame."""
     await start(dut)
     frames = corner_frames()
-    res = await play(dut, frames, idle=mode, backpressure=mode, seed=9, expect=n_out(frames))
-    c = check(dut, frames, res["frames_out"])
+    cfgs = mixed_cfgs(len(frames), seed=len(mode))
+    res = await play(dut, frames, idle=mode, backpressure=mode, seed=9,
+                     expect=n_out(frames, cfgs), cfgs=cfgs)
+    c = check(dut, frames, res["frames_out"], cfgs)
     assert c.dropped == 3 and c.fallback >= 3 and c.compressed >= 10
+    assert c.version1 >= 3 and c.version2 >= 3
 
 
 @cocotb.test()
 @cocotb.parametrize(cfg=[dict(enable=False), dict(k=0), dict(k=127), dict(k=1), dict(k=126),
-                         dict(k=4), dict(dscp=11), dict(dscp=0)])
+                         dict(k=4), dict(dscp=11), dict(dscp=0)]
+                    + [dict(cfg, codec="paper") for cfg in (dict(k=0), dict(k=1), dict(k=126),
+                                                            dict(k=127), dict(enable=False))]
+                    + [dict(codec="bounded", k=k) for k in (0, 1, 16, 17, 126, 127)])
 async def configuration(dut, cfg):
     from inceptionn.rtl import frames as F
     await start(dut, **cfg)
@@ -195,19 +226,38 @@ async def configuration(dut, cfg):
 
 @cocotb.test()
 async def config_changes_per_frame(dut):
-    """k and dscp apply from the frame whose first beat sees them."""
+    """k, codec and dscp apply from the frame whose first beat sees them."""
     from inceptionn import golden
     from inceptionn.rtl import frames as F
     await start(dut)
     rng = np.random.default_rng(4)
-    jobs = [(F.udp_frame(_payload(rng, 700)), k) for k in (10, 3, 20, 126, 1, 10)]
+    jobs = [(F.udp_frame(_payload(rng, 700)), k, codec)
+            for k, codec in ((10, 0), (3, 1), (20, 0), (20, 1), (126, 0), (16, 1), (1, 0),
+                             (1, 1), (10, 1), (10, 0))]
     outs = []
-    for frame, k in jobs:
+    for frame, k, codec in jobs:
         dut.k.value = k
+        dut.codec.value = codec
         res = await play(dut, [(frame, False)], drain=4)
         outs.extend(res["frames_out"])
-    for (frame, k), (got, _) in zip(jobs, outs):
-        assert got == golden.tx_frame(frame, k=k), f"k={k}"
+    for (frame, k, codec), (got, _) in zip(jobs, outs):
+        assert got == golden.tx_frame(frame, k=k, codec=CODECS[codec]), f"k={k} codec={codec}"
+
+
+@cocotb.test()
+async def every_k(dut):
+    """One frame per k of each codec's range (and the bypassing values around them),
+    back to back, the codec and k switching per frame."""
+    from inceptionn.rtl import frames as F
+    await start(dut)
+    rng = np.random.default_rng(12)
+    cfgs = ([{"codec": "paper", "k": k} for k in range(0, 128)]
+            + [{"codec": "bounded", "k": k} for k in range(0, 18)] + [{"codec": "bounded", "k": 127}])
+    random.Random(12).shuffle(cfgs)
+    frames = [(F.udp_frame(_payload(rng, 100 + 7 * i)), False) for i in range(len(cfgs))]
+    res = await play(dut, frames, idle="random", backpressure="none", seed=12, cfgs=cfgs)
+    c = check(dut, frames, res["frames_out"], cfgs)
+    assert c.version1 == 126 and c.version2 == 16
 
 
 @cocotb.test()
@@ -219,8 +269,9 @@ async def real_gradients(dut):
     frames = [(F.udp_frame(F.float_payload(vals[i * 365:(i + 1) * 365])), False) for i in range(20)]
     frames += [(F.tcp_frame(F.float_payload(vals[7300 + i * 362:7300 + (i + 1) * 362])), False)
                for i in range(20)]
-    res = await play(dut, frames, idle="random", backpressure="random", seed=4)
-    c = check(dut, frames, res["frames_out"])
+    cfgs = [{"codec": CODECS[i % 2]} for i in range(len(frames))]
+    res = await play(dut, frames, idle="random", backpressure="random", seed=4, cfgs=cfgs)
+    c = check(dut, frames, res["frames_out"], cfgs)
     assert c.compressed == len(frames)
 
 
@@ -230,9 +281,11 @@ async def random_stress(dut):
     count = 10000 if os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0") else 2000
     await start(dut)
     frames = F.mixed_frames(21, count)
+    cfgs = mixed_cfgs(len(frames), seed=21)
     res = await play(dut, frames, idle="random", backpressure="random", seed=6,
-                     expect=n_out(frames), timeout_cycles=50 * res_beats(frames) + 100_000)
-    c = check(dut, frames, res["frames_out"])
+                     expect=n_out(frames, cfgs), cfgs=cfgs,
+                     timeout_cycles=50 * res_beats(frames) + 100_000)
+    c = check(dut, frames, res["frames_out"], cfgs)
     dut._log.warning(f"random_stress: {count} frames, {c.compressed} compressed, "
                      f"{c.fallback} fall-back, {c.bypassed} bypassed, {c.dropped} dropped")
     assert c.compressed > count // 2 and c.bypassed > count // 20
@@ -263,21 +316,21 @@ async def reset_mid_frame(dut):
     await reset(dut)
     frames = [(F.udp_frame(_payload(rng, n)), False) for n in (40, 1460, 3)] + first
     res = await play(dut, frames, idle="cyclic", backpressure="random", seed=2)
-    check(dut, frames, res["frames_out"])
+    check(dut, frames, res["frames_out"], codec="bounded")
 
 
 @cocotb.test()
-@cocotb.parametrize(size=[1514, 9014])
-async def line_rate(dut, size):
+@cocotb.parametrize(size=[1514, 9014], codec=CODECS)
+async def line_rate(dut, size, codec):
     """Back-to-back compressible frames, sink always ready: one input beat per clock."""
     from inceptionn.rtl import frames as F
-    await start(dut)
+    await start(dut, codec=codec)
     vals, _ = F.gradient_values((size - 42) // 4 * 12, seed=3, demo_dir=None)
     n = (size - 42) // 4
     frames = [(F.udp_frame(F.float_payload(vals[i * n:(i + 1) * n])), False) for i in range(12)]
     assert all(len(f) == size for f, _ in frames)
     res = await play(dut, frames)
-    check(dut, frames, res["frames_out"])
+    check(dut, frames, res["frames_out"], codec=codec)
     # Steady state: the span from frame 2's last beat to frame 11's last beat.
     spans = res["in_last_cycle"]
     beats = sum(-(-len(f) // 32) for f, _ in frames[2:11])

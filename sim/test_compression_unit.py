@@ -3,7 +3,9 @@ under every idle x backpressure pattern; each output group must equal
 golden.compression_unit(values[:count], k) followed by the first ``tail`` bytes of value
 slot ``count`` (a payload's raw tail, for groups of fewer than 8 values), with last
 alongside; the side port must give each group's decoded payload bytes (the decoded
-values, then the tail's bytes as they are) once, in order, with first and last."""
+values, then the tail's bytes as they are) once, in order, with first and last.
+About a third of the groups are in wire format version 2 (the bounded codec, k in
+1..16), mixed with version 1 groups back to back."""
 
 import random
 
@@ -13,6 +15,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn import golden
+from inceptionn.golden.compressors.inceptionn_eb import EBCodec
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
 
@@ -54,22 +57,26 @@ def _groups(seed, n):
     rng = random.Random(seed)
     out = []
     for g in range(n):
-        k = rng.choice((1, 2, 6, 7, 8, 10, 10, 10, 16, 24, 125, 126))
+        v2 = int(rng.random() < 0.35)
+        k = rng.randint(1, 16) if v2 else rng.choice((1, 2, 6, 7, 8, 10, 10, 10, 16, 24, 125, 126))
         count = 8 if rng.random() < 0.6 else rng.randint(1, 8)
         values = [_value(rng, k) for _ in range(8)]
         tail = rng.choice((0, 1, 2, 3, 3)) if count < 8 else 0
-        out.append((values, count, k, int(rng.random() < 0.2 or g == n - 1), tail))
+        out.append((values, count, k, int(rng.random() < 0.2 or g == n - 1), tail, v2))
     return out
 
 
-def _expected(values, count, k, last, tail):
+def _expected(values, count, k, last, tail, v2):
     bits = np.array(values[:count], np.uint32)
-    enc = golden.compression_unit(bits, k)
+    codec = "bounded" if v2 else "paper"
+    enc = golden.compression_unit(bits, k, codec)
+    dec = golden.compression_block(bits, k, codec)[3]
+    if v2:   # the compressors' codec is the same one
+        assert enc == EBCodec(k).encode(bits.view(np.float32))
     if tail:
         # the raw tail as the payload holds it: the slot's little-endian bytes
         enc += values[count].to_bytes(4, "little")[:tail]
-    decoded = b"".join(int(d).to_bytes(4, "little")
-                       for d in golden.compression_block(bits, k)[3].tolist())
+    decoded = b"".join(int(d).to_bytes(4, "little") for d in dec.tolist())
     decoded += values[count].to_bytes(4, "little")[:tail] if tail else b""
     return enc, decoded.ljust(32, b"\0"), last
 
@@ -103,13 +110,15 @@ async def random_groups(dut, idle, backpressure):
         if cur is None and pending and not next(idle_gen):
             cur = pending.pop(0)
         if cur is not None:
-            values, count, k, last, tail = cur
+            values, count, k, last, tail, v2 = cur
             dut.i__payload.value = (sum(v << (32 * j) for j, v in enumerate(values))
                                     | (count << 256) | (last << 260) | (tail << 261))
             dut.k.value = k
-            # k is only sampled with a group; scramble it between groups.
+            dut.v2.value = v2
+            # k and v2 are only sampled with a group; scramble them between groups.
         else:
             dut.k.value = random.Random(cycles).randint(0, 127)
+            dut.v2.value = cycles & 1
         dut.i__valid.value = int(cur is not None)
         dut.o__ready.value = int(not next(bp_gen))
         await ReadOnly()
@@ -133,8 +142,8 @@ async def random_groups(dut, idle, backpressure):
     assert len(dgot) == len(want), f"{len(dgot)} decoded groups for {len(want)} groups"
     for i, ((data, length, last), (dec, first, dlast), (enc, dec_want, last_want)) in \
             enumerate(zip(got, dgot, want)):
-        values, count, k, _, tail = groups[i]
-        ctx = f"group {i} (k={k}, count={count}, tail={tail}, values={[hex(v) for v in values]})"
+        values, count, k, _, tail, v2 = groups[i]
+        ctx = f"group {i} (v2={v2} k={k}, count={count}, tail={tail}, values={[hex(v) for v in values]})"
         assert length == len(enc), f"{ctx}: length {length}, want {len(enc)}"
         assert data.to_bytes(34, "little")[:length] == enc, (
             f"{ctx}: data {data.to_bytes(34, 'little')[:length].hex()}, want {enc.hex()}")

@@ -1,9 +1,11 @@
 """DecompressionBlock against golden.decompression_block, combinational and pipelined
 variants side by side (one sim-only wrapper drives both from the same inputs).
 
-Stored fields come from golden.compression_block on random floats of every class for
-k in {1, 6, 8, 10, 16, 126}, plus raw random fields for every tag (q = 0 with the sign
-set, and garbage above the field's width, which the block must ignore).
+Both wire format versions: version 1 against golden.decompression_block, stored fields
+from golden.compression_block on random floats of every class for k in {1, 6, 8, 10, 16,
+126}; version 2 (the bounded codec, the middle of the step) for every k of 1..16. Plus raw random fields for every tag (q = 0
+with the sign set, and garbage above the field's width, which the block must ignore) and
+every q of both bands, in both versions.
 """
 
 import random
@@ -19,6 +21,7 @@ from inceptionn.sim.axis import Clock
 
 DUT = "decompression_block"
 KS = (1, 6, 8, 10, 16, 126)
+EB_KS = tuple(range(1, 17))
 
 
 def _design():
@@ -30,6 +33,8 @@ def _design():
     class Both(wiring.Component):
         tag: In(2)
         bits: In(32)
+        v2: In(1)
+        k: In(5)
         en: In(1)
         value_comb: Out(32)
         value_pipe: Out(32)
@@ -41,6 +46,7 @@ def _design():
             assert (c.LATENCY, p.LATENCY) == (0, 1)
             m.d.comb += [c.tag.eq(self.tag), c.bits.eq(self.bits),
                          p.tag.eq(self.tag), p.bits.eq(self.bits), p.en.eq(self.en),
+                         c.v2.eq(self.v2), c.k.eq(self.k), p.v2.eq(self.v2), p.k.eq(self.k),
                          self.value_comb.eq(c.value), self.value_pipe.eq(p.value)]
             return m
 
@@ -61,10 +67,23 @@ def float_bits(rng, n):
         kind == 2, rand32, special[nrng.integers(0, special.size, n)]))).astype(np.uint32)
 
 
-def vectors(rng):
+def _fields(bits, k, v2):
+    """(tag, stored) of the codec of that version."""
+    return golden.compression_block(bits, k, "bounded" if v2 else "paper")[:2]
+
+
+def _restore(tags, stored, k, v2):
+    if v2:
+        return golden.decompression_block(tags, stored, k, "bounded")
+    return golden.decompression_block(tags, stored)
+
+
+def vectors(rng, k, v2):
+    """Fields of codec (k, v2): random floats, band edges, raw random fields, every q."""
     tags, stored = [], []
-    for k in KS:
-        t, s, _, _ = golden.compression_block(float_bits(rng, 2500), k)
+    n_float = 2500 if not v2 else 600
+    for k in (k,):
+        t, s = _fields(float_bits(rng, n_float), k, v2)
         # Every exponent at and around the band limits of this k, both signs.
         lim_t, lim_m = golden.band_limits(k)
         exps = np.array(sorted({e for e in (lim_t - 1, lim_t, lim_m - 1, lim_m, 126, 127)
@@ -72,12 +91,12 @@ def vectors(rng):
         edge = ((np.arange(2, dtype=np.uint32)[:, None, None] << 31)
                 | (exps[None, :, None] << 23)
                 | np.array([0, 1, 0x7FFFFF, 0x400000], np.uint32)[None, None, :]).ravel()
-        t2, s2, _, _ = golden.compression_block(edge.astype(np.uint32), k)
+        t2, s2 = _fields(edge.astype(np.uint32), k, v2)
         tags += [t, t2]
         stored += [s, s2]
     nrng = np.random.default_rng(rng.randrange(1 << 32))
     # Raw fields: every tag, random bits (garbage above the width included).
-    n = 4000
+    n = 700 if not v2 else 250
     tags.append(nrng.integers(0, 4, n).astype(np.uint8))
     stored.append(nrng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32))
     # q = 0 with the sign set (and clear) in both fixed-point bands, over garbage.
@@ -88,22 +107,26 @@ def vectors(rng):
     stored += [zeros_8, zeros_16]
     # Every q of both bands, sign set.
     q7 = np.arange(256, dtype=np.uint32)
-    q15 = np.arange(1 << 16, dtype=np.uint32)[::7]
+    q15 = np.concatenate([np.arange(256, dtype=np.uint32),
+                          np.arange(256, 1 << 16, 41 if not v2 else 97, dtype=np.uint32)])
     tags += [np.full(q7.size, 1, np.uint8), np.full(q15.size, 2, np.uint8)]
     stored += [q7, q15]
     return np.concatenate(tags), np.concatenate(stored)
 
 
 @cocotb.test()
-async def against_golden(dut):
+@cocotb.parametrize((("v2", "k"), [(0, k) for k in KS] + [(1, k) for k in EB_KS]))
+async def against_golden(dut, v2, k):
     cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
     dut.rst.value = 1
     dut.en.value = 1
+    dut.v2.value = v2
+    dut.k.value = k & 31
     await RisingEdge(dut.clk)
     dut.rst.value = 0
-    rng = random.Random(1)
-    tags, stored = vectors(rng)
-    want = golden.decompression_block(tags, stored)
+    rng = random.Random(1000 * v2 + k)
+    tags, stored = vectors(rng, k, v2)
+    want = _restore(tags, stored, k, v2)
     got_c, got_p = [], []
     for t, s in zip(tags.tolist(), stored.tolist()):
         await FallingEdge(dut.clk)
@@ -115,7 +138,7 @@ async def against_golden(dut):
         got_p.append(int(dut.value_pipe.value))
     for name, got in (("combinational", got_c), ("pipelined", got_p)):
         bad = np.nonzero(np.array(got, np.uint32) != want)[0]
-        assert bad.size == 0, (f"{name}: {bad.size} of {want.size} differ; first tag {tags[bad[0]]} "
+        assert bad.size == 0, (f"v2={v2} k={k} {name}: {bad.size} of {want.size} differ; first tag {tags[bad[0]]} "
                                f"bits {stored[bad[0]]:#010x}: got {got[bad[0]]:#010x} want {want[bad[0]]:#010x}")
     # en low: the pipelined block holds its value while the inputs change.
     held = int(dut.value_pipe.value)

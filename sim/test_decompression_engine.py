@@ -1,8 +1,9 @@
 """DecompressionEngine (RX): the golden model's rx_frame, byte for byte, on Verilator.
 
-Inputs are what the golden TX engine puts on the wire (golden.tx_frame) plus crafted
-malformed frames; every output frame (bytes, tkeep, tuser, order) and every counter is
-compared with golden.rx_frame. cocotbext-axi drives the protocol matrix (idle x
+Inputs are what the golden TX engine puts on the wire (golden.tx_frame) in both wire
+format versions (the paper's codec, shim 0xC5, and the bounded codec, 0xC6 with k in
+1..16), mixed back to back, plus crafted malformed frames of both; every output frame
+(bytes, tkeep, tuser, order) and every counter is compared with golden.rx_frame. cocotbext-axi drives the protocol matrix (idle x
 backpressure); the lean driver/monitor carries the multi-thousand-frame stress run.
 """
 
@@ -18,7 +19,7 @@ from inceptionn.golden.checksum import ip_header_checksum
 from inceptionn.golden.counters import MAX_FRAME_BYTES, Counters
 from inceptionn.golden import RX_HEADER_WINDOW, rx_frame, tx_frame
 from inceptionn.golden.packet_matcher import packet_matcher
-from inceptionn.golden.wire import SHIM_MAGIC
+from inceptionn.golden.wire import SHIM_MAGIC, SHIM_MAGIC_V2
 from inceptionn.rtl import frames as F
 from inceptionn.rtl import harness
 from inceptionn.sim.engines import rx_design  # the runner's factory: one shared model
@@ -27,7 +28,13 @@ from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, PAUSE_MODES,
 
 DUT = "decompression_engine"
 COUNTERS = ("frames_in", "frames_out", "decompressed", "bypassed", "malformed",
-            "payload_bytes_in", "payload_bytes_out")
+            "payload_bytes_in", "payload_bytes_out", "version1", "version2")
+CODECS = ("paper", "bounded")
+
+
+def _tx(frame, i, **kw):
+    """golden.tx_frame, the codec taking turns by i (k of the bounded codec's range)."""
+    return tx_frame(frame, codec=CODECS[i % 2], **kw)
 DEMO_DIR = harness.BUILD / "demo"
 
 
@@ -91,11 +98,12 @@ def _originals(seed):
 
 
 def _wire(frames, k=10, tuser_rate=0.0, seed=0):
-    """TX outputs (dropped ones left out) as (bytes, rx tuser)."""
+    """TX outputs (dropped ones left out) as (bytes, rx tuser); both wire versions, the
+    codec taking turns (seeded) frame by frame."""
     rng = random.Random(seed)
     out = []
     for f in frames:
-        w = tx_frame(f, k=k)
+        w = tx_frame(f, k=k, codec=rng.choice(CODECS))
         if w is not None:
             out.append((w, rng.random() < tuser_rate))
     return out
@@ -136,6 +144,7 @@ async def matrix_cocotbext_axi(dut, idle, backpressure):
     wire = _wire(_originals(3), tuser_rate=0.1, seed=4)
     exp, c = _expect(wire)
     assert c.decompressed > 100 and c.bypassed > 10 and c.malformed == 0
+    assert c.version1 > 30 and c.version2 > 30
     for f, u in wire:
         await src.send(AxiStreamFrame(f, tuser=int(u)))
     got = []
@@ -168,11 +177,14 @@ async def stress_mixed(dut):
     rng = random.Random(22)
     wire = []
     for f, u in mixed:
-        w = tx_frame(f, k=rng.choice([6, 8, 10, 10, 10, 12]))
+        if rng.random() < 0.5:
+            w = tx_frame(f, k=rng.choice([6, 8, 10, 10, 10, 12]), codec="paper")
+        else:
+            w = tx_frame(f, k=rng.randint(1, 16), codec="bounded")
         if w is not None:
             wire.append((w, u))
     exp, c = _expect(wire)
-    assert c.decompressed > count // 2
+    assert c.decompressed > count // 2 and c.version1 > count // 5 and c.version2 > count // 5
     mon = await _run_lean(dut, wire, "random", "random", seed=23)
     _compare(mon.frames, exp)
     await ClockCycles(dut.clk, 4)
@@ -196,7 +208,7 @@ async def config_enable_and_dscp(dut):
     rng = random.Random(8)
     orig = [F.udp_frame(_grad_payload(rng.randrange(4, 1500), i), tos=rng.choice([0x28, 0xB8, 0xB9]))
             for i in range(30)]
-    wire = [(tx_frame(f, dscp=46), False) for f in orig]
+    wire = [(_tx(f, i, dscp=46), False) for i, f in enumerate(orig)]
     exp, c = _expect(wire, dscp=46)
     assert 0 < c.decompressed < len(wire)
     mon = await _run_lean(dut, wire, "cyclic", "none", seed=9)
@@ -242,6 +254,12 @@ def _refit(frame, info, comp):
     return bytes(out)
 
 
+def _max_restorable(received):
+    """The largest L a version-2 shim may announce with ``received`` payload bytes."""
+    return max(L for L in range(16 * received + 64)
+               if 4 + 2 * -(-(L // 4) // 8) + L % 4 <= received)
+
+
 def _malformed(seed):
     """(frame, tuser, alt): malformed inputs, each followed by a good frame. For frames
     whose IP total length lies (claims bytes that never arrive), alt = P + L is the
@@ -250,10 +268,11 @@ def _malformed(seed):
     golden exactly either way. alt is None for every other case."""
     rng = random.Random(seed)
     cases = []
-    good = [tx_frame(F.payload_frame(rng, n, kind=kind))
-            for n, kind in [(400, "udp"), (1000, "tcp"), (64, "vlan"), (200, "tcpopt"),
-                            (37, "ipopt"), (1460, "udp0"), (5000, "udp")]]
-    good += [tx_frame(F.udp_frame(_grad_payload(8972, 40)))]
+    good = [_tx(F.payload_frame(rng, n, kind=kind), i)
+            for i, (n, kind) in enumerate([(400, "udp"), (1000, "tcp"), (64, "vlan"), (200, "tcpopt"),
+                                           (37, "ipopt"), (1460, "udp0"), (5000, "udp"),
+                                           (700, "udp"), (333, "tcp"), (90, "vlan")])]
+    good += [_tx(F.udp_frame(_grad_payload(8972, 40)), i) for i in range(2)]
 
     def ok():
         return (rng.choice(good), False, None)
@@ -263,8 +282,24 @@ def _malformed(seed):
         assert info is not None
         p, lr = info.payload_offset, info.payload_len
         comp = bytearray(w[p:p + lr])
-        assert comp[2] == SHIM_MAGIC
+        assert comp[2] in (SHIM_MAGIC, SHIM_MAGIC_V2)
         L = int.from_bytes(comp[:2], "big")
+        # the other version's magic (decoded with the other codec), an unknown version
+        for magic in (SHIM_MAGIC ^ SHIM_MAGIC_V2 ^ comp[2], 0xC7, 0xC4):
+            b = bytearray(w); b[p + 2] = magic
+            cases += [(bytes(b), False, None), ok()]
+        if comp[2] == SHIM_MAGIC_V2:
+            # version 2: k out of its range (byte 3), at its ends
+            for k in (0, 1, 16, 17, 126, 255):
+                b = bytearray(w); b[p + 3] = k
+                cases += [(bytes(b), False, None), ok()]
+            # L around the largest the received bytes can restore (4 + 2 ceil(n/8) + r)
+            most = _max_restorable(lr)
+            for dl in (-2, -1, 0, 1, 2, 31, 32, 33):
+                top = most + dl
+                if lr < top <= MAX_FRAME_BYTES - p:
+                    b = bytearray(w); _set16(b, p, top)
+                    cases += [(bytes(b), False, None), ok()]
         # broken magic
         b = bytearray(w); b[p + 2] ^= 0x40
         cases += [(bytes(b), False, None), ok()]
@@ -294,11 +329,13 @@ def _malformed(seed):
         if info.proto == 17:
             _set16(b, info.l4 + 4, info.ip_total_len - 3 - 4 * info.ihl)
         cases += [(bytes(b), False, None), ok()]
-    # foreign DSCP-10 frames whose payload starts with random bytes, some with the magic
-    for i in range(40):
+    # foreign DSCP-10 frames whose payload starts with random bytes, some with a magic
+    for i in range(60):
         pl = bytearray(rng.randbytes(rng.randrange(4, 600)))
-        if i % 2:
-            pl[2] = SHIM_MAGIC
+        if i % 3:
+            pl[2] = SHIM_MAGIC if i % 3 == 1 else SHIM_MAGIC_V2
+            if i % 6 == 2:
+                pl[3] = rng.randint(1, 16)
             _set16(pl, 0, rng.randrange(len(pl) + 1, 3 * len(pl) + 8))
         f = F.udp_frame(bytes(pl)) if i % 3 else F.tcp_frame(bytes(pl))
         cases += [(f, False, None), ok()]
@@ -339,7 +376,7 @@ async def malformed_then_correct(dut):
 async def reset_mid_frame(dut):
     """A reset in the middle of frames (both directions) leaves the engine clean."""
     await _reset(dut)
-    long = [(tx_frame(F.udp_frame(_grad_payload(8972, 60 + i))), False) for i in range(3)]
+    long = [(_tx(F.udp_frame(_grad_payload(8972, 60 + i)), i), False) for i in range(3)]
     drv = AxisDriver(dut, dut.clk)
     mon = AxisMonitor(dut, dut.clk, pause=pause_generator("cyclic"))
     mtask = cocotb.start_soon(mon.run())
@@ -437,11 +474,11 @@ def test_decompression_engine_back_to_back_rate():
     from inceptionn.sim.engines import run_frames
     rng = np.random.default_rng(8)
     host = [F.udp_frame(F.float_payload(rng.normal(0, 1e-3, 368))) for _ in range(8)]
-    for k in (6, 10):
-        wire = [tx_frame(f, k=k) for f in host]
+    for k, codec in ((6, "paper"), (10, "paper"), (10, "bounded"), (16, "bounded")):
+        wire = [tx_frame(f, k=k, codec=codec) for f in host]
         expect = [rx_frame(w) for w in wire]
-        train = run_frames("rx", wire, tag=f"rx_rate_{k}")
-        one = run_frames("rx", wire[:1], tag=f"rx_rate_one_{k}")
+        train = run_frames("rx", wire, tag=f"rx_rate_{codec}_{k}")
+        one = run_frames("rx", wire[:1], tag=f"rx_rate_one_{codec}_{k}")
         assert train.frames_out == expect
         assert one.frames_out == expect[:1]
         assert train.out_beats == len(host) * -(-1514 // 32)

@@ -9,6 +9,10 @@ random sizes (empty pieces, an empty last piece), each going on at the lane wher
 previous one ended. Input idle and output backpressure
 run through the pause matrix. The throughput test measures output words per clock on
 long payloads and writes it to the run's log and to ``throughput.txt``.
+
+Wire format version 2 (the bounded codec, ``start.v2`` with the shim's k): payloads for
+every k of 1..16 and every length mod 32, malformed ones too, interleaved with version 1
+payloads back to back, checked against golden.decompression_unit of that codec.
 """
 
 import random
@@ -19,12 +23,14 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from inceptionn import golden
+from inceptionn.golden.compressors.inceptionn_eb import EBCodec
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
 
 DUT = "decompression_unit"
 MASK256 = (1 << 256) - 1
 KS = (6, 8, 10)
+EB_KS = tuple(range(1, 17))
 LENGTHS = list(range(0, 101)) + [1448, 8972]
 
 
@@ -86,8 +92,15 @@ def pieces_of(stream, rng):
     return pieces
 
 
-def expected(stream, n, r):
-    return golden.decompression_unit(stream, n, r)
+def expected(stream, n, r, v2=0, k=0):
+    if not v2:
+        return golden.decompression_unit(stream, n, r)
+    return golden.decompression_unit(stream, n, r, k, "bounded")
+
+
+def eb_compress_payload(payload, k):
+    """Version 2's compressed payload without its shim: the groups, then the raw tail."""
+    return golden.compress_payload(payload, k, "bounded")[golden.SHIM_BYTES:]
 
 
 # ---- bus functional models --------------------------------------------------------
@@ -105,11 +118,12 @@ async def _reset(dut):
 
 
 async def drive_starts(dut, jobs, pause):
-    for n, r in jobs:
+    for job in jobs:
+        n, r, v2, k = (*job, 0, 0)[:4]
         while next(pause):
             dut.start__valid.value = 0
             await RisingEdge(dut.clk)
-        dut.start__payload.value = n | (r << 12)
+        dut.start__payload.value = n | (r << 12) | (v2 << 14) | (k << 15)
         dut.start__valid.value = 1
         await RisingEdge(dut.clk)
         while not dut.start__ready.value:
@@ -173,23 +187,25 @@ class WordMonitor:
 
 
 async def run_jobs(dut, jobs, rng, idle="none", backpressure="none", seed=0):
-    """jobs: [(stream, n, r)]. Runs them back to back and checks every payload."""
-    all_pieces = [pieces_of(s, rng) for s, _, _ in jobs]
+    """jobs: [(stream, n, r)] (version 1) or [(stream, n, r, v2, k)]. Runs them back to
+    back and checks every payload."""
+    jobs = [j if len(j) == 5 else (*j, 0, 0) for j in jobs]
+    all_pieces = [pieces_of(j[0], rng) for j in jobs]
     mon = WordMonitor(dut, pause_generator(backpressure, seed + 1))
     mon_task = cocotb.start_soon(mon.run())
-    start_task = cocotb.start_soon(drive_starts(dut, [(n, r) for _, n, r in jobs],
+    start_task = cocotb.start_soon(drive_starts(dut, [j[1:] for j in jobs],
                                                 pause_generator(idle, seed + 2)))
     piece_task = cocotb.start_soon(drive_pieces(dut, all_pieces, pause_generator(idle, seed + 3)))
     total_pieces = sum(len(p) for p in all_pieces)
-    await mon.wait(len(jobs), 200 + 20 * total_pieces + 20 * sum(n // 8 + 2 for _, n, _ in jobs))
+    await mon.wait(len(jobs), 200 + 20 * total_pieces + 20 * sum(j[1] // 8 + 2 for j in jobs))
     assert start_task.done() and piece_task.done(), "the unit did not take all of its input"
     mon_task.cancel()
-    for idx, ((stream, n, r), got) in enumerate(zip(jobs, mon.payloads)):
-        want = expected(stream, n, r)
+    for idx, ((stream, n, r, v2, k), got) in enumerate(zip(jobs, mon.payloads)):
+        want = expected(stream, n, r, v2, k)
         assert len(got[0]) == 4 * n + r, f"payload {idx}: {len(got[0])} bytes, want {4 * n + r}"
         if got != want:
             diff = next((b for b in range(len(want[0])) if got[0][b] != want[0][b]), None)
-            raise AssertionError(f"payload {idx} (n={n}, r={r}, {len(stream)} bytes in): "
+            raise AssertionError(f"payload {idx} (v2={v2} k={k} n={n}, r={r}, {len(stream)} bytes in): "
                                  f"error {got[1]} want {want[1]}; first differing byte {diff}")
     return mon
 
@@ -208,12 +224,32 @@ def wellformed_jobs(rng, lengths, ks=KS):
     return jobs
 
 
-def malformed_jobs(rng, count):
+def eb_jobs(rng, lengths, ks=EB_KS):
+    """Version 2 payloads, k taking turns through ks."""
+    jobs = []
+    for idx, length in enumerate(lengths):
+        k = ks[idx % len(ks)]
+        payload = original_payload(rng, length)
+        stream = eb_compress_payload(payload, k)
+        # On well-formed input the reference must agree with the codec.
+        n = length // 4
+        groups = stream[:len(stream) - length % 4]
+        want = (EBCodec(k).decode(groups, n).tobytes() if n else b"") + payload[4 * n:]
+        assert expected(stream, n, length % 4, 1, k) == (want, False)
+        jobs.append((stream, n, length % 4, 1, k))
+    return jobs
+
+
+def malformed_jobs(rng, count, v2=False):
     jobs = []
     for _ in range(count):
         length = rng.choice(list(range(0, 120)) + [1448])
         n, r = length // 4, length % 4
-        stream = golden.compress_payload(original_payload(rng, length), rng.choice(KS))[4:]
+        k = rng.choice(EB_KS if v2 else KS)
+        if v2:
+            stream = eb_compress_payload(original_payload(rng, length), k)
+        else:
+            stream = golden.compress_payload(original_payload(rng, length), k)[4:]
         kind = rng.randrange(4)
         if kind == 0 and stream:                     # truncated
             stream = stream[:rng.randrange(len(stream))]
@@ -224,7 +260,7 @@ def malformed_jobs(rng, count):
         else:                                        # right length, wrong n / r
             n = max(0, n + rng.randint(-9, 9))
             r = rng.randrange(4)
-        jobs.append((stream, n, r))
+        jobs.append((stream, n, r, 1, k) if v2 else (stream, n, r))
     return jobs
 
 
@@ -232,10 +268,18 @@ def malformed_jobs(rng, count):
 
 @cocotb.test()
 async def every_length(dut):
-    """Every original length 0..100, 1448 and 8972 at each k, random stalls."""
+    """Every original length 0..100, 1448 and 8972 at each k of version 1, and once in
+    version 2 with k taking turns through 1..16 (every k, every length mod 32), the two
+    versions interleaved back to back; random stalls."""
     await _reset(dut)
     rng = random.Random(1)
-    jobs = wellformed_jobs(rng, LENGTHS)
+    v1 = wellformed_jobs(rng, LENGTHS)
+    v2 = eb_jobs(rng, LENGTHS)
+    jobs = []
+    for idx, job in enumerate(v1):
+        jobs.append(job)
+        if idx % 3 == 2:
+            jobs.append(v2[idx // 3])
     await run_jobs(dut, jobs, rng, "random", "random", seed=11)
 
 
@@ -245,7 +289,8 @@ async def pause_matrix(dut, idle, backpressure):
     await _reset(dut)
     rng = random.Random(f"{idle}/{backpressure}")
     lengths = [rng.randrange(0, 101) for _ in range(12)] + [1448]
-    jobs = wellformed_jobs(rng, lengths, ks=(rng.choice(KS),)) + malformed_jobs(rng, 8)
+    jobs = (wellformed_jobs(rng, lengths, ks=(rng.choice(KS),)) + malformed_jobs(rng, 8)
+            + eb_jobs(rng, lengths[:6], ks=rng.sample(EB_KS, 6)) + malformed_jobs(rng, 4, v2=True))
     rng.shuffle(jobs)
     await run_jobs(dut, jobs, rng, idle, backpressure, seed=len(idle) * 7 + len(backpressure))
 
@@ -256,15 +301,18 @@ async def malformed(dut):
     says, nothing hangs and the payload after it is right."""
     await _reset(dut)
     rng = random.Random(2)
-    jobs = malformed_jobs(rng, 150)
+    jobs = malformed_jobs(rng, 150) + malformed_jobs(rng, 40, v2=True)
+    rng.shuffle(jobs)
     # Interleave well-formed payloads: each must come out right after a broken one.
     good = wellformed_jobs(rng, [rng.randrange(4, 80) for _ in range(50)], ks=(10,))
+    good += eb_jobs(rng, [rng.randrange(4, 80) for _ in range(16)])
+    rng.shuffle(good)
     mixed = []
     for idx, job in enumerate(jobs):
         mixed.append(job)
         if idx % 3 == 0 and good:
             mixed.append(good.pop())
-    flagged = sum(expected(s, n, r)[1] for s, n, r in mixed)
+    flagged = sum(expected(*job)[1] for job in mixed)
     assert flagged > 100, "the malformed set should mostly be malformed"
     await run_jobs(dut, mixed, rng, "random", "cyclic", seed=5)
 
@@ -305,7 +353,7 @@ async def reset_mid_payload(dut):
     rng = random.Random(6)
     for cut in (3, 40, 150):
         jobs = wellformed_jobs(rng, [8972], ks=(10,))
-        pieces = [pieces_of(s, rng) for s, _, _ in jobs]
+        pieces = [pieces_of(j[0], rng) for j in jobs]
         mon = WordMonitor(dut, pause_generator("random", cut))
         tasks = [cocotb.start_soon(mon.run()),
                  cocotb.start_soon(drive_starts(dut, [(n, r) for _, n, r in jobs],

@@ -20,17 +20,20 @@ from inceptionn.sim.engines import loopback_design  # the runner's factory
 from inceptionn.sim.test_decompression_engine import DEMO_DIR
 
 DUT = "loopback"
+CODECS = ("paper", "bounded")     # the codec port: wire format version 1 / 2
 COUNTERS = ("frames_in", "frames_out", "compressed", "fallback", "dropped", "decompressed",
-            "bypassed", "malformed", "payload_bytes_in", "payload_bytes_out")
+            "bypassed", "malformed", "payload_bytes_in", "payload_bytes_out", "version1",
+            "version2")
 
 
 
 
-async def _reset(dut, enable=1, dscp=10, k=10):
+async def _reset(dut, enable=1, dscp=10, k=10, codec="bounded"):
     cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
     dut.enable.value = enable
     dut.dscp.value = dscp
     dut.k.value = k
+    dut.codec.value = CODECS.index(codec)
     dut.no_stall.value = 0
     dut.s_axis_tvalid.value = 0
     dut.rst.value = 1
@@ -40,13 +43,13 @@ async def _reset(dut, enable=1, dscp=10, k=10):
     await RisingEdge(dut.clk)
 
 
-def _expected(frames, k=10):
+def _expected(frames, k=10, codec="bounded"):
     """Golden composition: [(wire frame, (host frame out, bad))] for the frames TX does
     not drop, and the end-to-end counters the loopback top exposes."""
     tc, rc = Counters(), Counters()
     exp = []
     for f, u in frames:
-        w = tx_frame(f, k=k, tuser=u, counters=tc)
+        w = tx_frame(f, k=k, tuser=u, counters=tc, codec=codec)
         if w is not None:
             exp.append((w, rx_frame(w, tuser=u, counters=rc)))
     counters = {
@@ -55,6 +58,7 @@ def _expected(frames, k=10):
         "frames_out": rc.frames_out, "decompressed": rc.decompressed,
         "bypassed": rc.bypassed, "malformed": rc.malformed,
         "payload_bytes_out": rc.payload_bytes_out,
+        "version1": rc.version1, "version2": rc.version2,
     }
     return exp, counters
 
@@ -95,11 +99,14 @@ async def _run(dut, frames, idle, backpressure, seed):
 
 
 @cocotb.test()
-async def loopback_mixed(dut):
-    await _reset(dut)
-    count = 3000 if os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0") else 400
-    frames = _host_frames(80, count)
-    exp, counters = _expected(frames)
+@cocotb.parametrize(codec=CODECS)
+async def loopback_mixed(dut, codec):
+    """TX -> link -> RX in one wire format version: the host frames out as golden's
+    rx_frame(tx_frame(f)), restored checksums valid, counters as golden's."""
+    await _reset(dut, codec=codec)
+    count = 3000 if os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0") else 250
+    frames = _host_frames(80 + CODECS.index(codec), count)
+    exp, counters = _expected(frames, codec=codec)
     mon, task = await _run(dut, frames, "random", "random", 81)
     await mon.wait_frames(len(exp))
     await ClockCycles(dut.clk, 8)
@@ -118,6 +125,7 @@ async def loopback_mixed(dut):
         assert int(getattr(dut, name).value) == counters[name], (
             f"{name}: RTL {int(getattr(dut, name).value)}, golden {counters[name]}")
     assert counters["dropped"] >= 1 and counters["fallback"] >= 1 and counters["malformed"] == 0
+    assert counters["version2" if codec == "bounded" else "version1"] == counters["decompressed"]
 
 
 @cocotb.test()
@@ -146,4 +154,4 @@ async def loopback_reset_mid_frame(dut):
 
 
 def test_loopback():
-    assert harness.run(loopback_design, DUT, "inceptionn.sim.test_loopback") == 2
+    assert harness.run(loopback_design, DUT, "inceptionn.sim.test_loopback") == 3

@@ -22,17 +22,19 @@ PROBE = "selftest_gen_probe"
 def _probe():
     from amaranth import Module
     from amaranth.lib import stream, wiring
-    from amaranth.lib.wiring import Out
+    from amaranth.lib.wiring import In, Out
     from inceptionn.hw.selftest_gen import FrameGenerator, GenBeat, ReferenceGenerator
 
     class GenProbe(wiring.Component):
         gen: Out(stream.Signature(GenBeat))
         ref: Out(stream.Signature(GenBeat))
+        v2: In(1)
 
         def elaborate(self, platform):
             m = Module()
             m.submodules.g = g = FrameGenerator()
             m.submodules.r = r = ReferenceGenerator()
+            m.d.comb += r.v2.eq(self.v2)
             wiring.connect(m, g.o, wiring.flipped(self.gen))
             wiring.connect(m, r.o, wiring.flipped(self.ref))
             return m
@@ -74,9 +76,12 @@ async def _collect(dut, prefix, count, pause):
 
 
 @cocotb.test()
-async def generator_matches_golden(dut):
+@cocotb.parametrize(codec=("paper", "bounded"))
+async def generator_matches_golden(dut, codec):
+    """The reference decodes as the TX engine's codec (wire format version 1 or 2)."""
     from inceptionn import golden
     from inceptionn.hw.selftest_gen import KIND_DENSE, KIND_OTHER_DSCP, KIND_TCP
+    dut.v2.value = int(codec == "bounded")
     await _reset(dut)
     n = int(os.environ.get("FRAMES", "48"))
     gen_task = cocotb.start_soon(_collect(dut, "gen", n, pause_generator("random", 11)))
@@ -105,16 +110,18 @@ async def generator_matches_golden(dut):
         mask = {24, 25} | ({50, 51} if kind == KIND_TCP else {40, 41})
         assert len(rframe) == len(frame)
         assert all(a == b or j in mask for j, (a, b) in enumerate(zip(rframe, frame))), f"frame {i}"
-        assert rdec[p:] == golden.decoded_payload(payload, 10), f"frame {i}: decoded payload"
+        assert rdec[p:] == golden.decoded_payload(payload, 10, codec), f"frame {i}: decoded payload"
         assert rdec[:p] == rframe[:p]
-        assert csize == len(golden.compress_payload(payload, 10)), f"frame {i}: |C|"
+        assert csize == len(golden.compress_payload(payload, 10, codec)), f"frame {i}: |C|"
     assert kinds == {0, 1, 2, 3}, f"not every kind of frame appeared: {kinds}"
-    outcomes = {golden.tx_frame(f) is not None and len(golden.tx_frame(f)) < len(f) for f, *_ in gen}
+    outcomes = {len(golden.tx_frame(f, codec=codec)) < len(f) for f, *_ in gen}
     assert outcomes == {True, False}, "expected both compressed and uncompressed frames"
 
 
 def test_selftest_generator():
-    harness.run(_probe, PROBE, "inceptionn.sim.test_selftest", testcase="generator_matches_golden")
+    assert harness.run(_probe, PROBE, "inceptionn.sim.test_selftest",
+                       testcase=["generator_matches_golden/codec=paper",
+                                 "generator_matches_golden/codec=bounded"], tag="generator") == 2
 
 
 # ----------------------------------------------------------------------------- whole test
@@ -170,8 +177,10 @@ async def selftest_fails_with_fault(dut):
 # about 3 minutes of C++ compile on 2 cores: it runs with the long runs, `make sim-stress`.
 @pytest.mark.skipif(os.environ.get("INCEPTIONN_STRESS", "0") in ("", "0"),
                     reason="whole TX+RX self-test top; run by `make sim-stress` (INCEPTIONN_STRESS=1)")
-def test_selftest():
+@pytest.mark.parametrize("codec", ["paper", "bounded"])
+def test_selftest(codec):
     from inceptionn.hw.selftest import SelfTest
-    harness.run(lambda: SelfTest(engines=True, pass_frames=PASS_FRAMES, heartbeat_bit=3),
-                "selftest_engines", "inceptionn.sim.test_selftest", env={"ENGINES": 1},
+    harness.run(lambda: SelfTest(engines=True, pass_frames=PASS_FRAMES, heartbeat_bit=3,
+                                 codec=codec),
+                "selftest_engines_" + codec, "inceptionn.sim.test_selftest", env={"ENGINES": 1},
                 testcase=["selftest_passes", "selftest_fails_with_fault"], tag="selftest")

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from ..decompression_unit import StartLayout
 from ..packet_matcher import MatchInfo
 from ..realigner import realigner_cfg
-from ..wire import BEAT_BYTES, MAX_FRAME_BYTES, SHIM_MAGIC
+from ..wire import BEAT_BYTES, EB_K_MAX, K_MIN, MAX_FRAME_BYTES, SHIM_MAGIC, SHIM_MAGIC_V2
 from .layouts import HOLD_BEATS, FeedStart, HeldFrame, Pending
 
 __all__ = ["Front"]
@@ -23,7 +23,11 @@ class Front(wiring.Component):
       when it is lane 0 of the next beat;
     * CHECK works out every per-frame sum and compare ACT needs (the shim check, the size
       limit, the output beat count, the first beat's offer, which held beats end the
-      compressed stream), so ACT only copies registers;
+      compressed stream), so ACT only copies registers. The shim check accepts both wire
+      format versions: magic 0xC5 (version 1) or 0xC6 (version 2, the bounded codec,
+      whose k, byte 3, must be in 1..16 and whose L must be restorable from the received
+      bytes: |C| >= 4 + 2 ceil((L div 4) / 8) + L mod 4, the shim, a zero tag word per
+      group and the tail); anything else is forwarded unchanged;
     * ACT, once the unit and the Realigner took the previous frame's start (``start``,
       ``rl_cfg``) and the pending slot is free, takes the held frame (``take``), loads
       the slot (``pend``, registers) and the feed (``feed``), and for a decompressed
@@ -61,6 +65,8 @@ class Front(wiring.Component):
     release: In(1)
     f_pass: Out(1)
     decompressed: Out(32)
+    version1: Out(32)              # decompressed frames per wire format version
+    version2: Out(32)
     bypassed: Out(32)
     payload_bytes_in: Out(48)
     payload_bytes_out: Out(48)
@@ -96,6 +102,7 @@ class Front(wiring.Component):
         shim_l = Signal(16)            # L, big-endian at P
         shim_ok = Signal()             # P is one of 42, 46, ... 154
         shim_m = Signal(8)             # byte P + 2 (the magic)
+        shim_k = Signal(8)             # byte P + 3 (k)
 
         # Registered decision inputs (MATCH), with the sums CHECK builds on.
         d_p = Signal(8)
@@ -110,6 +117,13 @@ class Front(wiring.Component):
         d_ihl = Signal(4)
         d_udp = Signal()
         d_total = Signal(16)
+        # Version 2's length bound |C| >= 4 + 2 ceil(n / 8) + r (n = L >> 2, r = L & 3)
+        # without adders behind the shim read: with L = 32 a + b and |C| = 2 H + E it is
+        # a <= H - 2 - d, d = ceil((c - E) / 2), c = 2 [b >= 4] + (b & 3); the four
+        # thresholds H - 2 - d are summed in MATCH from the matcher's |C|.
+        d_thr = [Signal(signed(15), name=f"d_thr{j}") for j in range(4)]
+        d_k = Signal(5)                # version 2's k, for the unit
+        d_v2 = Signal()
         d_fidx = Signal(range(HOLD_BEATS + 1))   # beat of the stream's first byte
         d_ffirst = Signal(5)                     # ... and its lane
         m.d.comb += [d_fidx.eq(d_p4[5:]), d_ffirst.eq(d_p4[:5])]
@@ -148,10 +162,14 @@ class Front(wiring.Component):
         st_valid = Signal()
         st_n = Signal(12)
         st_r = Signal(2)
+        st_v2 = Signal()
+        st_k = Signal(5)
         m.d.comb += [
             self.start.valid.eq(st_valid),
             self.start.payload.n.eq(st_n),
             self.start.payload.r.eq(st_r),
+            self.start.payload.v2.eq(st_v2),
+            self.start.payload.k.eq(st_k),
         ]
         with m.If(self.start.ready):
             m.d.sync += st_valid.eq(0)
@@ -189,13 +207,15 @@ class Front(wiring.Component):
                         m.d.sync += shim_l.eq(Cat(rd.word_select(4 * g + 3, 8),
                                                   rd.word_select(4 * g + 2, 8)))
                         if 4 * g + 4 < BEAT_BYTES:
-                            m.d.sync += shim_m.eq(rd.word_select(4 * g + 4, 8))
+                            m.d.sync += [shim_m.eq(rd.word_select(4 * g + 4, 8)),
+                                         shim_k.eq(rd.word_select(4 * g + 5, 8))]
             m.d.sync += [
                 shim_ok.eq((po[:2] == 2) & (po >= 42) & (po <= HOLD_BEATS * BEAT_BYTES - 6)),
                 ra.eq((po + 2)[5:8]),
                 d_p.eq(info.payload_offset),
                 d_lr.eq(info.payload_len),
                 d_rem.eq(info.payload_len - 4),
+                *[d_thr[j].eq((info.payload_len >> 1) - (2 + j)) for j in range(4)],
                 d_p4.eq(info.payload_offset + 4),
                 d_p31.eq(info.payload_offset + (BEAT_BYTES - 1)),
                 d_lim.eq(MAX_FRAME_BYTES - info.payload_offset),
@@ -215,7 +235,7 @@ class Front(wiring.Component):
         # SH2: the shim's magic byte, lane 0 of the next beat (compared in CHECK: the
         # memory's read is slow).
         with m.If(s_sh2):
-            m.d.sync += [shim_m.eq(rd[:8]), s_sh2.eq(0), s_check.eq(1)]
+            m.d.sync += [shim_m.eq(rd[:8]), shim_k.eq(rd[8:16]), s_sh2.eq(0), s_check.eq(1)]
 
         # CHECK: the shim check and everything ACT needs, one register stage.
         with m.If(s_check):
@@ -223,10 +243,21 @@ class Front(wiring.Component):
             ls = shim_l
             end_first = Signal()
             m.d.comb += end_first.eq(held_last & (d_fidx + 1 == nheld))
+            is_v1, is_v2 = Signal(), Signal()
+            m.d.comb += [is_v1.eq(shim_m == SHIM_MAGIC), is_v2.eq(shim_m == SHIM_MAGIC_V2)]
+            c8 = Signal(3)             # c + 1 - E, 0..6; d = (c + 1 - E) >> 1
+            m.d.comb += c8.eq(Cat(C(0, 1), ls[2:5] != 0) + ls[0:2] + 1 - d_lr[0])
+            fits = Signal(4)           # a <= H - 2 - j
+            m.d.comb += [fits[j].eq(~d_thr[j][14] & (ls[5:16] <= d_thr[j][0:14])) for j in range(4)]
+            v2_ok = Signal()
+            m.d.comb += v2_ok.eq(is_v2 & (shim_k >= K_MIN) & (shim_k <= EB_K_MAX)
+                                 & fits.bit_select(c8[1:3], 1))
             m.d.sync += [
                 d_ls.eq(ls),
+                d_k.eq(shim_k[:5]),
+                d_v2.eq(is_v2),
                 # P + L <= MAX_FRAME_BYTES as L <= MAX_FRAME_BYTES - P.
-                x_ok.eq(d_ok & shim_ok & (shim_m == SHIM_MAGIC) & (ls > d_lr)
+                x_ok.eq(d_ok & shim_ok & (is_v1 | v2_ok) & (ls > d_lr)
                         & (ls <= d_lim)),
                 x_sum.eq(d_p31 + ls),
                 x_total.eq(d_total + ls - d_lr),
@@ -301,10 +332,14 @@ class Front(wiring.Component):
                     st_valid.eq(1),
                     st_n.eq(d_ls >> 2),
                     st_r.eq(d_ls[:2]),
+                    st_v2.eq(d_v2),
+                    st_k.eq(d_k),
                     rl_valid.eq(1),
                     rl_insert.eq(d_p[:5]),
                     rl_length.eq(d_ls + d_p[:5]),
                     self.decompressed.eq(self.decompressed + 1),
+                    self.version1.eq(self.version1 + ~d_v2),
+                    self.version2.eq(self.version2 + d_v2),
                     self.payload_bytes_in.eq(self.payload_bytes_in + d_lr),
                     self.payload_bytes_out.eq(self.payload_bytes_out + d_ls),
                 ]

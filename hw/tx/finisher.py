@@ -34,6 +34,8 @@ class Finisher(wiring.Component):
     region: In(stream.Signature(CompRegion))
     desc: Out(stream.Signature(Desc))
     compressed: Out(32)
+    version1: Out(32)       # compressed frames per wire format version
+    version2: Out(32)
     bypassed: Out(32)
     fallback: Out(32)
     dropped: Out(32)
@@ -105,6 +107,8 @@ class Finisher(wiring.Component):
                         with m.Case(MODE_COMP):
                             m.d.sync += [
                                 self.compressed.eq(self.compressed + 1),
+                                self.version1.eq(self.version1 + ~x.v2),
+                                self.version2.eq(self.version2 + x.v2),
                                 self.payload_bytes_in.eq(self.payload_bytes_in + x.info.payload_len),
                                 self.payload_bytes_out.eq(self.payload_bytes_out + x_clen),
                             ]

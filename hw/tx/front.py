@@ -95,6 +95,7 @@ class Front(wiring.Component):
         front_w = Signal(FrontResult)
         m.d.comb += [
             front_w.info.eq(f_mode.info), front_w.compress.eq(f_mode.compress),
+            front_w.v2.eq(f_mode.v2),
             front_w.frame_len.eq(f_bytes + nb_head), front_w.stored.eq(stored),
             front_w.orig_start.eq(f_start), front_w.user.eq(head.user),
             front_w.drop.eq(f_q >= MAX_FRAME_BEATS),

@@ -8,14 +8,14 @@ from ..axis import axis_signature
 from ..compression_unit import GroupIn
 from ..primitives import keep_count
 from ..wire import BEAT_BITS
-from .layouts import TailInfo
+from .layouts import CodecK, TailInfo
 
 __all__ = ["GroupFormer"]
 
 
 class GroupFormer(wiring.Component):
     """Turns the realigned payload beats (``i``) into CompressionUnit groups (``o``: 8
-    values and a count per group, ``cu_k``: the frame's k, from ``k``, held with each
+    values and a count per group, ``cu_k``: the frame's k and codec, from ``k``, held with each
     group since the CompressionUnit samples it per group) and, per frame, its r = L mod 4
     tail bytes to ``tail``. One beat is held back so that a final beat with only tail
     bytes (< 4) marks the previous group as the last; that tail then follows as a
@@ -27,9 +27,9 @@ class GroupFormer(wiring.Component):
     """
 
     i: In(axis_signature())
-    k: In(stream.Signature(7))
+    k: In(stream.Signature(CodecK))
     o: Out(stream.Signature(GroupIn))
-    cu_k: Out(7)
+    cu_k: Out(CodecK)
     tail: Out(stream.Signature(TailInfo))
 
     def elaborate(self, platform):

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..axis import AxisBeat, axis_signature
 from ..packet_matcher import MatchInfo, PacketMatcher
-from ..wire import DEFAULT_DSCP, K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BEATS
+from ..wire import CODEC_PORT_DEFAULT, DEFAULT_DSCP, EB_K_MAX, K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BEATS
 from .layouts import FrameCfg, store_write
 
 __all__ = ["Ingress"]
@@ -16,8 +16,8 @@ class Ingress(wiring.Component):
     """Every input beat goes to the orig ring (``store``; beats past MAX_FRAME_BEATS are
     not stored: the frame will be dropped) and to ``beats`` (the front stage's FIFO); the
     PacketMatcher sniffs the first beats and pushes the frame's MatchInfo to ``info``;
-    the configuration (``enable``, ``k``) is sampled on each frame's first beat into
-    ``cfg``. ``frames_in`` counts frames.
+    the configuration (``enable``, ``k``, ``codec``) is sampled on each frame's first
+    beat into ``cfg``, with k checked against the codec's range. ``frames_in`` counts frames.
 
     Contract: ``i.ready`` is ``beats.ready`` and a free ring entry; ``info`` and ``cfg``
     are written without checking their ``ready`` (``valid`` is a write strobe): their
@@ -32,6 +32,7 @@ class Ingress(wiring.Component):
             "enable": In(1, init=1),
             "dscp": In(6, init=DEFAULT_DSCP),
             "k": In(7, init=K_DEFAULT),
+            "codec": In(1, init=CODEC_PORT_DEFAULT),
             "store": Out(store_write(aw)),
             "beats": Out(stream.Signature(AxisBeat)),
             "info": Out(stream.Signature(MatchInfo)),
@@ -62,11 +63,13 @@ class Ingress(wiring.Component):
                 m.d.sync += in_first.eq(0)
                 with m.If(in_q <= MAX_FRAME_BEATS):
                     m.d.sync += [in_q.eq(in_q + 1), in_store.eq(in_q + 1 < MAX_FRAME_BEATS)]
-        # enable / k are sampled at the first beat; the matcher samples dscp itself.
+        # enable / k / codec are sampled at the first beat; the matcher samples dscp itself.
+        k_ok = Signal()
+        m.d.comb += k_ok.eq((self.k >= K_MIN) &
+                            Mux(self.codec, self.k <= EB_K_MAX, self.k <= K_MAX))
         m.d.comb += [
             self.cfg.valid.eq(in_fire & in_first),
-            self.cfg.payload.eq(Cat(self.enable & (self.k >= K_MIN) & (self.k <= K_MAX),
-                                    self.k)),
+            self.cfg.payload.eq(Cat(self.enable & k_ok, self.k, self.codec)),
             pm.beat.eq(self.i.payload), pm.valid.eq(in_fire), pm.dscp.eq(self.dscp),
             self.info.valid.eq(pm.done), self.info.payload.eq(pm.info),
         ]

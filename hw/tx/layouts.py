@@ -7,13 +7,15 @@ from ..header_rewrite import PATCHES, Patch
 from ..packet_matcher import MatchInfo
 from ..wire import BEAT_BITS
 
-__all__ = ["FrameCfg", "HdrBounds", "FrameMode", "FrontResult", "HdrSums", "CompRegion",
+__all__ = ["FrameCfg", "CodecK", "HdrBounds", "FrameMode", "FrontResult", "HdrSums", "CompRegion",
            "Desc", "MODE_DROP", "MODE_PASS", "MODE_COMP", "ShimInfo", "TailInfo", "FedGroup",
            "CLenInfo", "MatchInfo", "store_write", "store_read"]
 
-# ingress -> dispatcher, per frame. ok: enabled and k in range, decided at the ingress so
-# the dispatcher reads one bit.
-FrameCfg = data.StructLayout({"ok": 1, "k": 7})
+# ingress -> dispatcher, per frame. ok: enabled and k in the codec's range, decided at the
+# ingress so the dispatcher reads one bit. v2: the bounded codec (wire format version 2).
+FrameCfg = data.StructLayout({"ok": 1, "k": 7, "v2": 1})
+# dispatcher -> group former -> CompressionUnit, per compressed frame: its codec.
+CodecK = data.StructLayout({"k": 7, "v2": 1})
 
 # The header checksums' byte-range bounds that are not MatchInfo fields already, summed
 # by the dispatcher so that no adder sits in front of the front stage's masks.
@@ -24,6 +26,7 @@ FrameMode = data.StructLayout({
     "info": MatchInfo,
     "compress": 1,        # header parsed, engine enabled, k valid: run the compressor
     "k": 7,
+    "v2": 1,              # wire format version 2 (the bounded codec)
     "bounds": HdrBounds,
 })
 
@@ -31,6 +34,7 @@ FrameMode = data.StructLayout({
 FrontResult = data.StructLayout({
     "info": MatchInfo,
     "compress": 1,
+    "v2": 1,
     "frame_len": 17,
     "stored": 9,          # beats written to the orig store (<= 288)
     "orig_start": 11,

@@ -7,7 +7,7 @@ whole batches of frames with Python over a pipe::
 
     from inceptionn.rtl.rtl_loop import FastEngine
 
-    with FastEngine("tx", k=10, dscp=10) as eng:     # builds (once) and starts the model
+    with FastEngine("tx", k=10, dscp=10, codec="bounded") as eng:   # builds (once), starts
         out = eng.run(frames)       # frames: bytes or (bytes, tuser); one entry per input
                                     # frame, in order: (bytes, tuser), or None for a frame
                                     # the TX engine dropped (longer than MAX_FRAME_BYTES)
@@ -39,7 +39,11 @@ from pathlib import Path
 
 from . import designs, harness
 
-__all__ = ["FastEngine", "BatchStats", "build_loop", "run_frames"]
+__all__ = ["FastEngine", "BatchStats", "build_loop", "run_frames", "CODECS"]
+
+# The TX engine's codec port by name: 0 the paper's codec (wire format version 1),
+# 1 the bounded one (version 2).
+CODECS = ("paper", "bounded")
 
 CPP = Path(__file__).with_name("rtl_loop.cpp")
 # The loop's own speed matters more than its compile time here (unlike the cocotb models,
@@ -60,6 +64,7 @@ def _ports_header(name: str, ports) -> str:
     return (f'#include "V{name}.h"\n'
             f"#define ENGINE_TOP V{name}\n"
             f"#define ENGINE_HAS_K {int('k' in ports)}\n"
+            f"#define ENGINE_HAS_CODEC {int('codec' in ports)}\n"
             f"#define ENGINE_COUNTERS(t) {reads}\n"
             f"// counters: {' '.join(counters)}\n")
 
@@ -140,7 +145,11 @@ class FastEngine:
     """One Verilated engine ("tx" or "rx") in a child process; see the module docstring."""
 
     def __init__(self, kind: str, *, k: int = 10, dscp: int = 10, enable: bool = True,
-                 timeout_clocks: int = 100_000):
+                 codec: str = "bounded", timeout_clocks: int = 100_000):
+        """``codec``: the TX engine's codec port, "bounded" (wire format version 2, the
+        default) or "paper" (version 1); RX decodes both whatever it is."""
+        if codec not in CODECS:
+            raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
         if not 0 <= int(dscp) <= 63:
             raise ValueError(f"dscp must be in 0..63, got {dscp!r}")
         if not 0 <= int(k) <= 127:
@@ -152,7 +161,8 @@ class FastEngine:
         self._proc = subprocess.Popen([str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.last: BatchStats | None = None
         self._counters = {}
-        self._send(struct.pack("<cBBB", b"C", int(k), int(dscp), int(bool(enable))))
+        self._send(struct.pack("<cBBBB", b"C", int(k), int(dscp), int(bool(enable)),
+                               CODECS.index(codec)))
         self._expect_reply(b"C")
         self.clock = 4  # the reset clocks
 
@@ -244,9 +254,9 @@ class FastEngine:
             self._proc.kill()
 
 
-def run_frames(kind, frames, *, k=10, dscp=10, enable=True) -> designs.RunResult:
+def run_frames(kind, frames, *, k=10, dscp=10, enable=True, codec="bounded") -> designs.RunResult:
     """One batch through a fresh engine, as a `RunResult` (as sim/engines.py returns)."""
-    with FastEngine(kind, k=k, dscp=dscp, enable=enable) as eng:
+    with FastEngine(kind, k=k, dscp=dscp, enable=enable, codec=codec) as eng:
         out = eng.run(frames)
         st = eng.last
         return designs.RunResult(frames_out=[o for o in out if o is not None], cycles=st.cycles,
