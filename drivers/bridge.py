@@ -123,11 +123,8 @@ class Bridge:
                              f"{RATE_GBPS[0]}..{RATE_GBPS[1]}, got {rate_gbps!r}")
         if not (isinstance(drop, (int, float)) and 0.0 <= drop < 1.0):
             raise ValueError(f"drop must be a fraction in [0, 1), got {drop!r}")
-        # The RTL loop runs wire version 1: the paper's codec is its default.
-        codec = codec if codec is not None else ("paper" if engine == "rtl" else golden.CODEC_DEFAULT)
+        codec = golden.CODEC_DEFAULT if codec is None else codec
         self.codec = golden.check_codec(codec)
-        if engine == "rtl" and codec != "paper":
-            raise ValueError("engine='rtl' runs wire version 1: codec must be 'paper'")
         self.hosts, self.mtu, self.k, self.dscp = hosts, mtu, golden.check_k(k, codec), golden.check_dscp(dscp)
         self.rate_gbps, self.engine, self.compress, self.drop = rate_gbps, engine, compress, float(drop)
         self.deliver_flagged = bool(deliver_flagged)

@@ -57,8 +57,6 @@ class NicPort:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         if impl not in IMPLS:
             raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
-        if engine == "rtl" and codec != "paper":
-            raise ValueError("the RTL engines in the loop run wire version 1 (codec 'paper') only")
         self.codec = golden.check_codec(codec)
         # The golden engine's payload work: the compiled fast path (byte for byte the
         # NumPy model, tests/test_golden_fast.py) or the NumPy model itself. The RTL is
@@ -73,7 +71,7 @@ class NicPort:
         self._tx_rtl = self._rx_rtl = None
         if engine == "rtl":
             from ..rtl.rtl_loop import FastEngine
-            self._tx_rtl = FastEngine("tx", k=k, dscp=dscp, enable=enable)
+            self._tx_rtl = FastEngine("tx", k=k, dscp=dscp, enable=enable, codec=self.codec)
             self._rx_rtl = FastEngine("rx", dscp=dscp, enable=enable)
 
     def to_wire(self, frames: list[bytes]) -> list[bytes]:

@@ -141,7 +141,7 @@ def add_bridge(nic_sub, error_bound, dscp, error):
                    help="stop after S seconds")
     p.add_argument("--codec", choices=golden.CODECS, default=None,
                    help="value codec on the wire: bounded (wire version 2, the default) or "
-                        "paper (version 1; the only one of --engine rtl)")
+                        "paper (version 1); RX decodes both")
     p.add_argument("--check-golden", type=int, default=0, metavar="N",
                    help="check every N-th frame of the compiled switch against the golden "
                         "model; a difference stops the bridge (default 0: off)")
@@ -170,9 +170,7 @@ def _fix_run(args, error):
     if args.check_golden < 0:
         raise error(f"--check-golden must be an integer >= 0, got {args.check_golden}")
     if args.codec is None:
-        args.codec = "paper" if args.engine == "rtl" else golden.CODEC_DEFAULT
-    if args.engine == "rtl" and args.codec != "paper":
-        raise error("--engine rtl runs wire version 1: use --codec paper")
+        args.codec = golden.CODEC_DEFAULT
     try:
         args.error_bound = golden.check_k(args.error_bound, args.codec)
     except ValueError as e:
