@@ -147,14 +147,32 @@ def _fix_ip_checksum(b, l3, ihl):
     _set16(b, l3 + 10, np.int64(~s & 0xFFFF))
 
 
+@njit(cache=True, nogil=True)
+def _sum_words(words, nv, start):
+    """_ones_sum(words[:nv] as little-endian bytes, start), by 16-bit halves of each word:
+    a one's-complement sum taken in the other byte order is the byte-swapped sum (RFC
+    1071), so no byte is touched alone."""
+    t = np.uint64(0)
+    for i in range(nv):
+        v = np.uint64(words[i])
+        t += (v & np.uint64(0xFFFF)) + (v >> np.uint64(16))
+    while t > np.uint64(0xFFFF):
+        t = (t & np.uint64(0xFFFF)) + (t >> np.uint64(16))
+    t = ((t & np.uint64(0xFF)) << np.uint64(8)) | (t >> np.uint64(8))
+    t += np.uint64(start)
+    while t > np.uint64(0xFFFF):
+        t = (t & np.uint64(0xFFFF)) + (t >> np.uint64(16))
+    return t
+
+
 # ---------------------------------------------------------------- TX and RX
 
 @njit(cache=True, nogil=True)
-def tx_into(f, n, out, k, version, lut, dscp, enable, cnt, row, vals, dec):
+def tx_into(f, n, out, k, version, lut, dscp, enable, cnt, row, dec):
     """golden.tx_frame of f[:n] into out; returns its length, -1 if dropped (oversize).
     version: 1 (paper's codec) or 2 (bounded); lut: encode_lut(k, codec); k_ok: k in the
     codec's range is folded into enable by the caller. Counters go to cnt[row, TX0 + ...];
-    vals, dec: uint32 scratch of at least MAX_FRAME_BYTES / 4 + 8 words."""
+    dec: uint32 scratch of at least MAX_FRAME_BYTES / 4 + 8 words."""
     c = TX0
     cnt[row, c + E_IN] += 1
     if n > MAX_FRAME_BYTES:
@@ -170,13 +188,10 @@ def tx_into(f, n, out, k, version, lut, dscp, enable, cnt, row, vals, dec):
         return n
     nv = length // 4
     r = length - 4 * nv
-    for i in range(nv):
-        q = p + 4 * i
-        vals[i] = (np.uint32(f[q]) | (np.uint32(f[q + 1]) << np.uint32(8))
-                   | (np.uint32(f[q + 2]) << np.uint32(16)) | (np.uint32(f[q + 3]) << np.uint32(24)))
     g = 0
     if nv > 0:
-        g = np.int64(_encode(vals[:nv], lut, out[p + 4:], dec, True))
+        # The payload's words in place (x86-64 and AArch64 load unaligned words).
+        g = np.int64(_encode(f[p:p + 4 * nv].view(np.uint32), lut, out[p + 4:], dec, True))
     comp = 4 + g + r
     if comp >= length:
         # Not worth it: the frame as it came, DSCP cleared (golden: fall-back).
@@ -201,7 +216,7 @@ def tx_into(f, n, out, k, version, lut, dscp, enable, cnt, row, vals, dec):
         s = _ones_sum(f[l3 + 12:l3 + 20], np.uint64(proto + seg))
         s = _ones_sum(out[l4:p], s)
         if nv > 0:
-            s = _ones_sum(dec[:nv].view(np.uint8), s)
+            s = _sum_words(dec, nv, s)
         s = _ones_sum(f[p + 4 * nv:p + length], s)
         csum = np.int64(~s & 0xFFFF)
         if proto == 17 and csum == 0:
@@ -219,9 +234,9 @@ def tx_into(f, n, out, k, version, lut, dscp, enable, cnt, row, vals, dec):
 
 
 @njit(cache=True, nogil=True)
-def rx_into(f, n, out, dscp, enable, cnt, row, tabs, words):
-    """golden.rx_frame of f[:n] into out: (length, bad). tabs: tables(); words: uint32
-    scratch of at least MAX_FRAME_BYTES / 4 + 16 words."""
+def rx_into(f, n, out, dscp, enable, cnt, row, tabs):
+    """golden.rx_frame of f[:n] into out (room for MAX_FRAME_BYTES + 64 bytes): (length,
+    bad). tabs: tables()."""
     c = RX0
     cnt[row, c + E_IN] += 1
     cnt[row, c + E_OUT] += 1
@@ -253,11 +268,11 @@ def rx_into(f, n, out, dscp, enable, cnt, row, tabs, words):
     r = length - 4 * nv
     stream = f[p + 4:p + avail]
     table = tabs[0] if version == 1 else tabs[kk]
-    consumed = np.int64(_unpack(stream, nv, r, words, table))
+    # Decoded straight into the output frame (room for whole groups and a tail word).
+    dst = out[p:p + 4 * (8 * ((nv + 7) // 8) + 1)].view(np.uint32)
+    consumed = np.int64(_unpack(stream, nv, r, dst, table))
     bad = consumed + r != stream.size or avail < received
     out[:p] = f[:p]
-    wb = words.view(np.uint8)
-    out[p:p + length] = wb[:length]
     _set16(out, l3 + 2, total + (length - received))
     if proto == 17:
         _set16(out, l4 + 4, 8 + length)
@@ -390,9 +405,7 @@ class Buffers:
         self.inbuf = np.zeros(FRAME_ROOM + 64, np.uint8)
         self.wire = np.zeros(FRAME_ROOM + 64, np.uint8)
         self.host = np.zeros(FRAME_ROOM + 64, np.uint8)
-        self.vals = np.zeros(words, np.uint32)
         self.dec = np.zeros(words, np.uint32)
-        self.words = np.zeros(words + 8, np.uint32)
         self.state = np.zeros(4, np.int64)    # [in length, wire length, host length, sample countdown]
 
 
@@ -411,7 +424,7 @@ DRAINED, SLOW, SAMPLE, READ_ERROR = 0, 1, 2, 3
 @njit(cache=True, nogil=True)
 def pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_enable,
          deliver_flagged, check_every, tabs, keys, isn, fstate, cnt,
-         inbuf, wire, host, vals, dec, words, st):
+         inbuf, wire, host, dec, st):
     """Up to max_frames frames from host `port`'s TAP (fd) through TX, the wire and RX to
     the host their destination MAC names. Returns (code, frames): DRAINED (the TAP is
     empty or max_frames done), SLOW (the frame in inbuf[:st[0]] needs Python: a group,
@@ -459,13 +472,13 @@ def pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_e
         if to == port:
             cnt[port, TO_SELF] += 1
             continue
-        w = tx_into(inbuf, n, wire, k, version, lut, dscp, tx_enable, cnt, port, vals, dec)
+        w = tx_into(inbuf, n, wire, k, version, lut, dscp, tx_enable, cnt, port, dec)
         st[1] = w
         if w < 0:
             continue
         cnt[port, TO_WIRE_FRAMES] += 1
         cnt[port, TO_WIRE_BYTES] += w
-        h, bad = rx_into(wire, w, host, dscp, rx_enable, cnt, to, tabs, words)
+        h, bad = rx_into(wire, w, host, dscp, rx_enable, cnt, to, tabs)
         st[2] = h
         if bad:
             cnt[to, FLAGGED] += 1

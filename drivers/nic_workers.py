@@ -67,7 +67,7 @@ class CompiledSwitch:
             scratch = np.zeros_like(self.cnt[-1])
             fp.pump(r, 0, self.fds_arr, self.macs, 1, self.k, self.version, self.lut, self.dscp,
                     self.tx_enable, self.enable, self.deliver_flagged, 0, self.tabs, fl.keys,
-                    fl.isn, fl.state, scratch, b.inbuf, b.wire, b.host, b.vals, b.dec, b.words,
+                    fl.isn, fl.state, scratch, b.inbuf, b.wire, b.host, b.dec,
                     b.state)
             # The slow path calls the kernels from Python: load them now too.
             n = 60
@@ -75,8 +75,8 @@ class CompiledSwitch:
             fp.observe(b.inbuf, n, self.dscp if self.tx_enable else -1, fl.keys, fl.isn,
                        fl.state, scratch, 0)
             m = fp.tx_into(b.inbuf, n, b.wire, self.k, self.version, self.lut, self.dscp,
-                           self.tx_enable, scratch, 0, b.vals, b.dec)
-            fp.rx_into(b.wire, m, b.host, self.dscp, self.enable, scratch, 0, self.tabs, b.words)
+                           self.tx_enable, scratch, 0, b.dec)
+            fp.rx_into(b.wire, m, b.host, self.dscp, self.enable, scratch, 0, self.tabs)
         finally:
             os.close(r)
             os.close(w)
@@ -115,8 +115,7 @@ class CompiledSwitch:
         poller.register(self.stop_fd, select.POLLIN)
         args = (self.fds_arr, self.macs, _BATCH, self.k, self.version, self.lut, self.dscp,
                 self.tx_enable, self.enable, self.deliver_flagged, self.check_every, self.tabs,
-                fl.keys, fl.isn, fl.state, cnt, b.inbuf, b.wire, b.host, b.vals, b.dec,
-                b.words, b.state)
+                fl.keys, fl.isn, fl.state, cnt, b.inbuf, b.wire, b.host, b.dec, b.state)
         while True:
             events = poller.poll()
             for efd, ev in events:
@@ -156,7 +155,7 @@ class CompiledSwitch:
             cnt[i, fp.TO_SELF] += 1
             return
         w = fp.tx_into(b.inbuf, n, b.wire, self.k, self.version, self.lut, self.dscp,
-                       self.tx_enable, cnt, i, b.vals, b.dec)
+                       self.tx_enable, cnt, i, b.dec)
         if w < 0:
             return
         cnt[i, fp.TO_WIRE_FRAMES] += 1
@@ -165,7 +164,7 @@ class CompiledSwitch:
             self._deliver(j, b.wire, w, b, cnt)
 
     def _deliver(self, j, wire, w, b, cnt):
-        h, bad = fp.rx_into(wire, w, b.host, self.dscp, self.enable, cnt, j, self.tabs, b.words)
+        h, bad = fp.rx_into(wire, w, b.host, self.dscp, self.enable, cnt, j, self.tabs)
         if bad:
             cnt[j, fp.FLAGGED] += 1
             if not self.deliver_flagged:

@@ -22,14 +22,14 @@ def _tx(frame, k, codec, dscp=10, enable=True):
     lo, hi = golden.k_range(codec)
     w = fp.tx_into(BUF.inbuf, len(frame), BUF.wire, k, 1 if codec == "paper" else 2,
                    fp.encode_lut(k, codec), dscp, enable and lo <= k <= hi, cnt, 0,
-                   BUF.vals, BUF.dec)
+                   BUF.dec)
     return (None if w < 0 else bytes(BUF.wire[:w])), cnt[0, fp.TX0:fp.RX0]
 
 
 def _rx(frame, dscp=10, enable=True):
     cnt = np.zeros((1, len(fp.COLUMNS)), np.int64)
     BUF.wire[:len(frame)] = np.frombuffer(frame, np.uint8)
-    h, bad = fp.rx_into(BUF.wire, len(frame), BUF.host, dscp, enable, cnt, 0, TABS, BUF.words)
+    h, bad = fp.rx_into(BUF.wire, len(frame), BUF.host, dscp, enable, cnt, 0, TABS)
     return (bytes(BUF.host[:h]), bool(bad)), cnt[0, fp.RX0:]
 
 
