@@ -389,7 +389,8 @@ class Bridge:
                 ("bytes out", "to_host_bytes"), ("compressed", "tx_compressed"),
                 ("fall-back", "tx_fallback"), ("bypassed", "tx_bypassed"),
                 ("decompressed", "rx_decompressed"), ("malformed", "rx_malformed"),
-                ("wire ratio", "wire_ratio"), ("misaligned", "misaligned"), ("lost", "lost")]
+                ("wire ratio", "wire_ratio"), ("misaligned", "misaligned"), ("lost", "lost"),
+                ("forged", "forged"), ("host errors", "host_errors")]
         lines = ["  ".join(f"{c:>12}" for c, _ in cols)]
         for i, r in enumerate(rows):
             vals = [str(i)] + [f"{r[k]:.2f}x" if k == "wire_ratio" else str(r[k])
