@@ -25,8 +25,9 @@ byte the NumPy model; "numpy": the NumPy model itself).
 The switch: by default the compiled one (drivers/nic_workers.py, drivers/fastpath.py):
 a worker thread per port, parse, match, rewrite, checksums, codec and TAP I/O compiled
 and run without the GIL, checked against golden frame for frame by the tests and, with
-`check_every=N`, on every N-th live frame. A rate limit, a lossy wire, captures, the
-RTL engine or impl="numpy" need the Python loop below (`switch="python"` forces it).
+`check_every=N`, on every N-th live frame; with captures, every frame is handed to
+Python to be written. A rate limit, a lossy wire, the RTL engine or impl="numpy" need
+the Python loop below (`switch="python"` forces it).
 
 Nothing outlives the bridge: every command started in a host (`run`, `popen`) gets its
 own process group, and a reaper process (drivers/reaper.py) kills those groups and
@@ -135,7 +136,6 @@ class Bridge:
             raise ValueError(f"check_every must be an integer >= 0, got {check_every!r}")
         self.check_every = check_every
         python_only = [why for why, on in (("a rate limit", rate_gbps), ("a lossy wire", drop),
-                                           ("captures", pcap_wire or pcap_host),
                                            ("the RTL engine", engine == "rtl"),
                                            ("impl='numpy'", impl == "numpy")) if on]
         if switch not in ("auto", "compiled", "python"):
@@ -207,7 +207,8 @@ class Bridge:
                     fds=self._fds, macs=[self.mac(i) for i in range(self.hosts)],
                     macs_table=self._macs, lock=self._lock, k=self.k, codec=self.codec,
                     dscp=self.dscp, enable=self.compress, deliver_flagged=self.deliver_flagged,
-                    check_every=self.check_every, stop_fd=self._stop_r)
+                    check_every=self.check_every, stop_fd=self._stop_r,
+                    pcaps=tuple(self._pcaps))
                 self._cs.start()
             else:
                 self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",

@@ -406,7 +406,8 @@ class Buffers:
         self.wire = np.zeros(FRAME_ROOM + 64, np.uint8)
         self.host = np.zeros(FRAME_ROOM + 64, np.uint8)
         self.dec = np.zeros(words, np.uint32)
-        self.state = np.zeros(4, np.int64)    # [in length, wire length, host length, sample countdown]
+        # [in length, wire length, host length, sample countdown, delivered]
+        self.state = np.zeros(5, np.int64)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -430,7 +431,9 @@ def pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_e
     empty or max_frames done), SLOW (the frame in inbuf[:st[0]] needs Python: a group,
     unknown or learned destination MAC or a source MAC that is no host's),
     SAMPLE (the frame just forwarded is left in inbuf, wire, host for a check against
-    golden; st[3] counts down to it), READ_ERROR (read(2) failed, counted)."""
+    golden; st[3] counts down to it), READ_ERROR (read(2) failed, counted). After each
+    frame read, st holds its length, its wire length and its length to the host (-1:
+    none) and whether it was delivered: with max_frames=1 the caller captures it."""
     me = macs[port]
     nh = macs.size
     done = 0
@@ -443,6 +446,9 @@ def pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_e
             return READ_ERROR, done
         done += 1
         st[0] = n
+        st[1] = -1
+        st[2] = -1
+        st[4] = 0
         if n < 14:
             cnt[port, FORGED] += 1
             continue
@@ -492,6 +498,7 @@ def pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_e
             else:
                 cnt[to, TO_HOST_FRAMES] += 1
                 cnt[to, TO_HOST_BYTES] += h
+                st[4] = 1
         if check_every > 0:
             st[3] -= 1
             if st[3] <= 0:

@@ -34,7 +34,7 @@ class GoldenMismatch(RuntimeError):
 
 class CompiledSwitch:
     def __init__(self, *, fds, macs, macs_table, lock, k, codec, dscp, enable, deliver_flagged,
-                 check_every, stop_fd):
+                 check_every, stop_fd, pcaps=(None, None)):
         n = len(fds)
         self.n, self.fds, self.k, self.codec, self.dscp = n, list(fds), k, codec, dscp
         self.enable, self.deliver_flagged = bool(enable), bool(deliver_flagged)
@@ -46,6 +46,10 @@ class CompiledSwitch:
         self.tabs = fp.tables()
         self.macs = np.array([int(m.replace(":", ""), 16) for m in macs], np.uint64)
         self.macs_table, self.lock, self.stop_fd = macs_table, lock, stop_fd
+        # Captures (wire, host): each frame is handed to Python to be written, in order.
+        self.wire_pcap, self.host_pcap = pcaps
+        self.capture = self.wire_pcap is not None or self.host_pcap is not None
+        self._pcap_lock = threading.Lock()
         self.fds_arr = np.array(self.fds, np.int32)
         self.cnt = [np.zeros((n, len(fp.COLUMNS)), np.int64) for _ in range(n + 1)]  # + control
         self.flows = [fp.FlowTable() for _ in range(n)]
@@ -113,7 +117,7 @@ class CompiledSwitch:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         poller.register(self.stop_fd, select.POLLIN)
-        args = (self.fds_arr, self.macs, _BATCH, self.k, self.version, self.lut, self.dscp,
+        args = (self.fds_arr, self.macs, 1 if self.capture else _BATCH, self.k, self.version, self.lut, self.dscp,
                 self.tx_enable, self.enable, self.deliver_flagged, self.check_every, self.tabs,
                 fl.keys, fl.isn, fl.state, cnt, b.inbuf, b.wire, b.host, b.dec, b.state)
         while True:
@@ -125,7 +129,9 @@ class CompiledSwitch:
                     cnt[i, fp.HOST_ERRORS] += 1     # this host's TAP is broken: only its port stops
                     poller.unregister(fd)
             while True:
-                code, _ = fp.pump(fd, i, *args)
+                code, done = fp.pump(fd, i, *args)
+                if self.capture and done and code != fp.SLOW:
+                    self._capture(b)
                 if code == fp.SLOW:
                     self._slow(i, bytes(b.inbuf[:b.state[0]]), b, fl, cnt)
                 elif code == fp.SAMPLE:
@@ -133,8 +139,24 @@ class CompiledSwitch:
                 else:
                     break
 
+    def _capture(self, b):
+        st = b.state
+        with self._pcap_lock:
+            if self.host_pcap is not None:
+                self.host_pcap.write(b.inbuf[:st[0]].tobytes())
+            if self.wire_pcap is not None and st[1] >= 0:
+                self.wire_pcap.write(b.wire[:st[1]].tobytes())
+            if self.host_pcap is not None and st[4]:
+                self.host_pcap.write(b.host[:st[2]].tobytes())
+
+    def _write_pcap(self, pcap, data):
+        if pcap is not None:
+            with self._pcap_lock:
+                pcap.write(bytes(data))
+
     def _slow(self, i, frame, b, fl, cnt):
         """A frame pump left to Python: learn its source, flood or forward it."""
+        self._write_pcap(self.host_pcap, frame)
         now = time.monotonic()
         with self.lock:
             self.macs_table.expire(now)
@@ -160,6 +182,7 @@ class CompiledSwitch:
             return
         cnt[i, fp.TO_WIRE_FRAMES] += 1
         cnt[i, fp.TO_WIRE_BYTES] += w
+        self._write_pcap(self.wire_pcap, b.wire[:w])
         for j in targets:
             self._deliver(j, b.wire, w, b, cnt)
 
@@ -178,6 +201,7 @@ class CompiledSwitch:
         else:
             cnt[j, fp.TO_HOST_FRAMES] += 1
             cnt[j, fp.TO_HOST_BYTES] += h
+            self._write_pcap(self.host_pcap, b.host[:h])
 
     def inject(self, i, frame):
         """A wire frame towards host i (through its RX only), from a control thread."""

@@ -157,3 +157,27 @@ def test_four_hosts_two_streams_at_once(grads):
     assert c[3]["rx_decompressed"] == c[0]["tx_compressed"]
     assert c[1]["rx_decompressed"] == c[2]["tx_compressed"]
     assert all(p["misaligned"] == 0 for p in c)
+
+
+def test_captures_of_the_compiled_switch_hold_every_frame(tmp_path):
+    """The wire capture holds every frame put on the wire, the host capture every frame
+    the hosts sent and were handed; each wire frame, through golden.rx_frame, is a frame
+    a host was handed."""
+    switch = "compiled"
+    from inceptionn.drivers.frames import read_pcap
+    x = np.random.default_rng(4).normal(0, 0.05, 300_000).astype(np.float32)
+    wire_p, host_p = tmp_path / "wire.pcap", tmp_path / "host.pcap"
+    with Bridge(2, mtu=9000, pcap_wire=wire_p, pcap_host=host_p, switch=switch) as br:
+        assert br.switch == switch
+        res = stream_floats(br, 0, 1, x)
+    c = br.counters()                  # after close: the captures are complete too
+    assert _same_bits(res.received, golden.roundtrip(x, 10))
+    wire, _ = read_pcap(wire_p)
+    host, _ = read_pcap(host_p)
+    assert len(wire) == sum(p["to_wire_frames"] for p in c)
+    assert len(host) == sum(p["from_host_frames"] + p["to_host_frames"] for p in c)
+    handed = set(host)
+    restored = [golden.rx_frame(w)[0] for w in wire]
+    assert sum(f in handed for f in restored) >= sum(p["to_host_frames"] for p in c)
+    assert sum(golden.packet_matcher(w) is not None and w[golden.packet_matcher(w).payload_offset + 2] == 0xC6
+               for w in wire) == c[0]["tx_compressed"] > 0
