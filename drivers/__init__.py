@@ -3,9 +3,11 @@
   inceptionn.drivers.sockets     tag a socket for NIC compression (IP_TOS 0x28); gradient
                                  sockets that keep every segment on a float boundary
   inceptionn.drivers.bridge      the software NIC: namespaces joined through the engines
-  inceptionn.drivers.nic_port    one port of it: TX and RX engines, counters, the alarm
+  inceptionn.drivers.nic_port    one port of it: TX and RX engines, counters, the misaligned-segment count
   inceptionn.drivers.nic_stream  streams between bridge hosts (tests, benchmarks, demo)
   inceptionn.drivers.netns       network namespaces and TAP devices that die with us
+  inceptionn.drivers.reaper      kills what a bridge started once it is gone (any signal)
+  inceptionn.drivers.mac_table   the switch's MAC table: hosts pinned, the rest learned
   inceptionn.drivers.tcp_align   stream offsets of tagged TCP segments
   inceptionn.drivers.mark        nftables rules that tag unmodified programs by port
   inceptionn.drivers.frames      gradient buffers as Ethernet/IPv4/TCP frames; pcap files

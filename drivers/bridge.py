@@ -18,34 +18,56 @@ compression shows up as time saved), `drop` (lose that fraction of wire frames, 
 hosts sent and received), `engine` ("golden" or "rtl"), `compress=False` (the same
 bridge with the engines disabled: its own overhead), `deliver_flagged` (hand frames the
 RX engine flags bad to the host instead of dropping them, as a driver would), `codec`
-("fast": the golden engine's payload work compiled, byte for byte the NumPy model;
-"numpy": the NumPy model itself).
+("bounded": wire format version 2, the default; "paper": version 1, the paper's codec;
+RX decodes both), `impl` ("fast": the golden engine's payload work compiled, byte for
+byte the NumPy model; "numpy": the NumPy model itself).
 
-Nothing outlives the bridge: the namespaces die with their holder processes, which die
-with the process that made them (drivers/netns.py), and the TAP devices go with them.
+The switch: by default the compiled one (drivers/nic_workers.py, drivers/fastpath.py):
+a worker thread per port, parse, match, rewrite, checksums, codec and TAP I/O compiled
+and run without the GIL, checked against golden frame for frame by the tests and, with
+`check_every=N`, on every N-th live frame; with captures, every frame is handed to
+Python to be written. A rate limit, a lossy wire, the RTL engine or impl="numpy" need
+the Python loop below (`switch="python"` forces it).
+
+Nothing outlives the bridge: every command started in a host (`run`, `popen`) gets its
+own process group, and a reaper process (drivers/reaper.py) kills those groups and
+every process left in the hosts' namespaces when the bridge closes or its process dies,
+by any signal, kill -9 included; the namespaces and TAP devices go with them. A Bridge
+may be made, used and closed from any thread.
+
+No host can stop or mislead the switch: a port whose TAP refuses a frame (a host whose
+link is down: EIO) drops and counts it; each host's MAC is pinned to its port, so a
+frame with another host's source MAC is dropped and counted (`forged`); other source
+MACs are learned with aging and a size limit (drivers/mac_table.py).
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
+import math
 import os
 import random
 import select
 import shlex
+import signal
 import subprocess
 import threading
 import time
 
 from .. import golden
 from ..golden.pcap import PcapWriter
-from .netns import Namespace, open_tap
-from .nic_port import CODECS, ENGINES, NicPort
+from . import fastpath as fp
+from .mac_table import FLOOD, FORGED, MacTable
+from .netns import Namespace, Reaper, open_tap
+from .nic_port import ENGINES, IMPLS, NicPort
+from .nic_workers import CompiledSwitch
 
 __all__ = ["Bridge", "BridgeError", "MAX_HOSTS", "IFNAME"]
 
 MAX_HOSTS = 16           # P = 8 workers and an aggregator, and room to spare
 MTUS = (1500, 9000)
+RATE_GBPS = (0.001, 1000.0)   # a slower wire would hold a frame for seconds
 _READ_BATCH = 64          # frames read from one TAP before moving on
 _QUEUE_LIMIT = 2 << 20    # wire bytes queued behind a rate-limited port before it stops reading
 _SUBNET = "10.77.0"
@@ -88,23 +110,44 @@ class Bridge:
                  dscp: int = golden.DSCP_DEFAULT, rate_gbps: float | None = None,
                  engine: str = "golden", compress: bool = True, pcap_wire=None, pcap_host=None,
                  drop: float = 0.0, seed: int = 0, deliver_flagged: bool = False,
-                 codec: str = "fast"):
+                 codec: str | None = None, impl: str = "fast", mac_limit: int = 1024,
+                 mac_age: float = 300.0, switch: str = "auto", check_every: int = 0):
         if isinstance(hosts, bool) or not isinstance(hosts, int) or not 2 <= hosts <= MAX_HOSTS:
             raise ValueError(f"hosts must be an integer in 2..{MAX_HOSTS}, got {hosts!r}")
         if mtu not in MTUS:
             raise ValueError(f"mtu must be one of {MTUS}, got {mtu!r}")
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-        if rate_gbps is not None and not (isinstance(rate_gbps, (int, float)) and rate_gbps > 0):
-            raise ValueError(f"rate_gbps must be a positive number or None, got {rate_gbps!r}")
+        if rate_gbps is not None and not (isinstance(rate_gbps, (int, float))
+                                          and RATE_GBPS[0] <= rate_gbps <= RATE_GBPS[1]):
+            raise ValueError(f"rate_gbps must be None or a number of Gb/s in "
+                             f"{RATE_GBPS[0]}..{RATE_GBPS[1]}, got {rate_gbps!r}")
         if not (isinstance(drop, (int, float)) and 0.0 <= drop < 1.0):
             raise ValueError(f"drop must be a fraction in [0, 1), got {drop!r}")
-        self.hosts, self.mtu, self.k, self.dscp = hosts, mtu, golden.check_k(k), golden.check_dscp(dscp)
+        codec = golden.CODEC_DEFAULT if codec is None else codec
+        self.codec = golden.check_codec(codec)
+        self.hosts, self.mtu, self.k, self.dscp = hosts, mtu, golden.check_k(k, codec), golden.check_dscp(dscp)
         self.rate_gbps, self.engine, self.compress, self.drop = rate_gbps, engine, compress, float(drop)
         self.deliver_flagged = bool(deliver_flagged)
-        if codec not in CODECS:
-            raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
-        self.codec = codec
+        if impl not in IMPLS:
+            raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+        self.impl = impl
+        if isinstance(check_every, bool) or not isinstance(check_every, int) or check_every < 0:
+            raise ValueError(f"check_every must be an integer >= 0, got {check_every!r}")
+        self.check_every = check_every
+        python_only = [why for why, on in (("a rate limit", rate_gbps), ("a lossy wire", drop),
+                                           ("the RTL engine", engine == "rtl"),
+                                           ("impl='numpy'", impl == "numpy")) if on]
+        if switch not in ("auto", "compiled", "python"):
+            raise ValueError(f"switch must be 'auto', 'compiled' or 'python', got {switch!r}")
+        if switch == "compiled" and python_only:
+            raise ValueError(f"the compiled switch does not do {', '.join(python_only)}")
+        self.switch = "python" if switch == "python" or python_only else "compiled"
+        if check_every and self.switch != "compiled":
+            raise ValueError("check_every is a check of the compiled switch")
+        self._cs: CompiledSwitch | None = None
+        self._macs = MacTable({}, limit=mac_limit, age=mac_age)   # checks both now
+        self._reaper = None
         self._pcap_paths = (pcap_wire, pcap_host)
         self._rng = random.Random(seed)
         self._ns: list[Namespace] = []
@@ -119,6 +162,7 @@ class Bridge:
         self._inject = collections.deque()
         self._time = dict.fromkeys(("read", "tx", "rx", "write"), 0.0)
         self._cpu = 0.0
+        self._final: list[dict] = []
 
     # ------------------------------------------------------------------ set-up
 
@@ -133,10 +177,16 @@ class Bridge:
 
     def start(self):
         try:
+            # The captures first: a path that cannot be written fails before any host exists.
+            for which, path in enumerate(self._pcap_paths):
+                if path is not None:
+                    self._pcaps[which] = PcapWriter(path)
+            self._reaper = Reaper()
             tag = f"{os.getpid() % 100000:05d}{next(_BRIDGE_IDS) % 100:02d}"
             for i in range(self.hosts):
                 ns = Namespace()
                 self._ns.append(ns)
+                self._reaper.watch_namespace(ns)
                 # TAP names need only be unique while they sit in the root namespace.
                 fd = open_tap(f"i{tag}h{i}", ns, mtu=self.mtu, addr=f"{self.addr(i)}/24",
                               mac=self.mac(i), ns_name=IFNAME)
@@ -146,14 +196,24 @@ class Bridge:
                 ns.run(["ip", "-6", "addr", "add", f"{self.addr6(i)}/64", "dev",
                         self.ifnames[-1], "nodad"])
                 self.ports.append(NicPort(i, k=self.k, dscp=self.dscp, engine=self.engine,
-                                          enable=self.compress, codec=self.codec))
-            for which, path in enumerate(self._pcap_paths):
-                if path is not None:
-                    self._pcaps[which] = PcapWriter(path)
+                                          enable=self.compress, impl=self.impl,
+                                          codec=self.codec))
+            self._macs = MacTable({bytes.fromhex(self.mac(i).replace(":", "")): i
+                                   for i in range(self.hosts)},
+                                  limit=self._macs.limit, age=self._macs.age)
             self._stop_r, self._stop_w = os.pipe()
-            self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",
-                                            daemon=True)
-            self._thread.start()
+            if self.switch == "compiled":
+                self._cs = CompiledSwitch(
+                    fds=self._fds, macs=[self.mac(i) for i in range(self.hosts)],
+                    macs_table=self._macs, lock=self._lock, k=self.k, codec=self.codec,
+                    dscp=self.dscp, enable=self.compress, deliver_flagged=self.deliver_flagged,
+                    check_every=self.check_every, stop_fd=self._stop_r,
+                    pcaps=tuple(self._pcaps))
+                self._cs.start()
+            else:
+                self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",
+                                                daemon=True)
+                self._thread.start()
         except BaseException:
             self.close()
             raise
@@ -165,10 +225,21 @@ class Bridge:
             os.write(self._stop_w, b"x")
             self._thread.join()
             self._thread = None
+        if self._cs is not None:
+            if self._cs._threads:
+                os.write(self._stop_w, b"x")
+                self._cs.join()
+            self._cpu = self._cs.cpu
+            self._error = self._error or self._cs.error
+            self._final = self._compiled_counters()
+            self._cs = None
         for fd in (self._stop_r, self._stop_w):
             if fd is not None:
                 os.close(fd)
         self._stop_r = self._stop_w = None
+        if self._reaper is not None:
+            self._reaper.close()        # every process started in a host, and the holders
+            self._reaper = None
         for fd in self._fds:
             os.close(fd)
         self._fds = []
@@ -222,6 +293,7 @@ class Bridge:
         """Run `cmd` (a shell string or an argv list) inside host i; CompletedProcess."""
         kw.setdefault("capture_output", True)
         kw.setdefault("text", True)
+        kw["start_new_session"] = True    # a group of its own, as popen()
         res = subprocess.run(self._argv(i, cmd), timeout=timeout, **kw)
         if check and res.returncode != 0:
             shown = cmd if isinstance(cmd, str) else shlex.join(cmd)
@@ -229,8 +301,32 @@ class Bridge:
         return res
 
     def popen(self, i: int, cmd, **kw) -> subprocess.Popen:
-        """Start `cmd` inside host i (a shell string or an argv list)."""
-        return subprocess.Popen(self._argv(i, cmd), **kw)
+        """Start `cmd` inside host i (a shell string or an argv list), in a process group
+        of its own that dies with the bridge (kill_group() ends it earlier)."""
+        kw["start_new_session"] = True
+        p = subprocess.Popen(self._argv(i, cmd), **kw)
+        try:
+            self._reaper.watch_group(p.pid)
+        except BaseException:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            raise
+        return p
+
+    def kill_group(self, p: subprocess.Popen, sig=signal.SIGKILL):
+        """Signal the whole process group of a command started with popen(); waits for it
+        if `sig` is SIGKILL."""
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            pass
+        if sig == signal.SIGKILL:
+            p.wait()
+
+    def mac_table_size(self) -> int:
+        """Learned MACs (the hosts' own, pinned, are not counted)."""
+        with self._lock:
+            return len(self._macs)
 
     def call(self, i: int, fn, *args, **kw):
         """fn(*args, **kw) with host i's network namespace (for creating sockets in it)."""
@@ -241,6 +337,9 @@ class Bridge:
         """Put `frame` on the wire towards host i, as if another NIC had sent it (tests
         of malformed traffic): it goes through host i's RX engine only."""
         self._check_host(i)
+        if self._cs is not None:
+            self._cs.inject(i, bytes(frame))
+            return
         self._inject.append((i, bytes(frame)))
         os.write(self._stop_w, b"i")
 
@@ -258,21 +357,41 @@ class Bridge:
     def counters(self) -> list[dict]:
         """Per port: frames and bytes from and to the host and on the wire, the spec's TX
         and RX counters, the wire ratio and the float-alignment counters."""
+        if self.switch == "compiled":
+            out = self._compiled_counters() if self._cs is not None else self._final
+            err = self._cs.error if self._cs is not None else self._error
+            if err is not None:
+                raise BridgeError(f"switch stopped: {err}") from err
+            return out
         with self._lock:
             out = [p.counters() for p in self.ports]
         if self._error is not None:
             raise BridgeError(f"switch stopped: {self._error}") from self._error
         return out
 
+    def _compiled_counters(self):
+        totals = self._cs.totals()
+        out = []
+        for i in range(self.hosts):
+            d = fp.counters_dict(totals[i])
+            d.update(lost=0, rtl_tx_frames=0, rtl_rx_frames=0, golden_checked=self._cs.checked)
+            d["wire_ratio"] = d["from_host_bytes"] / d["to_wire_bytes"] if d["to_wire_bytes"] else 1.0
+            out.append(d)
+        return out
+
     def report(self) -> str:
-        with self._lock:
-            rows = [p.counters() for p in self.ports]
+        if self.switch == "compiled":
+            rows = self._compiled_counters() if self._cs is not None else self._final
+        else:
+            with self._lock:
+                rows = [p.counters() for p in self.ports]
         cols = [("host", None), ("frames in", "from_host_frames"), ("bytes in", "from_host_bytes"),
                 ("wire bytes", "to_wire_bytes"), ("frames out", "to_host_frames"),
                 ("bytes out", "to_host_bytes"), ("compressed", "tx_compressed"),
                 ("fall-back", "tx_fallback"), ("bypassed", "tx_bypassed"),
                 ("decompressed", "rx_decompressed"), ("malformed", "rx_malformed"),
-                ("wire ratio", "wire_ratio"), ("misaligned", "misaligned"), ("lost", "lost")]
+                ("wire ratio", "wire_ratio"), ("misaligned", "misaligned"), ("lost", "lost"),
+                ("forged", "forged"), ("host errors", "host_errors")]
         lines = ["  ".join(f"{c:>12}" for c, _ in cols)]
         for i, r in enumerate(rows):
             vals = [str(i)] + [f"{r[k]:.2f}x" if k == "wire_ratio" else str(r[k])
@@ -287,8 +406,8 @@ class Bridge:
         writing TAPs (with pcaps), since start(); after close(), also the switch
         thread's CPU time in all (`switch_cpu`)."""
         with self._lock:
-            out = dict(self._time)
-        if self._thread is None:
+            out = dict(self._time) if self.switch == "python" else {}
+        if self._thread is None and self._cs is None:
             out["switch_cpu"] = self._cpu
         return out
 
@@ -304,7 +423,7 @@ class Bridge:
         n = self.hosts
         rate = self.rate_gbps * 1e9 if self.rate_gbps else None
         egress = [_Egress(rate) for _ in range(n)]
-        where: dict[bytes, int] = {}          # learned MAC -> port
+        macs = self._macs
         poller = select.poll()
         fd_port = {fd: i for i, fd in enumerate(self._fds)}
         reading = [True] * n
@@ -322,9 +441,14 @@ class Bridge:
                     if b"x" in os.read(self._stop_r, 64):
                         return
                     continue
-                if ev & (select.POLLERR | select.POLLNVAL):
-                    raise BridgeError(f"TAP of host {fd_port[fd]} went away")
                 i = fd_port[fd]
+                if ev & (select.POLLERR | select.POLLNVAL | select.POLLHUP):
+                    # One host's TAP is broken: that port stops reading, no other does.
+                    with self._lock:
+                        self.ports[i].stats.host_errors += 1
+                    poller.modify(fd, 0)
+                    reading[i] = None
+                    continue
                 frames = []
                 t0 = time.perf_counter()
                 for _ in range(_READ_BATCH):
@@ -332,14 +456,16 @@ class Bridge:
                         frames.append(os.read(fd, 65536))
                     except BlockingIOError:
                         break
+                    except OSError:
+                        with self._lock:
+                            self.ports[i].stats.host_errors += 1
+                        break
                 self._time["read"] += time.perf_counter() - t0
                 if not frames:
                     continue
                 if host_pcap is not None:
                     host_pcap.write_many(frames)
-                for f in frames:
-                    if len(f) >= 14:
-                        where[f[6:12]] = i
+                frames = self._admit(i, frames, time.monotonic())
                 t0 = time.perf_counter()
                 with self._lock:
                     wire = self.ports[i].to_wire(frames)
@@ -363,9 +489,9 @@ class Bridge:
                 # Consecutive frames for the same hosts go through RX as one batch.
                 batch, batch_targets = [], None
                 for f in due:
-                    dst = where.get(f[0:6]) if not f[0] & 1 else None
-                    targets = (dst,) if dst is not None and dst != i else \
-                              tuple(j for j in range(n) if j != i) if dst is None else ()
+                    dst = macs.lookup(f[0:6], now)
+                    targets = (dst,) if dst >= 0 and dst != i else \
+                              tuple(j for j in range(n) if j != i) if dst == FLOOD else ()
                     if targets != batch_targets and batch:
                         self._deliver(batch, batch_targets, wire_pcap, host_pcap)
                         batch = []
@@ -373,9 +499,29 @@ class Bridge:
                     batch_targets = targets
                 if batch:
                     self._deliver(batch, batch_targets, wire_pcap, host_pcap)
-                if not reading[i] and e.queued_bytes <= _QUEUE_LIMIT // 2:
+                if reading[i] is False and e.queued_bytes <= _QUEUE_LIMIT // 2:
                     poller.modify(self._fds[i], select.POLLIN)
                     reading[i] = True
+
+    def _admit(self, i, frames, now):
+        """The frames host i sent that the switch takes: no runts, no forged source MAC;
+        learns the rest."""
+        macs, st = self._macs, self.ports[i].stats
+        out = []
+        with self._lock:
+            macs.expire(now)
+            for f in frames:
+                if len(f) < 14:
+                    st.forged += 1
+                    continue
+                got = macs.learn(f[6:12], i, now)
+                if got == FORGED:
+                    st.forged += 1
+                    continue
+                if got < FORGED:
+                    st.mac_table_full += 1
+                out.append(f)
+        return out
 
     def _deliver(self, wire_frames, targets, wire_pcap, host_pcap):
         if wire_pcap is not None:
@@ -399,6 +545,9 @@ class Bridge:
                         os.write(self._fds[j], f)
                     except BlockingIOError:
                         port.stats.host_queue_drops += 1
+                        continue
+                    except OSError:       # EIO: host j's link is down; only j misses it
+                        port.stats.host_errors += 1
                         continue
                     port.stats.to_host_frames += 1
                     port.stats.to_host_bytes += len(f)

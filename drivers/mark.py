@@ -121,6 +121,24 @@ def delete(ports=None) -> list[Mark]:
                 removed.append(mark)
     if want is not None and not removed:
         raise MarkError(f"no inceptionn mark for ports {want[0]}-{want[1]}")
-    if not _rules():
-        _nft(["delete", "table", "inet", TABLE])
+    _drop_if_empty()
     return removed
+
+
+def _drop_if_empty():
+    """Remove our chain once it holds no rule, and the table once it holds nothing else:
+    rules, chains or sets someone else put there stay."""
+    try:
+        items = json.loads(_nft(["-j", "list", "table", "inet", TABLE])).get("nftables", [])
+    except MarkError as e:
+        if "No such file or directory" in str(e):
+            return
+        raise
+    objects = [(kind, body) for item in items for kind, body in item.items()
+               if kind not in ("metainfo", "table")]
+    ours_empty = not any(kind == "rule" and body.get("chain") == _CHAIN for kind, body in objects)
+    others = [o for o in objects if not (o[0] == "chain" and o[1].get("name") == _CHAIN)]
+    if not others:
+        _nft(["delete", "table", "inet", TABLE])
+    elif ours_empty and any(kind == "chain" and body.get("name") == _CHAIN for kind, body in objects):
+        _nft(["delete", "chain", "inet", TABLE, _CHAIN])

@@ -1,10 +1,13 @@
 """Network namespaces that cannot outlive their owner, and TAP devices inside them.
 
-A namespace here is held open by a child process (`unshare --net`) that the kernel kills
-when its parent dies (PR_SET_PDEATHSIG), so a bridge that exits, is interrupted or is
-SIGKILLed leaves no namespace behind: the last process in it is gone, and with it the
-namespace and the TAP device that was moved into it. There are no names in /run/netns to
-clean up, and a second run right after a killed one starts from nothing.
+A namespace here is held open by a child process (`unshare --net`) that exits when its
+stdin reaches EOF: the write end of that pipe is only in the process that made it, and
+the kernel closes it when that process ends, by any means (kill -9 included). Not
+PR_SET_PDEATHSIG: that signal follows the *thread* that forked the child, so a namespace
+made from a worker thread would die with the thread. Processes started inside a host
+keep its namespace alive, so a Reaper (drivers/reaper.py) kills them when the owner
+goes. There are no names in /run/netns to clean up, and a second run right after a
+killed one starts from nothing.
 
 Commands run inside a host through `nsenter --net=/proc/<holder>/ns/net`; Python sockets
 are created inside one by a short-lived thread that calls setns(2) (the network namespace
@@ -17,15 +20,14 @@ import ctypes
 import fcntl
 import os
 import shutil
-import signal
 import struct
 import subprocess
+import sys
 import threading
 
-__all__ = ["NetnsUnavailable", "Namespace", "open_tap", "netns_available"]
+__all__ = ["NetnsUnavailable", "Namespace", "Reaper", "open_tap", "netns_available"]
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_PR_SET_PDEATHSIG = 1
 _CLONE_NEWNET = 0x40000000
 _TUNSETIFF = 0x400454CA
 _IFF_TAP = 0x0002
@@ -48,11 +50,6 @@ def netns_available() -> str | None:
     return None
 
 
-def _die_with_parent():
-    # Runs in the child between fork and exec.
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
 class Namespace:
     """One network namespace, alive while this object (and its process) is."""
 
@@ -60,11 +57,12 @@ class Namespace:
         why = netns_available()
         if why:
             raise NetnsUnavailable(why)
-        # `unshare --net` execs `sleep` inside the new namespace; its stdout tells us it
-        # got there (the namespace exists once the process is running the command).
+        # `unshare --net` runs the shell inside the new namespace; its stdout tells us it
+        # got there. `read` returns at EOF on stdin: when this process is gone. Its own
+        # session: a terminal's Ctrl-C reaches the owner, which then cleans up.
         self._proc = subprocess.Popen(
-            ["unshare", "--net", "sh", "-c", "echo ready; exec sleep infinity"],
-            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+            ["unshare", "--net", "sh", "-c", "echo ready; read _; exit 0"],
+            stdout=subprocess.PIPE, stdin=subprocess.PIPE, start_new_session=True)
         line = self._proc.stdout.readline()
         if line.strip() != b"ready":
             self.close()
@@ -118,11 +116,58 @@ class Namespace:
                 self._proc.kill()
             self._proc.wait()
             self._proc.stdout.close()
+            self._proc.stdin.close()
             self._proc = None
 
     def __del__(self):
         if getattr(self, "_proc", None) is not None and self._proc.poll() is None:
             self._proc.kill()
+
+
+class Reaper:
+    """Kills every process in the given namespaces and process groups once this object
+    is closed or this process is gone by any means (drivers/reaper.py)."""
+
+    def __init__(self):
+        self._proc = subprocess.Popen(
+            [sys.executable, "-I", os.path.join(os.path.dirname(__file__), "reaper.py")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        self._lock = threading.Lock()
+        if self._proc.stdout.readline().strip() != "ready":
+            self.close()
+            raise RuntimeError("the reaper process did not start")
+
+    def _tell(self, line):
+        with self._lock:
+            if self._proc is None:
+                raise RuntimeError("reaper is closed")
+            self._proc.stdin.write(line + "\n")
+            self._proc.stdin.flush()
+            if self._proc.stdout.readline().strip() != "ok":
+                raise RuntimeError("the reaper process is gone")
+
+    def watch_namespace(self, ns: "Namespace"):
+        self._tell(f"ns {ns.pid}")
+
+    def watch_group(self, pgid: int):
+        self._tell(f"pg {int(pgid)}")
+
+    def forget_group(self, pgid: int):
+        self._tell(f"unpg {int(pgid)}")
+
+    def close(self, timeout: float = 30.0):
+        """Kill everything watched now; returns once it is gone."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        proc.stdin.close()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
 
 
 def open_tap(name: str, ns: Namespace, *, mtu: int, addr: str, mac: str,

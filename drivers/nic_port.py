@@ -1,5 +1,5 @@
 """One port of the software NIC: the TX engine on frames a host sends, the RX engine on
-frames it receives, with the spec's counters and the float-alignment alarm.
+frames it receives, with the spec's counters and the misaligned-segment counter.
 
 Engines: "golden" (the bit-exact model, golden.tx_frame / rx_frame) or "rtl" (the
 Verilated CompressionEngine and DecompressionEngine in the compiled loop,
@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field
 from .. import golden
 from .tcp_align import StreamOffsets
 
-__all__ = ["ENGINES", "CODECS", "NicPort", "PortStats", "RtlMismatch"]
+__all__ = ["ENGINES", "IMPLS", "NicPort", "PortStats", "RtlMismatch"]
 
 ENGINES = ("golden", "rtl")
-CODECS = ("fast", "numpy")
+IMPLS = ("fast", "numpy")       # the golden engine's payload work: compiled or the NumPy model
 
 
 class RtlMismatch(RuntimeError):
@@ -35,6 +35,9 @@ class PortStats:
     to_host_bytes: int = 0
     lost: int = 0              # wire frames dropped by the lossy-wire option
     host_queue_drops: int = 0  # frames the receiving host's TAP had no room for
+    host_errors: int = 0       # frames its TAP refused otherwise (EIO: the host's link is down)
+    forged: int = 0            # frames from this host with another host's or a group source MAC
+    mac_table_full: int = 0    # frames whose source MAC was not learned: the table was full
     flagged: int = 0           # frames the RX engine flagged bad (tuser)
     rtl_tx_frames: int = 0     # frames the RTL TX engine processed (golden confirmed each)
     rtl_rx_frames: int = 0     # frames the RTL RX engine processed (golden confirmed each)
@@ -49,25 +52,26 @@ class PortStats:
 
 class NicPort:
     def __init__(self, index: int, *, k: int, dscp: int, engine: str = "golden",
-                 enable: bool = True, codec: str = "fast"):
+                 enable: bool = True, impl: str = "fast", codec: str = golden.CODEC_DEFAULT):
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-        if codec not in CODECS:
-            raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
+        if impl not in IMPLS:
+            raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+        self.codec = golden.check_codec(codec)
         # The golden engine's payload work: the compiled fast path (byte for byte the
         # NumPy model, tests/test_golden_fast.py) or the NumPy model itself. The RTL is
         # always checked against the NumPy model.
-        self._codec = golden.fast.FAST if codec == "fast" and engine == "golden" else None
+        self._codec = golden.fast.FAST if impl == "fast" and engine == "golden" else None
         if self._codec is not None:
             golden.fast.warm_up()
-        self.index, self.k, self.dscp, self.enable = index, golden.check_k(k), golden.check_dscp(dscp), enable
+        self.index, self.k, self.dscp, self.enable = index, golden.check_k(k, codec), golden.check_dscp(dscp), enable
         self.engine = engine
         self.stats = PortStats()
         self.offsets = StreamOffsets()
         self._tx_rtl = self._rx_rtl = None
         if engine == "rtl":
             from ..rtl.rtl_loop import FastEngine
-            self._tx_rtl = FastEngine("tx", k=k, dscp=dscp, enable=enable)
+            self._tx_rtl = FastEngine("tx", k=k, dscp=dscp, enable=enable, codec=self.codec)
             self._rx_rtl = FastEngine("rx", dscp=dscp, enable=enable)
 
     def to_wire(self, frames: list[bytes]) -> list[bytes]:
@@ -78,11 +82,8 @@ class NicPort:
             st.from_host_frames += 1
             st.from_host_bytes += len(f)
             self.offsets.observe(f, self.dscp if self.enable else None)
-            # The Verilated TX here writes wire format version 1 only; golden's default
-            # codec (the bounded one, version 2) otherwise.
             want.append(golden.tx_frame(f, k=self.k, dscp=self.dscp, enable=self.enable,
-                                        counters=st.tx, impl=self._codec,
-                                        codec="paper" if self.engine == "rtl" else golden.CODEC_DEFAULT))
+                                        counters=st.tx, impl=self._codec, codec=self.codec))
         if self._tx_rtl is not None:
             got = self._tx_rtl.run(frames)
             for i, (g, w) in enumerate(zip(got, want)):

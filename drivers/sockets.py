@@ -27,6 +27,7 @@ __all__ = [
     "get_dscp",
     "compressed",
     "gradient_socket",
+    "GradientSocket",
     "GRADIENT_MSS",
     "send_floats",
     "recv_floats_into",
@@ -114,6 +115,68 @@ def compressed(sock, dscp: int = DSCP_COMPRESS):
             _set_dscp(sock, old >> 2)
 
 
+def _whole_floats(data) -> memoryview:
+    """`data` as bytes if it is whole float32 values, else ValueError (never sent)."""
+    if isinstance(data, np.ndarray):
+        if data.dtype != np.float32:
+            raise ValueError(f"a gradient socket carries float32 only, got a {data.dtype} array")
+        data = np.ascontiguousarray(data)
+    view = memoryview(data).cast("B")
+    if view.nbytes % 4:
+        raise ValueError(
+            f"a gradient socket carries whole float32 values only: a write of {view.nbytes} "
+            "bytes is not a multiple of 4 (the NIC would read every later value shifted "
+            "and compress it wrong; send other data on an untagged socket)")
+    return view
+
+
+class GradientSocket(socket.socket):
+    """A tagged TCP socket whose writes are whole float32 values (gradient_socket()).
+
+    send / sendall / sendmsg / sendto refuse a buffer that is not a multiple of 4 bytes,
+    or a NumPy array that is not float32: such a write is what shifts every later float
+    against the NIC's 4-byte grid, and the misaligned counter cannot see it when the
+    write also starts the segments (docs/host-contract.md). A short send() is completed
+    to the next float boundary before it returns, so the stream offset of every write
+    stays a multiple of 4. Accepted sockets are GradientSockets too. What it cannot
+    refuse: 4-byte-multiple data that is not floats (an int32 length prefix): that is
+    compressed as floats and changed; keep it off tagged sockets."""
+
+    def accept(self):
+        fd, addr = self._accept()
+        conn = GradientSocket(self.family, self.type, self.proto, fileno=fd)
+        if socket.getdefaulttimeout() is None and self.gettimeout():
+            conn.setblocking(True)
+        return conn, addr
+
+    def send(self, data, flags=0):
+        view = _whole_floats(data)
+        n = super().send(view, flags)
+        if n % 4:        # finish the float it stopped in
+            super().sendall(view[n:n + 4 - n % 4], flags)
+            n += 4 - n % 4
+        return n
+
+    def sendall(self, data, flags=0):
+        super().sendall(_whole_floats(data), flags)
+
+    def sendto(self, data, *args):
+        return super().sendto(_whole_floats(data), *args)
+
+    def sendmsg(self, buffers, *args):
+        views = [_whole_floats(b) if isinstance(b, np.ndarray) else memoryview(b).cast("B")
+                 for b in buffers]
+        flat = _whole_floats(b"".join(views))
+        n = super().sendmsg(views, *args)
+        if n % 4:        # finish the float it stopped in
+            super().sendall(flat[n:n + 4 - n % 4])
+            n += 4 - n % 4
+        return n
+
+    def sendfile(self, file, offset=0, count=None):
+        raise ValueError("a gradient socket carries float32 from send_floats only, not files")
+
+
 def gradient_socket(family=socket.AF_INET, *, dscp: int = DSCP_COMPRESS, mss: int = GRADIENT_MSS,
                     bufsize: int = GRADIENT_BUFSIZE) -> socket.socket:
     """A new TCP socket that is safe to tag: every segment starts on a float boundary.
@@ -129,9 +192,9 @@ def gradient_socket(family=socket.AF_INET, *, dscp: int = DSCP_COMPRESS, mss: in
       next write; with whole-float writes every segment boundary is a float boundary
       either way, but no write waits for an ACK.
     - large send and receive buffers, so a chunk goes out as one write.
-    Write whole float32 arrays only (`send_floats`); a short write resumes where it
-    stopped, which is still a multiple of 4 bytes into the stream only if every write
-    was. IPv6 raises ValueError: the engines match IPv4 only.
+    Write whole float32 arrays only (`send_floats`): the socket is a GradientSocket,
+    which refuses any write that is not whole float32 values. IPv6 raises ValueError:
+    the engines match IPv4 only.
     """
     if family != socket.AF_INET:
         raise ValueError(f"gradient sockets are IPv4 only (got {family!r}): the NIC engines "
@@ -141,7 +204,7 @@ def gradient_socket(family=socket.AF_INET, *, dscp: int = DSCP_COMPRESS, mss: in
         raise ValueError(f"mss must be a multiple of 4 in 88..65495, got {mss!r}")
     if not isinstance(bufsize, int) or bufsize < 65536:
         raise ValueError(f"bufsize must be an integer >= 65536, got {bufsize!r}")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = GradientSocket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

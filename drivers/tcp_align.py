@@ -4,8 +4,10 @@ The NIC compresses every 4 payload bytes of a tagged segment as one float32. Tha
 only what the sender meant if the segment's first payload byte sits at a stream offset
 that is a multiple of 4. The NIC cannot know the offset (it has no connection state), so
 it compresses such a segment anyway and the receiver gets corrupted values; the software
-NIC tracks each flow from its SYN and counts those segments: the counter is the alarm
-(docs/host-contract.md).
+NIC tracks each flow from its SYN and counts those segments. It sees segment starts
+only: a write that puts a non-float prefix before the floats shifts every value yet
+keeps every segment start on a multiple of 4, and is not counted
+(docs/host-contract.md says exactly what is and is not caught).
 """
 
 from __future__ import annotations

@@ -39,9 +39,11 @@ class PcapWriter:
     def write(self, frame: bytes, ts_ns: int | None = None) -> None:
         ts = time.time_ns() if ts_ns is None else int(ts_ns)
         if ts < 0:
-            raise ValueError(f"negative timestamp {ts}")
+            raise PcapError(f"negative timestamp {ts}")
         data = bytes(frame)[:self._snaplen]
         sec, frac = divmod(ts, 1_000_000_000)
+        if sec > 0xFFFFFFFF:   # the classic pcap header keeps seconds in 32 bits
+            raise PcapError(f"timestamp {ts} ns is past what a pcap holds (2^32 s)")
         self._f.write(struct.pack("<IIII", sec, frac // self._unit, len(data), len(frame)))
         self._f.write(data)
 

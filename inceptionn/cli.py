@@ -46,6 +46,24 @@ def _dscp(text):
         raise argparse.ArgumentTypeError(f"DSCP must be an integer in 0..63, got {text!r}") from None
 
 
+def _npy_claims_too_much(path):
+    """A message if the .npy header claims more data than the file holds (numpy would
+    try to allocate it all first), else None."""
+    import os
+    try:
+        with open(path, "rb") as f:
+            read = {(1, 0): np.lib.format.read_array_header_1_0,
+                    (2, 0): np.lib.format.read_array_header_2_0}[np.lib.format.read_magic(f)]
+            shape, _, dtype = read(f)
+            have = os.fstat(f.fileno()).st_size - f.tell()
+    except Exception:  # not an .npy: np.load below says why
+        return None
+    want = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if want > have:
+        return f"{path}: the header claims shape {shape} ({want} bytes), the file holds {have}"
+    return None
+
+
 def _k_for(args):
     """The error bound's k, checked against the chosen codec's range (paper 1..126,
     bounded 1..16); a ValueError is a user error (exit status 2)."""
@@ -53,9 +71,11 @@ def _k_for(args):
 
 
 def _load_float32(path):
+    if (why := _npy_claims_too_much(path)) is not None:
+        raise CliError(why)
     try:
         a = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
+    except (OSError, ValueError, EOFError, MemoryError) as exc:
         raise CliError(f"cannot read {path}: {exc}") from None
     if not isinstance(a, np.ndarray):
         raise CliError(f"{path}: expected a single .npy array, not an .npz archive")

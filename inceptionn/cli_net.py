@@ -3,6 +3,7 @@
   inceptionn nic bridge [--hosts 2] [--mtu 1500|9000] [--error-bound 2^-10] [--dscp 10]
                         [--rate GBPS] [--pcap-wire F] [--pcap-host F] [--engine golden|rtl]
                         [--drop FRACTION] [--seed N] [--run I CMD]... [--duration S]
+                        [--codec bounded|paper] [--check-golden N] [--switch auto|compiled|python]
   inceptionn mark add|del|list [--port 5000-5100] [--dscp 10]
 
 The bridge runs until Ctrl-C, SIGTERM, `--duration` seconds, or (with `--run`) until
@@ -12,6 +13,7 @@ exit. Commands given with `--run I CMD` run inside host I (a shell command line)
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -19,7 +21,7 @@ import time
 
 from . import golden
 from .drivers import mark as marks
-from .drivers.bridge import MAX_HOSTS, MTUS, Bridge
+from .drivers.bridge import MAX_HOSTS, MTUS, RATE_GBPS, Bridge
 from .drivers.netns import netns_available
 
 __all__ = ["add_bridge", "add_mark"]
@@ -35,7 +37,7 @@ def _raise_stop(signum, frame):
 
 def _print_hosts(br):
     print(f"bridge up: {br.hosts} hosts, MTU {br.mtu}, error bound 2^-{br.k}, DSCP {br.dscp}, "
-          f"engine {br.engine}" + (f", {br.rate_gbps} Gb/s per port" if br.rate_gbps else ""))
+          f"engine {br.engine}, codec {br.codec}, {br.switch} switch" + (f", {br.rate_gbps} Gb/s per port" if br.rate_gbps else ""))
     for i in range(br.hosts):
         print(f"  host {i}: {br.addr(i)}  {br.addr6(i)}  {br.ifnames[i]}  "
               f"enter: nsenter --net={br.netns_path(i)} <command>")
@@ -55,7 +57,8 @@ def _cmd_bridge(args, error):
     procs, status = [], 0
     br = Bridge(args.hosts, mtu=args.mtu, k=args.error_bound, dscp=args.dscp,
                 rate_gbps=args.rate, engine=args.engine, pcap_wire=args.pcap_wire,
-                pcap_host=args.pcap_host, drop=args.drop, seed=args.seed)
+                pcap_host=args.pcap_host, drop=args.drop, seed=args.seed, codec=args.codec,
+                switch=args.switch, check_every=args.check_golden)
     try:
         br.start()
         _print_hosts(br)
@@ -77,9 +80,7 @@ def _cmd_bridge(args, error):
         status = 130 if str(stop) == "SIGINT" else 143
     finally:
         for _, _, p in procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
+            br.kill_group(p)              # the whole group: a shell's children too
         for s, h in old.items():
             signal.signal(s, h)
         report = br.report() if br.ports else ""
@@ -138,6 +139,15 @@ def add_bridge(nic_sub, error_bound, dscp, error):
                                   "stops when all have exited")
     p.add_argument("--duration", type=float, default=None, metavar="S",
                    help="stop after S seconds")
+    p.add_argument("--codec", choices=golden.CODECS, default=None,
+                   help="value codec on the wire: bounded (wire version 2, the default) or "
+                        "paper (version 1); RX decodes both")
+    p.add_argument("--check-golden", type=int, default=0, metavar="N",
+                   help="check every N-th frame of the compiled switch against the golden "
+                        "model; a difference stops the bridge (default 0: off)")
+    p.add_argument("--switch", choices=("auto", "compiled", "python"), default="auto",
+                   help="compiled per-port workers (default where possible) or the Python loop "
+                        "(needed by --rate, --drop, --engine rtl)")
     p.set_defaults(func=lambda a: _cmd_bridge(_fix_run(a, error), error))
 
 
@@ -149,10 +159,38 @@ def _fix_run(args, error):
         except ValueError:
             raise error(f"--run takes a host index and a command, got {i!r}") from None
     args.run = runs
-    if args.rate is not None and args.rate <= 0:
-        raise error("--rate must be a positive number of Gb/s")
+    # Every number checked before any namespace exists: one line, exit status 2.
+    lo, hi = RATE_GBPS
+    if args.rate is not None and not lo <= args.rate <= hi:
+        raise error(f"--rate must be a number of Gb/s in {lo:g}..{hi:g}, got {args.rate!r}")
     if not 0.0 <= args.drop < 1.0:
-        raise error("--drop must be a fraction in [0, 1)")
+        raise error(f"--drop must be a fraction in [0, 1), got {args.drop!r}")
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        raise error(f"--duration must be a positive number of seconds, got {args.duration!r}")
+    if args.check_golden < 0:
+        raise error(f"--check-golden must be an integer >= 0, got {args.check_golden}")
+    if args.codec is None:
+        args.codec = golden.CODEC_DEFAULT
+    try:
+        args.error_bound = golden.check_k(args.error_bound, args.codec)
+    except ValueError as e:
+        raise error(f"--error-bound: {e}") from None
+    uses_python = args.rate is not None or args.drop or args.engine == "rtl"
+    if args.switch == "compiled" and uses_python:
+        raise error("--switch compiled: --rate, --drop and --engine rtl need the Python switch")
+    if args.check_golden and (args.switch == "python" or uses_python):
+        raise error("--check-golden checks the compiled switch")
+    if not 0 <= args.seed < 2**63:
+        raise error(f"--seed must be an integer in 0..2^63-1, got {args.seed}")
+    for opt in ("pcap_wire", "pcap_host"):
+        path = getattr(args, opt)
+        if path is None:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise error(f"--{opt.replace('_', '-')} {path}: folder {folder} does not exist")
+        if not os.access(folder, os.W_OK) or os.path.isdir(path):
+            raise error(f"--{opt.replace('_', '-')} {path}: cannot write there")
     return args
 
 

@@ -2,8 +2,9 @@
 `gradient_socket()` + `send_floats()` do about it (docs/host-contract.md).
 
 Each case sends 4 MB of float32 through the bridge on a tagged socket set up the way the
-case says and reads the bridge's misaligned-segment counter, which is the NIC's only
-alarm: it cannot know a segment's stream offset, so it compresses it anyway.
+case says and reads the bridge's misaligned-segment counter: the NIC cannot know a
+segment's stream offset, so it compresses it anyway; the counter sees segment starts,
+not what the bytes are.
 """
 
 import socket
@@ -60,7 +61,7 @@ def test_a_write_that_is_not_whole_floats_shifts_every_later_segment():
     with Bridge(2, mtu=1500) as br:
         got, c = _send(br, [b[:4001], b[4001:]])      # the first write ends mid-float
     assert _misaligned(c) > 0.9 * c["tagged_tcp_segments"]
-    # The receiver gets wrong values, and nothing tells it so: the counter is the alarm.
+    # The receiver gets wrong values; only the counter tells.
     assert len(got) == len(b) and got != golden.roundtrip(X, 10).tobytes()
 
 
@@ -111,3 +112,37 @@ def test_cases_that_stay_aligned(case):
         got, c = _send(br, writes, sender=sender)
     assert _misaligned(c) == 0
     assert got == golden.roundtrip(X, 10).tobytes()
+
+
+def test_a_gradient_socket_refuses_writes_that_are_not_whole_floats():
+    """A short prefix in the same write as the floats: every segment starts on a 4-byte
+    stream offset, so the misaligned counter reads 0, yet every value is shifted. The
+    counter cannot catch that; the gradient socket refuses the write instead."""
+    b = X.tobytes()
+    with Bridge(2, mtu=1500) as br:
+        got, c = _send(br, [b"abc" + b[:-4]])
+        assert _misaligned(c) == 0 and got != golden.roundtrip(X, 10).tobytes()[:len(got)]
+
+        def refusals():
+            s = sockets.gradient_socket()
+            with s:
+                out = []
+                for data in (b"abc" + b, b[:4001], X.astype(np.float64), np.arange(8, dtype=np.int32)):
+                    for send in (s.send, s.sendall):
+                        try:
+                            send(data)
+                        except ValueError as e:
+                            out.append(str(e))
+                try:
+                    s.sendmsg([b"ab", b"c"])
+                except ValueError as e:
+                    out.append(str(e))
+                return out
+        msgs = br.call(0, refusals)
+    assert len(msgs) == 9 and all("float32" in m for m in msgs), msgs
+    # Whole floats still go, and an accepted socket is a gradient socket too.
+    with Bridge(2, mtu=1500) as br:
+        res = stream_floats(br, 0, 1, X)
+        c = br.counters()[0]
+    assert _misaligned(c) == 0
+    assert np.array_equal(res.received.view(np.uint32), golden.roundtrip(X, 10).view(np.uint32))

@@ -137,3 +137,79 @@ def test_kill_9_leaves_nothing_and_the_next_run_works():
 def test_bad_arguments_are_clear_errors(argv, message):
     res = subprocess.run(CLI + argv, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and message in res.stderr, res.stderr
+
+
+def _huge_npy(tmp_path):
+    p = tmp_path / "huge.npy"
+    with open(p, "wb") as f:
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": "<f4", "fortran_order": False, "shape": (10**11,)})
+        f.write(b"\0" * 16)
+    return str(p)
+
+
+def _late_pcap(tmp_path):
+    """A microsecond pcap whose one frame is stamped 0xFFFFFFFF s and 0xFFFFFFFF us:
+    read fine, but past what a pcap can hold once normalized to ns."""
+    import struct
+    p = tmp_path / "late.pcap"
+    frame = b"\xff" * 6 + b"\x02" * 6 + b"\x08\x06" + b"\0" * 46
+    p.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+                  + struct.pack("<IIII", 0xFFFFFFFF, 0xFFFFFFFF, len(frame), len(frame)) + frame)
+    return str(p)
+
+
+@pytest.mark.parametrize("make_argv, message", [
+    (lambda t: ["roundtrip", _huge_npy(t), str(t / "o.npy")], "the header claims shape"),
+    (lambda t: ["stats", _huge_npy(t)], "the header claims shape"),
+    (lambda t: ["nic", "tx", _late_pcap(t), str(t / "o.pcap")], "past what a pcap holds"),
+    (lambda t: ["nic", "bridge", "--pcap-wire", str(t / "missing" / "w.pcap")], "does not exist"),
+    (lambda t: ["nic", "bridge", "--pcap-host", str(t)], "cannot write there"),
+    (lambda t: ["nic", "bridge", "--duration", "nan"], "--duration"),
+    (lambda t: ["nic", "bridge", "--duration", "-1"], "--duration"),
+    (lambda t: ["nic", "bridge", "--rate", "1e-12"], "--rate"),
+    (lambda t: ["nic", "bridge", "--rate", "inf"], "--rate"),
+    (lambda t: ["nic", "bridge", "--drop", "nan"], "--drop"),
+    (lambda t: ["nic", "bridge", "--seed", "-1"], "--seed"),
+])
+def test_bad_numbers_and_files_are_one_line_before_any_host_exists(tmp_path, make_argv, message):
+    res = subprocess.run(CLI + make_argv(tmp_path), capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert res.stderr.count("\n") == 1 and message in res.stderr, res.stderr
+    assert "bridge up" not in res.stdout        # no namespace was built
+
+
+@pytest.mark.skipif(shutil.which("nft") is None,
+                    reason="the nft command is missing (`make setup` installs nftables as root)")
+def test_mark_del_removes_only_its_own_rules():
+    """Inside a fresh namespace (nftables state is per network namespace): rules and
+    chains someone else put in the `inet inceptionn` table survive `mark del`."""
+    from inceptionn.drivers.netns import Namespace
+    ns = Namespace()
+    try:
+        def cli(*argv):
+            return ns.run(CLI + list(argv), check=False)
+
+        def nft(*argv):
+            return ns.run(["nft", *argv], check=False)
+
+        assert cli("mark", "add", "--port", "5000").returncode == 0
+        assert nft("add", "chain", "inet", "inceptionn", "other",
+                   "{ type filter hook input priority 0; }").returncode == 0
+        assert nft("add", "rule", "inet", "inceptionn", "other", "tcp", "dport", "22",
+                   "counter").returncode == 0
+        assert nft("add", "rule", "inet", "inceptionn", "tag", "udp", "dport", "53",
+                   "counter").returncode == 0
+        res = cli("mark", "del")
+        assert res.returncode == 0 and "removed ports 5000-5000" in res.stdout, res.stderr
+        left = nft("list", "table", "inet", "inceptionn").stdout
+        assert "dport 22 counter" in left and "dport 53 counter" in left, left
+        assert "dscp set" not in left
+        assert cli("mark", "list").stdout == ""
+        # With only its own rules left, the table goes.
+        assert nft("delete", "table", "inet", "inceptionn").returncode == 0
+        assert cli("mark", "add", "--port", "6000-6001").returncode == 0
+        assert cli("mark", "del", "--port", "6000-6001").returncode == 0
+        assert nft("list", "table", "inet", "inceptionn").returncode != 0
+    finally:
+        ns.close()

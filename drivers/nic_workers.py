@@ -1,0 +1,228 @@
+"""The bridge's compiled switch: one worker thread per host port, each running
+drivers/fastpath.pump (nogil) on the frames its host sends, so the ports run on as many
+cores as there are, and Python runs only between batches: for the slow path (broadcasts,
+learned MACs), the sampled golden check, and to count.
+
+A frame goes through pump when its source MAC is its host's and its destination MAC is
+another host's (every frame of a tagged stream); anything else stops the batch at that
+frame and goes through `_slow` here, with the same compiled TX and RX and the MAC table
+of drivers/mac_table.py, so order is kept. Used by drivers/bridge.Bridge when neither a
+rate limit, a lossy wire, captures nor the RTL engine asks for its Python loop.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+
+import numpy as np
+
+from .. import golden
+from . import fastpath as fp
+from .mac_table import FLOOD, FORGED
+
+__all__ = ["CompiledSwitch", "GoldenMismatch"]
+
+_BATCH = 64        # frames per pump() call: Python gets a look-in between batches
+
+
+class GoldenMismatch(RuntimeError):
+    """The compiled path gave other bytes than golden.tx_frame / rx_frame (sampled check)."""
+
+
+class CompiledSwitch:
+    def __init__(self, *, fds, macs, macs_table, lock, k, codec, dscp, enable, deliver_flagged,
+                 check_every, stop_fd, pcaps=(None, None)):
+        n = len(fds)
+        self.n, self.fds, self.k, self.codec, self.dscp = n, list(fds), k, codec, dscp
+        self.enable, self.deliver_flagged = bool(enable), bool(deliver_flagged)
+        self.check_every = int(check_every or 0)
+        lo, hi = golden.k_range(codec)
+        self.tx_enable = self.enable and lo <= k <= hi      # golden bypasses a k out of range
+        self.version = 1 if codec == "paper" else 2
+        self.lut = fp.encode_lut(k, codec)
+        self.tabs = fp.tables()
+        self.macs = np.array([int(m.replace(":", ""), 16) for m in macs], np.uint64)
+        self.macs_table, self.lock, self.stop_fd = macs_table, lock, stop_fd
+        # Captures (wire, host): each frame is handed to Python to be written, in order.
+        self.wire_pcap, self.host_pcap = pcaps
+        self.capture = self.wire_pcap is not None or self.host_pcap is not None
+        self._pcap_lock = threading.Lock()
+        self.fds_arr = np.array(self.fds, np.int32)
+        self.cnt = [np.zeros((n, len(fp.COLUMNS)), np.int64) for _ in range(n + 1)]  # + control
+        self.flows = [fp.FlowTable() for _ in range(n)]
+        self.bufs = [fp.Buffers() for _ in range(n + 1)]
+        for b in self.bufs:
+            b.state[3] = self.check_every
+        self.checked = 0
+        self.cpu = 0.0
+        self.error: BaseException | None = None
+        self._threads: list[threading.Thread] = []
+        self._warm_up()
+
+    def _warm_up(self):
+        """Compile (or load from numba's cache) pump and the kernels now."""
+        r, w = os.pipe()
+        try:
+            os.set_blocking(r, False)
+            b, fl = self.bufs[-1], self.flows[0]
+            scratch = np.zeros_like(self.cnt[-1])
+            fp.pump(r, 0, self.fds_arr, self.macs, 1, self.k, self.version, self.lut, self.dscp,
+                    self.tx_enable, self.enable, self.deliver_flagged, 0, self.tabs, fl.keys,
+                    fl.isn, fl.state, scratch, b.inbuf, b.wire, b.host, b.dec,
+                    b.state)
+            # The slow path calls the kernels from Python: load them now too.
+            n = 60
+            b.inbuf[:n] = 0
+            fp.observe(b.inbuf, n, self.dscp if self.tx_enable else -1, fl.keys, fl.isn,
+                       fl.state, scratch, 0)
+            m = fp.tx_into(b.inbuf, n, b.wire, self.k, self.version, self.lut, self.dscp,
+                           self.tx_enable, scratch, 0, b.dec)
+            fp.rx_into(b.wire, m, b.host, self.dscp, self.enable, scratch, 0, self.tabs)
+        finally:
+            os.close(r)
+            os.close(w)
+
+    def start(self):
+        for i in range(self.n):
+            t = threading.Thread(target=self._worker, args=(i,), name=f"inceptionn-port{i}",
+                                 daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def join(self):
+        for t in self._threads:
+            t.join()
+        self._threads = []
+
+    def totals(self) -> np.ndarray:
+        return sum(self.cnt)
+
+    # ------------------------------------------------------------------ workers
+
+    def _worker(self, i):
+        cpu0 = time.thread_time()
+        try:
+            self._run(i)
+        except BaseException as e:  # reported by Bridge.counters() and close()
+            self.error = e
+        finally:
+            with self.lock:
+                self.cpu += time.thread_time() - cpu0
+
+    def _run(self, i):
+        fd, b, fl, cnt = self.fds[i], self.bufs[i], self.flows[i], self.cnt[i]
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        poller.register(self.stop_fd, select.POLLIN)
+        args = (self.fds_arr, self.macs, 1 if self.capture else _BATCH, self.k, self.version, self.lut, self.dscp,
+                self.tx_enable, self.enable, self.deliver_flagged, self.check_every, self.tabs,
+                fl.keys, fl.isn, fl.state, cnt, b.inbuf, b.wire, b.host, b.dec, b.state)
+        while True:
+            events = poller.poll()
+            for efd, ev in events:
+                if efd == self.stop_fd:
+                    return
+                if ev & (select.POLLERR | select.POLLNVAL | select.POLLHUP):
+                    cnt[i, fp.HOST_ERRORS] += 1     # this host's TAP is broken: only its port stops
+                    poller.unregister(fd)
+            while True:
+                code, done = fp.pump(fd, i, *args)
+                if self.capture and done and code != fp.SLOW:
+                    self._capture(b)
+                if code == fp.SLOW:
+                    self._slow(i, bytes(b.inbuf[:b.state[0]]), b, fl, cnt)
+                elif code == fp.SAMPLE:
+                    self._check(i, b)
+                else:
+                    break
+
+    def _capture(self, b):
+        st = b.state
+        with self._pcap_lock:
+            if self.host_pcap is not None:
+                self.host_pcap.write(b.inbuf[:st[0]].tobytes())
+            if self.wire_pcap is not None and st[1] >= 0:
+                self.wire_pcap.write(b.wire[:st[1]].tobytes())
+            if self.host_pcap is not None and st[4]:
+                self.host_pcap.write(b.host[:st[2]].tobytes())
+
+    def _write_pcap(self, pcap, data):
+        if pcap is not None:
+            with self._pcap_lock:
+                pcap.write(bytes(data))
+
+    def _slow(self, i, frame, b, fl, cnt):
+        """A frame pump left to Python: learn its source, flood or forward it."""
+        self._write_pcap(self.host_pcap, frame)
+        now = time.monotonic()
+        with self.lock:
+            self.macs_table.expire(now)
+            got = self.macs_table.learn(frame[6:12], i, now)
+            dst = self.macs_table.lookup(frame[0:6], now)
+        if got == FORGED:
+            cnt[i, fp.FORGED] += 1
+            return
+        if got < FORGED:
+            cnt[i, fp.MAC_TABLE_FULL] += 1
+        cnt[i, fp.FROM_HOST_FRAMES] += 1
+        cnt[i, fp.FROM_HOST_BYTES] += len(frame)
+        n = len(frame)
+        fp.observe(b.inbuf, n, self.dscp if self.tx_enable else -1, fl.keys, fl.isn, fl.state, cnt, i)
+        targets = [j for j in range(self.n) if j != i] if dst == FLOOD else \
+            [dst] if dst != i else []
+        if not targets:
+            cnt[i, fp.TO_SELF] += 1
+            return
+        w = fp.tx_into(b.inbuf, n, b.wire, self.k, self.version, self.lut, self.dscp,
+                       self.tx_enable, cnt, i, b.dec)
+        if w < 0:
+            return
+        cnt[i, fp.TO_WIRE_FRAMES] += 1
+        cnt[i, fp.TO_WIRE_BYTES] += w
+        self._write_pcap(self.wire_pcap, b.wire[:w])
+        for j in targets:
+            self._deliver(j, b.wire, w, b, cnt)
+
+    def _deliver(self, j, wire, w, b, cnt):
+        h, bad = fp.rx_into(wire, w, b.host, self.dscp, self.enable, cnt, j, self.tabs)
+        if bad:
+            cnt[j, fp.FLAGGED] += 1
+            if not self.deliver_flagged:
+                return
+        try:
+            os.write(self.fds[j], b.host[:h])
+        except BlockingIOError:
+            cnt[j, fp.HOST_QUEUE_DROPS] += 1
+        except OSError:              # EIO: host j's link is down; only j misses it
+            cnt[j, fp.HOST_ERRORS] += 1
+        else:
+            cnt[j, fp.TO_HOST_FRAMES] += 1
+            cnt[j, fp.TO_HOST_BYTES] += h
+            self._write_pcap(self.host_pcap, b.host[:h])
+
+    def inject(self, i, frame):
+        """A wire frame towards host i (through its RX only), from a control thread."""
+        with self.lock:
+            b, cnt = self.bufs[-1], self.cnt[-1]
+            b.wire[:len(frame)] = np.frombuffer(frame, np.uint8)
+            self._deliver(i, b.wire, len(frame), b, cnt)
+
+    def _check(self, i, b):
+        """The frame pump just forwarded, against the NumPy model (readable reference)."""
+        frame = bytes(b.inbuf[:b.state[0]])
+        wire = bytes(b.wire[:b.state[1]])
+        host = bytes(b.host[:b.state[2]])
+        want = golden.tx_frame(frame, k=self.k, dscp=self.dscp, enable=self.enable,
+                               codec=self.codec)
+        if want != wire:
+            raise GoldenMismatch(f"port {i}: compiled TX differs from golden.tx_frame on a "
+                                 f"{len(frame)}-byte frame")
+        want_host, _ = golden.rx_frame(want, dscp=self.dscp, enable=self.enable)
+        if want_host != host:
+            raise GoldenMismatch(f"port {i}: compiled RX differs from golden.rx_frame on a "
+                                 f"{len(wire)}-byte frame")
+        with self.lock:
+            self.checked += 1
