@@ -1,0 +1,75 @@
+"""The value codecs a ring hop can apply, by name, on one interface.
+
+  "paper"    the paper's codec (Algorithms 2 and 3) at 2^-k: the NIC's group stream
+  "bounded"  inceptionn_eb: the same layout with a true error bound (the default of the
+             DDP hook: at 2^-10 the paper's codec decodes most small gradients to 0)
+
+`encode(values) -> bytes` gives exactly the group bytes the compression engine emits
+for those values (no shim: a ring hop frames them itself), `decode(buf, n)` the float32
+values a receiver restores, and `roundtrip(values)` what a receiving NIC delivers. Both
+codecs are per value, so the roundtrip of a buffer is the same however it is cut into
+chunks or TCP segments: the ring, the NIC and the emulation agree bit for bit.
+
+Encoding and decoding run in golden.fast's compiled loops, which release the GIL, so
+several threads code several chunks at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import golden
+from ...golden import fast
+from ...golden.compressors.inceptionn_eb import EBCodec
+
+__all__ = ["CODECS", "WireCodec", "make_codec"]
+
+CODECS = ("paper", "bounded")
+
+
+def _fast_has_bounded() -> bool:
+    """golden.fast codes the bounded codec too (wire format version 2) when its
+    functions take a `codec` argument."""
+    import inspect
+    return "codec" in inspect.signature(fast.fast_pack_groups).parameters
+
+
+class WireCodec:
+    """One codec at one error bound 2^-k."""
+
+    def __init__(self, name: str, k: int):
+        if name not in CODECS:
+            raise ValueError(f"codec must be one of {CODECS}, got {name!r}")
+        self.name, self.k = name, golden.check_k(k)
+        # The bounded codec without golden.fast's compiled path: the NumPy model (slower,
+        # same bytes).
+        self._eb = EBCodec(k) if name == "bounded" and not _fast_has_bounded() else None
+        self._kw = {"codec": name} if name == "bounded" and self._eb is None else {}
+
+    def __repr__(self):
+        return f"<WireCodec {self.name} 2^-{self.k}>"
+
+    def encode(self, values: np.ndarray) -> bytes:
+        v = np.ascontiguousarray(values, np.float32)
+        if self._eb is not None:
+            return self._eb.encode(v)
+        return fast.fast_pack_groups(v.view(np.uint32), self.k, **self._kw)
+
+    def decode(self, buf, n: int) -> np.ndarray:
+        """n float32 values from exactly their groups; anything else is a ValueError."""
+        if self._eb is not None:
+            return self._eb.decode(bytes(buf), n)
+        kw = dict(self._kw, k=self.k) if self._kw else {}
+        bits, consumed, ok = fast.fast_unpack_groups(buf, n, **kw)
+        if not ok:
+            raise ValueError(f"groups run out: {n} values need more than {len(buf)} bytes")
+        if consumed != len(buf):
+            raise ValueError(f"{len(buf) - consumed} bytes left over after {n} values")
+        return bits.view(np.float32)
+
+    def roundtrip(self, values: np.ndarray) -> np.ndarray:
+        return self.decode(self.encode(values), values.size)
+
+
+def make_codec(name: str, k: int) -> WireCodec:
+    return WireCodec(name, k)
