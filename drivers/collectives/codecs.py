@@ -22,7 +22,7 @@ from ... import golden
 from ...golden import fast
 from ...golden.compressors.inceptionn_eb import EBCodec
 
-__all__ = ["CODECS", "WireCodec", "make_codec"]
+__all__ = ["CODECS", "WireCodec", "ObjectCodec", "make_codec"]
 
 CODECS = ("paper", "bounded")
 
@@ -71,5 +71,30 @@ class WireCodec:
         return self.decode(self.encode(values), values.size)
 
 
-def make_codec(name: str, k: int) -> WireCodec:
-    return WireCodec(name, k)
+class ObjectCodec:
+    """A golden.compressors value codec (Float32Codec, TruncCodec, GoldenCodec, EBCodec)
+    as a ring hop's codec: the bytes its encode() gives, as the simulated ring counts."""
+
+    def __init__(self, codec):
+        self.inner, self.name = codec, getattr(codec, "name", type(codec).__name__)
+
+    def __repr__(self):
+        return f"<ObjectCodec {self.name}>"
+
+    def encode(self, values):
+        return self.inner.encode(np.ascontiguousarray(values, np.float32))
+
+    def decode(self, buf, n):
+        return np.asarray(self.inner.decode(bytes(buf), n), np.float32)
+
+    def roundtrip(self, values):
+        return self.decode(self.encode(values), values.size)
+
+
+def make_codec(codec, k: int):
+    """A codec by name ("paper", "bounded") at 2^-k, or a golden.compressors codec object."""
+    if isinstance(codec, str):
+        return WireCodec(codec, k)
+    if hasattr(codec, "encode") and hasattr(codec, "decode"):
+        return ObjectCodec(codec)
+    raise ValueError(f"codec must be one of {CODECS} or a codec object, got {codec!r}")

@@ -128,6 +128,7 @@ class Ring(Collective):
         self._calls = 0
         self._pool = None
         self.bytes_sent = 0          # bytes this rank sent on its data connection
+        self.payload_bytes = 0       # of which values (coded), without the frame headers
         self._broken = False
 
     @classmethod
@@ -142,7 +143,8 @@ class Ring(Collective):
         if world < 1 or not 0 <= rank < world:
             raise ValueError(f"rank {rank} of world {world} is not a valid position")
         wire = _wire(wire, compress, emulate)
-        mine = dict(settings or {}, collective="ring", **_settings(wire, codec, k, chunk))
+        name = codec if isinstance(codec, str) else make_codec(codec, k).name
+        mine = dict(settings or {}, collective="ring", **_settings(wire, name, k, chunk))
         agree_via_store(store, prefix, rank, world, mine, timeout)
         peers = sorted({(rank + 1) % world, (rank - 1) % world} - {rank})
         links = rendezvous(store, rank, world, peers, host=host, prefix=prefix,
@@ -198,6 +200,8 @@ class Ring(Collective):
             self._pool = None
 
     def _rt(self, a):
+        if a.size == 0:
+            return a
         return self.codec.roundtrip(a)
 
     def _exchange(self, x):
@@ -244,6 +248,7 @@ class Ring(Collective):
         if view.size:
             sender.put(view)
             self.bytes_sent += view.nbytes
+            self.payload_bytes += view.nbytes
 
     def _recv(self, out, sender):
         if sender.error is not None:
@@ -357,6 +362,7 @@ class _FrameSender:
                 body = item.result() if isinstance(item, cf.Future) else item
                 self.link.send_frame(body)
                 self.ring.bytes_sent += 4 + len(body)
+                self.ring.payload_bytes += len(body)
             except BaseException as e:  # reported by the main thread
                 self.error = e
                 self.on_error()
