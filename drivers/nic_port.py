@@ -79,7 +79,7 @@ class NicPort:
             st.from_host_bytes += len(f)
             self.offsets.observe(f, self.dscp if self.enable else None)
             want.append(golden.tx_frame(f, k=self.k, dscp=self.dscp, enable=self.enable,
-                                        counters=st.tx, codec=self._codec))
+                                        counters=st.tx, impl=self._codec))
         if self._tx_rtl is not None:
             got = self._tx_rtl.run(frames)
             for i, (g, w) in enumerate(zip(got, want)):
@@ -96,7 +96,7 @@ class NicPort:
         """RX: frames off the wire -> (frame, bad) for the host (RX never drops)."""
         st = self.stats
         want = [golden.rx_frame(f, dscp=self.dscp, enable=self.enable, counters=st.rx,
-                                codec=self._codec) for f in frames]
+                                impl=self._codec) for f in frames]
         if self._rx_rtl is not None:
             got = self._rx_rtl.run(frames)
             if got != [(f, bool(b)) for f, b in want]:

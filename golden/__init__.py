@@ -1,4 +1,5 @@
-"""Bit-exact NumPy model of the INCEPTIONN wire format (docs/wire-format.md).
+"""Bit-exact NumPy model of the INCEPTIONN wire format (docs/wire-format.md), versions 1
+(the paper's codec, shim 0xC5) and 2 (the bounded codec, shim 0xC6).
 
 Block names follow the paper (Figs. 9 and 10), and each block's model is in the module
 of the same name as its RTL in hw/ (golden/compression_unit.py beside
@@ -6,11 +7,12 @@ hw/compression_unit.py, ...), so that the two read side by side; wire.py holds t
 wire-format constants.
 """
 
-from .wire import (BEAT_BYTES, DEFAULT_DSCP, GROUP_VALUES, K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BYTES,
-                   MAX_PAYLOAD, SHIM_BYTES, SHIM_MAGIC)
+from .wire import (BEAT_BYTES, CODEC_DEFAULT, CODEC_MAGIC, CODECS, DEFAULT_DSCP, EB_K_MAX, EB_K_MIN, GROUP_VALUES,
+                   K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BYTES, MAX_PAYLOAD, SHIM_BYTES, SHIM_MAGIC,
+                   SHIM_MAGIC_V1, SHIM_MAGIC_V2)
 from .compression_block import (TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_WIDTH, TAG_ZERO, as_bits,
-                                band_limits, check_k, compression_block)
-from .decompression_block import decompression_block
+                                band_limits, check_codec, check_k, compression_block, k_range)
+from .decompression_block import decode_table, decompression_block
 from .shifter_tree import shifter_tree
 from .compression_unit import compression_unit, pack_groups, tag_word
 from .tag_decoder import group_lengths, tag_decoder
@@ -19,13 +21,13 @@ from .api import as_float32, decode, encode, parse_error_bound, roundtrip
 from .alignment_unit import alignment_unit
 from .burst_buffer import BurstBuffer
 from .payload import (compress_payload, compress_payload_with_decoded, decoded_payload,
-                      decompress_payload, make_shim, parse_shim)
+                      decompress_payload, make_shim, min_compressed_len, parse_shim, shim_codec)
 from .checksum import internet_checksum, ip_header_checksum, l4_checksum, ones_sum
 from .packet_matcher import DSCP_DEFAULT, FrameInfo, check_dscp, packet_matcher
 from .counters import BYTE_COUNTER_BITS, FRAME_COUNTER_BITS, Counters
 from .frames import ip_checksum_ok, l4_checksum_ok, parse_frame
 from .compression_engine import tx_frame
-from .decompression_engine import RX_HEADER_WINDOW, rx_frame
+from .decompression_engine import RX_HEADER_WINDOW, rx_frame, shim_accepted
 from .stats import BAND_BITS, BandStats, band_stats
 from . import fast, pcap
 from .fast import (fast_compress_payload, fast_compress_payload_with_decoded,
@@ -35,6 +37,7 @@ __all__ = [
     # wire-format constants
     "BEAT_BYTES", "DEFAULT_DSCP",
     # value codec and groups
+    "CODECS", "CODEC_DEFAULT", "CODEC_MAGIC", "check_codec", "k_range", "EB_K_MIN", "EB_K_MAX", "decode_table",
     "K_DEFAULT", "K_MIN", "K_MAX", "TAG_ZERO", "TAG_8BIT", "TAG_16BIT", "TAG_RAW", "TAG_WIDTH",
     "as_bits", "band_limits", "check_k", "compression_block", "decompression_block",
     "GROUP_VALUES", "compression_unit", "group_lengths", "pack_groups", "shifter_tree",
@@ -44,7 +47,8 @@ __all__ = [
     # stream blocks
     "alignment_unit", "BurstBuffer", "decompression_unit",
     # payload
-    "MAX_PAYLOAD", "SHIM_BYTES", "SHIM_MAGIC", "compress_payload", "compress_payload_with_decoded",
+    "MAX_PAYLOAD", "SHIM_BYTES", "SHIM_MAGIC", "SHIM_MAGIC_V1", "SHIM_MAGIC_V2", "shim_codec",
+    "min_compressed_len", "compress_payload", "compress_payload_with_decoded",
     "decoded_payload",
     "decompress_payload", "make_shim", "parse_shim",
     # frames
@@ -52,6 +56,7 @@ __all__ = [
     "DSCP_DEFAULT", "FrameInfo", "check_dscp", "packet_matcher",
     "BYTE_COUNTER_BITS", "FRAME_COUNTER_BITS", "MAX_FRAME_BYTES", "Counters",
     "ip_checksum_ok", "l4_checksum_ok", "parse_frame", "rx_frame", "tx_frame", "RX_HEADER_WINDOW",
+    "shim_accepted",
     # statistics
     "BAND_BITS", "BandStats", "band_stats",
     # the compiled fast path (same bytes)

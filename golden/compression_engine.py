@@ -6,31 +6,36 @@ Per frame, plain Python on bytes; the payload work is the vectorized codec.
 import numbers
 
 from .checksum import l4_checksum
+from .compression_block import check_codec, k_range
 from .counters import Counters
 from .frames import be16, fix_ip_checksum, l4_checksum_offset, set_be16
 from .packet_matcher import IPPROTO_TCP, IPPROTO_UDP, check_dscp, packet_matcher
 from .payload import compress_payload_with_decoded
+from .wire import CODEC_DEFAULT, K_DEFAULT, MAX_FRAME_BYTES
 from .wire import DEFAULT_DSCP as DSCP_DEFAULT
-from .wire import K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BYTES
 
 __all__ = ["tx_frame", "check_k_port"]
 
 
 def check_k_port(k):
     """k as int for the engine's 7-bit config port: 0 and 127 are legal values that
-    bypass compression; anything else outside 0..127 raises ValueError."""
+    bypass compression (and, for the bounded codec, 17..126 too); anything else outside
+    0..127 raises ValueError."""
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k <= 127:
         raise ValueError(f"k must be an integer in 0..127 (the 7-bit config port), got {k!r}")
     return int(k)
 
 
 def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False, counters=None,
-             codec=None):
+             codec=CODEC_DEFAULT, impl=None):
     """Compression engine: the frame the NIC puts on the wire, or None if dropped (oversize).
 
-    ``codec``: None for this NumPy model, or golden.fast.FAST (the same bytes, compiled).
+    ``codec``: the value codec, sampled per frame like k and dscp: "bounded" (wire
+    version 2, shim 0xC6, k in 1..16; the default) or "paper" (wire version 1, shim
+    0xC5, k in 1..126). A k outside the codec's range bypasses the frame (counted).
+    ``impl``: None for this NumPy model, or golden.fast.FAST (the same bytes, compiled).
     """
-    k, dscp = check_k_port(k), check_dscp(dscp)
+    k, dscp, codec = check_k_port(k), check_dscp(dscp), check_codec(codec)
     c = counters if counters is not None else Counters()
     frame = bytes(frame)
     c.frames_in += 1
@@ -40,7 +45,8 @@ def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False,
         return None
     c.frames_out += 1
     info = None
-    if enable and not tuser and K_MIN <= k <= K_MAX:
+    k_min, k_max = k_range(codec)
+    if enable and not tuser and k_min <= k <= k_max:
         info = packet_matcher(frame, dscp)
     if info is None:
         c.bypassed += 1
@@ -48,7 +54,10 @@ def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False,
     p, length = info.payload_offset, info.payload_len
     payload = frame[p:p + length]
     # C and D (needed below for the L4 checksum) from one pass of the codec.
-    comp, decoded = compress_payload_with_decoded(payload, k) if codec is None else codec.compress(payload, k)
+    if impl is None:
+        comp, decoded = compress_payload_with_decoded(payload, k, codec)
+    else:
+        comp, decoded = impl.compress(payload, k, codec)
     if len(comp) >= length:
         # Not worth it: keep the payload, clear the DSCP so no receiver decompresses it.
         out = bytearray(frame)
@@ -64,7 +73,7 @@ def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False,
         restored = bytes(hdr[l4:]) + decoded
         csum = l4_checksum(hdr[info.l3 + 12:info.l3 + 16], hdr[info.l3 + 16:info.l3 + 20],
                            info.proto, restored, csum_off,
-                           sum_fn=None if codec is None else codec.ones_sum)
+                           sum_fn=None if impl is None else impl.ones_sum)
         if info.proto == IPPROTO_UDP and csum == 0:
             csum = 0xFFFF
         set_be16(hdr, l4 + csum_off, csum)
@@ -73,6 +82,10 @@ def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False,
         set_be16(hdr, l4 + 4, 8 + len(comp))
     fix_ip_checksum(hdr, info)
     c.compressed += 1
+    if codec == "paper":
+        c.version1 += 1
+    else:
+        c.version2 += 1
     c.payload_bytes_in += length
     c.payload_bytes_out += len(comp)
     return bytes(hdr) + comp

@@ -3,7 +3,7 @@ tag word and packed fields, and the vectorized packing of a whole value stream."
 
 import numpy as np
 
-from .compression_block import GROUP_CHUNK, as_bits, check_k, compression_block, encode_into
+from .compression_block import GROUP_CHUNK, as_bits, check_codec, check_k, compression_block, encode_into
 from .shifter_tree import shifter_tree
 from .tag_decoder import GROUP_VALUES, TAG_SHIFTS
 
@@ -18,12 +18,13 @@ def tag_word(tag):
     return int((tag << TAG_SHIFTS[:tag.size]).sum())
 
 
-def compression_unit(bits, k):
-    """Encode one group of 1..8 float32 bit patterns: tag word (LE) then the packed fields."""
+def compression_unit(bits, k, codec="paper"):
+    """Encode one group of 1..8 float32 bit patterns: tag word (LE) then the packed fields
+    (codec "paper" or "bounded", as compression_block)."""
     bits = as_bits(bits).ravel()
     if not 1 <= bits.size <= GROUP_VALUES:
         raise ValueError(f"a group holds 1..8 values, got {bits.size}")
-    tag, stored, width, _ = compression_block(bits, k)
+    tag, stored, width, _ = compression_block(bits, k, codec)
     return tag_word(tag).to_bytes(2, "little") + shifter_tree(stored, width)
 
 
@@ -51,9 +52,9 @@ _SLOTS = GROUP_VALUES + 1
 _TAGWORD_KEEP = 0x01010000
 
 
-def pack_values(bits, k, decoded=None):
-    """pack_groups on a flat contiguous uint32 array (n >= 1, k checked); also fills
-    ``decoded`` (uint32[n]) with the restored bit patterns when given."""
+def pack_values(bits, k, decoded=None, codec="paper"):
+    """pack_groups on a flat contiguous uint32 array (n >= 1, k and codec checked); also
+    fills ``decoded`` (uint32[n]) with the restored bit patterns when given."""
     n = bits.size
     g = -(-n // GROUP_VALUES)
     per = GROUP_CHUNK * GROUP_VALUES
@@ -73,7 +74,7 @@ def pack_values(bits, k, decoded=None):
         mv = gr * GROUP_VALUES
         tc, sc, kc = tag[:mv], stored[:mv], kept[:mv]
         encode_into(bits[lo:hi], k, tc[:m], sc[:m], None,
-                     None if decoded is None else decoded[lo:hi], kc[:m])
+                    None if decoded is None else decoded[lo:hi], kc[:m], codec)
         # A short last group: missing values have tag 00 and take no bytes.
         tc[m:] = 0
         sc[m:] = 0
@@ -87,9 +88,11 @@ def pack_values(bits, k, decoded=None):
     return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
-def pack_groups(bits, k):
-    """Encode n float32 bit patterns as consecutive groups (spec section 2)."""
+def pack_groups(bits, k, codec="paper"):
+    """Encode n float32 bit patterns as consecutive groups (spec section 2) with the value
+    codec ``codec`` ("paper", the default of the block-level model; or "bounded")."""
     bits = as_bits(bits).ravel()
+    k = check_k(k, check_codec(codec))
     if bits.size == 0:
         return b""
-    return pack_values(np.ascontiguousarray(bits), check_k(k))
+    return pack_values(np.ascontiguousarray(bits), k, codec=codec)

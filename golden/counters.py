@@ -23,6 +23,8 @@ class Counters:
     dropped: int = 0             # TX frames longer than MAX_FRAME_BYTES
     payload_bytes_in: int = 0    # L4 payload bytes into compressed/decompressed frames
     payload_bytes_out: int = 0   # ... and out of them
+    version1: int = 0            # of compressed (TX) / decompressed (RX): wire version 1 (paper's codec)
+    version2: int = 0            # ... wire version 2 (bounded codec)
 
     def as_dict(self):
         """Counter name -> value."""

@@ -6,11 +6,11 @@ Per frame, plain Python on bytes; the payload work is the vectorized codec.
 from .counters import Counters
 from .frames import be16, fix_ip_checksum, set_be16
 from .packet_matcher import IPPROTO_UDP, check_dscp, packet_matcher
-from .payload import decompress_payload
+from .payload import decompress_payload, min_compressed_len
 from .wire import DEFAULT_DSCP as DSCP_DEFAULT
-from .wire import MAX_FRAME_BYTES, SHIM_MAGIC
+from .wire import EB_K_MAX, EB_K_MIN, MAX_FRAME_BYTES, SHIM_MAGIC_V1, SHIM_MAGIC_V2
 
-__all__ = ["rx_frame", "RX_HEADER_WINDOW"]
+__all__ = ["rx_frame", "RX_HEADER_WINDOW", "VERSIONS", "shim_accepted"]
 
 # The RX engine is cut-through: it decides from the first 5 beats of 32 bytes it holds
 # (the shim ends at byte 141 at most) and the shim, before the frame has ended. Only a
@@ -20,17 +20,47 @@ __all__ = ["rx_frame", "RX_HEADER_WINDOW"]
 # (see rx_frame and the wire-format notes).
 RX_HEADER_WINDOW = 160
 
+# Wire format versions and their shim magic; the RX engine knows both.
+VERSIONS = {1: SHIM_MAGIC_V1, 2: SHIM_MAGIC_V2}
 
-def rx_frame(frame, *, dscp=DSCP_DEFAULT, enable=True, tuser=False, counters=None, codec=None):
+
+def shim_accepted(shim, received, payload_offset, versions=(1, 2)):
+    """The wire version (1 or 2) RX decompresses a payload with, or None (forwarded).
+
+    ``shim``: the first 4 payload bytes; ``received``: the L4 payload length the IP header
+    claims; ``payload_offset``: P. Both versions: a known magic, L > received (a compressed
+    payload is always shorter than what it restores), P + L <= MAX_FRAME_BYTES. Version 2
+    also: k in 1..16, and received >= the fewest bytes that can restore L
+    (payload.min_compressed_len), which cuts foreign payloads that merely look like a shim.
+    """
+    length, magic, k = be16(shim, 0), shim[2], shim[3]
+    version = next((v for v in versions if VERSIONS[v] == magic), None)
+    if version is None or length <= received or payload_offset + length > MAX_FRAME_BYTES:
+        return None
+    if version == 2 and not (EB_K_MIN <= k <= EB_K_MAX and min_compressed_len(length) <= received):
+        return None
+    return version
+
+
+def rx_frame(frame, *, dscp=DSCP_DEFAULT, enable=True, tuser=False, counters=None, impl=None,
+             versions=(1, 2)):
     """Decompression engine: ``(frame to the host, bad)``; bad = malformed or input tuser.
-    ``codec`` as for tx_frame."""
+
+    The codec is the one the shim names (version 1: the paper's, version 2: the bounded
+    one with the shim's k), so RX needs no codec select. ``versions``: the wire versions
+    this receiver knows (default both, as the engine); a frame of another version is
+    forwarded unchanged, as a receiver that predates it does. ``impl`` as for tx_frame.
+    """
     dscp = check_dscp(dscp)
+    if not versions or any(v not in VERSIONS for v in versions):
+        raise ValueError(f"versions must name wire versions among {sorted(VERSIONS)}, got {versions!r}")
     c = counters if counters is not None else Counters()
     frame = bytes(frame)
     c.frames_in += 1
     c.frames_out += 1
     info = packet_matcher(frame, dscp, window=RX_HEADER_WINDOW) if enable else None
     truncated = False
+    version = None
     if info is not None:
         # received = the L4 payload length the IP header claims; for a frame longer
         # than the window it may exceed what arrived (comp then ends at the frame end).
@@ -38,13 +68,11 @@ def rx_frame(frame, *, dscp=DSCP_DEFAULT, enable=True, tuser=False, counters=Non
         comp = frame[p:p + received]
         truncated = len(comp) < received
         length = be16(comp, 0)
-        # A compressed payload is always shorter than what it restores.
-        if comp[2] != SHIM_MAGIC or length <= received or p + length > MAX_FRAME_BYTES:
-            info = None
-    if info is None:
+        version = shim_accepted(comp, received, p, versions)
+    if version is None:
         c.bypassed += 1
         return frame, bool(tuser)
-    data, bad = decompress_payload(comp) if codec is None else codec.decompress(comp)
+    data, bad = decompress_payload(comp) if impl is None else impl.decompress(comp)
     # A frame cut short (lying IP total length, caught only at its end) is always bad,
     # even if the bytes that did arrive happen to decode in full.
     bad = bad or truncated
@@ -54,6 +82,10 @@ def rx_frame(frame, *, dscp=DSCP_DEFAULT, enable=True, tuser=False, counters=Non
         set_be16(hdr, info.l4 + 4, 8 + length)
     fix_ip_checksum(hdr, info)
     c.decompressed += 1
+    if version == 1:
+        c.version1 += 1
+    else:
+        c.version2 += 1
     c.malformed += int(bad)
     c.payload_bytes_in += received      # as the IP header claims, like the RTL
     c.payload_bytes_out += length

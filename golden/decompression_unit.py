@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from .compression_block import CHUNK, GROUP_CHUNK
-from .decompression_block import decode_into
+from .decompression_block import decode_into, decode_table
 from .tag_decoder import GROUP_VALUES, LEN_LUT, OFFS_LUT, TAGS_LUT
 
 __all__ = ["unpack_groups", "decompression_unit"]
@@ -84,8 +84,9 @@ def _group_starts(ext, n_data, g):
     return starts
 
 
-def unpack_groups(buf, n):
-    """Decode n values from groups at the start of ``buf``.
+def unpack_groups(buf, n, k=None, codec="paper"):
+    """Decode n values from groups at the start of ``buf`` with the value codec ``codec``
+    ("paper", the default of the block-level model; "bounded" needs k).
 
     Returns ``(bits uint32[n], consumed, ok)``: ``consumed`` is the byte length of the
     n values' groups; ``ok`` is False when the groups run past the end of ``buf``.
@@ -95,6 +96,7 @@ def unpack_groups(buf, n):
     """
     if n < 0:
         raise ValueError(f"value count must be >= 0, got {n}")
+    decode_table(k, codec)  # checks codec and k
     data = np.frombuffer(buf if isinstance(buf, bytes) else bytes(buf), dtype=np.uint8)
     g = -(-n // GROUP_VALUES)
     if g == 0:
@@ -127,12 +129,13 @@ def unpack_groups(buf, n):
         OFFS_LUT.take(wc, axis=0, out=rel[:gr], mode="clip")
         np.add(starts[lo:hi, None], rel[:gr], out=oc)
         sc[...] = fields[oc]  # fancy indexing: np.take would copy the whole view first
-        decode_into(tc.reshape(-1), sc.reshape(-1), bits[lo * GROUP_VALUES:hi * GROUP_VALUES])
+        decode_into(tc.reshape(-1), sc.reshape(-1), bits[lo * GROUP_VALUES:hi * GROUP_VALUES], k, codec)
     return bits[:n], consumed, consumed <= data.size
 
 
-def decompression_unit(stream, n, r):
-    """Restore 4n + r payload bytes from a compressed stream (groups, then r raw tail bytes).
+def decompression_unit(stream, n, r, k=None, codec="paper"):
+    """Restore 4n + r payload bytes from a compressed stream (groups, then r raw tail bytes)
+    with the value codec ``codec`` (as unpack_groups).
 
     Returns ``(data, error)``. ``data`` is always exactly 4n + r bytes: the stream is
     read as if zero bytes followed its end, so values or tail bytes past the end come
@@ -142,7 +145,7 @@ def decompression_unit(stream, n, r):
     if n < 0 or not 0 <= r <= 3:
         raise ValueError(f"need n >= 0 values and 0..3 tail bytes, got n={n}, r={r}")
     stream = bytes(stream)
-    bits, consumed, _ = unpack_groups(stream, n)
+    bits, consumed, _ = unpack_groups(stream, n, k, codec)
     tail = stream[consumed:consumed + r]
     tail += bytes(r - len(tail))
     error = consumed + r != len(stream)

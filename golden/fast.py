@@ -11,14 +11,18 @@ this file walks the same per-k tables value by value:
           field is written as 4 bytes and the output position moves by its width (0, 1, 2, 4), so
           the bytes past the width are overwritten by the next field (no branches);
   decode: per value, its 2-bit tag from the group's tag word, the 4 bytes at its offset,
-          and the 16-bit table decompression_block.DEC16, as
+          and the codec's table decompression_block.decode_table, as
           decompression_block.decode_into does.
+Both value codecs go through the same loops; only the tables differ: "paper" (wire
+version 1) and "bounded" (wire version 2, k in 1..16). The loops release the GIL
+(nogil), so threads can run them in parallel on separate buffers.
 Argument checks and errors are the model's own (check_k, as_bits, make_shim, parse_shim),
 in the same order. Byte positions are unsigned: numba then drops its negative-index
 fix-up and merges the four byte stores into one. Each loop is compiled on first use and
 kept in numba's on-disk cache. The decoded words are written as native uint32: a
 little-endian host is assumed (x86-64, AArch64). tests/test_golden_fast.py checks every function against
-the model. `FAST` is a codec for golden.tx_frame / rx_frame (`codec=golden.fast.FAST`).
+the model. `FAST` is an implementation for golden.tx_frame / rx_frame
+(`impl=golden.fast.FAST`).
 """
 
 from __future__ import annotations
@@ -28,10 +32,10 @@ import functools
 import numpy as np
 from numba import njit
 
-from .compression_block import as_bits, check_k, encode_luts
-from .decompression_block import DEC16
-from .payload import make_shim, parse_shim
-from .wire import GROUP_VALUES, SHIM_BYTES, SHIM_MAGIC
+from .compression_block import TAG_WIDTH, as_bits, check_codec, check_k, encode_luts
+from .decompression_block import DEC_BASE, DEC_MASK, DEC_RAW, decode_table
+from .payload import make_shim, shim_codec
+from .wire import GROUP_VALUES, SHIM_BYTES
 
 __all__ = ["fast_pack_groups", "fast_unpack_groups", "fast_compress_payload",
            "fast_compress_payload_with_decoded", "fast_decompress_payload", "ones_sum", "FAST",
@@ -42,16 +46,19 @@ _MAX_GROUP = 2 + 4 * GROUP_VALUES   # 34 bytes: a tag word and 8 raw floats
 
 
 @functools.lru_cache(maxsize=None)
-def _lut(k):
-    """compression_block.encode_luts(k) as one uint32[512, 5] table: mask, shift, or, tag, dmask."""
-    tag, mask, shift, orv, dmask = encode_luts(k)[:5]
-    return np.ascontiguousarray(np.stack([mask, shift, orv, tag.astype(np.uint32), dmask], axis=1))
+def _lut(k, codec):
+    """compression_block.encode_luts(k, codec) as one uint32[512, 6] table: mask, shift,
+    or, tag, dmask, dor."""
+    tag, mask, shift, orv, dmask, _, _, dor = encode_luts(k, codec)
+    return np.ascontiguousarray(np.stack([mask, shift, orv, tag.astype(np.uint32), dmask, dor],
+                                         axis=1))
 
 
-# Per tag (rows 0..3): how decompression_block.decode_into reads a field (shift and mask that bring it
-# to the 16-bit table's index, the mask that lets a raw float through) and its width.
-_TAG_DEC = np.array([[0, 0, 0, 0], [8, 0xFF00, 0, 1], [0, 0xFFFF, 0, 2], [0, 0, 0xFFFFFFFF, 4]],
-                    dtype=np.uint32)
+# Per tag (rows 0..3): how decompression_block.decode_into reads a field (the table row
+# its fields start at, the mask of its bits, the mask that lets a raw float through) and
+# its width.
+_TAG_DEC = np.ascontiguousarray(np.stack([DEC_BASE, DEC_MASK, DEC_RAW,
+                                          TAG_WIDTH.astype(np.uint32)], axis=1))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -84,7 +91,7 @@ def _encode_group(f, i0, m, lut, out, pos, decoded, want_decoded):
         t = lut[ix, 3]
         tw |= t << np.uint32(2 * j)
         if want_decoded:
-            decoded[i0 + j] = x & lut[ix, 4]
+            decoded[i0 + j] = (x & lut[ix, 4]) | lut[ix, 5]
         _put4(out, pos, ((x & lut[ix, 0]) >> lut[ix, 1]) | lut[ix, 2])
         pos += np.uint64(t + ((t >> np.uint32(1)) & t & np.uint32(1)))  # 0, 1, 2, 4 bytes
     out[tw_pos] = np.uint8(tw & np.uint32(0xFF))
@@ -107,7 +114,7 @@ def _encode(f, lut, out, decoded, want_decoded):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _decode_group(buf, pos, out, i0, dec16):
+def _decode_group(buf, pos, out, i0, table):
     """One group at buf[pos] into out[i0:i0 + 8]; returns the position after it.
 
     Reads the 4 bytes at each field's offset: needs 3 bytes of buf past the group."""
@@ -116,13 +123,13 @@ def _decode_group(buf, pos, out, i0, dec16):
     for j in range(8):
         t = (tw >> np.uint32(2 * j)) & np.uint32(3)
         v = _get4(buf, pos)
-        out[i0 + j] = dec16[(v << _TAG_DEC[t, 0]) & _TAG_DEC[t, 1]] | (v & _TAG_DEC[t, 2])
+        out[i0 + j] = table[_TAG_DEC[t, 0] + (v & _TAG_DEC[t, 1])] | (v & _TAG_DEC[t, 2])
         pos += np.uint64(_TAG_DEC[t, 3])
     return pos
 
 
 @njit(cache=True, nogil=True)
-def _unpack(data, n, r, out, dec16):
+def _unpack(data, n, r, out, table):
     """Decode n values from the groups at the start of data (read as if zero bytes followed
     its end) into out[:n], out having room for whole groups and one word more; the r bytes
     after the groups go little-endian into out[n]. Returns the groups' byte length."""
@@ -131,7 +138,7 @@ def _unpack(data, n, r, out, dec16):
     pos = np.uint64(0)
     g = 0
     while g < groups and pos + np.uint64(_MAX_GROUP + 3) <= size:
-        pos = _decode_group(data, pos, out, 8 * g, dec16)
+        pos = _decode_group(data, pos, out, 8 * g, table)
         g += 1
     if g < groups and pos < size:
         # The last few groups inside the data: from a zero-padded copy of its end.
@@ -140,7 +147,7 @@ def _unpack(data, n, r, out, dec16):
         pad[:rest] = data[pos:]
         p = np.uint64(0)
         while g < groups and p < rest:
-            p = _decode_group(pad, p, out, 8 * g, dec16)
+            p = _decode_group(pad, p, out, 8 * g, table)
             g += 1
         pos += p
     # Groups past the end read as zero tag words: 8 values of +0.0, 2 bytes each.
@@ -170,77 +177,90 @@ def _ones_sum(data, start):
 _NO_DECODED = np.zeros(0, np.uint32)
 
 
-def _groups(bits, k, decoded=None):
-    """The groups of bits (flat contiguous uint32, k checked) as bytes; fills decoded
-    (uint32[n]) with the restored bit patterns when given."""
+def _groups(bits, k, codec, decoded=None):
+    """The groups of bits (flat contiguous uint32, k and codec checked) as bytes; fills
+    decoded (uint32[n]) with the restored bit patterns when given."""
     out = np.empty(2 * -(-bits.size // GROUP_VALUES) + 4 * bits.size + 3, np.uint8)
     want = decoded is not None
-    end = _encode(bits, _lut(k), out, decoded if want else _NO_DECODED, want)
+    end = _encode(bits, _lut(k, codec), out, decoded if want else _NO_DECODED, want)
     return out[:int(end)].tobytes()
 
 
-def fast_pack_groups(bits, k):
-    """golden.pack_groups, compiled: the same bytes, the same errors."""
+def fast_pack_groups(bits, k, codec="paper"):
+    """golden.pack_groups, compiled: the same bytes, the same errors.
+
+    ``bits``: float32 values as their uint32 bit patterns (``a.view(np.uint32)``), any
+    shape, read in C order; ``codec``: "paper" (the block-level default, as
+    golden.pack_groups) or "bounded" (k in 1..16). Returns the groups only, no shim:
+    what golden.encode(a, k, codec) returns. Releases the GIL while it runs."""
     bits = as_bits(bits).ravel()
+    k = check_k(k, check_codec(codec))
     if bits.size == 0:
         return b""
-    return _groups(np.ascontiguousarray(bits), check_k(k))
+    return _groups(np.ascontiguousarray(bits), k, codec)
 
 
-def _unpack_into(data, n, r):
+def _unpack_into(data, n, r, k, codec):
     """(out uint32, consumed) of _unpack, out sized for whole groups and the tail word."""
     out = np.empty(-(-n // GROUP_VALUES) * GROUP_VALUES + 1, np.uint32)
-    return out, int(_unpack(data, int(n), r, out, DEC16))
+    return out, int(_unpack(data, int(n), r, out, decode_table(k, codec)))
 
 
-def fast_unpack_groups(buf, n):
-    """golden.unpack_groups, compiled: ``(bits uint32[n], consumed, ok)``."""
+def fast_unpack_groups(buf, n, k=None, codec="paper"):
+    """golden.unpack_groups, compiled: ``(bits uint32[n], consumed, ok)``.
+
+    ``buf``: groups as fast_pack_groups / golden.encode give them (bytes-like); ``n``:
+    the number of values; the bounded codec needs the k they were encoded with.
+    ``consumed`` is the groups' byte length, ``ok`` False when they run past the end of
+    buf (missing bytes read as zeros). ``bits.view(np.float32)`` are the values.
+    Releases the GIL while it runs."""
     if n < 0:
         raise ValueError(f"value count must be >= 0, got {n}")
+    table = decode_table(k, codec)  # checks codec and k
     data = np.frombuffer(buf if isinstance(buf, bytes) else bytes(buf), dtype=np.uint8)
     if -(-n // GROUP_VALUES) == 0:
         return np.zeros(0, np.uint32), 0, True
-    out, consumed = _unpack_into(data, n, 0)
+    out = np.empty(-(-n // GROUP_VALUES) * GROUP_VALUES + 1, np.uint32)
+    consumed = int(_unpack(data, int(n), 0, out, table))
     return out[:n], consumed, consumed <= data.size
 
 
-def _compress(payload, k, with_decoded):
+def _compress(payload, k, with_decoded, codec):
     """golden.payload's compress_payload, compiled: the same steps, the same results and errors."""
-    shim = make_shim(len(payload), k)
+    shim = make_shim(len(payload), k, codec)
     n = len(payload) // 4
     tail = payload[4 * n:]
     if n == 0:
         return shim + tail, (tail if with_decoded else None)
     values = np.frombuffer(payload, dtype="<u4", count=n)
     if not with_decoded:
-        return shim + _groups(values, k) + tail, None
+        return shim + _groups(values, k, codec) + tail, None
     # D = the decoded values then the tail, filled in place: one copy into bytes.
     dec = np.empty(4 * n + len(tail), np.uint8)
     dec[4 * n:] = np.frombuffer(bytes(tail), np.uint8)
-    comp = shim + _groups(values, k, dec[:4 * n].view(np.uint32)) + tail
+    comp = shim + _groups(values, k, codec, dec[:4 * n].view(np.uint32)) + tail
     return comp, dec.tobytes()
 
 
-def fast_compress_payload(payload, k):
+def fast_compress_payload(payload, k, codec="paper"):
     """golden.compress_payload, compiled: C = shim || groups || tail bytes."""
-    return _compress(bytes(payload), k, False)[0]
+    return _compress(bytes(payload), k, False, codec)[0]
 
 
-def fast_compress_payload_with_decoded(payload, k):
+def fast_compress_payload_with_decoded(payload, k, codec="paper"):
     """golden.payload.compress_payload_with_decoded, compiled: (C, D) from one pass, D being
     what the receiver restores (the TX engine needs it for the L4 checksum)."""
-    return _compress(payload, k, True)
+    return _compress(bytes(payload), k, True, codec)
 
 
 def fast_decompress_payload(comp):
-    """golden.decompress_payload, compiled: ``(D, bad)``, D exactly L bytes."""
+    """golden.decompress_payload, compiled: ``(D, bad)``, D exactly L bytes, decoded with
+    the codec (and, version 2, the k) its shim names."""
     comp = bytes(comp)
-    length, magic, _ = parse_shim(comp)
-    if magic != SHIM_MAGIC:
-        raise ValueError(f"shim magic is {magic:#04x}, expected {SHIM_MAGIC:#04x}")
+    length, codec, k = shim_codec(comp)
     stream = np.frombuffer(comp, dtype=np.uint8)[SHIM_BYTES:]
     n, r = length // 4, length % 4
-    out, consumed = _unpack_into(stream, n, r)
+    out, consumed = _unpack_into(stream, n, r, k, codec)
     return out.view(np.uint8)[:length].tobytes(), consumed + r != stream.size
 
 
@@ -250,23 +270,26 @@ def ones_sum(data, start=0):
                                        dtype=np.uint8), start))
 
 
-class _Codec:
-    """What tx_frame / rx_frame call for the payload work and the L4 checksum."""
+class _Impl:
+    """What tx_frame / rx_frame call for the payload work (``compress(payload, k, codec)``
+    -> (C, D), ``decompress(comp)`` -> (D, bad)) and the L4 checksum."""
 
     def __init__(self, name, compress, decompress, csum):
         self.name, self.compress, self.decompress, self.ones_sum = name, compress, decompress, csum
 
     def __repr__(self):
-        return f"<codec {self.name}>"
+        return f"<impl {self.name}>"
 
 
-FAST = _Codec("fast", fast_compress_payload_with_decoded, fast_decompress_payload, ones_sum)
+FAST = _Impl("fast", fast_compress_payload_with_decoded, fast_decompress_payload, ones_sum)
 
 
 def warm_up():
     """Compile (or load from numba's cache) the loops now, not on the first frame."""
     x = np.array([1.0, 1e-3, 1e-30, -2.0, 0.1, 3e-3, 0.0, 7.0, 1e-4], np.float32).tobytes() + b"\x01"
-    fast_decompress_payload(fast_compress_payload_with_decoded(x, 10)[0])
-    fast_decompress_payload(fast_compress_payload(x, 10))
-    fast_unpack_groups(fast_pack_groups(np.frombuffer(x[:36], "<u4").copy(), 10), 9)
+    for codec in ("paper", "bounded"):
+        fast_decompress_payload(fast_compress_payload_with_decoded(x, 10, codec)[0])
+        fast_decompress_payload(fast_compress_payload(x, 10, codec))
+        fast_unpack_groups(fast_pack_groups(np.frombuffer(x[:36], "<u4").copy(), 10, codec), 9,
+                           10, codec)
     ones_sum(x)

@@ -1,15 +1,21 @@
-"""Compressed payload (spec section 3): shim || groups || raw tail bytes."""
+"""Compressed payload (spec section 3): shim || groups || raw tail bytes.
+
+The shim's byte 2 names the wire format version and so the value codec: 0xC5 version 1
+(the paper's codec; byte 3, k, is informative), 0xC6 version 2 (the bounded codec; the
+decoder uses byte 3, k in 1..16).
+"""
 
 import numpy as np
 
-from .compression_block import check_k, compression_block
+from .compression_block import check_codec, check_k, compression_block
 from .compression_unit import pack_values
 from .decompression_unit import decompression_unit
-from .wire import MAX_PAYLOAD, SHIM_BYTES, SHIM_MAGIC
+from .wire import (CODEC_MAGIC, EB_K_MAX, EB_K_MIN, MAGIC_CODEC, MAX_PAYLOAD, SHIM_BYTES,
+                   SHIM_MAGIC, SHIM_MAGIC_V2)
 
-__all__ = ["SHIM_BYTES", "SHIM_MAGIC", "MAX_PAYLOAD", "make_shim", "parse_shim",
-           "compress_payload", "compress_payload_with_decoded", "decompress_payload",
-           "decoded_payload"]
+__all__ = ["SHIM_BYTES", "SHIM_MAGIC", "SHIM_MAGIC_V2", "MAX_PAYLOAD", "make_shim", "parse_shim",
+           "shim_codec", "compress_payload", "compress_payload_with_decoded", "decompress_payload",
+           "decoded_payload", "min_compressed_len"]
 
 
 def _values(payload):
@@ -17,58 +23,80 @@ def _values(payload):
     return np.frombuffer(payload, dtype="<u4", count=n).astype(np.uint32, copy=False)
 
 
-def make_shim(length, k):
-    """4-byte shim: L big-endian, magic 0xC5, k."""
+def make_shim(length, k, codec="paper"):
+    """4-byte shim: L big-endian, magic (0xC5 paper's codec, 0xC6 bounded), k.
+
+    ``codec`` defaults to the paper's here, as the version-1 block did; k is checked
+    against the codec's range (paper 1..126, bounded 1..16)."""
+    codec = check_codec(codec)
     if not 0 <= length <= MAX_PAYLOAD:
         raise ValueError(f"payload length {length} does not fit the 16-bit shim (max {MAX_PAYLOAD})")
-    return length.to_bytes(2, "big") + bytes([SHIM_MAGIC, check_k(k)])
+    return length.to_bytes(2, "big") + bytes([CODEC_MAGIC[codec], check_k(k, codec)])
 
 
 def parse_shim(comp):
-    """(L, magic, k) from the first 4 bytes of a compressed payload."""
+    """(L, magic, k) from the first 4 bytes of a compressed payload (of either version)."""
     if len(comp) < SHIM_BYTES:
         raise ValueError(f"a compressed payload starts with a 4-byte shim, got {len(comp)} bytes")
     return int.from_bytes(comp[0:2], "big"), comp[2], comp[3]
 
 
-def _compress(payload, k, with_decoded):
+def shim_codec(comp):
+    """(L, codec, k) of a shim a decoder accepts, else ValueError: the magic must be a known
+    version's and, for version 2, k must be in 1..16 (the decoder needs it)."""
+    length, magic, k = parse_shim(comp)
+    if magic not in MAGIC_CODEC:
+        raise ValueError(f"shim magic is {magic:#04x}, expected "
+                         f"{' or '.join(f'{m:#04x}' for m in MAGIC_CODEC)}")
+    if magic == SHIM_MAGIC_V2 and not EB_K_MIN <= k <= EB_K_MAX:
+        raise ValueError(f"version-2 shim carries k = {k}, outside {EB_K_MIN}..{EB_K_MAX}")
+    return length, MAGIC_CODEC[magic], k
+
+
+def min_compressed_len(length):
+    """The fewest bytes a compressed payload restoring ``length`` bytes can have: the shim,
+    one 2-byte zero tag word per group of 8 values and the raw tail (RX's version-2 bound)."""
+    n, r = divmod(int(length), 4)
+    return SHIM_BYTES + 2 * -(-n // 8) + r
+
+
+def _compress(payload, k, with_decoded, codec):
     """(C, D or None) for bytes ``payload``: one pass of the codec gives both (the TX
     engine needs D for the L4 checksum)."""
-    shim = make_shim(len(payload), k)
+    shim = make_shim(len(payload), k, codec)
     n = len(payload) // 4
     tail = payload[4 * n:]
     if n == 0:
         return shim + tail, (tail if with_decoded else None)
     decoded = np.empty(n, np.uint32) if with_decoded else None
-    comp = shim + pack_values(_values(payload), k, decoded) + tail
+    comp = shim + pack_values(_values(payload), k, decoded, codec) + tail
     if with_decoded:
         return comp, decoded.astype("<u4", copy=False).tobytes() + tail
     return comp, None
 
 
-def compress_payload(payload, k):
+def compress_payload(payload, k, codec="paper"):
     """C = shim || groups of the L div 4 little-endian values || the L mod 4 tail bytes."""
-    return _compress(bytes(payload), k, False)[0]
+    return _compress(bytes(payload), k, False, codec)[0]
 
 
-def compress_payload_with_decoded(payload, k):
+def compress_payload_with_decoded(payload, k, codec="paper"):
     """(C, D) from one pass of the codec: C as compress_payload, D as decoded_payload
     (the TX engine needs D for the L4 checksum)."""
-    return _compress(payload, k, True)
+    return _compress(bytes(payload), k, True, codec)
 
 
 def decompress_payload(comp):
-    """Restore D from C; returns ``(D, bad)`` with D exactly L bytes (see decompression_unit)."""
+    """Restore D from C, decoding with the codec its shim names (shim_codec); returns
+    ``(D, bad)`` with D exactly L bytes (see decompression_unit)."""
     comp = bytes(comp)
-    length, magic, _ = parse_shim(comp)
-    if magic != SHIM_MAGIC:
-        raise ValueError(f"shim magic is {magic:#04x}, expected {SHIM_MAGIC:#04x}")
-    return decompression_unit(comp[SHIM_BYTES:], length // 4, length % 4)
+    length, codec, k = shim_codec(comp)
+    return decompression_unit(comp[SHIM_BYTES:], length // 4, length % 4, k, codec)
 
 
-def decoded_payload(payload, k):
-    """D: what the receiver restores from ``compress_payload(payload, k)``."""
+def decoded_payload(payload, k, codec="paper"):
+    """D: what the receiver restores from ``compress_payload(payload, k, codec)``."""
     payload = bytes(payload)
     n = len(payload) // 4
-    decoded = compression_block(_values(payload), k)[3]
+    decoded = compression_block(_values(payload), k, codec)[3]
     return decoded.astype("<u4").tobytes() + payload[4 * n:]

@@ -5,8 +5,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .api import as_float32
-from .compression_block import TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_ZERO, check_k, compression_block
+from .compression_block import (TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_ZERO, check_codec, check_k,
+                                compression_block)
 from .compression_unit import pack_groups
+from .wire import CODEC_DEFAULT
 
 __all__ = ["BandStats", "band_stats", "BAND_BITS", "BAND_NAMES"]
 
@@ -26,19 +28,22 @@ class BandStats:
     ratio: float = 0.0          # 32 n / total bits incl. tags
     byte_ratio: float = 0.0     # 4 n / bytes of the packed groups
     zeroed_8bit: float = 0.0    # fraction of the 8-bit band that decodes to zero
+    codec: str = CODEC_DEFAULT  # "paper" (wire version 1) or "bounded" (version 2)
 
 
-def band_stats(x, k):
-    """Table III-style statistics of float32 array ``x`` with error bound 2^-k.
+def band_stats(x, k, codec=CODEC_DEFAULT):
+    """Table III-style statistics of float32 array ``x`` with error bound 2^-k and the
+    value codec ``codec`` (the bands, shares and ratios are the same for both; the
+    errors and the zeroed 8-bit codes are not).
 
     Errors are measured in float64 over finite inputs only (Inf/NaN pass through
     bit-exact in the 32-bit band).
     """
     a = np.ascontiguousarray(as_float32(x)).ravel()
-    k = check_k(k)
+    k = check_k(k, check_codec(codec))
     bits = a.view(np.uint32)
-    tag, _, _, decoded = compression_block(bits, k)
-    out = BandStats(k=k, n=int(a.size))
+    tag, _, _, decoded = compression_block(bits, k, codec)
+    out = BandStats(k=k, n=int(a.size), codec=codec)
     err = np.abs(decoded.view(np.float32).astype(np.float64) - a.astype(np.float64))
     finite = np.isfinite(a)
     total_bits = 0
@@ -51,7 +56,7 @@ def band_stats(x, k):
         e = err[sel & finite]
         out.max_error[nbits] = float(e.max()) if e.size else 0.0
     out.ratio = 32 * a.size / total_bits if total_bits else 0.0
-    packed = len(pack_groups(bits, k))
+    packed = len(pack_groups(bits, k, codec))
     out.byte_ratio = 4 * a.size / packed if packed else 0.0
     in8 = tag == TAG_8BIT
     out.zeroed_8bit = float((decoded[in8] == 0).mean()) if in8.any() else 0.0

@@ -6,10 +6,15 @@ buffer the table gives, per method, the compression ratio, the best time of a fe
 the throughput in GB/s (1 GB = 1e9 bytes), and how many times longer than a NumPy copy
 of the same buffer, measured in the same run, it takes.
 
+Every golden and fast method runs for both wire format versions in the same run: v1
+(the paper's codec) and v2 (the bounded codec; the same bytes on the wire, other field
+values); the summary lines put v2's GB/s next to v1's and to snappy's and lz4's.
+
 Methods: numpy copy (the baseline); golden encode = compression_block over the buffer
 (tags, stored bits, decoded values); golden pack = pack_groups (the compressed groups as
 bytes); golden unpack = unpack_groups of those groups; fast pack = golden.fast_pack_groups
-over the whole buffer (the compiled path, the same bytes); fast encode+pack =
+over the whole buffer (the compiled path, the same bytes); fast unpack groups =
+golden.fast_unpack_groups of those groups; fast encode+pack =
 golden.fast_compress_payload per 65532-byte payload (the largest whole number of floats
 the 16-bit shim allows, about 64 KiB), with shim and tail, as a NIC compresses; fast NIC =
 the same per 8948-byte payload (a jumbo segment each); fast unpack =
@@ -100,7 +105,51 @@ def _per_payload(raw, k, compress, size=PAYLOAD):
     return sum(len(compress(raw[i:i + size], k)) for i in range(0, len(raw), size))
 
 
-def bench_buffer(name, values: np.ndarray, *, k=golden.K_DEFAULT, repeat=3, budget=5.0, progress=None):
+CODEC_TAGS = {"paper": "v1", "bounded": "v2"}
+
+
+def _codec_methods(bits, raw, k, codec):
+    """The golden and fast methods of one codec, after checking the fast path's bytes
+    against the model's (what the decoders get is made once here)."""
+    tag = CODEC_TAGS[codec]
+    packed = golden.pack_groups(bits, k, codec)
+    if golden.fast_pack_groups(bits, k, codec) != packed:
+        raise RuntimeError(f"fast pack {tag} produced bytes other than the model's")
+    comps = [golden.fast_compress_payload(p, k, codec) for p in _payloads(raw, PAYLOAD)]
+    decoded = golden.compression_block(bits, k, codec)[3].astype("<u4").tobytes()
+    if b"".join(golden.fast_decompress_payload(c)[0] for c in comps) != decoded:
+        raise RuntimeError(f"fast unpack {tag} restored bytes other than the model's")
+    comp_bytes = sum(map(len, comps))
+
+    def enc():
+        t, stored, width, dec = golden.compression_block(bits, k, codec)
+        # What the encoder emits: tags (2 bits each) plus the stored bytes.
+        return (2 * t.size + 7) // 8 + int(width.sum(dtype=np.int64))
+
+    def fast_unpack():
+        for c in comps:
+            golden.fast_decompress_payload(c)
+        return comp_bytes
+
+    def compress(payload, kk):
+        return golden.fast_compress_payload(payload, kk, codec)
+
+    return [
+        (f"golden encode {tag} k={k}", enc),
+        (f"golden pack {tag} k={k}", lambda: len(golden.pack_groups(bits, k, codec))),
+        (f"golden unpack {tag} k={k}",
+         lambda: (golden.unpack_groups(packed, bits.size, k, codec), len(packed))[1]),
+        (f"fast pack {tag} k={k}", lambda: len(golden.fast_pack_groups(bits, k, codec))),
+        (f"fast unpack groups {tag} k={k}",
+         lambda: (golden.fast_unpack_groups(packed, bits.size, k, codec), len(packed))[1]),
+        (f"fast encode+pack {tag} k={k}", lambda: _per_payload(raw, k, compress)),
+        (f"fast NIC {tag} k={k}", lambda: _per_payload(raw, k, compress, JUMBO_PAYLOAD)),
+        (f"fast unpack {tag} k={k}", fast_unpack),
+    ]
+
+
+def bench_buffer(name, values: np.ndarray, *, k=golden.K_DEFAULT, repeat=3, budget=5.0, progress=None,
+                 codecs=("paper", "bounded")):
     """Time every method on one float32 buffer; returns [Result], the copy first."""
     import lz4.frame
     import snappy
@@ -110,37 +159,13 @@ def bench_buffer(name, values: np.ndarray, *, k=golden.K_DEFAULT, repeat=3, budg
     raw = values.tobytes()
     n = len(raw)
     dst = np.empty_like(values)
-    k = golden.check_k(k)
-    # What the decoders get: made once here, and checked against the model.
-    packed = golden.pack_groups(bits, k)
-    if golden.fast_pack_groups(bits, k) != packed:
-        raise RuntimeError("fast pack produced bytes other than the model's")
-    comps = [golden.fast_compress_payload(p, k) for p in _payloads(raw, PAYLOAD)]
-    decoded = golden.compression_block(bits, k)[3].astype("<u4").tobytes()
-    if b"".join(golden.fast_decompress_payload(c)[0] for c in comps) != decoded:
-        raise RuntimeError("fast unpack restored bytes other than the model's")
-    comp_bytes = sum(map(len, comps))
+    for codec in codecs:
+        golden.check_k(k, codec)
     snap, lz = snappy.compress(raw), lz4.frame.compress(raw)
-
-    def enc():
-        tag, stored, width, decoded = golden.compression_block(bits, k)
-        # What the encoder emits: tags (2 bits each) plus the stored bytes.
-        return (2 * tag.size + 7) // 8 + int(width.sum(dtype=np.int64))
-
-    def fast_unpack():
-        for c in comps:
-            golden.fast_decompress_payload(c)
-        return comp_bytes
-
-    methods = [
-        ("numpy copy", lambda: (np.copyto(dst, values), n)[1]),
-        (f"golden encode k={k}", enc),
-        (f"golden pack k={k}", lambda: len(golden.pack_groups(bits, k))),
-        (f"golden unpack k={k}", lambda: (golden.unpack_groups(packed, bits.size), len(packed))[1]),
-        (f"fast pack k={k}", lambda: len(golden.fast_pack_groups(bits, k))),
-        (f"fast encode+pack k={k}", lambda: _per_payload(raw, k, golden.fast_compress_payload)),
-        (f"fast NIC k={k}", lambda: _per_payload(raw, k, golden.fast_compress_payload, JUMBO_PAYLOAD)),
-        (f"fast unpack k={k}", fast_unpack),
+    methods = [("numpy copy", lambda: (np.copyto(dst, values), n)[1])]
+    for codec in codecs:
+        methods += _codec_methods(bits, raw, k, codec)
+    methods += [
         ("snappy", lambda: len(snappy.compress(raw))),
         ("snappy decompress", lambda: (snappy.decompress(snap), len(snap))[1]),
         ("lz4", lambda: len(lz4.frame.compress(raw))),
@@ -190,19 +215,39 @@ def _human(n):
 
 
 def format_table(results) -> str:
-    head = (f"{'buffer':<20} {'method':<22} {'ratio':>6} {'wall ms':>9} {'cpu ms':>9} {'GB/s':>7} "
+    head = (f"{'buffer':<20} {'method':<28} {'ratio':>6} {'wall ms':>9} {'cpu ms':>9} {'GB/s':>7} "
             f"{'x copy':>7} {'runs':>4}")
     lines = [head, "-" * len(head)]
     for r in results:
-        lines.append(f"{r.buffer:<20} {r.method:<22} {r.ratio:6.2f} {r.seconds * 1e3:9.4g} "
+        lines.append(f"{r.buffer:<20} {r.method:<28} {r.ratio:6.2f} {r.seconds * 1e3:9.4g} "
                      f"{r.cpu_seconds * 1e3:9.4g} {r.gbps:7.4g} {r.vs_copy:7.1f} {r.runs:4d}")
+    return "\n".join(lines)
+
+
+def format_versions(results) -> str:
+    """Per buffer, the fast path's v2 pack/unpack GB/s next to v1's and snappy's/lz4's,
+    all from the same run."""
+    lines = []
+    for buf in dict.fromkeys(r.buffer for r in results):
+        by = {re.sub(r" k=\d+$", "", r.method): r for r in results if r.buffer == buf}
+        if "fast pack v2" not in by or "fast pack v1" not in by:
+            continue
+        parts = []
+        for what, v in (("pack", "fast pack"), ("unpack", "fast unpack groups")):
+            a, b = by[v + " v1"], by[v + " v2"]
+            parts.append(f"{what} v2 {b.gbps:.3g} GB/s, v1 {a.gbps:.3g} (v2/v1 {b.gbps / a.gbps:.2f})")
+        parts.append(f"snappy {by['snappy'].gbps:.3g} / {by['snappy decompress'].gbps:.3g}, "
+                     f"lz4 {by['lz4'].gbps:.3g} / {by['lz4 decompress'].gbps:.3g} GB/s "
+                     f"(compress / decompress)")
+        lines.append(f"v2 vs v1, {buf}: " + "; ".join(parts))
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m inceptionn.bench", description=__doc__.split("\n")[0])
     ap.add_argument("--size", default="64M", help="synthetic buffer size, e.g. 64M, 256K (default %(default)s)")
-    ap.add_argument("--k", type=int, default=golden.K_DEFAULT, help="error bound 2^-k (default %(default)s)")
+    ap.add_argument("--k", type=int, default=golden.K_DEFAULT,
+                    help="error bound 2^-k, 1..16 (both codecs run; default %(default)s)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per method, best kept (default %(default)s)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-real", action="store_true", help="skip the demo's real gradients")
@@ -214,7 +259,7 @@ def main(argv=None) -> int:
         ap.error("--repeat must be >= 1")
     try:
         size = parse_size(args.size)
-        golden.check_k(args.k)
+        golden.check_k(args.k, "bounded")
     except ValueError as e:
         ap.error(str(e))
 
@@ -227,6 +272,7 @@ def main(argv=None) -> int:
           "(in to compress, out of decompress); x copy = wall time / numpy copy wall time on the "
           "same buffer; best of `runs`")
     print(format_table(results))
+    print(format_versions(results))
     return 0
 
 

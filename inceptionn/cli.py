@@ -1,11 +1,16 @@
 """The `inceptionn` command line: the golden model applied to arrays and captures.
 
-  inceptionn roundtrip IN.npy OUT.npy [--error-bound 2^-10]
-  inceptionn stats IN.npy [--error-bound 2^-6 --error-bound 2^-8 ...]
-  inceptionn nic tx IN.pcap OUT.pcap [--dscp 10] [--error-bound 2^-10]
-  inceptionn nic rx IN.pcap OUT.pcap [--dscp 10]
+  inceptionn roundtrip IN.npy OUT.npy [--error-bound 2^-10] [--codec bounded|paper]
+  inceptionn stats IN.npy [--error-bound 2^-6 --error-bound 2^-8 ...] [--codec bounded|paper]
+  inceptionn nic tx IN.pcap OUT.pcap [--dscp 10] [--error-bound 2^-10] [--codec bounded|paper]
+  inceptionn nic rx IN.pcap OUT.pcap [--dscp 10] [--codec any|bounded|paper]
   inceptionn nic bridge [--hosts N] [--mtu 1500|9000] [--engine golden|rtl] ...
   inceptionn mark add|del|list [--port 5000-5100] [--dscp 10]
+
+The value codec is the bounded one (wire format version 2, |error| <= 2^-k, k in 1..16)
+unless `--codec paper` asks for the paper's (version 1, k in 1..126). RX decodes both
+versions by the shim; `nic rx --codec` restricts it to one (a receiver that knows only
+that version forwards the others unchanged).
 
 Every failure the user can cause (a bad file, a bad argument) exits with status 2
 and one message on stderr. More subcommands plug in through `SUBCOMMANDS`.
@@ -41,6 +46,12 @@ def _dscp(text):
         raise argparse.ArgumentTypeError(f"DSCP must be an integer in 0..63, got {text!r}") from None
 
 
+def _k_for(args):
+    """The error bound's k, checked against the chosen codec's range (paper 1..126,
+    bounded 1..16); a ValueError is a user error (exit status 2)."""
+    return golden.check_k(args.error_bound, args.codec)
+
+
 def _load_float32(path):
     try:
         a = np.load(path, allow_pickle=False)
@@ -56,15 +67,16 @@ def _load_float32(path):
 # ---------------------------------------------------------------- roundtrip / stats
 
 def _cmd_roundtrip(args):
+    k = _k_for(args)
     a = _load_float32(args.input)
-    out = golden.roundtrip(a, args.error_bound)
+    out = golden.roundtrip(a, k, args.codec)
     try:
         with open(args.output, "wb") as f:
             np.save(f, out, allow_pickle=False)
     except OSError as exc:
         raise CliError(f"cannot write {args.output}: {exc}") from None
-    st = golden.band_stats(a, args.error_bound)
-    print(f"{a.size} values, error bound 2^-{args.error_bound}: ratio {st.ratio:.3f} "
+    st = golden.band_stats(a, k, args.codec)
+    print(f"{a.size} values, error bound 2^-{k}, {args.codec} codec: ratio {st.ratio:.3f} "
           f"(bytes {st.byte_ratio:.3f}), max |error| {max(st.max_error.values()):.3g}")
     return 0
 
@@ -72,11 +84,13 @@ def _cmd_roundtrip(args):
 def _cmd_stats(args):
     a = _load_float32(args.input)
     bounds = args.error_bound or [golden.parse_error_bound(t) for t in DEFAULT_STATS_BOUNDS]
-    print(f"{a.size} values")
+    for k in bounds:
+        golden.check_k(k, args.codec)
+    print(f"{a.size} values, {args.codec} codec")
     print(f"{'bound':>7} {'2-bit':>8} {'10-bit':>8} {'18-bit':>8} {'34-bit':>8} "
           f"{'ratio':>7} {'bytes':>7} {'err 8-bit':>10} {'err 16-bit':>10} {'8b->0':>7}")
     for k in bounds:
-        st = golden.band_stats(a, k)
+        st = golden.band_stats(a, k, args.codec)
         sh = st.share
         print(f"{'2^-' + str(k):>7} {sh[2]:8.2%} {sh[10]:8.2%} {sh[18]:8.2%} {sh[34]:8.2%} "
               f"{st.ratio:7.3f} {st.byte_ratio:7.3f} {st.max_error[10]:10.3g} "
@@ -110,16 +124,18 @@ def _print_counters(c, extra=""):
 
 
 def _cmd_nic(args):
+    k = _k_for(args) if args.direction == "tx" else None
     frames, nano = _read_pcap(args.input)
     c = golden.Counters()
     out, bad = [], 0
     for data, ts in frames:
         if args.direction == "tx":
-            res = golden.tx_frame(data, k=args.error_bound, dscp=args.dscp, counters=c)
+            res = golden.tx_frame(data, k=k, dscp=args.dscp, counters=c, codec=args.codec)
             if res is not None:
                 out.append((res, ts))
         else:
-            res, is_bad = golden.rx_frame(data, dscp=args.dscp, counters=c)
+            res, is_bad = golden.rx_frame(data, dscp=args.dscp, counters=c,
+                                          versions=RX_VERSIONS[args.codec])
             bad += is_bad
             out.append((res, ts))
     _write_pcap(args.output, out, nano)
@@ -129,12 +145,22 @@ def _cmd_nic(args):
 
 # ---------------------------------------------------------------- parser
 
+# nic rx --codec: the wire versions RX decompresses.
+RX_VERSIONS = {"any": (1, 2), "paper": (1,), "bounded": (2,)}
+
+
+def _add_codec(p):
+    p.add_argument("--codec", choices=golden.CODECS, default=golden.CODEC_DEFAULT,
+                   help="value codec: bounded (wire format version 2, |error| <= 2^-k, "
+                        "k <= 16; the default) or paper (version 1, the paper's, k <= 126)")
+
 def _add_roundtrip(sub):
     p = sub.add_parser("roundtrip", help="write what the NIC would deliver for a float32 .npy")
     p.add_argument("input", metavar="IN.npy")
     p.add_argument("output", metavar="OUT.npy")
     p.add_argument("--error-bound", type=_error_bound, default=golden.K_DEFAULT,
                    metavar="2^-K", help="error bound 2^-k (default 2^-10)")
+    _add_codec(p)
     p.set_defaults(func=_cmd_roundtrip)
 
 
@@ -143,6 +169,7 @@ def _add_stats(sub):
     p.add_argument("input", metavar="IN.npy")
     p.add_argument("--error-bound", type=_error_bound, action="append", metavar="2^-K",
                    help="error bound, repeatable (default 2^-6, 2^-8, 2^-10)")
+    _add_codec(p)
     p.set_defaults(func=_cmd_stats)
 
 
@@ -159,6 +186,10 @@ def _add_nic(sub):
         q.set_defaults(func=_cmd_nic)
     tx.add_argument("--error-bound", type=_error_bound, default=golden.K_DEFAULT,
                     metavar="2^-K", help="error bound 2^-k (default 2^-10)")
+    _add_codec(tx)
+    rx.add_argument("--codec", choices=sorted(RX_VERSIONS), default="any",
+                    help="decompress frames of this codec's wire version only (default any: "
+                         "both, by the shim, as the engine does)")
     from .cli_net import add_bridge
     add_bridge(nic, _error_bound, _dscp, CliError)
 

@@ -1,22 +1,27 @@
-"""End-to-end demo (`make demo`): real HDC gradients through the NIC engines.
+"""End-to-end demo (`make demo`): real HDC gradients through the NIC engines, with both
+value codecs side by side: the bounded one (wire format version 2, the default) and the
+paper's (version 1).
 
 1. Train the paper's HDC network (drivers.hdc) and capture its gradients early,
    mid-way and late in training.
 2. Send each capture as a TCP stream tagged for compression (ToS 0x28), MSS 1448.
 3. Pass the frames through the NIC stage: compression engine (TX) onto the wire, then
    decompression engine (RX) up to the receiving host.
-4. For error bounds 2^-6, 2^-8, 2^-10 print the Table III-style distribution, payload
-   and wire compression ratios and the largest error, and check that the receiving host
-   gets exactly the codec's roundtrip of the gradients in frames with valid checksums.
+4. For error bounds 2^-6, 2^-8, 2^-10 and each codec print the Table III-style
+   distribution, payload and wire compression ratios, the max error per band against
+   the bound and the fraction of 8-bit codes that decode to 0, and check that the
+   receiving host gets exactly the codec's roundtrip of the gradients in frames with
+   valid checksums.
 
-The NIC stage is one function, `nic(frames, k) -> (wire_frames, host_frames, info)`;
+The NIC stage is one function, `nic(frames, k, codec) -> (wire_frames, host_frames, info)`;
 `run_demo(nic=...)` accepts any function with that shape (default: the golden model).
 The Verilated engines (a compiled loop, inceptionn/rtl/rtl_loop.py), each checked byte for byte
 against the golden model, take every capture at the first bound by default, all of
 them with `--full`; `--nic golden` runs the model alone.
 
 Outputs (default build/demo/): grad_<capture>.npy, sent.pcap (host-side frames as
-sent), wire_k<k>.pcap for every k, host_k<k>.pcap (as received) for the first k given,
+sent), wire_<codec>_k<k>.pcap for every codec and k, host_<codec>_k<k>.pcap (as
+received) for the first k given,
 gradients.png, summary.png (code shares, ratios, error against the bound) and
 summary.json. `real_gradients()` gives the gradients to other tools,
 trained once and then cached (default build/cache/).
@@ -37,12 +42,14 @@ from typing import Callable
 import numpy as np
 
 from inceptionn import golden
+from inceptionn.demo_plots import plot_gradients, plot_summary
 from inceptionn.demo_tcp import collectives_stage, format_collectives, format_tcp, tcp_stage
 from inceptionn.drivers import frames as F
 from inceptionn.drivers import hdc
 
 __all__ = [
     "DEFAULT_CACHE",
+    "DEFAULT_CODECS",
     "DEFAULT_KS",
     "DEFAULT_OUT",
     "DEFAULT_STEPS",
@@ -59,10 +66,11 @@ DEFAULT_OUT = Path("build/demo")
 DEFAULT_CACHE = Path("build/cache")
 DEFAULT_STEPS = 300
 DEFAULT_KS = (10, 8, 6)
+DEFAULT_CODECS = ("bounded", "paper")   # side by side; the first is the default codec
 CACHE_VERSION = 1  # bump when training changes, so stale caches are not reused
 
-#: nic(frames, k) -> (wire_frames, host_frames, info)
-NicStage = Callable[[list, int], tuple]
+#: nic(frames, k, codec) -> (wire_frames, host_frames, info)
+NicStage = Callable[[list, int, str], tuple]
 
 _T0 = time.monotonic()
 
@@ -151,8 +159,10 @@ def real_gradients(steps: int = DEFAULT_STEPS, seed: int = 0, *, cache_dir=DEFAU
 
 # ---------------------------------------------------------------------- NIC stage
 
-def golden_nic_stage(frames, k: int, *, dscp: int = golden.DSCP_DEFAULT):
-    """The NIC pair as the golden model: TX engine onto the wire, RX engine to the host.
+def golden_nic_stage(frames, k: int, codec: str = golden.CODEC_DEFAULT, *,
+                     dscp: int = golden.DSCP_DEFAULT):
+    """The NIC pair as the golden model: TX engine onto the wire with ``codec``, RX engine
+    (which decodes by the shim) to the host.
 
     Returns (wire_frames, host_frames, info); info holds the TX and RX Counters and the
     number of frames the RX engine marked bad.
@@ -160,7 +170,7 @@ def golden_nic_stage(frames, k: int, *, dscp: int = golden.DSCP_DEFAULT):
     tx, rx = golden.Counters(), golden.Counters()
     wire = []
     for f in frames:
-        out = golden.tx_frame(f, k=k, dscp=dscp, counters=tx)
+        out = golden.tx_frame(f, k=k, dscp=dscp, counters=tx, codec=codec)
         if out is not None:  # None: dropped as oversize (counted in tx.dropped)
             wire.append(out)
     host, bad = [], 0
@@ -188,17 +198,30 @@ def _engine_info(res):
             "latency_min": lo, "latency_max": hi, "counters": res.counters}
 
 
-def rtl_nic_stage(frames, k: int, *, dscp: int = golden.DSCP_DEFAULT):
+def rtl_codecs():
+    """The codecs the Verilated engines of this tree can run: version 1 always; version 2
+    where the compiled loop takes a codec select."""
+    import inspect
+
+    from inceptionn.rtl.rtl_loop import run_frames
+    return golden.CODECS if "codec" in inspect.signature(run_frames).parameters else ("paper",)
+
+
+def rtl_nic_stage(frames, k: int, codec: str = "paper", *, dscp: int = golden.DSCP_DEFAULT):
     """The NIC pair as the Verilated RTL: CompressionEngine, then DecompressionEngine.
 
     Both engines run in the compiled loop (inceptionn/rtl/rtl_loop.py). Their outputs are checked
     byte for byte (and tuser) against the golden model; any difference raises
-    RuntimeError. info adds the clock counts under "rtl".
+    RuntimeError. info adds the clock counts under "rtl". A codec the engines cannot run
+    (rtl_codecs) raises ValueError.
     """
     from inceptionn.rtl.rtl_loop import run_frames
 
-    wire_g, host_g, info = golden_nic_stage(frames, k, dscp=dscp)
-    tx = run_frames("tx", frames, k=k, dscp=dscp)
+    if codec not in rtl_codecs():
+        raise ValueError(f"the RTL engines here run {', '.join(rtl_codecs())} only, not {codec!r}")
+    wire_g, host_g, info = golden_nic_stage(frames, k, codec, dscp=dscp)
+    extra = {} if codec == "paper" and rtl_codecs() == ("paper",) else {"codec": codec}
+    tx = run_frames("tx", frames, k=k, dscp=dscp, **extra)
     wire = [f for f, _ in tx.frames_out]
     if wire != wire_g or any(u for _, u in tx.frames_out):
         raise RuntimeError(f"RTL TX differs from golden.tx_frame: {_first_difference(wire, wire_g)}")
@@ -218,7 +241,7 @@ RTL_SCOPES = ("first-bound", "full")
 
 # ---------------------------------------------------------------------- checks
 
-def _check_host_frames(orig, wire, host, grad, k, dscp):
+def _check_host_frames(orig, wire, host, grad, k, dscp, codec):
     """Host frames must be the original frames with the payload replaced by its roundtrip.
 
     Returns the restored gradient (float32). Raises RuntimeError on any difference.
@@ -226,7 +249,7 @@ def _check_host_frames(orig, wire, host, grad, k, dscp):
     if not (len(orig) == len(wire) == len(host)):
         raise RuntimeError(f"frame count changed: {len(orig)} sent, {len(wire)} on the wire, "
                            f"{len(host)} received")
-    decoded = golden.compression_block(grad.view(np.uint32), k)[3].tobytes()
+    decoded = golden.compression_block(grad.view(np.uint32), k, codec)[3].tobytes()
     raw = grad.tobytes()
     pos = 0
     for i, (o, w, h) in enumerate(zip(orig, wire, host)):
@@ -277,6 +300,7 @@ class Row:
     zeroed_8bit: float
     exact: bool
     counters: dict = field(default_factory=dict)
+    codec: str = golden.CODEC_DEFAULT
 
     @property
     def payload_ratio(self):
@@ -291,41 +315,15 @@ class Row:
         return self.link_in / self.link_out
 
 
-def _plot(grads: Gradients, ks, path):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(8, 4.5))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    bins = np.arange(-40, 2, 0.5)
-    for name, g in grads.captures.items():
-        a = np.abs(g.astype(np.float64))
-        a = a[a > 0]
-        ax.hist(np.log2(a), bins=bins, histtype="step", linewidth=1.4,
-                label=f"{name} (step {grads.steps[name]}, {np.mean(g == 0):.1%} exact zeros)")
-    colors = ["tab:red", "tab:purple", "tab:gray"]
-    for c, k in zip(colors, ks):
-        t, m = golden.band_limits(k)
-        ax.axvline(t - 127, color=c, linestyle="--", linewidth=1,
-                   label=f"2^-{k}: 0-bit below 2^{t - 127}, 16-bit from 2^{m - 127}")
-        ax.axvline(m - 127, color=c, linestyle=":", linewidth=1)
-    ax.set_xlabel("log2 |gradient|")
-    ax.set_ylabel("values")
-    ax.set_title(f"HDC gradients ({grads.captures[next(iter(grads.captures))].size} values per capture)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-
-
 def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic: NicStage | None = None,
              rtl: str | None = None, cache_dir=DEFAULT_CACHE, refresh=False,
-             dscp=golden.DSCP_DEFAULT, max_frames=None, quiet=False):
+             dscp=golden.DSCP_DEFAULT, max_frames=None, quiet=False, codecs=DEFAULT_CODECS):
     """Run the demo; returns (Gradients, [Row]). Raises RuntimeError if a check fails.
 
-    Every (bound, capture) pair goes through `nic` (default: the golden model), except
+    Every (codec, bound, capture) goes through `nic` (default: the golden model), except
     those that `rtl` selects, which go through the Verilated engines checked against
-    golden: "first-bound" (every capture at ks[0]), "full" (all pairs) or "none".
+    golden: "first-bound" (every capture at ks[0]), "full" (all) or "none", for each
+    codec the engines can run (rtl_codecs()).
     The default is "first-bound", or "none" when a `nic` is given.
     `max_frames` sends only the start of each capture (that many full frames), for NIC
     stages slower than the golden model; the table then covers what was sent.
@@ -334,7 +332,13 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
     if rtl not in (*RTL_SCOPES, "none"):
         raise ValueError(f"rtl must be one of {(*RTL_SCOPES, 'none')}, got {rtl!r}")
     nic = nic or golden_nic_stage
-    ks = [golden.check_k(k) for k in ks]
+    codecs = [golden.check_codec(c) for c in codecs]
+    if not codecs:
+        raise ValueError("need at least one codec")
+    ks = [golden.check_k(k, "paper") for k in ks]
+    for c in codecs:                 # the bounded codec takes k up to 16 only
+        for k in ks:
+            golden.check_k(k, c)
     if not ks:
         raise ValueError("need at least one k")
     if max_frames is not None and max_frames < 1:
@@ -347,7 +351,7 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
          quiet)
     for name, g in grads.captures.items():
         np.save(out / f"grad_{name}.npy", g)
-    _plot(grads, ks, out / "gradients.png")
+    plot_gradients(grads, ks, out / "gradients.png")
 
     _log("packing gradients into TCP frames (ToS 0x28, MSS 1448)", quiet)
     limit = None if max_frames is None else max_frames * (F.MSS // 4)
@@ -358,17 +362,18 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
     times = F.line_rate_timestamps(sent)
 
     rows = []
-    bar = _progress(len(ks) * len(sending), "NIC stage (bound x capture)", quiet)
-    for ki, k in enumerate(ks):
+    on_rtl_codecs = rtl_codecs() if rtl != "none" else ()
+    bar = _progress(len(codecs) * len(ks) * len(sending), "NIC stage (codec x bound x capture)", quiet)
+    for codec, ki, k in ((c, ki, k) for c in codecs for ki, k in enumerate(ks)):
         wire_all, host_all = [], []
         for name, g in sending.items():
             orig = streams[name]
-            on_rtl = rtl == "full" or (rtl == "first-bound" and ki == 0)
-            bar.set_postfix_str(f"2^-{k} {name} {'RTL' if on_rtl else 'golden'}")
-            wire, host, info = (rtl_nic_stage if on_rtl else nic)(orig, k)
+            on_rtl = codec in on_rtl_codecs and (rtl == "full" or (rtl == "first-bound" and ki == 0))
+            bar.set_postfix_str(f"{codec} 2^-{k} {name} {'RTL' if on_rtl else 'golden'}")
+            wire, host, info = (rtl_nic_stage if on_rtl else nic)(orig, k, codec)
             bar.update()
-            restored = _check_host_frames(orig, wire, host, g, k, dscp)
-            stats = golden.band_stats(g, k)
+            restored = _check_host_frames(orig, wire, host, g, k, dscp, codec)
+            stats = golden.band_stats(g, k, codec)
             err = np.abs(restored.astype(np.float64) - g.astype(np.float64))
             rows.append(Row(
                 k=k, capture=name, share=dict(stats.share), frames=len(orig),
@@ -377,16 +382,16 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
                 wire_in=sum(map(len, orig)), wire_out=sum(map(len, wire)),
                 link_in=sum(len(f) + 24 for f in orig), link_out=sum(len(f) + 24 for f in wire),
                 max_abs_error=float(err.max()), max_error_by_band=dict(stats.max_error),
-                zeroed_8bit=stats.zeroed_8bit, exact=True, counters=info))
+                zeroed_8bit=stats.zeroed_8bit, exact=True, counters=info, codec=codec))
             wire_all += wire
             host_all += host
         # The NIC is in line: each wire frame leaves when its host frame arrived.
-        F.write_pcap(out / f"wire_k{k}.pcap", wire_all, times)
+        F.write_pcap(out / f"wire_{codec}_k{k}.pcap", wire_all, times)
         if ki == 0:
-            F.write_pcap(out / f"host_k{k}.pcap", host_all, times)
+            F.write_pcap(out / f"host_{codec}_k{k}.pcap", host_all, times)
     bar.close()
     F.write_pcap(out / "sent.pcap", sent, times)
-    _summary_plot(rows, out / "summary.png")
+    plot_summary(rows, out / "summary.png")
     summary = {
         "train_steps": grads.train_steps, "seed": seed, "acc_before": grads.acc_before,
         "acc_after": grads.acc_after, "captures": grads.steps,
@@ -399,81 +404,45 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
     return grads, rows
 
 
-def _summary_plot(rows, path):
-    """One figure: Table III code shares, compression ratios and error against the bound."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(13, 5))
-    FigureCanvasAgg(fig)
-    ax1, ax2, ax3 = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.3, 1.3, 1]})
-    labels = [f"2^-{r.k}\n{r.capture}" for r in rows]
-    x = np.arange(len(rows))
-    bottom = np.zeros(len(rows))
-    colors = {2: "tab:green", 10: "tab:blue", 18: "tab:orange", 34: "tab:red"}
-    for bits, name in ((2, "0-bit"), (10, "8-bit"), (18, "16-bit"), (34, "32-bit")):
-        share = np.array([r.share[bits] for r in rows]) * 100
-        ax1.bar(x, share, bottom=bottom, color=colors[bits], label=f"{name} ({bits} bits with tag)")
-        bottom += share
-    ax1.set_xticks(x, labels, fontsize=7)
-    ax1.set_ylabel("% of values")
-    ax1.set_title("Table III: code shares per bound and capture")
-    ax1.set_ylim(0, 100)
-    ax1.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    w = 0.28
-    for i, (attr, name) in enumerate((("payload_ratio", "payload"), ("wire_ratio", "frame bytes"),
-                                      ("link_ratio", "10G link time"))):
-        ax2.bar(x + (i - 1) * w, [getattr(r, attr) for r in rows], w, label=name)
-    ax2.set_xticks(x, labels, fontsize=7)
-    ax2.set_ylabel("times fewer bytes")
-    ax2.set_title("compression ratio on the wire")
-    ax2.legend(fontsize=7)
-    ks = sorted({r.k for r in rows})
-    for bits, name in ((2, "0-bit band"), (10, "8-bit band (below 2^-7 decodes to 0)"),
-                       (18, "16-bit band")):
-        err = [max(r.max_error_by_band[bits] for r in rows if r.k == k) for k in ks]
-        ax3.plot(ks, np.maximum(err, 1e-12), "o-", color=colors[bits], label=name)
-    ax3.plot(ks, [2.0 ** -k for k in ks], "k--", label="bound 2^-k")
-    ax3.set_yscale("log", base=2)
-    ax3.set_xticks(ks, [f"2^-{k}" for k in ks])
-    ax3.set_xlabel("error bound")
-    ax3.set_ylabel("max |error|")
-    ax3.set_title("max error per band vs the bound")
-    ax3.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-
-
 def _table(rows) -> str:
-    head = (f"{'bound':>6} {'capture':>7} | {'2-bit':>6} {'10-bit':>6} {'18-bit':>6} {'34-bit':>6} | "
-            f"{'payload':>7} {'wire':>6} {'link':>6} | {'max|err|':>9} {'host ok':>7}")
+    head = (f"{'codec':>7} {'bound':>6} {'capture':>7} | {'2-bit':>6} {'10-bit':>6} {'18-bit':>6} "
+            f"{'34-bit':>6} | {'payload':>7} {'wire':>6} {'link':>6} | {'max|err|':>9} {'8b->0':>6} "
+            f"{'host ok':>7}")
     lines = [head, "-" * len(head)]
     for r in rows:
         s = r.share
         lines.append(
-            f"{'2^-' + str(r.k):>6} {r.capture:>7} | {s[2]:6.1%} {s[10]:6.1%} {s[18]:6.1%} {s[34]:6.1%} | "
-            f"{r.payload_ratio:6.2f}x {r.wire_ratio:5.2f}x {r.link_ratio:5.2f}x | "
-            f"{r.max_abs_error:9.2e} {'yes' if r.exact else 'NO':>7}")
+            f"{r.codec:>7} {'2^-' + str(r.k):>6} {r.capture:>7} | {s[2]:6.1%} {s[10]:6.1%} {s[18]:6.1%} "
+            f"{s[34]:6.1%} | {r.payload_ratio:6.2f}x {r.wire_ratio:5.2f}x {r.link_ratio:5.2f}x | "
+            f"{r.max_abs_error:9.2e} {r.zeroed_8bit:6.1%} {'yes' if r.exact else 'NO':>7}")
     return "\n".join(lines)
+
+
+def band_worst(rows, codec, k):
+    """(max error per band over the captures, max over all, max share of 8-bit codes that
+    decode to 0) of one codec and bound."""
+    mine = [r for r in rows if r.k == k and r.codec == codec]
+    worst = {b: max(r.max_error_by_band[b] for r in mine) for b in (2, 10, 18, 34)}
+    return worst, max(r.max_abs_error for r in mine), max(r.zeroed_8bit for r in mine)
 
 
 def _band_notes(rows) -> str:
     out = []
-    for k in sorted({r.k for r in rows}, reverse=True):
-        mine = [r for r in rows if r.k == k]
-        worst = {b: max(r.max_error_by_band[b] for r in mine) for b in (2, 10, 18, 34)}
-        z = max(r.zeroed_8bit for r in mine)
-        out.append(f"2^-{k}: max error by band  0-bit {worst[2]:.2e}  8-bit {worst[10]:.2e}  "
-                   f"16-bit {worst[18]:.2e}  32-bit {worst[34]:.2e}; "
-                   f"up to {z:.1%} of 8-bit codes decode to 0")
+    for codec in dict.fromkeys(r.codec for r in rows):
+        for k in sorted({r.k for r in rows if r.codec == codec}, reverse=True):
+            worst, top, z = band_worst(rows, codec, k)
+            within = "within" if top <= 2.0 ** -k else "ABOVE"
+            out.append(f"{codec:>7} 2^-{k}: max error by band  0-bit {worst[2]:.2e}  8-bit "
+                       f"{worst[10]:.2e}  16-bit {worst[18]:.2e}  32-bit {worst[34]:.2e}; max "
+                       f"{top:.2e} {within} the bound {2.0 ** -k:.2e}; {z:.1%} of 8-bit codes decode to 0")
     return "\n".join(out)
 
 
 def _rtl_table(rows) -> str:
     """Cycles and beats/cycle of the Verilated engines, summed over the captures of each k."""
     lines = []
-    for k in dict.fromkeys(r.k for r in rows):
-        runs = [r.counters["rtl"] for r in rows if r.k == k and "rtl" in r.counters]
+    for codec, k in dict.fromkeys((r.codec, r.k) for r in rows):
+        runs = [r.counters["rtl"] for r in rows if (r.codec, r.k) == (codec, k) and "rtl" in r.counters]
         if not runs:
             continue
         tot = {e: {f: sum(x[e][f] for x in runs) for f in ("cycles", "in_beats", "out_beats")}
@@ -482,7 +451,7 @@ def _rtl_table(rows) -> str:
                for e in ("tx", "rx")}
         tx, rx = tot["tx"], tot["rx"]
         lines.append(
-            f"  2^-{k}: TX {tx['in_beats']} beats in, {tx['out_beats']} out, {tx['cycles']} cycles "
+            f"  {codec} 2^-{k}: TX {tx['in_beats']} beats in, {tx['out_beats']} out, {tx['cycles']} cycles "
             f"({tx['in_beats'] / tx['cycles']:.3f} in-beats/cycle, latency {lat['tx'][0]}..{lat['tx'][1]}); "
             f"RX {rx['in_beats']} in, {rx['out_beats']} out, {rx['cycles']} cycles "
             f"({rx['out_beats'] / rx['cycles']:.3f} out-beats/cycle, latency {lat['rx'][0]}..{lat['rx'][1]})")
@@ -504,6 +473,8 @@ def main(argv=None) -> int:
     ap.add_argument("--nic", choices=sorted(NIC_STAGES), default="rtl",
                     help="NIC stage: the Verilated engines checked against the golden model "
                          "(rtl, default) or the golden model alone (golden)")
+    ap.add_argument("--codec", choices=("both", *golden.CODECS), default="both",
+                    help="value codecs side by side: both (default: bounded, then paper) or one")
     ap.add_argument("--full", action="store_true",
                     help="run every bound and capture through the RTL (default: every capture "
                          "at the first bound; the golden model does the rest)")
@@ -519,9 +490,10 @@ def main(argv=None) -> int:
     rtl = "none" if args.nic == "golden" else ("full" if args.full else "first-bound")
     t0 = time.monotonic()
     try:
+        codecs = DEFAULT_CODECS if args.codec == "both" else (args.codec,)
         grads, rows = run_demo(args.out, steps=args.steps, seed=args.seed, ks=ks,
                                cache_dir=args.cache, refresh=args.refresh, max_frames=args.max_frames,
-                               rtl=rtl)
+                               rtl=rtl, codecs=codecs)
         _log(f"real TCP: the gradients between two namespaces through the software NIC at 2^-{ks[0]}")
         tcp_rows, tcp_skipped = tcp_stage(grads.all(), ks[0])
         if tcp_skipped is None:
@@ -540,7 +512,7 @@ def _story(grads, rows, ks, rtl, out, seconds, tcp_rows=(), tcp_skipped=None, co
     n = next(iter(grads.captures.values())).size
     sent = rows[0].payload_in // 4
     best = max(rows, key=lambda r: r.wire_ratio)
-    first = [r for r in rows if r.k == ks[0]]
+    first = [r for r in rows if r.k == ks[0] and r.codec == rows[0].codec]
     print()
     print(f"1. Trained the paper's HDC network ({'-'.join(map(str, hdc.HDC_LAYERS))}, "
           f"{n:,} parameters) on 8x8 digits: test accuracy {grads.acc_before:.1%} -> "
@@ -559,8 +531,7 @@ def _story(grads, rows, ks, rtl, out, seconds, tcp_rows=(), tcp_skipped=None, co
     print(_table(rows))
     print(_band_notes(rows))
     print()
-    print("4. Error: the 0-bit and 16-bit bands stay within the bound; the 8-bit band's values "
-          "below 2^-7 decode to 0 (the wire format's known flaw, docs/wire-format.md).")
+    print(_error_story(rows, ks))
     rtl_text = _rtl_table(rows)
     if rtl_text:
         scope = "every bound and capture" if rtl == "full" else f"every capture at 2^-{ks[0]} (--full: all)"
@@ -586,7 +557,23 @@ def _story(grads, rows, ks, rtl, out, seconds, tcp_rows=(), tcp_skipped=None, co
     print(f"Host-side frames carry exactly the roundtrip of the gradients, checksums valid: "
           f"{all(r.exact for r in rows)}")
     print(f"Outputs in {out}/: summary.png (the figure), summary.json, grad_*.npy, sent.pcap, "
-          f"wire_k*.pcap, host_k{ks[0]}.pcap, gradients.png. Took {seconds:.0f} s.")
+          f"wire_<codec>_k*.pcap, host_<codec>_k{ks[0]}.pcap, gradients.png. Took {seconds:.0f} s.")
+
+
+def _error_story(rows, ks) -> str:
+    """Step 4 of the story, from the measured rows of each codec."""
+    lines = ["4. Error against the bound (same bytes on the wire for both codecs):"]
+    for codec in dict.fromkeys(r.codec for r in rows):
+        parts = []
+        for k in ks:
+            _, top, z = band_worst(rows, codec, k)
+            parts.append(f"2^-{k}: max {top:.2e} ({top / 2.0 ** -k:.2f}x the bound), {z:.0%} of 8-bit "
+                         f"codes -> 0")
+        what = ("wire format version 2: every value within 2^-k" if codec == "bounded" else
+                "wire format version 1, the paper's: the 8-bit band's values below 2^-7 decode "
+                "to 0 (docs/wire-format.md)")
+        lines.append(f"   {codec} ({what}); " + "; ".join(parts))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ import pytest
 
 from inceptionn import bench, golden
 
-METHODS = ["numpy copy", "golden encode k=10", "golden pack k=10", "golden unpack k=10",
-           "fast pack k=10", "fast encode+pack k=10", "fast NIC k=10", "fast unpack k=10", "snappy",
-           "snappy decompress", "lz4", "lz4 decompress"]
+PER_CODEC = ["golden encode", "golden pack", "golden unpack", "fast pack", "fast unpack groups",
+             "fast encode+pack", "fast NIC", "fast unpack"]
+METHODS = (["numpy copy"] + [f"{m} {v} k=10" for v in ("v1", "v2") for m in PER_CODEC]
+           + ["snappy", "snappy decompress", "lz4", "lz4 decompress"])
 
 
 def test_bench_prints_a_sane_table(tmp_path, capsys):
@@ -25,26 +26,35 @@ def test_bench_prints_a_sane_table(tmp_path, capsys):
         assert all(math.isfinite(x) and x > 0 for x in nums), l
         assert nums[5] >= 1
     assert (tmp_path / "hdc_grads_v1_steps10_seed0.npz").exists()
+    # v2 next to v1 and snappy / lz4, per buffer, from the same run
+    summary = [l for l in out.splitlines() if l.startswith("v2 vs v1, ")]
+    assert len(summary) == 2 and all("snappy" in l and "lz4" in l and "v2/v1" in l for l in summary)
 
 
 def test_run_bench_numbers_match_the_codec(tmp_path):
     res = bench.run_bench("16K", real=False, repeat=1)
     assert [r.method for r in res] == METHODS
     assert all(r.buffer == "N(0,1e-3) 16 KiB" and r.in_bytes == 16384 for r in res)
-    (copy, enc, pack, unpack, fast_pack, fast_payloads, fast_nic, fast_unpack, snap, snap_d, lz,
-     lz_d) = res
+    copy, snap, snap_d, lz, lz_d = res[0], *res[-4:]
     assert copy.ratio == 1.0 and copy.vs_copy == 1.0
     values = np.random.default_rng(0).normal(0.0, 1e-3, 4096).astype(np.float32)
     raw = values.tobytes()
-    assert pack.out_bytes == len(golden.pack_groups(values.view(np.uint32), 10))
-    # Packed groups are the encoder's tags and stored bytes, nothing more.
-    assert enc.out_bytes == pack.out_bytes == unpack.out_bytes == fast_pack.out_bytes
-    # One shim per payload: 16384 bytes are one 65532-byte payload, or two of 8948 bytes.
-    assert fast_payloads.out_bytes == fast_unpack.out_bytes == len(golden.compress_payload(raw, 10))
-    assert fast_nic.out_bytes == sum(len(golden.compress_payload(raw[i:i + 8948], 10))
-                                     for i in (0, 8948))
+    for i, codec in enumerate(("paper", "bounded")):
+        (enc, pack, unpack, fast_pack, fast_unpack_groups, fast_payloads, fast_nic,
+         fast_unpack) = res[1 + 8 * i:9 + 8 * i]
+        assert pack.out_bytes == len(golden.pack_groups(values.view(np.uint32), 10, codec))
+        # Packed groups are the encoder's tags and stored bytes, nothing more.
+        assert (enc.out_bytes == pack.out_bytes == unpack.out_bytes == fast_pack.out_bytes
+                == fast_unpack_groups.out_bytes)
+        # One shim per payload: 16384 bytes are one 65532-byte payload, or two of 8948 bytes.
+        assert fast_payloads.out_bytes == fast_unpack.out_bytes == len(
+            golden.compress_payload(raw, 10, codec))
+        assert fast_nic.out_bytes == sum(len(golden.compress_payload(raw[j:j + 8948], 10, codec))
+                                         for j in (0, 8948))
+        assert pack.ratio > 3  # N(0, 1e-3) mostly falls in the 0- and 8-bit bands at 2^-10
+    # the two versions cost the same bytes
+    assert [r.out_bytes for r in res[1:9]] == [r.out_bytes for r in res[9:17]]
     assert snap.out_bytes == snap_d.out_bytes and lz.out_bytes == lz_d.out_bytes
-    assert pack.ratio > 3  # N(0, 1e-3) mostly falls in the 0- and 8-bit bands at 2^-10
     for r in res:
         assert r.seconds > 0 and r.cpu_seconds >= 0 and r.gbps > 0 and r.vs_copy > 0
 
@@ -63,4 +73,26 @@ def test_bench_rejects_bad_options(capsys):
         bench.main(["--size", "3"])
     with pytest.raises(SystemExit):
         bench.main(["--k", "0", "--no-real"])
+    with pytest.raises(SystemExit):
+        bench.main(["--k", "17", "--no-real"])      # the bounded codec stops at 2^-16
     assert "size" in capsys.readouterr().err
+
+
+def test_foreign_dscp_measurement_counts_what_the_rules_accept():
+    """python -m inceptionn.bench_foreign on a few frames: every receiver's count is what
+    golden.rx_frame gives, and the exact expected rates are those of the rules."""
+    from inceptionn import bench_foreign
+    res = bench_foreign.measure(400, seed=3)
+    assert set(res) == set(bench_foreign.RECEIVERS)
+    for name, (hits, bad, n) in res.items():
+        assert n == 400 and 0 <= bad <= hits <= n
+    assert res["both (the engine)"][0] == res["version 1 only"][0] + res["version 2 only"][0]
+    exp = bench_foreign.expected_rates()
+    assert 4e-4 < exp["version 1 only"] < 6e-4                  # the issue's 5-6e-4
+    assert exp["version 2 only"] < exp["version 1 only"] / 15
+    # A shim-looking foreign payload is taken when 100 bytes can restore its L, not otherwise.
+    for length, taken in ((1024, 1), (0x4000, 0)):
+        f = bench_foreign.foreign_frame(length.to_bytes(2, "big") + b"\xc6\x0a" + bytes(100), "udp")
+        c = golden.Counters()
+        golden.rx_frame(f, counters=c)
+        assert c.version2 == taken

@@ -21,15 +21,22 @@ def grads(tmp_path):
     return x, path
 
 
-@pytest.mark.parametrize("bound,k", [("2^-10", 10), ("-6", 6), ("0.0009765625", 10), ("2^-20", 20)])
-def test_roundtrip(grads, tmp_path, capsys, bound, k):
+@pytest.mark.parametrize("bound,k,codec", [
+    ("2^-10", 10, None), ("-6", 6, "bounded"), ("0.0009765625", 10, "paper"), ("2^-16", 16, None),
+    ("2^-20", 20, "paper")])
+def test_roundtrip(grads, tmp_path, capsys, bound, k, codec):
     x, path = grads
     out = tmp_path / "out.npy"
-    assert main(["roundtrip", str(path), str(out), "--error-bound", bound]) == 0
+    argv = ["roundtrip", str(path), str(out), "--error-bound", bound]
+    assert main(argv + (["--codec", codec] if codec else [])) == 0
     y = np.load(out)
     assert y.dtype == np.float32 and y.shape == x.shape
-    assert y.view(np.uint32).tolist() == golden.roundtrip(x, k).view(np.uint32).tolist()
-    assert f"2^-{k}" in capsys.readouterr().out
+    codec = codec or "bounded"                                   # the default
+    assert y.view(np.uint32).tolist() == golden.roundtrip(x, k, codec).view(np.uint32).tolist()
+    text = capsys.readouterr().out
+    assert f"2^-{k}" in text and f"{codec} codec" in text
+    if codec == "bounded":
+        assert np.abs(y - x).max() <= 2.0 ** -k
 
 
 def test_roundtrip_default_and_shape(tmp_path):
@@ -37,17 +44,23 @@ def test_roundtrip_default_and_shape(tmp_path):
     np.save(tmp_path / "a.npy", x)
     assert main(["roundtrip", str(tmp_path / "a.npy"), str(tmp_path / "b.npy")]) == 0
     y = np.load(tmp_path / "b.npy")
-    assert y.shape == (2, 3, 4) and np.array_equal(y, golden.roundtrip(x, 10))
+    assert y.shape == (2, 3, 4) and np.array_equal(y, golden.roundtrip(x, 10, "bounded"))
 
 
 def test_stats(grads, capsys):
     x, path = grads
     assert main(["stats", str(path)]) == 0
     out = capsys.readouterr().out
+    assert "bounded codec" in out
     for k in (6, 8, 10):
-        st = golden.band_stats(x, k)
+        st = golden.band_stats(x, k, "bounded")
         line = next(ln for ln in out.splitlines() if ln.strip().startswith(f"2^-{k} "))
         assert f"{st.share[2]:.2%}" in line and f"{st.ratio:.3f}" in line
+        assert f"{st.max_error[10]:10.3g}" in line and line.endswith(" 0.00%")
+    assert main(["stats", str(path), "--codec", "paper"]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("2^-10 "))
+    assert "paper codec" in out and f"{golden.band_stats(x, 10, 'paper').zeroed_8bit:7.2%}" in line
     assert main(["stats", str(path), "--error-bound", "2^-12", "--error-bound", "-4"]) == 0
     out = capsys.readouterr().out
     assert "2^-12" in out and "2^-4" in out and "2^-10" not in out
@@ -56,6 +69,11 @@ def test_stats(grads, capsys):
 @pytest.mark.parametrize("argv,msg", [
     (["roundtrip", "{x}", "{o}", "--error-bound", "0.001"], "power of two"),
     (["roundtrip", "{x}", "{o}", "--error-bound", "2^-127"], "1..126"),
+    (["roundtrip", "{x}", "{o}", "--error-bound", "2^-17"], "1..16 for the bounded codec"),
+    (["roundtrip", "{x}", "{o}", "--codec", "eb"], "invalid choice"),
+    (["stats", "{x}", "--error-bound", "2^-20"], "1..16 for the bounded codec"),
+    (["nic", "tx", "{x}", "{o}", "--error-bound", "2^-17"], "1..16 for the bounded codec"),
+    (["nic", "rx", "{x}", "{o}", "--codec", "v2"], "invalid choice"),
     (["roundtrip", "{x}", "{o}", "--error-bound", "banana"], "cannot parse"),
     (["stats", "{x}", "--error-bound", "3"], "power of two"),
     (["roundtrip", "{missing}", "{o}"], "cannot read"),
@@ -109,16 +127,22 @@ def _frames():
     return pkts
 
 
-def test_nic_tx_rx(tmp_path, capsys):
+@pytest.mark.parametrize("codec", [None, "bounded", "paper"])
+def test_nic_tx_rx(tmp_path, capsys, codec):
     pkts = _frames()
     src, mid, dst = (str(tmp_path / n) for n in ("in.pcap", "mid.pcap", "out.pcap"))
     wrpcap(src, pkts)
-    assert main(["nic", "tx", src, mid, "--error-bound", "2^-10"]) == 0
+    argv = ["nic", "tx", src, mid, "--error-bound", "2^-10"] + (["--codec", codec] if codec else [])
+    assert main(argv) == 0
+    codec = codec or "bounded"
+    version = "version1" if codec == "paper" else "version2"
+    other = "version2" if codec == "paper" else "version1"
     out = capsys.readouterr().out
     assert "compressed: 2" in out and "dropped: 1" in out and "fallback: 1" in out
     assert "frames_in: 6" in out and "frames_out: 5" in out
+    assert f"{version}: 2" in out and f"{other}: 0" in out
     raw = [bytes(p) for p in pkts]
-    wire = [golden.tx_frame(f) for f in raw]
+    wire = [golden.tx_frame(f, codec=codec) for f in raw]
     got = rdpcap(mid)
     assert [bytes(p) for p in got] == [w for w in wire if w is not None]
     assert [float(p.time) for p in got] == pytest.approx([float(p.time) for p in pkts[:5]], abs=1e-6)
@@ -132,11 +156,17 @@ def test_nic_tx_rx(tmp_path, capsys):
 
     assert main(["nic", "rx", mid, dst]) == 0
     out = capsys.readouterr().out
-    assert "decompressed: 2" in out and "bad frames out: 0" in out
+    assert "decompressed: 2" in out and "bad frames out: 0" in out and f"{version}: 2" in out
     back = [bytes(p) for p in rdpcap(dst)]
     assert back == [golden.rx_frame(w)[0] for w in wire if w is not None]
     assert back[1] == raw[1] and back[4] == raw[4]
-    assert Ether(back[0])[Raw].load == golden.decoded_payload(bytes(pkts[0][Raw]), 10)
+    assert Ether(back[0])[Raw].load == golden.decoded_payload(bytes(pkts[0][Raw]), 10, codec)
+    # An RX restricted to the other version forwards every frame unchanged.
+    assert main(["nic", "rx", mid, dst, "--codec", "paper" if codec == "bounded" else "bounded"]) == 0
+    assert "decompressed: 0" in capsys.readouterr().out
+    assert [bytes(p) for p in rdpcap(dst)] == [w for w in wire if w is not None]
+    assert main(["nic", "rx", mid, dst, "--codec", codec]) == 0
+    assert "decompressed: 2" in capsys.readouterr().out
 
 
 def test_nic_dscp_and_empty(tmp_path, capsys):
@@ -165,7 +195,7 @@ def test_nic_pcapng_and_truncated(tmp_path, capsys):
     wrpcapng(src, [pkt])
     assert main(["nic", "tx", src, mid]) == 0
     got = rdpcap(mid)
-    assert [bytes(p) for p in got] == [golden.tx_frame(bytes(pkt))]
+    assert [bytes(p) for p in got] == [golden.tx_frame(bytes(pkt), codec="bounded")]
     assert float(got[0].time) == 1234.5
     # A capture cut by a small snaplen cannot be processed: the frames are incomplete.
     frame = bytes(pkt)

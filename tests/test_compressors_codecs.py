@@ -23,10 +23,27 @@ def test_inceptionn_is_the_golden_codec(k):
     comp = inceptionn(k)
     state = comp.init(x.size)
     payload, state = comp.compress(x, state)
-    assert payload.values == golden.encode(x, k)
+    assert payload.values == golden.encode(x, k, "paper")
     assert payload.nbytes == len(golden.pack_groups(x.view(np.uint32), k))
     out = comp.decompress(payload, x.size, state)
-    assert (out.view(np.uint32) == golden.roundtrip(x, k).view(np.uint32)).all()
+    assert (out.view(np.uint32) == golden.roundtrip(x, k, "paper").view(np.uint32)).all()
+
+
+@pytest.mark.parametrize("k", [1, 6, 10, 16])
+def test_inceptionn_eb_is_the_golden_bounded_codec(k):
+    """One implementation: the compressor's bytes are wire version 2's groups (golden model
+    and fast path), and its values are what a version-2 receiver restores."""
+    from inceptionn.golden import fast
+    x = every_exponent(np.random.default_rng(k), 8)
+    comp = inceptionn_eb(k)
+    state = comp.init(x.size)
+    payload, state = comp.compress(x, state)
+    assert payload.values == golden.encode(x, k, "bounded") == fast.fast_pack_groups(
+        x.view(np.uint32), k, "bounded")
+    out = comp.decompress(payload, x.size, state)
+    wire = golden.compress_payload(x.tobytes(), k, "bounded")
+    assert wire[2:4] == bytes([0xC6, k]) and wire[4:] == payload.values
+    assert out.tobytes() == golden.decompress_payload(wire)[0]
 
 
 @pytest.mark.parametrize("bits", [16, 22, 24])
@@ -73,7 +90,7 @@ def test_eb_costs_what_the_paper_costs(k):
 
 def test_eb_fixes_the_8bit_band_flaw():
     x = np.random.default_rng(0).normal(0, 1e-3, 10_000).astype(np.float32)
-    paper = golden.roundtrip(x, 10)
+    paper = golden.roundtrip(x, 10, "paper")
     comp = inceptionn_eb(10)
     state = comp.init(x.size)
     payload, state = comp.compress(x, state)

@@ -92,14 +92,16 @@ def test_inceptionn_ring_against_a_reference(p):
     g = [x for x in grads(np.random.default_rng(p), p, d, 1, 3e-2)[0]]
     e = [b * (d // p) + min(b, d % p) for b in range(p + 1)]
     want, sent = np.zeros(d, np.float32), [0] * p
+    enc = lambda a: golden.encode(a, k, "paper")       # noqa: E731 - the paper's codec
+    rt = lambda a: golden.roundtrip(a, k, "paper")     # noqa: E731
     for b in range(p):
         acc = g[b][e[b]:e[b + 1]]
         for j in range(1, p):
-            sent[(b + j - 1) % p] += len(golden.encode(acc, k))
-            acc = golden.roundtrip(acc, k) + g[(b + j) % p][e[b]:e[b + 1]]
+            sent[(b + j - 1) % p] += len(enc(acc))
+            acc = rt(acc) + g[(b + j) % p][e[b]:e[b + 1]]
         for j in range(p - 1):   # forwarders re-code decoded values: 8-bit zeros cost 0
-            sent[(b - 1 + j) % p] += len(golden.encode(golden.roundtrip(acc, k) if j else acc, k))
-        want[e[b]:e[b + 1]] = golden.roundtrip(acc, k)
+            sent[(b - 1 + j) % p] += len(enc(rt(acc) if j else acc))
+        want[e[b]:e[b + 1]] = rt(acc)
     ex = play(make("inceptionn", k=k), [g])
     assert all((r.view(np.uint32) == want.view(np.uint32)).all() for r in ex.results)
     assert ex.sent == sent

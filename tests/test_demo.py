@@ -1,4 +1,5 @@
-"""The end-to-end demo on a short training run: real gradients, frames, NIC stage, pcaps."""
+"""The end-to-end demo on a short training run: real gradients, frames, NIC stage, pcaps,
+both value codecs side by side."""
 
 import json
 
@@ -26,14 +27,20 @@ def demo_run(tmp_path_factory):
     return rc, buf.getvalue(), out, cache
 
 
-def test_demo_prints_table_for_each_bound(demo_run):
+def test_demo_prints_table_for_each_codec_and_bound(demo_run):
     rc, text, _, _ = demo_run
     assert rc == 0, text
-    for k in (6, 8, 10):
-        rows = [l for l in text.splitlines() if l.strip().startswith(f"2^-{k} ") and "|" in l]
-        assert len(rows) == 3, text  # early, mid, late
-        for l in rows:
-            assert l.rstrip().endswith("yes")
+    for codec in ("bounded", "paper"):
+        for k in (6, 8, 10):
+            rows = [l for l in text.splitlines() if l.split()[:2] == [codec, f"2^-{k}"] and "|" in l]
+            assert len(rows) == 3, text  # early, mid, late
+            for l in rows:
+                assert l.rstrip().endswith("yes")
+                if codec == "bounded":
+                    assert " 0.0%     yes" in l          # no 8-bit code decodes to 0
+            note = next(l for l in text.splitlines() if l.split()[:3] == [codec, f"2^-{k}:", "max"])
+            assert ("within the bound" in note) == (codec == "bounded" or k <= 7), note
+    assert "4. Error against the bound" in text
     assert "checksums valid: True" in text
 
 
@@ -43,7 +50,7 @@ def test_demo_training_and_summary(demo_run):
     assert s["train_steps"] == STEPS
     assert s["acc_after"] > s["acc_before"] + 0.3
     assert s["captures"] == {"early": 0, "mid": STEPS // 2, "late": STEPS - 1}
-    assert len(s["rows"]) == 9
+    assert len(s["rows"]) == 18
     for r in s["rows"]:
         assert abs(sum(r["share"].values()) - 1.0) < 1e-9
         assert r["payload_ratio"] > r["wire_ratio"] > r["link_ratio"] > 1.0
@@ -52,7 +59,18 @@ def test_demo_training_and_summary(demo_run):
         # The 0-bit band never errs by more than the bound; nothing errs by 2^-6 or more
         # except the 0-bit band at k = 6 (spec section 1: truncation toward zero).
         assert r["max_error_by_band"]["2"] <= 2.0 ** -r["k"]
-    by_k = {k: [r for r in s["rows"] if r["k"] == k] for k in (6, 8, 10)}
+        if r["codec"] == "bounded":
+            assert r["max_abs_error"] <= 2.0 ** -r["k"] and r["zeroed_8bit"] == 0.0
+    # Side by side: the same code shares and the same bytes on the wire; only the paper's
+    # codec zeroes 8-bit codes and leaves the bound at 2^-10.
+    by = {(r["codec"], r["k"], r["capture"]): r for r in s["rows"]}
+    for (codec, k, cap), r in by.items():
+        if codec == "paper":
+            b = by[("bounded", k, cap)]
+            assert r["share"] == b["share"] and r["payload_out"] == b["payload_out"]
+    assert max(r["zeroed_8bit"] for r in s["rows"] if r["codec"] == "paper" and r["k"] == 10) > 0.5
+    assert max(r["max_abs_error"] for r in s["rows"] if r["codec"] == "paper" and r["k"] == 10) > 2.0**-10
+    by_k = {k: [r for r in s["rows"] if r["k"] == k and r["codec"] == "bounded"] for k in (6, 8, 10)}
     # A looser bound zeroes more values and compresses better.
     for cap in range(3):
         assert by_k[6][cap]["share"]["2"] >= by_k[8][cap]["share"]["2"] >= by_k[10][cap]["share"]["2"]
@@ -84,13 +102,15 @@ def _streams(frames):
 def test_pcaps_have_tos_checksums_and_the_roundtrip(demo_run):
     _, _, out, _ = demo_run
     sent, t_sent = F.read_pcap(out / "sent.pcap")
-    wire, t_wire = F.read_pcap(out / "wire_k10.pcap")
-    host, t_host = F.read_pcap(out / "host_k10.pcap")
+    wire, t_wire = F.read_pcap(out / "wire_bounded_k10.pcap")
+    host, t_host = F.read_pcap(out / "host_bounded_k10.pcap")
+    wire1, _ = F.read_pcap(out / "wire_paper_k10.pcap")
+    assert len(wire1) == len(wire) and list(map(len, wire1)) == list(map(len, wire))
     assert len(sent) == len(wire) == len(host) == 3 * 2180
     assert t_sent == t_wire == t_host and t_sent == sorted(t_sent)
     assert sum(map(len, wire)) < sum(map(len, sent)) / 4
 
-    pkts = rdpcap(str(out / "wire_k10.pcap"))
+    pkts = rdpcap(str(out / "wire_bounded_k10.pcap"))
     assert len(pkts) == len(wire)
     for i in range(0, len(pkts), 97):  # a spread of frames; scapy is slow per frame
         assert pkts[i][IP].tos == 0x28
@@ -99,13 +119,15 @@ def test_pcaps_have_tos_checksums_and_the_roundtrip(demo_run):
         assert F.checksums_ok(host[i]) == (True, True)
         # The wire frame carries the checksum of the packet as the receiver restores it.
         assert pkts[i][TCP].chksum == int.from_bytes(host[i][50:52], "big")
+        assert bytes(pkts[i][TCP].payload)[2:4] == b"\xc6\x0a"       # version 2, k = 10
+        assert F.parse_frame(wire1[i]).payload[2:4] == b"\xc5\x0a"     # version 1
 
     grads = {name: np.load(out / f"grad_{name}.npy") for name in ("early", "mid", "late")}
     streams = _streams(host)
     assert len(streams) == 3
     for (port, frames), (name, g) in zip(sorted(streams.items()), grads.items()):
         payload = F.stream_payload(frames)
-        want = golden.compression_block(g.view(np.uint32), 10)[3].tobytes()
+        want = golden.compression_block(g.view(np.uint32), 10, "bounded")[3].tobytes()
         assert payload == want, name
         assert payload != g.tobytes()  # the roundtrip is lossy: something did change
 
@@ -114,9 +136,9 @@ def test_swapped_nic_stage_is_used_and_checked(demo_run, tmp_path):
     _, _, _, cache = demo_run
     calls = []
 
-    def corrupting_nic(frames, k):
-        calls.append(k)
-        wire, host, info = demo.golden_nic_stage(frames, k)
+    def corrupting_nic(frames, k, codec):
+        calls.append((k, codec))
+        wire, host, info = demo.golden_nic_stage(frames, k, codec)
         h = bytearray(host[5])
         h[-3] ^= 0x40
         host[5] = bytes(h)
@@ -125,24 +147,31 @@ def test_swapped_nic_stage_is_used_and_checked(demo_run, tmp_path):
     with pytest.raises(RuntimeError, match="frame 5"):
         demo.run_demo(tmp_path, steps=STEPS, ks=[8], nic=corrupting_nic, cache_dir=cache,
                       max_frames=20, quiet=True)
-    assert calls == [8]
+    assert calls == [(8, "bounded")]
 
 
 def test_max_frames_sends_the_start_of_each_capture(demo_run, tmp_path):
     _, _, _, cache = demo_run
     seen = []
 
-    def counting_nic(frames, k):
+    def counting_nic(frames, k, codec):
         seen.append(len(frames))
-        return demo.golden_nic_stage(frames, k)
+        return demo.golden_nic_stage(frames, k, codec)
 
     grads, rows = demo.run_demo(tmp_path, steps=STEPS, ks=[10, 6], nic=counting_nic, cache_dir=cache,
                                 max_frames=4, quiet=True)
-    assert seen == [4] * 6
-    assert [(r.k, r.capture, r.frames, r.payload_in) for r in rows] == [
-        (k, c, 4, 4 * 1448) for k in (10, 6) for c in ("early", "mid", "late")]
-    wire, _ = demo.F.read_pcap(tmp_path / "wire_k6.pcap")
+    assert seen == [4] * 12
+    assert [(r.codec, r.k, r.capture, r.frames, r.payload_in) for r in rows] == [
+        (codec, k, c, 4, 4 * 1448) for codec in ("bounded", "paper") for k in (10, 6)
+        for c in ("early", "mid", "late")]
+    wire, _ = demo.F.read_pcap(tmp_path / "wire_paper_k6.pcap")
     assert len(wire) == 12
+    # One codec only, and the bounded codec's k range is checked up front.
+    _, rows = demo.run_demo(tmp_path, steps=STEPS, ks=[20], nic=counting_nic, cache_dir=cache,
+                            max_frames=1, quiet=True, codecs=("paper",))
+    assert [r.codec for r in rows] == ["paper"] * 3
+    with pytest.raises(ValueError, match="1..16"):
+        demo.run_demo(tmp_path, steps=STEPS, ks=[20], cache_dir=cache, max_frames=1, quiet=True)
 
 
 def test_demo_rejects_bad_arguments(tmp_path, capsys):
@@ -158,8 +187,10 @@ def test_rtl_scope_runs_the_engines_and_checks_them(demo_run, tmp_path):
     _, _, _, cache = demo_run
     _, rows = demo.run_demo(tmp_path, steps=STEPS, ks=[10, 6], rtl="first-bound", cache_dir=cache,
                             max_frames=6, quiet=True)
-    on_rtl = [(r.k, r.capture) for r in rows if "rtl" in r.counters]
-    assert on_rtl == [(10, c) for c in ("early", "mid", "late")]
+    on_rtl = [(r.codec, r.k, r.capture) for r in rows if "rtl" in r.counters]
+    assert "paper" in demo.rtl_codecs()
+    assert on_rtl == [(codec, 10, c) for codec in ("bounded", "paper") if codec in demo.rtl_codecs()
+                      for c in ("early", "mid", "late")]
     for r in rows:
         if "rtl" in r.counters:
             tx, rx = r.counters["rtl"]["tx"], r.counters["rtl"]["rx"]

@@ -22,7 +22,8 @@ def make_payloads(rng, count):
         if kind < 0.4:
             x = np.asarray([rng.gauss(0, 10 ** rng.uniform(-4, 1)) for _ in range(rng.randrange(0, 120))],
                            np.float32)
-            out.append(golden.encode(x, rng.randrange(1, 127)))
+            codec = rng.choice(("paper", "bounded"))
+            out.append(golden.encode(x, rng.randrange(1, 127 if codec == "paper" else 17), codec))
         elif kind < 0.8:
             out.append(rng.randbytes(rng.randrange(0, 300)))
         else:
@@ -123,9 +124,9 @@ def test_groups_from_the_window_decode_like_unpack():
     group from the window gives unpack_groups' values, from any first lane."""
     rng = np.random.default_rng(5)
     for lane in range(0, 32, 3):
-        for k in (2, 6, 10, 20):
+        for k, codec in ((2, "paper"), (6, "bounded"), (10, "paper"), (16, "bounded"), (20, "paper")):
             x = (rng.normal(0, 1, 300) * np.exp(rng.uniform(-12, 3, 300))).astype(np.float32)
-            buf = golden.encode(x, k)
+            buf = golden.encode(x, k, codec)
             pieces, bb, out, fi = lane_pieces(buf, lane), BurstBuffer(), [], 0
             while len(out) < x.size:
                 while fi < len(pieces) and bb.push(*pieces[fi]):
@@ -135,9 +136,10 @@ def test_groups_from_the_window_decode_like_unpack():
                 widths, offsets, length = tag_decoder(int.from_bytes(win[:2], "little"))
                 tags = [[0, 1, 2, None, 3][w] for w in widths]
                 stored = [int.from_bytes(win[o:o + w], "little") for o, w in zip(offsets, widths)]
-                out += golden.decompression_block(np.array(tags), np.array(stored, np.uint32)).tolist()
+                out += golden.decompression_block(np.array(tags), np.array(stored, np.uint32),
+                                                  k, codec).tolist()
                 assert bb.step() == length
-            assert out[:x.size] == golden.unpack_groups(buf, x.size)[0].tolist()
+            assert out[:x.size] == golden.unpack_groups(buf, x.size, k, codec)[0].tolist()
             assert bb.rest == 0 and fi == len(pieces) and bb.last
 
 

@@ -1,5 +1,6 @@
-"""Value codec (spec section 1): properties, band boundaries, special values, and the
-vectorized blocks against a scalar reference written from the spec here."""
+"""Value codec of wire version 1, the paper's (spec section 1): properties, band boundaries,
+special values, and the vectorized blocks against a scalar reference written from the
+spec here. (Version 2, the bounded codec: tests/test_golden_codec_v2.py.)"""
 
 import struct
 
@@ -79,8 +80,8 @@ def _with_exponent(elo, ehi):
 def test_idempotent_sign_and_error(raw, k):
     bits = np.array(raw, dtype=np.uint32)
     x = bits.view(np.float32)
-    y = roundtrip(x, k)
-    z = roundtrip(y, k)
+    y = roundtrip(x, k, "paper")
+    z = roundtrip(y, k, "paper")
     assert y.view(np.uint32).tolist() == z.view(np.uint32).tolist()      # idempotent
     tag = compression_block(bits, k)[0]
     yb = y.view(np.uint32)
@@ -100,8 +101,8 @@ def test_idempotent_sign_and_error(raw, k):
 @given(hnp.arrays(np.float32, st.integers(0, 50),
                   elements=st.floats(width=32, allow_nan=True, allow_infinity=True)), ks)
 def test_encode_decode_every_float_class(x, k):
-    buf = encode(x, k)
-    y = decode(buf, x.size)
+    buf = encode(x, k, "paper")
+    y = decode(buf, x.size, codec="paper")
     expect = np.array([ref_decompress(*ref_compress(f, k)[:2]) for f in x.view(np.uint32).tolist()],
                       dtype=np.uint32)
     assert y.view(np.uint32).tolist() == expect.tolist()
@@ -164,17 +165,17 @@ def test_special_values_k10(f, tag, dec):
 def test_8bit_band_truncation_example():
     # With k = 10 a value of 0.0059 is in the 8-bit band (e = 119) and comes back as 0.
     x = np.array([0.0059, 0.0100, 0.0120], np.float32)
-    y = roundtrip(x, 10)
+    y = roundtrip(x, 10, "paper")
     assert y.tolist() == [0.0, 2.0**-7, 2.0**-7]
 
 
 def test_shapes_and_empty():
     x = np.arange(-12, 12, dtype=np.float32).reshape(4, 6) / np.float32(16)
-    y = roundtrip(x, 10)
+    y = roundtrip(x, 10, "paper")
     assert y.shape == (4, 6) and y.dtype == np.float32
     assert np.array_equal(y, x)                       # multiples of 1/16 are exact
-    assert roundtrip(np.zeros(0, np.float32), 10).size == 0
-    assert encode(np.zeros(0, np.float32), 3) == b""
+    assert roundtrip(np.zeros(0, np.float32), 10, "paper").size == 0
+    assert encode(np.zeros(0, np.float32), 3, "paper") == b""
     tag, stored, width, dec = compression_block(np.zeros((2, 3), np.uint32), 10)
     assert tag.shape == stored.shape == width.shape == dec.shape == (2, 3)
 
@@ -182,13 +183,15 @@ def test_shapes_and_empty():
 @pytest.mark.parametrize("k", [0, 127, -1, 10.0, True, "10", None])
 def test_bad_k(k):
     with pytest.raises(ValueError, match="k"):
-        encode(np.zeros(3, np.float32), k)
+        encode(np.zeros(3, np.float32), k, "paper")
     with pytest.raises(ValueError, match="k"):
         compression_block(np.zeros(3, np.uint32), k)
 
 
 def test_numpy_integer_k_accepted():
     assert encode(np.ones(1, np.float32), np.int64(10)) == encode(np.ones(1, np.float32), 10)
+    assert encode(np.ones(1, np.float32), np.int64(10), "paper") == encode(np.ones(1, np.float32), 10,
+                                                                          "paper")
 
 
 @pytest.mark.parametrize("x", [np.zeros(3, np.float64), np.zeros(3, np.float16), [0.5, 0.25],

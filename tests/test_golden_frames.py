@@ -60,10 +60,10 @@ def scapy_checksums_agree(raw):
     return again[IP].chksum == got_ip and again[IP].payload.chksum == got_l4
 
 
-def check_roundtrip(orig, payload, k=10, dscp=10):
+def check_roundtrip(orig, payload, k=10, dscp=10, codec="bounded"):
     """TX then RX; returns 'compressed', 'fallback' or 'bypass' after checking each case."""
     c_tx, c_rx = Counters(), Counters()
-    wire = tx_frame(orig, k=k, dscp=dscp, counters=c_tx)
+    wire = tx_frame(orig, k=k, dscp=dscp, counters=c_tx, codec=codec)
     host, bad = rx_frame(wire, dscp=dscp, counters=c_rx)
     assert not bad
     info = packet_matcher(orig, dscp)
@@ -71,7 +71,8 @@ def check_roundtrip(orig, payload, k=10, dscp=10):
         assert wire == orig and host == orig
         assert c_tx.bypassed == 1 and c_rx.bypassed == 1
         return "bypass"
-    comp = golden.compress_payload(payload, k)
+    comp = golden.compress_payload(payload, k, codec)
+    assert comp[2] == (0xC5 if codec == "paper" else 0xC6) and comp[3] == k
     if len(comp) >= len(payload):
         assert c_tx.fallback == 1 and c_rx.bypassed == 1
         assert len(wire) == len(orig) and host == wire
@@ -81,6 +82,9 @@ def check_roundtrip(orig, payload, k=10, dscp=10):
         assert set(diff) <= {info.l3 + 1, info.l3 + 10, info.l3 + 11}
         return "fallback"
     assert c_tx.compressed == 1 and c_rx.decompressed == 1
+    version = "version1" if codec == "paper" else "version2"
+    assert getattr(c_tx, version) == 1 == getattr(c_rx, version)
+    assert c_tx.version1 + c_tx.version2 == 1 == c_rx.version1 + c_rx.version2
     assert c_tx.payload_bytes_in == len(payload) == c_rx.payload_bytes_out
     assert c_tx.payload_bytes_out == len(comp) == c_rx.payload_bytes_in
     p = info.payload_offset
@@ -89,7 +93,7 @@ def check_roundtrip(orig, payload, k=10, dscp=10):
     assert len(host) == p + len(payload)
     n4 = len(payload) // 4 * 4
     vals = np.frombuffer(payload[:n4], "<f4").astype(np.float32)
-    assert host[p:] == golden.roundtrip(vals, k).astype("<f4").tobytes() + payload[n4:]
+    assert host[p:] == golden.roundtrip(vals, k, codec).astype("<f4").tobytes() + payload[n4:]
     assert scapy_checksums_agree(host)
     assert golden.l4_checksum_ok(host) and golden.ip_checksum_ok(host)
     # headers restored exactly, but for the checksums
@@ -101,27 +105,32 @@ def check_roundtrip(orig, payload, k=10, dscp=10):
     return "compressed"
 
 
+CODECS = ["bounded", "paper"]
+
+
+@pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("proto", ["tcp", "udp"])
-def test_every_small_length(proto):
+def test_every_small_length(proto, codec):
     kinds = {}
     for n in range(0, 101):
         for gen in (gradients, noise):
             payload = gen(n, seed=n)
             f = frame(payload, proto)
-            kind = check_roundtrip(f, payload)
+            kind = check_roundtrip(f, payload, codec=codec)
             kinds.setdefault(kind, []).append(n)
             assert (kind == "bypass") == (n < 4)
     assert set(kinds) == {"bypass", "fallback", "compressed"}
 
 
+@pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("n", [1448, 1460, 8972])
 @pytest.mark.parametrize("proto", ["tcp", "udp"])
-def test_large_payloads(n, proto):
-    for k in (6, 10, 20):
+def test_large_payloads(n, proto, codec):
+    for k in (6, 10, 20 if codec == "paper" else 16):
         payload = gradients(n, seed=k)
-        assert check_roundtrip(frame(payload, proto), payload, k=k) == "compressed"
+        assert check_roundtrip(frame(payload, proto), payload, k=k, codec=codec) == "compressed"
     payload = noise(n)
-    assert check_roundtrip(frame(payload, proto), payload) == "fallback"
+    assert check_roundtrip(frame(payload, proto), payload, codec=codec) == "fallback"
 
 
 @pytest.mark.parametrize("variant", [
@@ -136,11 +145,12 @@ def test_large_payloads(n, proto):
     dict(proto="udp"), dict(proto="udp", vlan=True), dict(proto="udp", ip_opts=b"\x01" * 8),
     dict(proto="udp", udp_chksum=0),
 ], ids=lambda v: "-".join(f"{a}={b}" for a, b in v.items())[:40])
-def test_header_variants(variant):
+@pytest.mark.parametrize("codec", CODECS)
+def test_header_variants(variant, codec):
     for n in (40, 333, 1000):
         payload = gradients(n, seed=n)
         f = frame(payload, **variant)
-        assert check_roundtrip(f, payload) == "compressed"
+        assert check_roundtrip(f, payload, codec=codec) == "compressed"
         if variant.get("udp_chksum") == 0:
             wire = tx_frame(f)
             info = packet_matcher(f)
@@ -249,7 +259,7 @@ def test_ethernet_padding():
 
 def test_udp_checksum_zero_sent_as_ffff():
     payload = gradients(64, seed=3)
-    d = golden.decoded_payload(payload, 10)
+    d = golden.decoded_payload(payload, 10, "bounded")
     base = Ether(frame(payload, "udp"))
     # One's-complement sum of the restored datagram with sport 0; pick sport to make it 0xFFFF.
     base[UDP].sport = 0
@@ -373,12 +383,14 @@ def test_counters_batch():
     outs = [rx_frame(w, counters=rx) for w in wire[:-1]]
     assert tx.as_dict() == dict(frames_in=16, frames_out=15, compressed=10, decompressed=0,
                                 bypassed=3, fallback=2, malformed=0, dropped=1,
-                                payload_bytes_in=expect_in, payload_bytes_out=tx.payload_bytes_out)
+                                payload_bytes_in=expect_in, payload_bytes_out=tx.payload_bytes_out,
+                                version1=0, version2=10)
     comp_bytes = sum(len(w) - packet_matcher(w).payload_offset for w in wire[:10])
     assert tx.payload_bytes_out == comp_bytes == rx.payload_bytes_in
     assert rx.as_dict() == dict(frames_in=15, frames_out=15, compressed=0, decompressed=10,
                                 bypassed=5, fallback=0, malformed=0, dropped=0,
-                                payload_bytes_in=comp_bytes, payload_bytes_out=expect_in)
+                                payload_bytes_in=comp_bytes, payload_bytes_out=expect_in,
+                                version1=0, version2=10)
     assert not any(bad for _, bad in outs)
 
 

@@ -107,11 +107,14 @@ def test_unpack_truncated_extra_and_dirty_tags():
 
 
 def test_decode_errors():
-    buf = golden.encode(np.ones(9, np.float32), 10)
-    with pytest.raises(ValueError, match="run out"):
-        golden.decode(buf[:-1], 9)
-    with pytest.raises(ValueError, match="left over"):
-        golden.decode(buf + b"\0", 9)
+    for codec in ("paper", "bounded"):
+        buf = golden.encode(np.ones(9, np.float32), 10, codec)
+        with pytest.raises(ValueError, match="run out"):
+            golden.decode(buf[:-1], 9, 10, codec)
+        with pytest.raises(ValueError, match="left over"):
+            golden.decode(buf + b"\0", 9, 10, codec)
+    with pytest.raises(ValueError, match="give k"):
+        golden.decode(buf, 9)
 
 
 # ---------------------------------------------------------------- payload

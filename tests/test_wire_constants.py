@@ -36,3 +36,18 @@ def test_golden_reexports_keep_their_values():
         golden_wire.K_MIN, golden_wire.K_MAX, golden_wire.K_DEFAULT)
     assert golden.GROUP_VALUES == golden_wire.GROUP_VALUES
     assert golden.MAX_PAYLOAD == golden_wire.MAX_PAYLOAD
+
+
+def test_wire_format_version_2_constants():
+    """Version 2 (the bounded codec) has its own shim magic; version 1 keeps 0xC5."""
+    assert golden_wire.SHIM_MAGIC == golden_wire.SHIM_MAGIC_V1 == 0xC5
+    assert golden_wire.SHIM_MAGIC_V2 == 0xC6
+    assert (golden_wire.EB_K_MIN, golden_wire.EB_K_MAX) == (1, 16)
+    assert golden_wire.CODEC_MAGIC == {"paper": 0xC5, "bounded": 0xC6}
+    assert golden_wire.MAGIC_CODEC == {0xC5: "paper", 0xC6: "bounded"}
+    assert golden_wire.CODEC_DEFAULT == "bounded" and golden_wire.CODECS == ("paper", "bounded")
+    # Where the gateware defines the version-2 names, they agree (also checked name by
+    # name above for everything hw.wire lists).
+    for name in ("SHIM_MAGIC_V1", "SHIM_MAGIC_V2", "EB_K_MIN", "EB_K_MAX"):
+        if hasattr(hw_wire, name):
+            assert getattr(hw_wire, name) == getattr(golden_wire, name), name

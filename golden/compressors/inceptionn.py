@@ -19,10 +19,10 @@ class GoldenCodec:
         self.name = f"inc{self.k}"
 
     def encode(self, v: np.ndarray) -> bytes:
-        return encode(np.ascontiguousarray(v, dtype=np.float32), self.k)
+        return encode(np.ascontiguousarray(v, dtype=np.float32), self.k, codec="paper")
 
     def decode(self, buf: bytes, n: int) -> np.ndarray:
-        return decode(buf, n).copy()
+        return decode(buf, n, self.k, codec="paper").copy()
 
 
 def inceptionn(k: int = 10) -> DenseCodec:
