@@ -190,7 +190,8 @@ class IncState:
             agree_via_store(store, self.prefix, rank, world, self.settings(), self.timeout)
             self.collective = WorkerAggregator.from_store(
                 store, rank, world, host=self.host or _default_host(), prefix=self.prefix,
-                k=self.k, compress=wire == "nic", emulate=wire == "emulate", mss=self.mss,
+                k=self.k, codec=self.codec, compress=wire == "nic", emulate=wire == "emulate",
+                mss=self.mss,
                 chunk=self.chunk, timeout=self.timeout)
             return
         codec = self.codec

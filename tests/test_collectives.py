@@ -24,17 +24,17 @@ def _grads(p, n, seed=0):
     return [rng.normal(0, 0.05, n).astype(np.float32) for _ in range(p)]
 
 
-def _roundtrip(k, codec="paper"):
+def _roundtrip(k, codec="bounded"):
     """The NumPy model's roundtrip (golden.api, golden.compressors.inceptionn_eb)."""
     if not k:
         return lambda a: a
     if codec == "bounded":
         eb = EBCodec(k)
         return lambda a: eb.decode(eb.encode(a), a.size)
-    return lambda a: golden.roundtrip(a, k)
+    return lambda a: golden.roundtrip(a, k, codec="paper")
 
 
-def ring_reference(xs, k=None, codec="paper"):
+def ring_reference(xs, k=None, codec="bounded"):
     """Algorithm 1 in NumPy: block b summed from rank b on, each hop through the
     roundtrip when k is given; the owner's result (rounded too) everywhere."""
     p, n = len(xs), xs[0].size
@@ -48,8 +48,8 @@ def ring_reference(xs, k=None, codec="paper"):
     return out
 
 
-def wa_reference(xs, k=None):
-    rt = (lambda a: golden.roundtrip(a, k)) if k else (lambda a: a)
+def wa_reference(xs, k=None, codec="bounded"):
+    rt = _roundtrip(k, codec)
     acc = xs[0].copy()
     for x in xs[1:]:
         acc = acc + rt(x)
@@ -215,7 +215,7 @@ def test_through_the_software_nic_equals_emulation(kind):
     want = (ring_reference if kind == "ring" else wa_reference)(xs, 10)
     assert _same(outs + [want])
     if kind == "ring":    # the software wire: the same bits without a NIC
-        soft, errs = _run(kind, xs, wire="software", k=10, codec="paper", chunk=8192)
+        soft, errs = _run(kind, xs, wire="software", k=10, chunk=8192)
         assert not errs, errs
         assert _same(outs + soft)
     assert all(p["misaligned"] == 0 for p in c)

@@ -20,18 +20,10 @@ import numpy as np
 
 from ... import golden
 from ...golden import fast
-from ...golden.compressors.inceptionn_eb import EBCodec
 
 __all__ = ["CODECS", "WireCodec", "ObjectCodec", "make_codec"]
 
 CODECS = ("paper", "bounded")
-
-
-def _fast_has_bounded() -> bool:
-    """golden.fast codes the bounded codec too (wire format version 2) when its
-    functions take a `codec` argument."""
-    import inspect
-    return "codec" in inspect.signature(fast.fast_pack_groups).parameters
 
 
 class WireCodec:
@@ -41,26 +33,18 @@ class WireCodec:
         if name not in CODECS:
             raise ValueError(f"codec must be one of {CODECS}, got {name!r}")
         self.name, self.k = name, golden.check_k(k)
-        # The bounded codec without golden.fast's compiled path: the NumPy model (slower,
-        # same bytes).
-        self._eb = EBCodec(k) if name == "bounded" and not _fast_has_bounded() else None
-        self._kw = {"codec": name} if name == "bounded" and self._eb is None else {}
+        fast.fast_pack_groups(np.zeros(1, np.uint32), self.k, codec=name)   # k in range
 
     def __repr__(self):
         return f"<WireCodec {self.name} 2^-{self.k}>"
 
     def encode(self, values: np.ndarray) -> bytes:
         v = np.ascontiguousarray(values, np.float32)
-        if self._eb is not None:
-            return self._eb.encode(v)
-        return fast.fast_pack_groups(v.view(np.uint32), self.k, **self._kw)
+        return fast.fast_pack_groups(v.view(np.uint32), self.k, codec=self.name)
 
     def decode(self, buf, n: int) -> np.ndarray:
         """n float32 values from exactly their groups; anything else is a ValueError."""
-        if self._eb is not None:
-            return self._eb.decode(bytes(buf), n)
-        kw = dict(self._kw, k=self.k) if self._kw else {}
-        bits, consumed, ok = fast.fast_unpack_groups(buf, n, **kw)
+        bits, consumed, ok = fast.fast_unpack_groups(buf, n, k=self.k, codec=self.name)
         if not ok:
             raise ValueError(f"groups run out: {n} values need more than {len(buf)} bytes")
         if consumed != len(buf):

@@ -107,11 +107,13 @@ class Ring(Collective):
     Build it with `Ring.from_store(store, rank, world, ...)` (a torch.distributed Store:
     TCPStore, FileStore, or the default process group's) or from explicit links.
     wire: see the module's docstring ("plain" by default; compress=True is wire="nic",
-    emulate=True is wire="emulate"). codec ("paper" or "bounded") and k (error bound
-    2^-k) apply to the lossy wires; chunk is in floats.
+    emulate=True is wire="emulate"). codec ("bounded", golden's default and the NIC's
+    wire format version 2, or "paper") and k (error bound 2^-k) apply to the lossy
+    wires; on wire "nic" the codec must be the NIC's. chunk is in floats.
     """
 
-    def __init__(self, rank, world, links, *, k=golden.K_DEFAULT, codec="paper", wire=None,
+    def __init__(self, rank, world, links, *, k=golden.K_DEFAULT, codec=golden.CODEC_DEFAULT,
+                 wire=None,
                  compress=False, emulate=False, chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT,
                  codec_threads=None):
         self.wire = _wire(wire, compress, emulate)
@@ -133,8 +135,8 @@ class Ring(Collective):
 
     @classmethod
     def from_store(cls, store, rank: int, world: int, *, host: str = "127.0.0.1",
-                   prefix: str = "inceptionn/ring", k=golden.K_DEFAULT, codec="paper",
-                   wire=None, compress=False, emulate=False, mss=sockets.GRADIENT_MSS,
+                   prefix: str = "inceptionn/ring", k=golden.K_DEFAULT,
+                   codec=golden.CODEC_DEFAULT, wire=None, compress=False, emulate=False, mss=sockets.GRADIENT_MSS,
                    dscp=sockets.DSCP_COMPRESS, chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT,
                    codec_threads=None, settings: dict | None = None):
         """Set up from a rendezvous store. Every rank's settings (wire, codec, bound,
