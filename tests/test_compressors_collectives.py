@@ -146,3 +146,25 @@ def test_gtopk_bytes_grow_with_log_p(p):
     assert max(s + r for s, r in zip(gt.sent, gt.recv)) == 2 * 8 * k * log_p
     assert gt.sent[0] == gt.recv[0] == 8 * k * log_p
     assert tk.sent == tk.recv == [8 * k * (p - 1)] * p
+
+
+def test_block_random_k_scaled_is_biased_at_a_scopes_edges():
+    """scale=True: random-k is unbiased; block-random-k's E[C(x)]/x, measured over many
+    seeds, follows n c_i / (k (n-k+1)) (golden.compressors.randomk.block_coverage):
+    below 0.1 at the edges, 1.35 in the middle (n = 100, k = 27)."""
+    from inceptionn.golden.compressors.randomk import block_coverage
+    n, k, draws = 100, 27, 4000
+    x = np.ones(n, np.float32)
+    for block, want in ((False, np.ones(n)), (True, n * block_coverage(n, k) / k)):
+        comp = make("blockk" if block else "randomk", k=k, scale=True)
+        acc = np.zeros(n)
+        for seed in range(draws):
+            acc += comp.decompress(comp.compress(x, comp.init(n, seed=seed))[0], n,
+                                   comp.init(n, seed=seed))
+        mean = acc / draws
+        tol = 4 * np.sqrt(want * (n / k) / draws) + 1e-9     # binomial spread, 4 sigma
+        assert np.all(np.abs(mean - want) < tol), (block, mean[:3], want[:3])
+        if block:
+            print(f"block-random-k, n={n}, k={k}: E[C(x)]/x at the edge {mean[0]:.3f}, "
+                  f"in the middle {mean[n // 2]:.3f}")
+            assert mean[0] < 0.1 and mean[n // 2] > 1.3
