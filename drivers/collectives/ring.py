@@ -18,8 +18,10 @@ compresses; "emulate": float32 on plain sockets, the receiver applies the codec'
 roundtrip (no byte saved: for checking); "software": every hop sends the codec's group
 bytes (what the NIC would put on the wire) on plain sockets and the receiver decodes
 them, so the bytes are saved without a NIC. All three lossy wires give the same numbers,
-bit for bit. In the all-gather a rank forwards the bytes it received (the roundtrip is
-idempotent, so re-coding would give the same bytes).
+bit for bit. In the all-gather a rank re-codes the values it decoded, as a NIC codes
+what its host sends: the values come out the same (the roundtrip is idempotent), the
+bytes can be fewer (the paper's codec spends a byte on an 8-bit-band value that decodes
+to 0, and none on the 0 it forwards).
 
 Pipelining: a block moves in chunks; one sender thread per rank sends chunks in the
 order the neighbour receives them, while the main thread receives, sums and hands each
@@ -293,10 +295,10 @@ class Ring(Collective):
                 # The owner keeps what it sends, as its neighbours will decode it.
                 sender.put(pool.submit(self._encode_keep if last else codec.encode, x[c0:c1]))
             for (c0, c1), forward in gather:
-                frame, got = receiver.get()
-                if forward:
-                    sender.put(frame)
+                _, got = receiver.get()
                 x[c0:c1] = _decoded(got, self.prev.peer)
+                if forward:     # re-coded, as the NIC codes what the host sends it
+                    sender.put(pool.submit(codec.encode, x[c0:c1]))
         finally:
             errors = [sender.finish(), receiver.finish()]
         for e in errors:
