@@ -1,8 +1,9 @@
 """Train with PyTorch DDP through the INCEPTIONN ring.
 
-    torchrun --nproc-per-node 4 examples/train_ddp.py --k 10 --emulate
-    torchrun --nproc-per-node 4 examples/train_ddp.py --hook none       # plain gloo all-reduce
-    torchrun --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 ... examples/train_ddp.py --compress
+    torchrun --nproc-per-node 4 examples/train_ddp.py                  # bounded codec, 2^-10
+    torchrun --nproc-per-node 4 examples/train_ddp.py --codec paper --error-bound 2^-10
+    torchrun --nproc-per-node 4 examples/train_ddp.py --hook gloo       # DDP's own all-reduce
+    torchrun --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 ... examples/train_ddp.py --wire nic
 
     torchrun --nproc-per-node 4 examples/train_ddp.py --hook terngrad      # a companion paper
 
@@ -58,7 +59,7 @@ def weights_hash(m: nn.Module) -> str:
     return h.hexdigest()
 
 
-def train(args) -> dict:
+def train(args, store=None) -> dict:
     """One rank's training run in an initialized process group; rank 0 gets the result."""
     from inceptionn.ddp_hook import IncState, inc_allreduce_hook
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -70,10 +71,11 @@ def train(args) -> dict:
     net = DDP(model(args.model))
     state = None
     if args.hook != "gloo":
-        kw = {"k": args.density} if args.hook in ("topk", "gtopk", "randomk", "blockk",
-                                                  "scalecom") else {}
-        state = IncState(mode=args.mode, method=args.hook, k=args.k, compress=args.compress,
-                         emulate=not args.compress, method_kw=kw, seed=args.seed)
+        density = args.density if args.hook in ("topk", "gtopk", "randomk", "blockk",
+                                                "scalecom") else None
+        state = IncState(mode=args.mode, method=args.hook, codec=args.codec,
+                         error_bound=args.error_bound, wire=args.wire, density=density,
+                         seed=args.seed, store=store)
         net.register_comm_hook(state, inc_allreduce_hook)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr / args.batch, momentum=0.9)
     gen = torch.Generator().manual_seed(args.seed + rank)
@@ -95,7 +97,8 @@ def train(args) -> dict:
         acc = (net(xte).argmax(1) == yte).float().mean().item()
     if state is not None:
         state.close()
-    return {"accuracy": acc, "identical": identical, "loss": loss.item() / args.batch}
+    return {"accuracy": acc, "identical": identical, "loss": loss.item() / args.batch,
+            "weights": weights_hash(net.module)}
 
 
 def parser():
@@ -108,12 +111,12 @@ def parser():
     ap.add_argument("--density", type=float, default=0.01,
                     help="values kept by the sparsifiers (topk, gtopk, randomk, blockk, scalecom)")
     ap.add_argument("--mode", choices=("inc", "wa"), default="inc")
-    ap.add_argument("--k", type=int, default=10, help="error bound 2^-k")
-    how = ap.add_mutually_exclusive_group()
-    how.add_argument("--emulate", action="store_true", default=True,
-                     help="apply the NIC's roundtrip in software (default)")
-    how.add_argument("--compress", action="store_true",
-                     help="tag the data sockets for a real (or software) NIC on the path")
+    ap.add_argument("--error-bound", default="2^-10", help="the codec's error bound 2^-k")
+    ap.add_argument("--codec", choices=("bounded", "paper"), default="bounded")
+    ap.add_argument("--wire", choices=("software", "nic", "emulate"), default="software",
+                    help="software: the codec's bytes on plain sockets (default); nic: "
+                         "float32 on tagged sockets for an INCEPTIONN NIC on the path; "
+                         "emulate: float32, the roundtrip applied on receipt")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--batch", type=int, default=32, help="per rank")
     ap.add_argument("--lr", type=float, default=0.05)
@@ -133,7 +136,7 @@ def main(argv=None) -> int:
         res = train(args)
         if dist.get_rank() == 0:
             print(f"{args.model} x {dist.get_world_size()} ranks, hook {args.hook} "
-                  f"({args.mode}, 2^-{args.k}): test accuracy {res['accuracy']:.1%}, "
+                  f"({args.mode}, {args.codec} {args.error_bound}, {args.wire}): test accuracy {res['accuracy']:.1%}, "
                   f"final loss {res['loss']:.4f}"
                   + (f", identical weights every step: {res['identical']}"
                      if args.check_identical else ""))

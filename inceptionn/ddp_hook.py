@@ -1,40 +1,55 @@
-"""A PyTorch DDP communication hook that all-reduces each gradient bucket through the
-paper's ring (or the worker-aggregator baseline), compressed by the NIC or emulated.
+"""A PyTorch DDP communication hook that averages each gradient bucket through the
+paper's ring, its values coded on every hop (or through a companion paper's compressor).
 
     import torch.distributed as dist
     from inceptionn.ddp_hook import IncState, inc_allreduce_hook
 
     dist.init_process_group("gloo")                      # torchrun sets the rendezvous
     model = DDP(model)
-    model.register_comm_hook(IncState(k=10, emulate=True), inc_allreduce_hook)
+    model.register_comm_hook(IncState(), inc_allreduce_hook)   # bounded codec, 2^-10
 
-The ring's sockets are set up once, lazily, from the process group's store, so the same
-script runs with `torchrun --nproc-per-node 4` on one machine or across machines with
-torchrun's usual flags (then say which address each rank listens on: `host=`, or the
-INCEPTIONN_HOST environment variable; by default the address this machine uses to reach
+As PyTorch's own hooks do, the hook returns at once a Future that completes when the
+bucket's exchange does; the exchange runs on one background worker per state, bucket
+after bucket in DDP's order, so backward keeps computing the next buckets meanwhile.
+CUDA buckets are copied to the host on the worker (after the producing stream's work).
+
+The ring's sockets are set up once, on the worker, from the rendezvous store: `store=`,
+or torchrun's (MASTER_ADDR / MASTER_PORT). Every rank's settings are compared there
+first; a rank set up differently, or with no hook, is an error on every rank. Peers
+prove the job's secret (drivers/collectives/transport.py: the trust model). Each rank
+listens on `host=` (or INCEPTIONN_HOST; by default the address that reaches
 MASTER_ADDR). The hook averages, like PyTorch's default all-reduce hook.
 """
 # No `from __future__ import annotations`: DDP checks the hook's return annotation.
 
 import itertools
 import os
+import queue
 import socket
+import threading
+from dataclasses import replace
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
 from . import golden
-from .drivers.collectives import DEFAULT_CHUNK, DEFAULT_TIMEOUT, Ring, WorkerAggregator
+from .drivers import sockets
+from .drivers.collectives import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring,
+                                  WorkerAggregator)
+from .drivers.collectives.agreement import agree_via_store
 from .drivers.collectives.compressed import step as compressed_step
 from .golden import compressors
 
-__all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES"]
+__all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS"]
 
 MODES = ("inc", "wa")
+WIRES = ("software", "nic", "emulate")
+CODECS = ("bounded", "paper")
 RING_METHODS = ("inceptionn", "none")
-# Every compressor of golden.compressors, on its own collective over the process group.
+# Every compressor of golden.compressors, on its own collective.
 METHODS = RING_METHODS + tuple(m for m in compressors.METHODS if m not in RING_METHODS)
+_DENSITY = ("topk", "gtopk", "randomk", "blockk", "scalecom")   # take a density
 _LAYERED = ("terngrad", "randomk", "blockk")   # take per-layer sizes: the bucket's parameters
 _STATES = itertools.count()     # same order on every rank: a key prefix per state
 
@@ -51,96 +66,276 @@ def _default_host() -> str:
             return "127.0.0.1"
 
 
+def _error_bound_k(bound) -> int:
+    """k of an error bound 2^-k given as a number (0.0009765625, 2**-10) or text."""
+    if isinstance(bound, bool) or not isinstance(bound, (int, float, str)):
+        raise ValueError(f"error_bound must be 2^-k (a number or text), got {bound!r}")
+    return golden.parse_error_bound(repr(float(bound)) if not isinstance(bound, str) else bound)
+
+
 class IncState:
     """Everything the hook needs, in one object (as PowerSGDState is for PowerSGD).
 
-    mode: "inc" (the ring) or "wa" (worker-aggregator, rank 0 aggregates).
-    method: "inceptionn" (the NIC's codec at 2^-k: compress=True puts the data on tagged
-    sockets for a real NIC, emulate=True applies the golden roundtrip in software) or
-    "none" (the same exchange, no compression); or any other method of
-    golden.compressors ("terngrad", "topk", "gtopk", "randomk", "blockk", "scalecom",
-    "truncation", "inceptionn_eb"), with its parameters in `method_kw` (e.g. {"k": 0.01}),
-    run on its own collective over the process group (drivers/collectives/compressed.py);
-    mode, compress and emulate then do not apply. Compressor state (residuals, step) is
-    kept per DDP bucket; `bytes_sent` counts this rank's payload bytes.
+    method: "inceptionn" (the ring, every hop coded) or "none" (the ring, float32); or a
+    companion paper's compressor of golden.compressors ("terngrad", "topk", "gtopk",
+    "randomk", "blockk", "scalecom", "truncation", "inceptionn_eb"): those summed
+    element-wise ride the same ring with their own codec, the others (all-gathers,
+    gTop-k's tree, the preludes) go over the process group.
+    codec: "bounded" (inceptionn_eb: |error| < error_bound) or "paper" (the paper's
+    codec, which drops values below 2^-7 whatever the bound).
+    error_bound: 2^-k, as a number (2**-10) or text ("2^-10").
+    wire: "software" (the codec's bytes on plain sockets: the bytes are saved without a
+    NIC), "nic" (float32 on tagged sockets, an INCEPTIONN NIC on the path codes them;
+    the NIC's codec must be `codec`), or "emulate" (float32 on the wire, the roundtrip
+    applied on receipt: the same numbers, no byte saved).
+    mode: "inc" (the ring) or "wa" (worker-aggregator, rank 0 aggregates; nic/emulate).
+    density: the fraction of values a sparsifier keeps (topk, gtopk, randomk, blockk,
+    scalecom); method_kw: the method's other parameters.
+    chunk_floats: floats per pipelined chunk; mss_bytes: the gradient sockets' MSS (nic);
+    timeout_s: how long a silent peer is waited for; codec_threads: the software wire's
+    codec threads. bytes_sent counts this rank's data bytes; hook_seconds the worker's
+    time per bucket exchange.
     """
 
-    def __init__(self, process_group=None, *, mode: str = "inc", method: str = "inceptionn",
-                 k: int = golden.K_DEFAULT, compress: bool = False, emulate: bool = True,
-                 host: str | None = None, chunk: int = DEFAULT_CHUNK,
-                 timeout: float = DEFAULT_TIMEOUT, method_kw: dict | None = None, seed: int = 0):
+    def __init__(self, process_group=None, *, method: str = "inceptionn",
+                 codec: str = "bounded", error_bound=2 ** -10, wire: str = "software",
+                 mode: str = "inc", density: float | None = None, method_kw: dict | None = None,
+                 chunk_floats: int = DEFAULT_CHUNK, mss_bytes: int = sockets.GRADIENT_MSS,
+                 timeout_s: float = DEFAULT_TIMEOUT, host: str | None = None, store=None,
+                 seed: int = 0, codec_threads: int | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if method not in METHODS:
             raise ValueError(f"method {method!r} is not available in the hook; choose one of "
                              f"{METHODS}")
-        self.method_kw, self.seed = dict(method_kw or {}), seed
-        self._buckets: dict = {}
-        self.bytes_sent = 0
+        if codec not in CODECS:
+            raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
+        if wire not in WIRES:
+            raise ValueError(f"wire must be one of {WIRES}, got {wire!r}")
+        if mode == "wa" and wire == "software":
+            raise ValueError("mode 'wa' carries float32 (wire 'nic' or 'emulate'), not the "
+                             "software wire")
+        if not isinstance(chunk_floats, int) or chunk_floats < 1:
+            raise ValueError(f"chunk_floats must be a positive int, got {chunk_floats!r}")
+        kw = dict(method_kw or {})
+        if "k" in kw:
+            raise ValueError("method_kw has no 'k': give a sparsifier's fraction as density=, "
+                             "an error bound as error_bound=")
+        if density is not None:
+            if method not in _DENSITY:
+                raise ValueError(f"density applies to {_DENSITY}, not {method!r}")
+            kw["k"] = float(density)
+        elif method in _DENSITY:
+            raise ValueError(f"method {method!r} needs density= (the fraction of values kept)")
+        self.k = _error_bound_k(error_bound)
         if method not in RING_METHODS:
-            compressors.make(method, **self.method_kw)      # bad parameters fail here
-        elif method == "inceptionn" and compress == emulate:
-            raise ValueError("method 'inceptionn' needs exactly one of compress=True (a NIC "
-                             "on the path) or emulate=True (software)")
+            compressors.make(method, **kw)      # bad parameters fail here
+        self.method_kw, self.seed = kw, seed
         self.process_group, self.mode, self.method = process_group, mode, method
-        self.k = golden.check_k(k)
-        self.compress = compress and method == "inceptionn"
-        self.emulate = emulate and method == "inceptionn"
-        self.host, self.chunk, self.timeout = host, chunk, timeout
-        self.prefix = f"inceptionn/hook/{next(_STATES)}"
+        self.codec, self.wire = codec, wire
+        self.host, self.store = host, store
+        self.chunk, self.mss, self.timeout = chunk_floats, mss_bytes, timeout_s
+        self.codec_threads = codec_threads
+        self.prefix = (f"inceptionn/hook/{os.environ.get('TORCHELASTIC_RESTART_COUNT', 0)}/"
+                       f"{next(_STATES)}")
         self.collective = None
         self.calls = 0
+        self.bytes_sent = 0
+        self.hook_seconds: list[float] = []
+        self._buckets = _BucketStates(self)
+        self._worker = None
+        self._failed: BaseException | None = None
+        self.world = None
+
+    def settings(self) -> dict:
+        """What every rank must agree on."""
+        ring = self.method in RING_METHODS
+        params = {("density" if k == "k" else k): v for k, v in self.method_kw.items()}
+        return {"method": self.method, "method_params": params,
+                "codec": self.codec if self.method == "inceptionn" else None,
+                "error_bound_log2": -self.k if self.method == "inceptionn" else None,
+                "mode": self.mode if ring else None, "wire": self.wire if ring else None,
+                "chunk_floats": self.chunk, "seed": self.seed,
+                "mss_bytes": self.mss if self.wire == "nic" else None}
+
+    # ------------------------------------------------------------------ setup
+
+    def _group(self):
+        pg = self.process_group or dist.group.WORLD
+        return pg, dist.get_rank(pg), dist.get_world_size(pg)
+
+    def _the_store(self):
+        if self.store is not None:
+            return self.store
+        addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+        if not addr or not port:
+            raise CollectiveError("no rendezvous store: pass IncState(store=...) or run under "
+                                  "torchrun (MASTER_ADDR and MASTER_PORT)")
+        import datetime
+        try:
+            return dist.TCPStore(addr, int(port), is_master=False, wait_for_workers=False,
+                                 timeout=datetime.timedelta(seconds=self.timeout))
+        except Exception as e:  # the store is not reachable
+            raise CollectiveError(f"cannot reach the rendezvous store at {addr}:{port}: {e}") \
+                from None
 
     def _setup(self):
-        pg = self.process_group or dist.group.WORLD
-        rank, world = dist.get_rank(pg), dist.get_world_size(pg)
-        store = dist.distributed_c10d._get_default_store()
-        cls = Ring if self.mode == "inc" else WorkerAggregator
-        self.collective = cls.from_store(
-            store, rank, world, host=self.host or _default_host(), prefix=self.prefix, k=self.k,
-            compress=self.compress, emulate=self.emulate, chunk=self.chunk, timeout=self.timeout)
+        pg, rank, world = self._group()
+        store = self._the_store()
         self.world = world
+        wire = self.wire if self.method == "inceptionn" else "software"
+        if self.method == "none":
+            wire = "plain"
+        if self.mode == "wa" and self.method in RING_METHODS:
+            agree_via_store(store, self.prefix, rank, world, self.settings(), self.timeout)
+            self.collective = WorkerAggregator.from_store(
+                store, rank, world, host=self.host or _default_host(), prefix=self.prefix,
+                k=self.k, codec=self.codec, compress=wire == "nic", emulate=wire == "emulate",
+                mss=self.mss,
+                chunk=self.chunk, timeout=self.timeout)
+            return
+        codec = self.codec
+        if self.method not in RING_METHODS:
+            codec = compressors.make(self.method, **self._kw_for(None)).codec
+        self.collective = Ring.from_store(
+            store, rank, world, host=self.host or _default_host(), prefix=self.prefix, k=self.k,
+            codec=codec, wire=wire, mss=self.mss, chunk=self.chunk, timeout=self.timeout,
+            codec_threads=self.codec_threads, settings=self.settings())
+
+    def _kw_for(self, layers):
+        kw = dict(self.method_kw)
+        if self.method in _LAYERED and "layers" not in kw and layers is not None:
+            kw["layers"] = layers
+        return kw
+
+    # ------------------------------------------------------------------ the worker
+
+    def _submit(self, item):
+        if self._worker is None:
+            self._q: queue.Queue = queue.Queue()
+            self._worker = threading.Thread(target=self._run, name="inceptionn-hook",
+                                            daemon=True)
+            self._worker.start()
+        self._q.put(item)
+
+    def _run(self):
+        import time
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            buf, params, fut, event = item
+            try:
+                if self._failed is not None:
+                    raise CollectiveError(f"an earlier bucket's exchange failed: {self._failed}")
+                t0 = time.perf_counter()
+                if self.collective is None:
+                    self._setup()
+                if event is not None:
+                    event.synchronize()      # the gradients are written
+                host = buf.device.type == "cpu"
+                arr = (buf if host else buf.detach().to("cpu")).detach().numpy().reshape(-1)
+                out = self._exchange(arr, params)
+                out /= np.float32(self.world)
+                self.calls += 1
+                self.hook_seconds.append(time.perf_counter() - t0)
+                t = torch.from_numpy(out).view_as(buf)
+                fut.set_result(t if host else t.to(buf.device))
+            except BaseException as e:  # handed to DDP through the future
+                self._failed = self._failed or e
+                if self.collective is not None:
+                    self.collective.close()
+                # DDP passes on the message only, so the message names the class.
+                fut.set_exception(CollectiveError(f"inceptionn hook: {type(e).__name__}: {e}"))
+
+    def _exchange(self, arr, params):
+        if self.method in RING_METHODS:
+            before = self.collective.bytes_sent
+            self.collective.allreduce(arr)
+            self.bytes_sent += self.collective.bytes_sent - before
+            return arr
+        return self._buckets.step(arr, params)
 
     def close(self):
+        if self._worker is not None:
+            self._q.put(None)
+            self._worker.join(self.timeout)
+            self._worker = None
         if self.collective is not None:
             self.collective.close()
             self.collective = None
 
 
-def _compressed(state: IncState, bucket, arr):
-    """One step of a golden.compressors method for this bucket; the sum over ranks."""
-    pg = state.process_group or dist.group.WORLD
-    key = bucket.index()
-    if key not in state._buckets:
-        kw = dict(state.method_kw)
-        if state.method in _LAYERED and "layers" not in kw:
-            kw["layers"] = [p.numel() for p in bucket.parameters()]
-        comp = compressors.make(state.method, **kw)
-        state._buckets[key] = (comp, comp.init(arr.size, rank=dist.get_rank(pg),
-                                               world=dist.get_world_size(pg), seed=state.seed))
-    comp, st = state._buckets[key]
-    total, st, sent = compressed_step(comp, arr, st, pg)
-    state._buckets[key] = (comp, st)
-    state.bytes_sent += sent
-    state.world = dist.get_world_size(pg)
-    return np.ascontiguousarray(total, np.float32)
+class _BucketStates:
+    """A compressor's state per bucket, keyed by the bucket's parameters (not by
+    bucket.index(): DDP rebuilds its buckets after the first step, and the same index then
+    names other parameters). A rebuilt bucket starts from the residual memory its
+    parameters had in the buckets they came from."""
+
+    def __init__(self, state):
+        self.state = state
+        self.entries: dict = {}      # key -> [comp, State, layout {param: (offset, n)}]
+        self.owner: dict = {}        # param -> key of the entry holding its memory
+
+    def step(self, arr, params):
+        st = self.state
+        pg, rank, world = st._group()
+        key = tuple(params)
+        if key not in self.entries:
+            self._new(key, params, arr.size, rank, world)
+        entry = self.entries[key]
+        comp, cstate = entry[0], entry[1]
+        total, cstate, sent = compressed_step(comp, arr, cstate, pg, ring=self.state.collective)
+        entry[1] = cstate
+        st.bytes_sent += sent
+        return np.ascontiguousarray(total, np.float32)
+
+    def _new(self, key, params, size, rank, world):
+        layers = [n for _, n in params]
+        comp = compressors.make(self.state.method, **self.state._kw_for(layers))
+        cstate = comp.init(size, rank=rank, world=world, seed=self.state.seed)
+        layout, off = {}, 0
+        for p, n in params:
+            layout[p] = (off, n)
+            off += n
+        if off != size:
+            raise ValueError(f"the bucket's parameters hold {off} values, its buffer {size}")
+        old = [self.entries[self.owner[p]] for p, _ in params if p in self.owner]
+        if old:
+            memory = np.zeros(size, np.float32)
+            for p, (o, n) in layout.items():
+                if p in self.owner:
+                    prev = self.entries[self.owner[p]]
+                    if prev[1].memory is not None:
+                        po = prev[2][p][0]
+                        memory[o:o + n] = prev[1].memory[po:po + n]
+            # The step counts the exchanges (seeds and leaders follow it on every rank).
+            cstate = replace(cstate, memory=memory if any(e[1].memory is not None for e in old)
+                             else None, step=max(e[1].step for e in old))
+        self.entries[key] = [comp, cstate, layout]
+        for p in layout:
+            self.owner[p] = key
+        held = set(self.owner.values())
+        for k in [k for k in self.entries if k not in held]:
+            del self.entries[k]
+
+
+def _param_key(p) -> tuple:
+    """A parameter's identity and size: its storage address and element count."""
+    return (p.data_ptr(), p.numel())
 
 
 def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Tensor]:
-    """Average the bucket over all ranks through the ring (or the method's collective);
-    a completed future."""
+    """Average the bucket over all ranks; returns a Future completed by the worker."""
     buf = bucket.buffer()
     if buf.dtype != torch.float32:
         raise TypeError(f"the INCEPTIONN hook carries float32 gradients, got {buf.dtype}")
-    arr = buf.detach().to("cpu", copy=True).numpy().reshape(-1)
-    if state.method in RING_METHODS:
-        if state.collective is None:
-            state._setup()
-        state.collective.allreduce(arr)
-    else:
-        arr = _compressed(state, bucket, arr)
-    arr /= np.float32(state.world)
-    state.calls += 1
-    fut = torch.futures.Future()
-    fut.set_result(torch.from_numpy(arr).to(buf.device).view_as(buf))
+    cuda = buf.device.type == "cuda"
+    fut = torch.futures.Future(devices=[buf.device]) if cuda else torch.futures.Future()
+    event = None
+    if cuda:
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(buf.device))
+    params = [(_param_key(p), p.numel()) for p in bucket.parameters()]
+    state._submit((buf, params, fut, event))
     return fut

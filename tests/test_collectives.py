@@ -12,8 +12,9 @@ import pytest
 from torch.distributed import FileStore, HashStore
 
 from inceptionn import golden
-from inceptionn.drivers.collectives import (CollectiveError, Ring, WorkerAggregator,
-                                            block_bounds)
+from inceptionn.drivers.collectives import (CollectiveError, Ring, SettingsMismatch,
+                                            WorkerAggregator, block_bounds)
+from inceptionn.golden.compressors.inceptionn_eb import EBCodec
 
 CLASSES = {"ring": Ring, "wa": WorkerAggregator}
 
@@ -23,11 +24,21 @@ def _grads(p, n, seed=0):
     return [rng.normal(0, 0.05, n).astype(np.float32) for _ in range(p)]
 
 
-def ring_reference(xs, k=None):
+def _roundtrip(k, codec="bounded"):
+    """The NumPy model's roundtrip (golden.api, golden.compressors.inceptionn_eb)."""
+    if not k:
+        return lambda a: a
+    if codec == "bounded":
+        eb = EBCodec(k)
+        return lambda a: eb.decode(eb.encode(a), a.size)
+    return lambda a: golden.roundtrip(a, k, codec="paper")
+
+
+def ring_reference(xs, k=None, codec="bounded"):
     """Algorithm 1 in NumPy: block b summed from rank b on, each hop through the
     roundtrip when k is given; the owner's result (rounded too) everywhere."""
     p, n = len(xs), xs[0].size
-    rt = (lambda a: golden.roundtrip(a, k)) if k else (lambda a: a)
+    rt = _roundtrip(k, codec)
     out = np.empty(n, np.float32)
     for b, (lo, hi) in enumerate(block_bounds(n, p)):
         acc = xs[b][lo:hi].copy()
@@ -37,8 +48,8 @@ def ring_reference(xs, k=None):
     return out
 
 
-def wa_reference(xs, k=None):
-    rt = (lambda a: golden.roundtrip(a, k)) if k else (lambda a: a)
+def wa_reference(xs, k=None, codec="bounded"):
+    rt = _roundtrip(k, codec)
     acc = xs[0].copy()
     for x in xs[1:]:
         acc = acc + rt(x)
@@ -88,6 +99,33 @@ def test_exact_sum_in_fixed_order_on_every_rank(kind, p, n):
     assert _same(outs + [want])
 
 
+@pytest.mark.parametrize("codec", ["paper", "bounded"])
+@pytest.mark.parametrize("p", [2, 3, 4])
+def test_software_wire_sends_the_codec_bytes_and_equals_emulation(codec, p):
+    """wire="software": every hop carries the group bytes and the receiver decodes them;
+    the numbers are the emulation's (and the NumPy model's) bit for bit, and the bytes
+    on the data connections are the coded ones, far fewer than float32's."""
+    xs = _grads(p, 60_001, seed=p)
+    want = ring_reference(xs, 10, codec)
+    got = {}
+    for wire in ("emulate", "software"):
+        sent = {}
+
+        def keep(r, make):
+            coll = make()
+            sent[r] = coll
+            return coll
+
+        outs, errs = _run("ring", xs, wire=wire, k=10, codec=codec, chunk=4096,
+                          codec_threads=3, call=keep)
+        assert not errs, errs
+        got[wire] = sum(c.bytes_sent for c in sent.values())
+        assert _same(outs + [want]), wire
+    floats = 4 * 60_001 * 2 * (p - 1)
+    assert got["emulate"] == floats
+    assert got["software"] < 0.5 * floats, got   # N(0, 0.05) values at 2^-10: 1-2 bytes each
+
+
 @pytest.mark.parametrize("kind", ["ring", "wa"])
 @pytest.mark.parametrize("k", [10, 6])
 def test_emulated_compression_is_the_roundtrip_on_every_hop(kind, k):
@@ -117,8 +155,11 @@ def test_bad_arguments_are_clear_errors():
 
 
 def _rank_proc(kind, path, r, p, die, n, q):
+    t0 = time.monotonic()
     try:
-        coll = CLASSES[kind].from_store(FileStore(path, p), r, p, timeout=5.0, chunk=1 << 14)
+        extra = {"wire": "software", "codec": "bounded"} if kind == "ring-software" else {}
+        coll = CLASSES[kind.split("-")[0]].from_store(FileStore(path, p), r, p, timeout=5.0,
+                                                      chunk=1 << 14, **extra)
         x = np.ones(n, np.float32)
         if die == "exit":
             os._exit(3)                       # killed: its sockets close
@@ -131,8 +172,8 @@ def _rank_proc(kind, path, r, p, die, n, q):
         q.put((r, f"{type(e).__name__}: {e}", time.monotonic() - t0))
 
 
-@pytest.mark.parametrize("kind", ["ring", "wa"])
-@pytest.mark.parametrize("how", ["exit", "hang"])
+@pytest.mark.parametrize("kind,how", [("ring", "exit"), ("ring", "hang"), ("wa", "exit"),
+                                      ("wa", "hang"), ("ring-software", "exit")])
 def test_a_dead_or_silent_rank_makes_every_other_rank_raise(kind, how, tmp_path):
     p, victim = 4, 2
     ctx = mp.get_context("spawn")
@@ -173,6 +214,10 @@ def test_through_the_software_nic_equals_emulation(kind):
     assert not errs, errs
     want = (ring_reference if kind == "ring" else wa_reference)(xs, 10)
     assert _same(outs + [want])
+    if kind == "ring":    # the software wire: the same bits without a NIC
+        soft, errs = _run(kind, xs, wire="software", k=10, chunk=8192)
+        assert not errs, errs
+        assert _same(outs + soft)
     assert all(p["misaligned"] == 0 for p in c)
     senders = range(4) if kind == "ring" else range(1, 4)
     assert all(c[r]["tx_compressed"] > 0 for r in senders)
@@ -214,3 +259,132 @@ def test_a_rank_that_never_joins_fails_the_others_within_the_timeout(kind):
     t.join(30)
     assert not t.is_alive(), "rank 0 still waits for rank 1"
     assert isinstance(errs.get(0), CollectiveError) and "rank 1" in str(errs[0]), errs
+
+
+def test_a_failure_at_setup_is_a_collective_error_on_every_rank():
+    """Rank 1 cannot listen on its address (not this host's): a CollectiveError there at
+    once, not a raw OSError with its sockets left open, and on rank 0, which waits for
+    rank 1, a CollectiveError within the timeout."""
+    store, errs = HashStore(), {}
+
+    def body(r):
+        try:
+            Ring.from_store(store, r, 2, timeout=2.0,
+                            host="192.0.2.1" if r == 1 else "127.0.0.1").close()
+        except Exception as e:  # collected for the test
+            errs[r] = e
+
+    ts = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(30)
+    assert set(errs) == {0, 1}, errs
+    assert all(type(e) is CollectiveError for e in errs.values()), errs
+    assert "192.0.2.1" in str(errs[1]) and "rank 1" in str(errs[0]), errs
+
+
+def _published(store, key):
+    import datetime
+    store.wait([key], datetime.timedelta(seconds=30))
+    host, cport, dport = store.get(key).decode().rsplit(":", 2)
+    return host, int(cport), int(dport)
+
+
+def test_a_peer_without_the_jobs_secret_is_refused(monkeypatch):
+    """A process that read rank 1's address from the store connects first, claiming to
+    be rank 0, with a wrong proof: refused (closed, never accepted); the real rank 0
+    then joins and the sum is right. (The secret is shared out of band here, so rank 1
+    is listening before rank 0 starts.)"""
+    import socket
+    import struct
+    monkeypatch.setenv("INCEPTIONN_RING_SECRET", "out-of-band")
+    store, prefix = HashStore(), "inceptionn/ring"
+    xs = _grads(2, 1000)
+    outs, errs, ready = [None, None], {}, threading.Event()
+
+    def rank(r):
+        try:
+            if r == 0:
+                ready.wait(30)
+            with Ring.from_store(store, r, 2, timeout=10.0) as ring:
+                y = xs[r].copy()
+                ring.allreduce(y)
+                outs[r] = y
+        except Exception as e:  # collected for the test
+            errs[r] = e
+
+    ts = [threading.Thread(target=rank, args=(r,), daemon=True) for r in range(2)]
+    import json
+    store.set(f"{prefix}/settings/0", json.dumps(Ring(0, 2, {}).settings()))  # passes the check
+    ts[1].start()
+    host, cport, dport = _published(store, f"{prefix}/addr/1")
+    data = socket.create_connection((host, dport))
+    ctrl = socket.create_connection((host, cport))
+    ctrl.sendall(struct.pack("!4sIIH16s", b"INCR", 0, 1, data.getsockname()[1], bytes(16)))
+    ctrl.settimeout(10)
+    assert len(ctrl.recv(48)) == 48                  # rank 1's challenge
+    ctrl.sendall(bytes(32))                          # a proof without the secret
+    assert ctrl.recv(1) == b"", "rank 1 accepted a peer without the secret"
+    ctrl.close()
+    data.close()
+    ts[0].start()
+    ready.set()
+    for t in ts:
+        t.join(30)
+    assert not errs, errs
+    assert _same(outs + [ring_reference(xs)])
+
+
+def test_a_listener_without_the_jobs_secret_is_not_joined():
+    """An impostor listens where rank 1's address points: rank 0 refuses it, naming it."""
+    import socket
+    store, prefix = HashStore(), "inceptionn/ring"
+    lis = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    store.set(f"{prefix}/addr/1", f"127.0.0.1:{lis[0].getsockname()[1]}:"
+                                  f"{lis[1].getsockname()[1]}")
+    mine = Ring(0, 2, {}).settings()
+    import json
+    store.set(f"{prefix}/settings/1", json.dumps(mine))
+    errs = {}
+
+    def impostor():
+        conn, _ = lis[0].accept()
+        conn.recv(64)
+        conn.sendall(bytes(48))                      # nonce and a proof it cannot make
+        conn.recv(64)
+        conn.close()
+
+    t = threading.Thread(target=impostor, daemon=True)
+    t.start()
+    try:
+        Ring.from_store(store, 0, 2, timeout=5.0).close()
+    except Exception as e:  # collected for the test
+        errs[0] = e
+    t.join(10)
+    for s in lis:
+        s.close()
+    assert isinstance(errs.get(0), CollectiveError) and "not rank 1" in str(errs[0]), errs
+
+
+def test_ranks_with_different_settings_are_refused_on_every_rank():
+    """Rank 2 at 2^-6 among ranks at 2^-10: the same error on every rank, naming the
+    setting and the ranks (the per-call check compares only buffer lengths)."""
+    store, errs = HashStore(), {}
+
+    def body(r):
+        try:
+            Ring.from_store(store, r, 4, wire="software", codec="bounded",
+                            k=6 if r == 2 else 10, timeout=10.0).close()
+        except Exception as e:  # collected for the test
+            errs[r] = e
+
+    ts = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(30)
+    assert set(errs) == {0, 1, 2, 3}, errs
+    for e in errs.values():
+        assert isinstance(e, SettingsMismatch), e
+        assert "error_bound_log2: ranks 0,1,3 -10; rank 2 -6" in str(e), e

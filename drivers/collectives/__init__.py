@@ -5,13 +5,16 @@
 
 Both sum float32 buffers in place, bit-identical on every rank, with data on tagged
 gradient sockets (compress=True, the NIC compresses) or the golden roundtrip applied
-in software (emulate=True), and control on untagged sockets. Built from a
+in software (emulate=True), and control on untagged sockets. The ring also has the
+software wire (wire="software"): the codec's bytes on plain sockets, decoded on receipt. Built from a
 torch.distributed Store (`from_store`), so torchrun's rendezvous sets them up.
 """
 
-from .ring import DEFAULT_CHUNK, Ring, block_bounds
+from .agreement import SettingsMismatch
+from .codecs import CODECS, WireCodec, make_codec
+from .ring import DEFAULT_CHUNK, WIRES, Ring, block_bounds
 from .transport import DEFAULT_TIMEOUT, CollectiveError
 from .wa import WorkerAggregator
 
-__all__ = ["Ring", "WorkerAggregator", "CollectiveError", "block_bounds", "DEFAULT_CHUNK",
-           "DEFAULT_TIMEOUT"]
+__all__ = ["Ring", "WorkerAggregator", "CollectiveError", "SettingsMismatch", "block_bounds",
+           "DEFAULT_CHUNK", "DEFAULT_TIMEOUT", "WIRES", "CODECS", "WireCodec", "make_codec"]

@@ -9,13 +9,11 @@ state and the bytes this rank's payloads took. By collective:
   bytes; every rank decodes them and adds them in rank order.
 - gtopk_tree (gTop-k): the gTopKAllReduce tree itself, log2 P rounds of point-to-point
   messages of k (index, value) pairs, then the result down the same tree.
-- allreduce with lossless float32 values (random-k with a shared seed, ScaleCom, none):
-  all_reduce(SUM) of the selected values.
-- a ring whose every hop codes its block (INCEPTIONN's codecs, truncation): the values
-  travel by all_gather and every rank replays the ring's per-hop coding
-  (golden.compressors.collectives.ring_allreduce), so the numbers are the ring's and the
-  byte counts are the ring's, but the messages are not; for INCEPTIONN itself use the
-  real ring (`Ring`, the DDP hook's method "inceptionn").
+- allreduce and ring_inc (values summed element-wise: random-k with a shared seed,
+  ScaleCom, none, INCEPTIONN's codecs, truncation): the selected values around the real
+  ring (`Ring`, wire "software", the method's codec on every hop), the same schedule as
+  golden.compressors.collectives.ring_allreduce, so the numbers and the bytes are the
+  simulated ring's. Pass the ring as `ring=`.
 """
 
 from __future__ import annotations
@@ -26,11 +24,16 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ...golden.compressors.base import Float32Codec, scatter
-from ...golden.compressors.collectives import ring_allreduce
+from ...golden.compressors.base import scatter
 from ...golden.compressors.gtopk import merge
 
-__all__ = ["step"]
+__all__ = ["step", "prelude"]
+
+
+def prelude(comp, grad, state, group=None):
+    """The method's prelude over the process group: TernGrad's shared scalers
+    (all_reduce MAX), ScaleCom's leader indices (broadcast)."""
+    return _prelude(comp, grad, state, group)
 
 
 def _prelude(comp, grad, state, group):
@@ -98,8 +101,9 @@ def _recv_pairs(src, group):
     return idx.numpy(), vals.numpy()
 
 
-def step(comp, grad: np.ndarray, state, group=None):
-    """One step of `comp` on this rank: (sum over ranks, new state, bytes sent)."""
+def step(comp, grad: np.ndarray, state, group=None, ring=None):
+    """One step of `comp` on this rank: (sum over ranks, new state, bytes sent). Methods
+    summed element-wise need `ring`: a Ring of the same ranks carrying comp.codec."""
     rank, world = state.rank, state.world
     if (dist.get_rank(group), dist.get_world_size(group)) != (rank, world):
         raise ValueError(f"state is rank {rank} of {world}, the process group says "
@@ -111,19 +115,17 @@ def step(comp, grad: np.ndarray, state, group=None):
         state = replace(state, shared=_prelude(comp, grad, state, group))
     info = None
     if comp.collective in ("allreduce", "ring_inc"):
+        if ring is None or (ring.rank, ring.world) != (rank, world):
+            raise ValueError(f"method {comp.name!r} sums its values around a ring: pass the "
+                             f"Ring of these ranks as ring=")
+        if ring.wire != "software" or ring.codec.name != comp.codec.name:
+            raise ValueError("the ring must be on the software wire with the method's codec "
+                             "(Ring(..., wire='software', codec=comp.codec))")
         vals, state = comp.select(grad, state)
-        vals = np.ascontiguousarray(vals, np.float32)
-        if comp.collective == "allreduce" and isinstance(comp.codec, Float32Codec):
-            t = torch.from_numpy(vals.copy())
-            dist.all_reduce(t, group=group)
-            total, sent = t.numpy(), 2 * vals.nbytes * (world - 1) // world
-        else:
-            every = [torch.empty(vals.size, dtype=torch.float32) for _ in range(world)]
-            dist.all_gather(every, torch.from_numpy(vals), group=group)
-            sent_all, recv_all = [0] * world, [0] * world
-            total = ring_allreduce([e.numpy() for e in every], comp.codec, sent_all, recv_all)[rank]
-            sent = sent_all[rank]
-        result = comp.expand(total, d, state)
+        vals = np.ascontiguousarray(vals, np.float32).copy()
+        before = ring.payload_bytes
+        ring.allreduce(vals)
+        result, sent = comp.expand(vals, d, state), ring.payload_bytes - before
     else:
         payload, state = comp.compress(grad, state)
         if comp.collective == "allgather":
@@ -137,4 +139,3 @@ def step(comp, grad: np.ndarray, state, group=None):
             (idx, vals), sent = _gtopk(comp, payload, d, rank, world, group)
             result, info = scatter(idx, vals, d), idx
     return result, comp.finish(state, info), sent
-

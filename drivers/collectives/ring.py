@@ -13,14 +13,27 @@ partial sums on the way round, and the final block in the all-gather, where the 
 also keeps the roundtrip of what it sent (the roundtrip is idempotent, so forwarding a
 received block changes nothing and all ranks agree).
 
+Four wires (`wire=`): "plain" float32; "nic": float32 on tagged sockets, the NIC
+compresses; "emulate": float32 on plain sockets, the receiver applies the codec's
+roundtrip (no byte saved: for checking); "software": every hop sends the codec's group
+bytes (what the NIC would put on the wire) on plain sockets and the receiver decodes
+them, so the bytes are saved without a NIC. All three lossy wires give the same numbers,
+bit for bit. In the all-gather a rank re-codes the values it decoded, as a NIC codes
+what its host sends: the values come out the same (the roundtrip is idempotent), the
+bytes can be fewer (the paper's codec spends a byte on an 8-bit-band value that decodes
+to 0, and none on the 0 it forwards).
+
 Pipelining: a block moves in chunks; one sender thread per rank sends chunks in the
 order the neighbour receives them, while the main thread receives, sums and hands each
-summed chunk on, so receive, sum and send overlap and a rank holds one chunk of receive
-buffer beyond its own data.
+summed chunk on, so receive, sum and send overlap. On the software wire a receiver
+thread reads frames ahead and a pool of codec threads (golden.fast's loops release the
+GIL) encodes and decodes several chunks at once, in order on the wire.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import os
 import queue
 import threading
 
@@ -28,10 +41,20 @@ import numpy as np
 
 from ... import golden
 from .. import sockets
+from .agreement import agree_via_store
+from .codecs import make_codec
 from .transport import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
                         rendezvous)
 
-__all__ = ["Ring", "block_bounds", "DEFAULT_CHUNK"]
+__all__ = ["Ring", "block_bounds", "DEFAULT_CHUNK", "WIRES", "default_codec_threads"]
+
+WIRES = ("plain", "nic", "emulate", "software")
+
+
+def default_codec_threads() -> int:
+    """Codec threads of the software wire: the cores, at most 4 (past that the wire, not
+    the codec, sets the pace on a 10 Gb/s link; measured in bench_collectives)."""
+    return max(1, min(4, os.cpu_count() or 1))
 
 DEFAULT_CHUNK = 1 << 16          # floats per chunk (256 KiB)
 
@@ -85,38 +108,57 @@ class Ring(Collective):
 
     Build it with `Ring.from_store(store, rank, world, ...)` (a torch.distributed Store:
     TCPStore, FileStore, or the default process group's) or from explicit links.
-    compress=True: data on tagged gradient sockets (the NIC compresses them);
-    emulate=True: plain sockets, the golden roundtrip applied per hop in software; both
-    give the same numbers. k is the NIC's error bound 2^-k (needed for the owner's copy).
+    wire: see the module's docstring ("plain" by default; compress=True is wire="nic",
+    emulate=True is wire="emulate"). codec ("bounded", golden's default and the NIC's
+    wire format version 2, or "paper") and k (error bound 2^-k) apply to the lossy
+    wires; on wire "nic" the codec must be the NIC's. chunk is in floats.
     """
 
-    def __init__(self, rank, world, links, *, k=golden.K_DEFAULT, compress=False, emulate=False,
-                 chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT):
-        if compress and emulate:
-            raise ValueError("compress (the NIC) and emulate (software) exclude each other")
-        if not isinstance(chunk, int) or chunk < 1:
+    def __init__(self, rank, world, links, *, k=golden.K_DEFAULT, codec=golden.CODEC_DEFAULT,
+                 wire=None,
+                 compress=False, emulate=False, chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT,
+                 codec_threads=None):
+        self.wire = _wire(wire, compress, emulate)
+        if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
             raise ValueError(f"chunk must be a positive number of floats, got {chunk!r}")
         self.rank, self.world, self.k = rank, world, golden.check_k(k)
-        self.compress, self.emulate, self.chunk, self.timeout = compress, emulate, chunk, timeout
+        self.codec = make_codec(codec, self.k)
+        self.compress, self.emulate = self.wire == "nic", self.wire == "emulate"
+        self.chunk, self.timeout = chunk, timeout
+        self.codec_threads = codec_threads or default_codec_threads()
         self.next = links.get((rank + 1) % world) if world > 1 else None
         self.prev = links.get((rank - 1) % world) if world > 1 else None
         self._links = links
         self._calls = 0
-        self.bytes_sent = 0          # float bytes this rank has sent (before compression)
+        self._pool = None
+        self.bytes_sent = 0          # bytes this rank sent on its data connection
+        self.payload_bytes = 0       # of which values (coded), without the frame headers
         self._broken = False
 
     @classmethod
     def from_store(cls, store, rank: int, world: int, *, host: str = "127.0.0.1",
-                   prefix: str = "inceptionn/ring", k=golden.K_DEFAULT, compress=False,
-                   emulate=False, mss=sockets.GRADIENT_MSS, dscp=sockets.DSCP_COMPRESS,
-                   chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT):
+                   prefix: str = "inceptionn/ring", k=golden.K_DEFAULT,
+                   codec=golden.CODEC_DEFAULT, wire=None, compress=False, emulate=False, mss=sockets.GRADIENT_MSS,
+                   dscp=sockets.DSCP_COMPRESS, chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT,
+                   codec_threads=None, settings: dict | None = None):
+        """Set up from a rendezvous store. Every rank's settings (wire, codec, bound,
+        chunk, plus the caller's `settings`) are compared first: any difference is a
+        SettingsMismatch on every rank."""
         if world < 1 or not 0 <= rank < world:
             raise ValueError(f"rank {rank} of world {world} is not a valid position")
+        wire = _wire(wire, compress, emulate)
+        name = codec if isinstance(codec, str) else make_codec(codec, k).name
+        mine = dict(settings or {}, collective="ring", **_settings(wire, name, k, chunk))
+        agree_via_store(store, prefix, rank, world, mine, timeout)
         peers = sorted({(rank + 1) % world, (rank - 1) % world} - {rank})
         links = rendezvous(store, rank, world, peers, host=host, prefix=prefix,
-                           compress=compress, mss=mss, dscp=dscp, timeout=timeout)
-        return cls(rank, world, links, k=k, compress=compress, emulate=emulate, chunk=chunk,
-                   timeout=timeout)
+                           compress=wire == "nic", mss=mss, dscp=dscp, timeout=timeout)
+        return cls(rank, world, links, k=k, codec=codec, wire=wire, chunk=chunk,
+                   timeout=timeout, codec_threads=codec_threads)
+
+    def settings(self) -> dict:
+        return dict(collective="ring", **_settings(self.wire, self.codec.name, self.k,
+                                                   self.chunk))
 
     # ------------------------------------------------------------------ checks
 
@@ -145,20 +187,31 @@ class Ring(Collective):
             return x
         try:
             self._agree(x.size)
-            self._exchange(x)
+            if self.wire == "software":
+                self._exchange_coded(x)
+            else:
+                self._exchange(x)
         except BaseException:
             self._broken = True
             self.close()
             raise
         return x
 
+    def close(self):
+        super().close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
     def _rt(self, a):
-        return golden.roundtrip(a, self.k)
+        if a.size == 0:
+            return a
+        return self.codec.roundtrip(a)
 
     def _exchange(self, x):
         p, r = self.world, self.rank
         bounds = block_bounds(x.size, p)
-        lossy = self.compress or self.emulate
+        lossy = self.wire != "plain"
         sender = _Sender(self.next, self._wake)
         buf = np.empty(min(self.chunk, max(1, bounds[0][1] - bounds[0][0])), np.float32)
         try:
@@ -199,6 +252,7 @@ class Ring(Collective):
         if view.size:
             sender.put(view)
             self.bytes_sent += view.nbytes
+            self.payload_bytes += view.nbytes
 
     def _recv(self, out, sender):
         if sender.error is not None:
@@ -212,3 +266,163 @@ class Ring(Collective):
             self.prev.data.shutdown(2)
         except OSError:
             pass
+
+    # ------------------------------------------------------------------ software wire
+
+    def _chunks(self, lo, hi):
+        return [(c0, min(c0 + self.chunk, hi)) for c0 in range(lo, hi, self.chunk)]
+
+    def _exchange_coded(self, x):
+        """The same schedule as _exchange, each hop carrying the codec's bytes."""
+        p, r = self.world, self.rank
+        bounds = block_bounds(x.size, p)
+        reduce = [(c, s == p - 2) for s in range(p - 1)
+                  for c in self._chunks(*bounds[(r - s - 1) % p])]
+        gather = [(c, s < p - 2) for s in range(p - 1) for c in self._chunks(*bounds[(r - s) % p])]
+        if self._pool is None:
+            self._pool = cf.ThreadPoolExecutor(self.codec_threads, thread_name_prefix="ring-codec")
+        pool, codec = self._pool, self.codec
+        sender = _FrameSender(self, self._wake_all)
+        receiver = _FrameReceiver(self, [c1 - c0 for (c0, c1), _ in reduce + gather],
+                                  self._wake_all)
+        try:
+            for c0, c1 in self._chunks(*bounds[r]):
+                sender.put(pool.submit(codec.encode, x[c0:c1]))
+            for (c0, c1), last in reduce:
+                _, got = receiver.get()
+                # Fixed order: the partial sum so far, plus this rank's own values.
+                np.add(_decoded(got, self.prev.peer), x[c0:c1], out=x[c0:c1])
+                # The owner keeps what it sends, as its neighbours will decode it.
+                sender.put(pool.submit(self._encode_keep if last else codec.encode, x[c0:c1]))
+            for (c0, c1), forward in gather:
+                _, got = receiver.get()
+                x[c0:c1] = _decoded(got, self.prev.peer)
+                if forward:     # re-coded, as the NIC codes what the host sends it
+                    sender.put(pool.submit(codec.encode, x[c0:c1]))
+        finally:
+            errors = [sender.finish(), receiver.finish()]
+        for e in errors:
+            if e is not None:
+                raise e
+
+    def _encode_keep(self, view):
+        body = self.codec.encode(view)
+        view[:] = self.codec.decode(body, view.size)
+        return body
+
+    def _wake_all(self):
+        # A thread failed: unblock every blocking call on the data connections.
+        for link in (self.prev, self.next):
+            try:
+                link.data.shutdown(2)
+            except OSError:
+                pass
+
+
+def _wire(wire, compress, emulate):
+    if compress and emulate:
+        raise ValueError("compress (the NIC) and emulate (software) exclude each other")
+    if wire is None:
+        return "nic" if compress else "emulate" if emulate else "plain"
+    if wire not in WIRES:
+        raise ValueError(f"wire must be one of {WIRES}, got {wire!r}")
+    if (compress and wire != "nic") or (emulate and wire != "emulate"):
+        raise ValueError(f"wire={wire!r} contradicts compress={compress}, emulate={emulate}")
+    return wire
+
+
+def _settings(wire, codec, k, chunk):
+    lossy = wire != "plain"
+    return {"wire": wire, "codec": codec if lossy else None,
+            "error_bound_log2": -int(k) if lossy else None, "chunk_floats": int(chunk)}
+
+
+def _decoded(fut, peer):
+    try:
+        return fut.result()
+    except ValueError as e:
+        raise CollectiveError(f"rank {peer} sent bytes that do not decode: {e}") from None
+
+
+class _FrameSender:
+    """Sends coded chunks in order: bytes, or futures of bytes (encodes in flight)."""
+
+    def __init__(self, ring, on_error):
+        self.ring, self.link, self.on_error = ring, ring.next, on_error
+        self.q: queue.Queue = queue.Queue()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=f"ring-send-{self.link.peer}",
+                                       daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            if self.error is not None:
+                continue
+            try:
+                body = item.result() if isinstance(item, cf.Future) else item
+                self.link.send_frame(body)
+                self.ring.bytes_sent += 4 + len(body)
+                self.ring.payload_bytes += len(body)
+            except BaseException as e:  # reported by the main thread
+                self.error = e
+                self.on_error()
+
+    def put(self, item):
+        if self.error is not None:
+            raise self.error
+        self.q.put(item)
+
+    def finish(self):
+        self.q.put(None)
+        self.thread.join()
+        return self.error
+
+
+class _FrameReceiver:
+    """Reads the frames of a known schedule (value counts) ahead of the main thread and
+    starts decoding each in the codec pool; at most `depth` frames wait."""
+
+    def __init__(self, ring, counts, on_error):
+        self.ring, self.link, self.counts, self.on_error = ring, ring.prev, counts, on_error
+        self.depth = threading.Semaphore(2 * ring.codec_threads + 2)
+        self.q: queue.Queue = queue.Queue()
+        self.error: BaseException | None = None
+        self._stop = False
+        self.thread = threading.Thread(target=self._run, name=f"ring-recv-{self.link.peer}",
+                                       daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        codec, pool = self.ring.codec, self.ring._pool
+        try:
+            for n in self.counts:
+                while not self.depth.acquire(timeout=0.2):
+                    if self._stop:
+                        return
+                if self._stop:
+                    return
+                frame = self.link.recv_frame(2 * -(-n // 8) + 4 * n)
+                self.q.put((frame, pool.submit(codec.decode, frame, n)))
+        except BaseException as e:  # reported by the main thread
+            self.error = e
+            self.q.put(e)
+            self.on_error()
+
+    def get(self):
+        try:
+            item = self.q.get(timeout=self.ring.timeout + 5)
+        except queue.Empty:
+            raise CollectiveError(f"rank {self.link.peer} sent nothing (timeout)") from None
+        if isinstance(item, BaseException):
+            raise item
+        self.depth.release()
+        return item
+
+    def finish(self):
+        self._stop = True
+        self.thread.join()
+        return self.error

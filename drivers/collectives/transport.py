@@ -7,12 +7,27 @@ the control sockets, which are never tagged: the NIC would compress an integer a
 float. Every socket has a timeout, so a rank that stops answering makes its neighbours
 raise instead of hanging, and a rank that dies closes its sockets, which its neighbours
 see at once.
+
+Trust model. A ring's listening ports are open to anyone who can reach the host, and
+their addresses sit in the rendezvous store. Every control connection therefore proves,
+in both directions, that it holds the job's secret (an HMAC challenge with fresh nonces:
+the secret never crosses the connection), and a data connection is accepted only from
+the address and port an authenticated control connection named. The secret is
+INCEPTIONN_RING_SECRET when set (shared out of band: then even a process that can read
+the store cannot join), else 32 random bytes that rank 0 publishes in the store: then
+whoever can read the store is trusted, as torch.distributed trusts it (its own gloo and
+NCCL connections are not authenticated). Refused: a process without the secret, a rank
+of another job, a peer claiming the wrong rank. Not covered: an attacker on the path
+(the data is not encrypted; the NIC has to read it).
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
+import hmac
 import json
+import os
 import socket
 import struct
 import time
@@ -21,11 +36,17 @@ import numpy as np
 
 from .. import sockets
 
-__all__ = ["CollectiveError", "Collective", "Link", "Listener", "rendezvous", "DEFAULT_TIMEOUT"]
+__all__ = ["CollectiveError", "Collective", "Link", "Listener", "rendezvous", "DEFAULT_TIMEOUT",
+           "job_secret", "SECRET_ENV"]
 
 DEFAULT_TIMEOUT = 60.0
-_HELLO = struct.Struct("!4sII")        # magic, rank, local port of its data connection
+SECRET_ENV = "INCEPTIONN_RING_SECRET"
+_NONCE = 16
+# magic, rank, the rank it wants to reach, local port of its data connection, nonce
+_HELLO = struct.Struct(f"!4sIIH{_NONCE}s")
 _MAGIC = b"INCR"
+_PROOF = struct.Struct(f"!{_NONCE}s32s")   # the acceptor's nonce and its proof
+_ACCEPTED = b"\x01"
 
 
 class CollectiveError(RuntimeError):
@@ -41,6 +62,14 @@ def _plain_socket():
     return s
 
 
+def _mac(secret: bytes, role: bytes, *parts) -> bytes:
+    return hmac.new(secret, role + b"|".join(parts), hashlib.sha256).digest()
+
+
+def _ranks(a: int, b: int) -> bytes:
+    return struct.pack("!II", a, b)
+
+
 class Listener:
     """Where a rank accepts its peers: a control port and a data port.
 
@@ -53,65 +82,117 @@ class Listener:
 
     def __init__(self, host: str, *, compress: bool, mss: int, dscp: int):
         self.ctrl = _plain_socket()
-        self.data = (sockets.gradient_socket(mss=mss, dscp=dscp) if compress
-                     else _plain_socket())
-        for s in (self.ctrl, self.data):
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind((host, 0))
-            s.listen(64)
+        self.data = None
+        try:
+            self.data = (sockets.gradient_socket(mss=mss, dscp=dscp) if compress
+                         else _plain_socket())
+            for s in (self.ctrl, self.data):
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((host, 0))
+                s.listen(64)
+        except OSError as e:
+            self.close()
+            raise CollectiveError(f"cannot listen on {host}: {e}") from None
         self.address = f"{host}:{self.ctrl.getsockname()[1]}:{self.data.getsockname()[1]}"
+        self.refused = 0          # connections that failed the handshake
 
-    def accept(self, ranks, timeout: float) -> dict:
-        """Accept a control and a data connection from each of `ranks`; {rank: (ctrl, data)}."""
+    def accept(self, my_rank: int, ranks, secret: bytes, timeout: float) -> dict:
+        """Accept an authenticated control and a data connection from each of `ranks`;
+        {rank: (ctrl, data)}. A connection that fails the handshake is closed and
+        counted in `refused`; the wait goes on until the deadline."""
         deadline = time.monotonic() + timeout
-        ctrl, data_by_port = {}, {}
-        while len(ctrl) < len(ranks):
-            conn = self._accept(self.ctrl, deadline, ranks, ctrl)
-            magic, rank, port = _HELLO.unpack(_recv_exact(conn, _HELLO.size, "a peer's hello"))
-            if magic != _MAGIC or rank not in ranks:
-                conn.close()
-                continue
-            ctrl[rank] = (conn, port)
-        while len(data_by_port) < len(ranks):
-            conn = self._accept(self.data, deadline, ranks, data_by_port)
-            data_by_port[conn.getpeername()[1]] = conn
-        out = {}
-        for rank, (c, port) in ctrl.items():
-            if port not in data_by_port:
-                raise CollectiveError(f"rank {rank}'s data connection did not arrive")
-            out[rank] = (c, data_by_port[port])
+        ctrl, out = {}, {}
+        try:
+            while len(ctrl) < len(ranks):
+                conn, addr = self._accept(self.ctrl, deadline, ranks, ctrl)
+                got = self._handshake(conn, my_rank, ranks, secret, deadline)
+                if got is None or got[0] in ctrl:
+                    self.refused += 1
+                    conn.close()
+                    continue
+                ctrl[got[0]] = (conn, (addr[0], got[1]))
+            want = {where: rank for rank, (_, where) in ctrl.items()}
+            while len(out) < len(ranks):
+                conn, addr = self._accept(self.data, deadline, ranks, out)
+                rank = want.get(addr[:2])
+                if rank is None or rank in out:     # not named by an authenticated peer
+                    self.refused += 1
+                    conn.close()
+                    continue
+                out[rank] = (ctrl[rank][0], conn)
+        except BaseException:
+            for c, _ in ctrl.values():
+                c.close()
+            for _, d in out.values():
+                d.close()
+            raise
         return out
+
+    @staticmethod
+    def _handshake(conn, my_rank, ranks, secret, deadline):
+        """(rank, data port) of a peer that proved the secret, or None."""
+        try:
+            conn.settimeout(max(0.01, min(5.0, deadline - time.monotonic())))
+            magic, rank, to, port, nonce_c = _HELLO.unpack(_recv_raw(conn, _HELLO.size))
+            if magic != _MAGIC or rank not in ranks or to != my_rank:
+                return None
+            nonce_a = os.urandom(_NONCE)
+            conn.sendall(_PROOF.pack(nonce_a, _mac(secret, b"A", nonce_c, nonce_a,
+                                                   _ranks(my_rank, rank))))
+            proof = _recv_raw(conn, 32)
+            if not hmac.compare_digest(proof, _mac(secret, b"C", nonce_a, nonce_c,
+                                                   _ranks(rank, my_rank))):
+                return None
+            conn.sendall(_ACCEPTED)
+            conn.settimeout(max(1.0, deadline - time.monotonic()))
+            return rank, port
+        except (OSError, EOFError, struct.error):
+            return None
 
     @staticmethod
     def _accept(listener, deadline, ranks, got):
         listener.settimeout(max(0.01, deadline - time.monotonic()))
         try:
-            conn, _ = listener.accept()
+            conn, addr = listener.accept()
         except TimeoutError:
             raise CollectiveError(f"only {len(got)} of the connections from ranks "
                                   f"{sorted(ranks)} arrived in time") from None
-        conn.settimeout(max(1.0, deadline - time.monotonic()))
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return conn
+        except OSError as e:
+            raise CollectiveError(f"accepting connections failed: {e}") from None
+        try:
+            conn.settimeout(max(1.0, deadline - time.monotonic()))
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            conn.close()
+            return Listener._accept(listener, deadline, ranks, got)
+        return conn, addr
 
     def close(self):
-        self.ctrl.close()
-        self.data.close()
+        for s in (self.ctrl, self.data):
+            if s is not None:
+                s.close()
+
+
+def _recv_raw(sock, n):
+    """Exactly n bytes; EOFError on a closed stream, OSError / TimeoutError as raised."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
 
 
 def _recv_exact(sock, n, what):
-    buf = bytearray()
-    while len(buf) < n:
-        try:
-            chunk = sock.recv(n - len(buf))
-        except TimeoutError:
-            raise CollectiveError(f"timed out waiting for {what}") from None
-        except OSError as e:
-            raise CollectiveError(f"connection lost while waiting for {what}: {e}") from None
-        if not chunk:
-            raise CollectiveError(f"connection closed while waiting for {what}")
-        buf += chunk
-    return bytes(buf)
+    try:
+        return _recv_raw(sock, n)
+    except TimeoutError:
+        raise CollectiveError(f"timed out waiting for {what}") from None
+    except EOFError:
+        raise CollectiveError(f"connection closed while waiting for {what}") from None
+    except OSError as e:
+        raise CollectiveError(f"connection lost while waiting for {what}: {e}") from None
 
 
 def _connect_one(host, port, tagged, mss, dscp, timeout):
@@ -127,15 +208,40 @@ def _connect_one(host, port, tagged, mss, dscp, timeout):
                 s.close()
                 raise CollectiveError(f"cannot connect to {host}:{port}: {e}") from None
             time.sleep(0.05)
+        except OSError as e:
+            s.close()
+            raise CollectiveError(f"cannot connect to {host}:{port}: {e}") from None
 
 
-def _connect(address: str, my_rank: int, *, compress: bool, mss: int, dscp: int, timeout: float):
-    """(ctrl, data) sockets to the peer listening at `address`."""
+def _connect(address: str, my_rank: int, peer: int, secret: bytes, *, compress: bool, mss: int,
+             dscp: int, timeout: float):
+    """(ctrl, data) sockets to rank `peer` listening at `address`, both ends proven."""
     host, cport, dport = address.rsplit(":", 2)
     data = _connect_one(host, int(dport), compress, mss, dscp, timeout)
-    ctrl = _connect_one(host, int(cport), False, mss, dscp, timeout)
-    ctrl.sendall(_HELLO.pack(_MAGIC, my_rank, data.getsockname()[1]))
-    return ctrl, data
+    ctrl = None
+    try:
+        ctrl = _connect_one(host, int(cport), False, mss, dscp, timeout)
+        nonce_c = os.urandom(_NONCE)
+        ctrl.sendall(_HELLO.pack(_MAGIC, my_rank, peer, data.getsockname()[1], nonce_c))
+        nonce_a, proof = _PROOF.unpack(_recv_exact(ctrl, _PROOF.size, f"rank {peer}'s proof"))
+        if not hmac.compare_digest(proof, _mac(secret, b"A", nonce_c, nonce_a,
+                                               _ranks(peer, my_rank))):
+            raise CollectiveError(f"the peer at {address} is not rank {peer} of this job: it "
+                                  f"cannot prove the job's secret (refused)")
+        ctrl.sendall(_mac(secret, b"C", nonce_a, nonce_c, _ranks(my_rank, peer)))
+        if _recv_exact(ctrl, 1, f"rank {peer}'s verdict") != _ACCEPTED:
+            raise CollectiveError(f"rank {peer} refused this rank's proof")
+        return ctrl, data
+    except OSError as e:
+        data.close()
+        if ctrl is not None:
+            ctrl.close()
+        raise CollectiveError(f"handshake with rank {peer} at {address} failed: {e}") from None
+    except BaseException:
+        data.close()
+        if ctrl is not None:
+            ctrl.close()
+        raise
 
 
 class Link:
@@ -143,6 +249,7 @@ class Link:
 
     def __init__(self, peer: int, ctrl, data):
         self.peer, self.ctrl, self.data = peer, ctrl, data
+        self._hdr = bytearray(4)
 
     def send_msg(self, obj) -> None:
         body = json.dumps(obj).encode()
@@ -171,6 +278,25 @@ class Link:
         except (OSError, ConnectionError) as e:
             raise CollectiveError(f"rank {self.peer}: data connection lost: {e}") from None
 
+    def send_frame(self, body) -> None:
+        """A length-prefixed byte string on the data connection (coded values)."""
+        try:
+            self.data.sendall(struct.pack("!I", len(body)))
+            self.data.sendall(body)
+        except TimeoutError:
+            raise CollectiveError(f"rank {self.peer} stopped reading (timeout)") from None
+        except OSError as e:
+            raise CollectiveError(f"rank {self.peer}: data connection lost: {e}") from None
+
+    def recv_frame(self, limit: int) -> bytearray:
+        """One frame of send_frame; longer than `limit` bytes is a protocol error."""
+        what = f"coded values from rank {self.peer}"
+        n = struct.unpack("!I", _recv_data(self.data, 4, what))[0]
+        if n > limit:
+            raise CollectiveError(f"rank {self.peer} sent a {n}-byte frame where at most "
+                                  f"{limit} fit: the ranks disagree on the codec or chunking")
+        return _recv_data(self.data, n, what)
+
     def close(self):
         for s in (self.ctrl, self.data):
             try:
@@ -178,6 +304,22 @@ class Link:
             except OSError:
                 pass
             s.close()
+
+
+def _recv_data(sock, n, what) -> bytearray:
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    try:
+        while got < n:
+            m = sock.recv_into(view[got:], n - got)
+            if m == 0:
+                raise CollectiveError(f"connection closed while waiting for {what}")
+            got += m
+    except TimeoutError:
+        raise CollectiveError(f"timed out waiting for {what}") from None
+    except OSError as e:
+        raise CollectiveError(f"connection lost while waiting for {what}: {e}") from None
+    return buf
 
 
 def _store_get(store, key: str, timeout: float, what: str):
@@ -188,31 +330,52 @@ def _store_get(store, key: str, timeout: float, what: str):
             store.wait([key], datetime.timedelta(seconds=timeout))
         except Exception as e:  # torch raises DistStoreError (a RuntimeError) on timeout
             raise CollectiveError(f"{what} did not appear within {timeout:g} s: {e}") from None
-    value = store.get(key)
+    try:
+        value = store.get(key)
+    except Exception as e:  # a store whose server went away
+        raise CollectiveError(f"{what}: the store failed: {e}") from None
     return value.decode() if isinstance(value, bytes) else value
 
 
+def job_secret(store, rank: int, prefix: str, timeout: float) -> bytes:
+    """The job's secret: INCEPTIONN_RING_SECRET, or rank 0's random one from the store."""
+    env = os.environ.get(SECRET_ENV)
+    if env:
+        return env.encode()
+    key = f"{prefix}/secret"
+    if rank == 0:
+        store.set(key, os.urandom(32).hex())
+    return bytes.fromhex(_store_get(store, key, timeout, "rank 0's job secret"))
+
+
 def rendezvous(store, rank: int, world: int, peers, *, host: str, prefix: str,
-               compress: bool, mss: int, dscp: int, timeout: float) -> dict[int, Link]:
+               compress: bool, mss: int, dscp: int, timeout: float,
+               secret: bytes | None = None) -> dict[int, Link]:
     """Links to `peers` (ranks): a rank connects to higher ranks and accepts lower ones,
     so each pair has exactly one connection per channel. `store` is a torch.distributed
     Store or anything with set(key, value) and get(key) -> bytes."""
     if not 0 <= rank < world:
         raise ValueError(f"rank {rank} is not in 0..{world - 1}")
     listener = Listener(host, compress=compress, mss=mss, dscp=dscp)
+    links = {}
     try:
+        if secret is None:
+            secret = job_secret(store, rank, prefix, timeout)
         store.set(f"{prefix}/addr/{rank}", listener.address)
-        links = {}
         higher = [p for p in peers if p > rank]
         lower = [p for p in peers if p < rank]
         for p in higher:
             addr = _store_get(store, f"{prefix}/addr/{p}", timeout, f"rank {p}'s address")
-            links[p] = Link(p, *_connect(addr, rank, compress=compress, mss=mss, dscp=dscp,
-                                         timeout=timeout))
+            links[p] = Link(p, *_connect(addr, rank, p, secret, compress=compress, mss=mss,
+                                         dscp=dscp, timeout=timeout))
         if lower:
-            for p, (ctrl, data) in listener.accept(set(lower), timeout).items():
+            for p, (ctrl, data) in listener.accept(rank, set(lower), secret, timeout).items():
                 links[p] = Link(p, ctrl, data)
         return links
+    except BaseException:
+        for link in links.values():
+            link.close()
+        raise
     finally:
         listener.close()
 

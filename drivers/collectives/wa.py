@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import golden
 from .. import sockets
+from .codecs import make_codec
 from .ring import DEFAULT_CHUNK, _Sender
 from .transport import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
                         rendezvous)
@@ -25,12 +26,14 @@ __all__ = ["WorkerAggregator"]
 class WorkerAggregator(Collective):
     """`allreduce(x)`: x summed over all ranks through the aggregator, in place."""
 
-    def __init__(self, rank, world, links, *, aggregator=0, k=golden.K_DEFAULT, compress=False,
-                 emulate=False, chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT):
+    def __init__(self, rank, world, links, *, aggregator=0, k=golden.K_DEFAULT,
+                 codec=golden.CODEC_DEFAULT, compress=False, emulate=False,
+                 chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT):
         if compress and emulate:
             raise ValueError("compress (the NIC) and emulate (software) exclude each other")
         self.rank, self.world, self.aggregator = rank, world, aggregator
         self.k, self.compress, self.emulate = golden.check_k(k), compress, emulate
+        self.codec = make_codec(codec, self.k)
         self.chunk, self.timeout = chunk, timeout
         self._links = links
         self.bytes_sent = 0
@@ -42,15 +45,15 @@ class WorkerAggregator(Collective):
 
     @classmethod
     def from_store(cls, store, rank, world, *, aggregator=0, host="127.0.0.1",
-                   prefix="inceptionn/wa", k=golden.K_DEFAULT, compress=False, emulate=False,
-                   mss=sockets.GRADIENT_MSS, dscp=sockets.DSCP_COMPRESS, chunk=DEFAULT_CHUNK,
-                   timeout=DEFAULT_TIMEOUT):
+                   prefix="inceptionn/wa", k=golden.K_DEFAULT, codec=golden.CODEC_DEFAULT,
+                   compress=False, emulate=False, mss=sockets.GRADIENT_MSS,
+                   dscp=sockets.DSCP_COMPRESS, chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT):
         if world < 1 or not 0 <= rank < world or not 0 <= aggregator < world:
             raise ValueError(f"rank {rank}, aggregator {aggregator} of world {world}: invalid")
         peers = [p for p in range(world) if p != rank] if rank == aggregator else [aggregator]
         links = rendezvous(store, rank, world, [p for p in peers if p != rank], host=host,
                            prefix=prefix, compress=compress, mss=mss, dscp=dscp, timeout=timeout)
-        return cls(rank, world, links, aggregator=aggregator, k=k, compress=compress,
+        return cls(rank, world, links, aggregator=aggregator, k=k, codec=codec, compress=compress,
                    emulate=emulate, chunk=chunk, timeout=timeout)
 
     def allreduce(self, x) -> np.ndarray:
@@ -91,7 +94,7 @@ class WorkerAggregator(Collective):
                 for w in workers:                     # fixed order: rank by rank
                     self._links[w].recv_floats_into(part)
                     if self.emulate:
-                        part[:] = golden.roundtrip(part, self.k)
+                        part[:] = self.codec.roundtrip(part)
                     np.add(x[c0:c1], part, out=x[c0:c1])
                 for sd in senders:
                     if sd.error is not None:

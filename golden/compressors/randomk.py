@@ -8,8 +8,14 @@ worker draws the same coordinates from a shared seed, values all-reduced, 4k byt
 shared=False: own seed per worker, all-gathered with int32 indices, or one int32
 start per scope for blocks).
 
-scale=True is the unbiased form (values times n/k, no memory): E[C(x)] = x. The paper
-uses the plain form with error feedback (Algorithm 1), which is biased: E[C(x)] = k x/n.
+scale=True multiplies the kept values by n/k and keeps no memory. For random-k that is
+unbiased: every coordinate is kept with probability k/n, so E[C(x)] = x. For
+block-random-k it is not: a block start uniform in 0..n-k covers coordinate i with
+probability c_i / (n-k+1), c_i = min(i+1, k, n-i, n-k+1) (`block_coverage`), so
+E[C(x)_i] / x_i = n c_i / (k (n-k+1)): n / (n-k+1) >= 1 in the middle of a scope and
+n / (k (n-k+1)) at its edges (n = 100, k = 27: 1.35 and 0.05; tests measure it). The
+paper uses the plain form with error feedback (Algorithm 1): E[C(x)] = k x/n for
+random-k, and k c_i x_i / (k (n-k+1)) = c_i x_i / (n-k+1) for blocks.
 """
 
 from dataclasses import replace
@@ -18,7 +24,15 @@ import numpy as np
 
 from .base import Payload, Reducible, as_grad, counts, scatter, scopes
 
-__all__ = ["RandomK"]
+__all__ = ["RandomK", "block_coverage"]
+
+
+def block_coverage(n: int, k: int) -> np.ndarray:
+    """P(coordinate i is in the block) for a block of k in a scope of n, start uniform in
+    0..n-k: c_i / (n-k+1), c_i the number of starts whose block holds i."""
+    i = np.arange(n)
+    c = np.minimum.reduce([i + 1, np.full(n, k), n - i, np.full(n, n - k + 1)])
+    return c / (n - k + 1)
 
 
 class RandomK(Reducible):
