@@ -48,7 +48,7 @@ def measure(sizes=(1514, 9014), ks=(6, 8, 10), counts=None):
     for size in sizes:
         host, source = _frames(size, counts.get(size, 10))
         for k in ks:
-            wire = [tx_frame(f, k=k) for f in host]
+            wire = [tx_frame(f, k=k, codec="paper") for f in host]   # the RTL here: version 1
             expect = [rx_frame(w) for w in wire]
             train = run_frames("rx", wire)
             if train.frames_out != expect:
