@@ -111,7 +111,8 @@ class Bridge:
                  engine: str = "golden", compress: bool = True, pcap_wire=None, pcap_host=None,
                  drop: float = 0.0, seed: int = 0, deliver_flagged: bool = False,
                  codec: str | None = None, impl: str = "fast", mac_limit: int = 1024,
-                 mac_age: float = 300.0, switch: str = "auto", check_every: int = 0):
+                 mac_age: float = 300.0, switch: str = "auto", check_every: int = 0,
+                 workers: int | None = None):
         if isinstance(hosts, bool) or not isinstance(hosts, int) or not 2 <= hosts <= MAX_HOSTS:
             raise ValueError(f"hosts must be an integer in 2..{MAX_HOSTS}, got {hosts!r}")
         if mtu not in MTUS:
@@ -146,6 +147,10 @@ class Bridge:
         if check_every and self.switch != "compiled":
             raise ValueError("check_every is a check of the compiled switch")
         self._cs: CompiledSwitch | None = None
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                    or not 1 <= workers <= hosts):
+            raise ValueError(f"workers must be an integer in 1..{hosts}, got {workers!r}")
+        self.workers = workers
         self._macs = MacTable({}, limit=mac_limit, age=mac_age)   # checks both now
         self._reaper = None
         self._pcap_paths = (pcap_wire, pcap_host)
@@ -208,7 +213,7 @@ class Bridge:
                     macs_table=self._macs, lock=self._lock, k=self.k, codec=self.codec,
                     dscp=self.dscp, enable=self.compress, deliver_flagged=self.deliver_flagged,
                     check_every=self.check_every, stop_fd=self._stop_r,
-                    pcaps=tuple(self._pcaps))
+                    pcaps=tuple(self._pcaps), workers=self.workers)
                 self._cs.start()
             else:
                 self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",

@@ -34,8 +34,14 @@ class GoldenMismatch(RuntimeError):
 
 class CompiledSwitch:
     def __init__(self, *, fds, macs, macs_table, lock, k, codec, dscp, enable, deliver_flagged,
-                 check_every, stop_fd, pcaps=(None, None)):
+                 check_every, stop_fd, pcaps=(None, None), workers=None):
         n = len(fds)
+        # Worker threads: one per port by default; fewer (each polling several ports)
+        # where cores are few, so a frame does not wait for a thread to be scheduled.
+        self.workers = n if workers is None else workers
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) \
+                or not 1 <= self.workers <= n:
+            raise ValueError(f"workers must be an integer in 1..{n}, got {workers!r}")
         self.n, self.fds, self.k, self.codec, self.dscp = n, list(fds), k, codec, dscp
         self.enable, self.deliver_flagged = bool(enable), bool(deliver_flagged)
         self.check_every = int(check_every or 0)
@@ -51,9 +57,10 @@ class CompiledSwitch:
         self.capture = self.wire_pcap is not None or self.host_pcap is not None
         self._pcap_lock = threading.Lock()
         self.fds_arr = np.array(self.fds, np.int32)
-        self.cnt = [np.zeros((n, len(fp.COLUMNS)), np.int64) for _ in range(n + 1)]  # + control
+        w = self.workers
+        self.cnt = [np.zeros((n, len(fp.COLUMNS)), np.int64) for _ in range(w + 1)]  # + control
         self.flows = [fp.FlowTable() for _ in range(n)]
-        self.bufs = [fp.Buffers() for _ in range(n + 1)]
+        self.bufs = [fp.Buffers() for _ in range(w + 1)]
         for b in self.bufs:
             b.state[3] = self.check_every
         self.checked = 0
@@ -86,8 +93,8 @@ class CompiledSwitch:
             os.close(w)
 
     def start(self):
-        for i in range(self.n):
-            t = threading.Thread(target=self._worker, args=(i,), name=f"inceptionn-port{i}",
+        for w in range(self.workers):
+            t = threading.Thread(target=self._worker, args=(w,), name=f"inceptionn-worker{w}",
                                  daemon=True)
             self._threads.append(t)
             t.start()
@@ -112,32 +119,43 @@ class CompiledSwitch:
             with self.lock:
                 self.cpu += time.thread_time() - cpu0
 
-    def _run(self, i):
-        fd, b, fl, cnt = self.fds[i], self.bufs[i], self.flows[i], self.cnt[i]
+    def _run(self, w):
+        """Worker w: the ports w, w + workers, w + 2 workers, ..."""
+        b, cnt = self.bufs[w], self.cnt[w]
         poller = select.poll()
-        poller.register(fd, select.POLLIN)
+        port_of = {}
+        args = {}
+        for i in range(w, self.n, self.workers):
+            fl = self.flows[i]
+            port_of[self.fds[i]] = i
+            poller.register(self.fds[i], select.POLLIN)
+            args[i] = (self.fds_arr, self.macs, 1 if self.capture else _BATCH, self.k,
+                       self.version, self.lut, self.dscp, self.tx_enable, self.enable,
+                       self.deliver_flagged, self.check_every, self.tabs, fl.keys, fl.isn,
+                       fl.state, cnt, b.inbuf, b.wire, b.host, b.dec, b.state)
         poller.register(self.stop_fd, select.POLLIN)
-        args = (self.fds_arr, self.macs, 1 if self.capture else _BATCH, self.k, self.version, self.lut, self.dscp,
-                self.tx_enable, self.enable, self.deliver_flagged, self.check_every, self.tabs,
-                fl.keys, fl.isn, fl.state, cnt, b.inbuf, b.wire, b.host, b.dec, b.state)
         while True:
-            events = poller.poll()
-            for efd, ev in events:
+            for efd, ev in poller.poll():
                 if efd == self.stop_fd:
                     return
+                i = port_of[efd]
                 if ev & (select.POLLERR | select.POLLNVAL | select.POLLHUP):
                     cnt[i, fp.HOST_ERRORS] += 1     # this host's TAP is broken: only its port stops
-                    poller.unregister(fd)
-            while True:
-                code, done = fp.pump(fd, i, *args)
-                if self.capture and done and code != fp.SLOW:
-                    self._capture(b)
-                if code == fp.SLOW:
-                    self._slow(i, bytes(b.inbuf[:b.state[0]]), b, fl, cnt)
-                elif code == fp.SAMPLE:
-                    self._check(i, b)
-                else:
-                    break
+                    poller.unregister(efd)
+                    continue
+                self._drain(efd, i, args[i], b, cnt)
+
+    def _drain(self, fd, i, args, b, cnt):
+        while True:
+            code, done = fp.pump(fd, i, *args)
+            if self.capture and done and code != fp.SLOW:
+                self._capture(b)
+            if code == fp.SLOW:
+                self._slow(i, bytes(b.inbuf[:b.state[0]]), b, self.flows[i], cnt)
+            elif code == fp.SAMPLE:
+                self._check(i, b)
+            else:
+                return
 
     def _capture(self, b):
         st = b.state

@@ -217,7 +217,7 @@ class Row:
 
 
 def run_bench_nic(size: int, mtus=(9000, 1500), k: int = golden.K_DEFAULT,
-                  codec: str = golden.CODEC_DEFAULT, quiet=False) -> list[Row]:
+                  codec: str = golden.CODEC_DEFAULT, quiet=False, workers=None) -> list[Row]:
     x = np.resize(demo.real_gradients(quiet=True).all(), size // 4).astype(np.float32)
     want = golden.roundtrip(x, k, codec)
     rows = []
@@ -238,7 +238,7 @@ def run_bench_nic(size: int, mtus=(9000, 1500), k: int = golden.K_DEFAULT,
                 check(x, f"{label} {mtu}")
                 rows.append(Row(label, mtu, x.nbytes, secs))
             for label, compress in (("bridge, off", False), ("bridge, NIC", True)):
-                br = Bridge(2, mtu=mtu, k=k, codec=codec, compress=compress)
+                br = Bridge(2, mtu=mtu, k=k, codec=codec, compress=compress, workers=workers)
                 with br:
                     secs = _stream(br, x_path, out_path, x.size, mtu, dscp)
                     ratio = br.counters()[0]["wire_ratio"]
@@ -291,6 +291,8 @@ def main(argv=None):
     p.add_argument("--error-bound", type=golden.parse_error_bound, default=golden.K_DEFAULT,
                    metavar="2^-K")
     p.add_argument("--codec", choices=golden.CODECS, default=golden.CODEC_DEFAULT)
+    p.add_argument("--workers", type=int, default=None,
+                   help="the bridge's worker threads (default one per port)")
     # The peer processes (internal).
     p.add_argument("--peer", choices=("send", "recv"), help=argparse.SUPPRESS)
     p.add_argument("--file", help=argparse.SUPPRESS)
@@ -314,7 +316,11 @@ def main(argv=None):
         return 2
     load0 = _uptime()
     t0 = time.perf_counter()
-    rows = run_bench_nic(size, tuple(args.mtu or (9000, 1500)), args.error_bound, args.codec)
+    if args.workers is not None and not 1 <= args.workers <= 2:
+        print("bench-nic: --workers must be 1 or 2 (two hosts)", file=sys.stderr)
+        return 2
+    rows = run_bench_nic(size, tuple(args.mtu or (9000, 1500)), args.error_bound, args.codec,
+                         workers=args.workers)
     print(f"tagged TCP stream of {size / 1e6:.0f} MB of HDC gradients, {args.codec} codec, "
           f"error bound 2^-{args.error_bound}, sender and receiver in separate processes "
           f"({time.perf_counter() - t0:.0f} s in all)")

@@ -181,3 +181,15 @@ def test_captures_of_the_compiled_switch_hold_every_frame(tmp_path):
     assert sum(f in handed for f in restored) >= sum(p["to_host_frames"] for p in c)
     assert sum(golden.packet_matcher(w) is not None and w[golden.packet_matcher(w).payload_offset + 2] == 0xC6
                for w in wire) == c[0]["tx_compressed"] > 0
+
+
+def test_one_worker_for_every_port(grads):
+    """workers=1: one thread polls all ports (for machines with few cores)."""
+    x = grads[:(2 << 20) // 4]
+    with Bridge(3, mtu=1500, workers=1) as br:
+        assert len(br._cs._threads) == 1
+        res = stream_floats(br, 2, 0, x)
+        assert br.call(1, _icmp_echo, br.addr(0), b"one") == b"one"
+        c = br.counters()
+    assert _same_bits(res.received, golden.roundtrip(x, 10))
+    assert c[2]["tx_compressed"] == c[0]["rx_decompressed"] > 0

@@ -21,6 +21,7 @@ from inceptionn import golden
 from inceptionn.drivers.bridge import Bridge
 from inceptionn.drivers.netns import netns_available
 from inceptionn.drivers.nic_stream import stream_floats
+from inceptionn.drivers.tcp_align import StreamOffsets
 
 _why = netns_available()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no network namespaces: {_why}")
@@ -91,7 +92,13 @@ def _bad_frames(rng, br, me):
         yield frame
 
 
-def _fuzz(br, me, stop, sent, seed):
+def _fuzz(br, me, stop, sent, seed, ref):
+    """Send host `me`'s junk until stopped (or FRAMES_PER_PORT); `ref` (a
+    tcp_align.StreamOffsets) sees every frame the switch admits from it, for the count of
+    misaligned segments the junk alone makes."""
+    macs = {_mac(br.mac(i)) for i in range(br.hosts)}
+    own = _mac(br.mac(me))
+
     def body():
         rng = np.random.default_rng(seed)
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -100,11 +107,15 @@ def _fuzz(br, me, stop, sent, seed):
             for f in _bad_frames(rng, br, me):
                 if stop.is_set() or (not SOAK and sent[me] >= FRAMES_PER_PORT):
                     return
+                f = f[:9000 + 14]
                 try:
-                    s.send(f[:9000 + 14])
+                    s.send(f)
                     sent[me] += 1
                 except OSError:      # a frame the kernel itself refuses (runt): skip
-                    pass
+                    continue
+                src = f[6:12]
+                if src == own or (src not in macs and not src[0] & 1):
+                    ref.observe(f, 10)
     br.call(me, body)
 
 
@@ -113,7 +124,8 @@ def test_streams_survive_every_port_fuzzing_at_once():
     with Bridge(4, mtu=9000, k=10) as br:
         stop, sent = threading.Event(), [0] * 4
         with cf.ThreadPoolExecutor(6) as pool:
-            fuzzers = [pool.submit(_fuzz, br, i, stop, sent, 100 + i) for i in range(4)]
+            refs = [StreamOffsets() for _ in range(4)]
+            fuzzers = [pool.submit(_fuzz, br, i, stop, sent, 100 + i, refs[i]) for i in range(4)]
             end = time.monotonic() + (SOAK_SECONDS if SOAK else 0)
             rounds = []
             while True:
@@ -127,14 +139,18 @@ def test_streams_survive_every_port_fuzzing_at_once():
             for f in fuzzers:
                 f.result()
         c = br.counters()                  # raises if the switch stopped
+    print("rounds", len(rounds), "sent", sent, {k: [p[k] for p in c] for k in (
+        "forged", "flagged", "rx_malformed", "rx_bypassed", "tx_compressed", "mac_table_full",
+        "host_queue_drops", "host_errors", "misaligned", "untracked", "tagged_tcp_segments")})
     for ra, rb in rounds:
         assert np.array_equal(ra.received.view(np.uint32), golden.roundtrip(a, 10).view(np.uint32))
         assert np.array_equal(rb.received.view(np.uint32), golden.roundtrip(b, 10).view(np.uint32))
     assert min(sent) >= FRAMES_PER_PORT
     assert all(p["forged"] > 0 for p in c), [p["forged"] for p in c]
-    assert all(p["misaligned"] == 0 for p in c)
+    # The streams add no misaligned segment; the junk may: a frame with a bogus IHL is
+    # read with its ports, flags and sequence number at the wrong bytes, and two such
+    # frames can make up a "flow" with a SYN and a misaligned segment (host 2's junk
+    # does, about 28 in 150,000 frames). The count is exactly the reference's on the junk.
+    assert [p["misaligned"] for p in c] == [r.counts.misaligned for r in refs]
     # The junk reached the engines: fake shims decoded and flagged, lies bypassed.
     assert sum(p["rx_malformed"] for p in c) > 0 and sum(p["flagged"] for p in c) > 0
-    print("rounds", len(rounds), "sent", sent, {k: sum(p[k] for p in c) for k in (
-        "forged", "flagged", "rx_malformed", "rx_bypassed", "tx_compressed", "mac_table_full",
-        "host_queue_drops", "host_errors")})
