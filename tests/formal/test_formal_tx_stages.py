@@ -204,7 +204,7 @@ class IngressCheck(FormalTop):
 
 
 def test_ingress_info_cfg_never_overflow_bmc():
-    run(IngressCheck(), "tx_ingress_bmc", mode="bmc", depth=slow(12, 40), script=[])
+    run(IngressCheck(), "tx_ingress_bmc", mode="bmc", depth=slow(12, 22), script=[])
 
 
 def test_ingress_bound_reached_cover():
@@ -212,7 +212,7 @@ def test_ingress_bound_reached_cover():
     if not SLOW:
         import pytest
         pytest.skip("the 17-clock cover runs under make formal (INCEPTIONN_FORMAL=1)")
-    run(IngressCheck(cover=True), "tx_ingress_cover_full", mode="cover", depth=24, script=[])
+    run(IngressCheck(cover=True), "tx_ingress_cover_full", mode="cover", depth=20, script=[])
 
 
 def test_bug_ingress_shallow_infoq_found():
