@@ -89,7 +89,7 @@ def _kept_bit(f, i, thr, half):
     return (f[i] & (thr <= i)) | (half & (thr == i + 1))
 
 
-def decoded_value(m, f, tag, name="dec", v2=C(0, 1), k=C(0, 7)):
+def decoded_value(m, f, tag, name="dec", v2=C(0, 1), k=C(0, 7), pre=None):
     """What the receiver restores from float32 bits ``f`` stored with ``tag``.
 
     Version 1 (``v2`` low): ``f`` with the mantissa bits below the band's resolution
@@ -102,9 +102,13 @@ def decoded_value(m, f, tag, name="dec", v2=C(0, 1), k=C(0, 7)):
 
     Each kept bit compares one 5-bit threshold per value (0 for tag 11, 31 for none)
     with a constant: one LUT per bit, instead of a compare on e per band and a band
-    select per bit (version 2's set bit adds a second compare of the same threshold)."""
+    select per bit (version 2's set bit adds a second compare of the same threshold).
+    ``pre``: ``decode_threshold``'s result registered a clock ahead, as for
+    ``decoded_bytes``."""
     s, e = f[31], f[23:31]
-    thr, keep_exp, half = decode_threshold(m, f, tag, C(0, 1), v2, k, name)
+    if pre is None:
+        pre = decode_threshold(m, f, tag, C(0, 1), v2, k, name)
+    thr, keep_exp, half = pre
     out = Signal(32, name=name)
     m.d.comb += out.eq(Cat(*(_kept_bit(f, i, thr, half) for i in range(23)),
                            e & keep_exp.replicate(8), s & keep_exp))

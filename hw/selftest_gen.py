@@ -217,16 +217,23 @@ class WordGen(wiring.Component):
         s2_isval = Signal(8)
         s2_cbtag = [Signal(2, name=f"s2_cbtag{j}") for j in range(8)]
         s2_cbw = [Signal(3, name=f"s2_cbw{j}") for j in range(8)]
+        s2_thr = [Signal(5, name=f"s2_thr{j}") for j in range(8)]
+        s2_kexp = Signal(8)
+        s2_half = Signal(8)
         m.d.sync += [s2_valid.eq(s1_valid), s2_last.eq(s1_last),
                      s2_data.eq(Cat(*s1_vals)), s2_isval.eq(s1_isval)]
         if self.decode:
-            from .compression_block import CompressionBlock
+            from .compression_block import CompressionBlock, decode_threshold
             for j in range(8):
                 cb = m.submodules[f"cb{j}"] = CompressionBlock()
                 m.d.comb += [cb.value.eq(s1_vals[j]), cb.k.eq(self.k), cb.v2.eq(self.v2)]
                 # The tag, not the decoded value: decoding behind the tag register
-                # keeps both sides within the level budget (as the CompressionUnit).
+                # keeps both sides within the level budget (as the CompressionUnit,
+                # which also registers the decode threshold with the tag).
                 m.d.sync += [s2_cbtag[j].eq(cb.tag), s2_cbw[j].eq(cb.width)]
+                thr, kexp, half = decode_threshold(m, s1_vals[j], cb.tag, C(0, 1), self.v2,
+                                                   self.k, f"s1_dth{j}")
+                m.d.sync += [s2_thr[j].eq(thr), s2_kexp[j].eq(kexp), s2_half[j].eq(half)]
 
         # Stage 3: values restore through the codec, the tail bytes (and zeros) stay
         # raw; the group's size; into the FIFO.
@@ -241,7 +248,7 @@ class WordGen(wiring.Component):
             from .compression_block import decoded_value
             dec = Cat(*(Mux(s2_isval[j],
                             decoded_value(m, s2_data[32 * j:32 * j + 32], s2_cbtag[j], f"s2_dec{j}",
-                                          v2=self.v2, k=self.k),
+                                          pre=(s2_thr[j], s2_kexp[j], s2_half[j])),
                             s2_data[32 * j:32 * j + 32])
                         for j in range(8)))
         else:

@@ -76,8 +76,12 @@ class Egress(wiring.Component):
         with m.If(issue):
             m.d.sync += [e_b.eq(e_b + 1), e_left.eq(e_left - 1), e_is_last.eq(e_left == 2),
                          e_at.eq(e_at << 1), e_gt_pb.eq(e_gt_pb | e_at_pb)]
+        # "compressed" as a flag loaded with the descriptor (not decoded from its mode
+        # field behind the register): the per-lane selects below start from it.
+        e_is_c = Signal()
         with m.If(e_load):
             m.d.sync += [e_active.eq(1), e.eq(dh), e_b.eq(0), e_left.eq(dh.nbeats),
+                         e_is_c.eq(dh.mode == MODE_COMP),
                          e_is_last.eq(dh.nbeats == 1), e_drop.eq(dh.mode == MODE_DROP),
                          e_at.eq(1), e_gt_pb.eq(0)]
         m.d.sync += occ.eq(occ + issue - (self.o.valid & self.o.ready))
@@ -86,8 +90,7 @@ class Egress(wiring.Component):
             orig.rel_en.eq(e_done), orig.rel.eq(e.orig_next),
             comp.rel_en.eq(e_done & e.has_comp), comp.rel.eq(e.comp_next),
         ]
-        is_c = Signal()
-        m.d.comb += is_c.eq(e.mode == MODE_COMP)
+        is_c = e_is_c
         m.d.comb += [
             orig.r_en.eq(issue), orig.r_addr.eq((e.orig_start + e_b)[:self.aw]),
             comp.r_en.eq(issue), comp.r_addr.eq((e.comp_start + e_b - e.pb)[:self.aw]),
