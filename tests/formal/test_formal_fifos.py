@@ -29,7 +29,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from inceptionn.hw.primitives import AxisRegisterSlice, FastFifo, FifoSlice, StreamFifo
-from stream_props import (SLOW, AnySeq, Assert, Assume, Counter, FormalTop, run, slow,
+from stream_props import (SLOW, AnySeq, Assert, Assume, Counter, FormalTop, run,
                           source_rule)
 
 # (depth, fast) of every StreamFifo the engines instantiate (hw/compression_engine.py,
