@@ -7,10 +7,11 @@ and the Realigner take their start, the HeaderRestore is done, the back half rel
 the slot and ends PASS, the feed finishes), under every idle (those delays) x
 backpressure (the unit's and the Realigner's ready) pattern. Per frame, in order: the
 decision (decompress iff the header is ok, the engine enabled, a frame held in full
-holds its IP packet, the magic byte is right and P < L <= MAX_FRAME_BYTES - P), the
+holds its IP packet, the magic byte is 0xC5 (version 1) or 0xC6 (version 2, with k in
+1..16 and 4 + 2 ceil((L div 4) / 8) + L mod 4 <= |C|), and P < L <= MAX_FRAME_BYTES - P), the
 pending slot (restored IP total length and UDP length, output beats, the last lane),
-the feed's registers, the unit's (n, r) and the Realigner's (insert, length), and the
-counters, all worked out here from the frame."""
+the feed's registers, the unit's (n, r, v2, k) and the Realigner's (insert, length), and
+the counters (per version too), all worked out here from the frame."""
 
 import random
 
@@ -25,6 +26,12 @@ from inceptionn.sim.test_rx_feed import feed_load
 DUT = "rx_front"
 FRAMES = 60
 MAGIC = 0xC5
+MAGIC_V2 = 0xC6
+
+
+def _v2_fits(ln, plen):
+    """Version 2's length bound: the fewest bytes that can restore L fit in |C|."""
+    return 4 + 2 * -(-(ln // 4) // 8) + ln % 4 <= plen
 MAX_FRAME = 9216
 
 
@@ -42,14 +49,18 @@ def _frames(seed):
         l4 = l3 + 4 * ihl
         p = l4 + (8 if udp else 4 * rng.randint(5, 15))
         plen = rng.choice((rng.randint(4, 60), rng.randint(4, 3000)))
+        top = max((L for L in range(16 * plen + 64) if _v2_fits(L, plen)), default=0)
         ln = rng.choice((plen + rng.randint(1, 4 * plen),) * 4 +
-                        (rng.randint(0, plen), MAX_FRAME - p + rng.randint(0, 3)))
+                        (rng.randint(0, plen), MAX_FRAME - p + rng.randint(0, 3),
+                         top + rng.randint(-2, 2), top + rng.randint(-40, 40)))
+        ln = max(ln, 0)
         pad = rng.choice((0, 0, 0, rng.randint(1, 20)))
         short = int(rng.random() < 0.1)           # the IP length claims 4 more bytes
         flen = p + plen + pad
         frame = bytearray(rng.getrandbits(8) for _ in range(flen))
-        magic = MAGIC if rng.random() < 0.85 else rng.getrandbits(8)
-        frame[p:p + 3] = bytes((ln >> 8 & 0xFF, ln & 0xFF, magic))
+        magic = rng.choice((MAGIC,) * 9 + (MAGIC_V2,) * 8 + (rng.getrandbits(8),) * 3)
+        kb = rng.choice((rng.randint(1, 16),) * 6 + (0, 17, 126, 255, rng.getrandbits(8)))
+        frame[p:p + 4] = bytes((ln >> 8 & 0xFF, ln & 0xFF, magic, kb))
         total = p - l3 + plen + 4 * short
         info = {"header_ok": int(rng.random() < 0.9), "vlan": vlan, "udp": udp,
                 "l3": l3, "ihl": ihl, "l4": l4, "payload_offset": p, "payload_len": plen,
@@ -62,11 +73,13 @@ def _frames(seed):
         held = {"nheld": nheld, "hsel": (1 << nheld) & 0x1F, "last": held_last, "kc": kc,
                 "keep": (1 << kc) - 1, "user": user, "len": 32 * (nheld - 1) + kc,
                 "en": int(rng.random() < 0.9)}
-        ok = (info["header_ok"] and held["en"] and magic == MAGIC and plen < ln <= MAX_FRAME - p
+        shim_ok = magic == MAGIC or (magic == MAGIC_V2 and 1 <= kb <= 16 and _v2_fits(ln, plen))
+        ok = (info["header_ok"] and held["en"] and shim_ok and plen < ln <= MAX_FRAME - p
               and (not held_last or held["len"] >= l3 + total))
         out.append({"frame": bytes(frame), "info": info, "held": held, "ok": int(ok),
                     "p": p, "plen": plen, "ln": ln & 0xFFFF, "vlan": vlan, "ihl": ihl,
-                    "udp": udp, "total": total, "user": user})
+                    "udp": udp, "total": total, "user": user, "v2": int(magic == MAGIC_V2),
+                    "k": kb & 31})
     return out
 
 
@@ -197,13 +210,17 @@ async def front(dut, idle, backpressure):
                 assert ld[k] == v, f"frame {n}: feed.{k} {ld[k]}, want {v}"
     assert len(starts) == len(cfgs) == len(comp), (len(starts), len(cfgs), len(comp))
     for n, f in enumerate(comp):
-        assert starts[n] == {"n": f["ln"] >> 2, "r": f["ln"] & 3}, f"comp frame {n}: start"
+        assert starts[n] == {"n": f["ln"] >> 2, "r": f["ln"] & 3, "v2": f["v2"], "k": f["k"]}, \
+            f"comp frame {n}: start"
         assert cfgs[n] == {"skip": 0, "insert": f["p"] % 32, "length": f["ln"] + f["p"] % 32}
     await ReadOnly()
     assert int(dut.decompressed.value) == len(comp)
     assert int(dut.bypassed.value) == FRAMES - len(comp)
     assert int(dut.payload_bytes_in.value) == sum(f["plen"] for f in comp)
     assert int(dut.payload_bytes_out.value) == sum(f["ln"] for f in comp)
+    assert int(dut.version2.value) == sum(f["v2"] for f in comp)
+    assert int(dut.version1.value) == len(comp) - int(dut.version2.value)
+    assert 0 < int(dut.version2.value) < len(comp)
 
 
 def test_rx_front():

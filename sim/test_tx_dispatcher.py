@@ -2,7 +2,8 @@
 pattern (the outputs' readies independent of each other; the block is combinational, so
 one step stands for a clock of the FIFOs around it); per frame, in order, the mode
 entry (compress = header_ok and config ok, the header checksums' bounds), and for
-compressed frames only the realigner config, k and the rotated shim must come out as
+compressed frames only the realigner config, k with the codec and the rotated shim (magic
+0xC5 or 0xC6 by the codec, wire format version 1 or 2) must come out as
 worked out here from the frame's fields. Outputs are write strobes: none may be valid
 while its ready is low, and info / cfg are popped together."""
 
@@ -17,7 +18,8 @@ from inceptionn.sim.payloads import pack, unpack
 
 DUT = "tx_dispatcher"
 FRAMES = 200
-SHIM_MAGIC = 0xC5
+SHIM_MAGIC = 0xC5          # wire format version 1; version 2 (the bounded codec): 0xC6
+SHIM_MAGIC_V2 = 0xC6
 OUTS = ("mode", "rl_cfg", "k", "shim")
 
 
@@ -41,7 +43,7 @@ def _frames(seed):
                 "payload_len": rng.randint(0, 9000), "ip_total_len": rng.getrandbits(16),
                 "min_frame_len": rng.getrandbits(17), "tos": rng.getrandbits(8),
                 "l4_csum": rng.getrandbits(16)}
-        cfg = {"ok": int(rng.random() < 0.8), "k": rng.randint(0, 127)}
+        cfg = {"ok": int(rng.random() < 0.8), "k": rng.randint(0, 127), "v2": rng.getrandbits(1)}
         out.append((info, cfg))
     return out
 
@@ -51,14 +53,14 @@ def _expected(info, cfg):
     l3, l4 = info["l3"], info["l4"]
     bounds = {"ip4": l3 + 4, "ip10": l3 + 10, "ip12": l3 + 12, "ip20": l3 + 20,
               "l4c": l4 + (6 if info["udp"] else 16), "l4c2": l4 + (8 if info["udp"] else 18)}
-    mode = {"info": info, "compress": want, "k": cfg["k"], "bounds": bounds}
+    mode = {"info": info, "compress": want, "k": cfg["k"], "v2": cfg["v2"], "bounds": bounds}
     if not want:
         return mode, None
     po, n = info["payload_offset"], info["payload_len"]
-    shim = [n >> 8, n & 0xFF, SHIM_MAGIC, cfg["k"]]
+    shim = [n >> 8, n & 0xFF, SHIM_MAGIC_V2 if cfg["v2"] else SHIM_MAGIC, cfg["k"]]
     c = po % 4
     rot = sum(shim[(j - c) % 4] << (8 * j) for j in range(4))
-    return mode, {"rl_cfg": {"skip": po, "insert": 0, "length": n}, "k": cfg["k"],
+    return mode, {"rl_cfg": {"skip": po, "insert": 0, "length": n}, "k": cfg["k"] | (cfg["v2"] << 7),
                   "shim": {"plane": po % 32, "shim_rot": rot}}
 
 
@@ -114,7 +116,7 @@ async def dispatch(dut, idle, backpressure):
         m = unpack(FrameMode, g)
         assert unpack(MatchInfo, m["info"]) == w["info"], f"frame {n}: mode.info"
         assert m["compress"] == w["compress"], f"frame {n}: compress {m['compress']}"
-        assert m["k"] == w["k"], f"frame {n}: k"
+        assert (m["k"], m["v2"]) == (w["k"], w["v2"]), f"frame {n}: k, v2"
         assert unpack(HdrBounds, m["bounds"]) == w["bounds"], (
             f"frame {n}: bounds {unpack(HdrBounds, m['bounds'])}, want {w['bounds']}")
     for o in ("rl_cfg", "k", "shim"):
