@@ -20,6 +20,7 @@ initial values. SymbiYosys steps every flip-flop each model-checking step
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -130,10 +131,19 @@ def check(top, name, *, mode="bmc", depth=20, engine="smtbmc yices", ports=(),
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     work = base / name
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", _SBY, "-f", "-d", str(work), str(sby)],
-                          cwd=base, env=env, capture_output=True, text=True)
+    # SymbiYosys and its solvers in a process group of their own, ended with this call
+    # whatever happens (an interrupted test leaves no solver running).
+    proc = subprocess.Popen([sys.executable, "-c", _SBY, "-f", "-d", str(work), str(sby)],
+                            cwd=base, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     seconds = time.monotonic() - t0
-    log = proc.stdout + proc.stderr
+    log = out
     status_file = work / "status"
     if not status_file.exists():
         raise FormalError(f"{name}: SymbiYosys gave no status (exit {proc.returncode}):\n"

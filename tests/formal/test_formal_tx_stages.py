@@ -48,8 +48,13 @@ def keep_rule(m, port, name):
 # ---- egress ---------------------------------------------------------------------------
 
 class EgressCheck(FormalTop):
-    def __init__(self, aw=4, always_ready=False):
+    def __init__(self, aw=4, always_ready=False, *, live_bound=MAX_FRAME_BEATS + 5,
+                 finisher_bug=False):
         self.aw, self.always_ready = aw, always_ready
+        # For the tests that show these properties can fail: a tighter wait bound than
+        # the egress can meet, and descriptors with 0 bytes in the last beat (a finisher
+        # that breaks its contract).
+        self.live_bound, self.finisher_bug = live_bound, finisher_bug
 
     def elaborate(self, platform):
         m = Module()
@@ -63,7 +68,8 @@ class EgressCheck(FormalTop):
                      dut.o.ready.eq(1 if self.always_ready else AnySeq(1))]
         with m.If(d.valid):
             m.d.comb += [Assume((d.payload.nbeats >= 1) & (d.payload.nbeats <= MAX_FRAME_BEATS)),
-                         Assume((d.payload.last_bytes >= 1) & (d.payload.last_bytes <= 32)),
+                         Assume((d.payload.last_bytes >= int(not self.finisher_bug)) &
+                                (d.payload.last_bytes <= 32)),
                          Assume(d.payload.mode <= 2)]
         source_rule(m, d, Assume, "desc")
         source_rule(m, dut.o, Assert, "o")
@@ -88,7 +94,7 @@ class EgressCheck(FormalTop):
                 m.d.sync += age.eq(age + 1)
             with m.If(dut.o.valid & dut.o.payload.last):
                 m.d.sync += busy.eq(0)
-            m.d.comb += Assert(age <= MAX_FRAME_BEATS + 5, "egress: a frame waits too long")
+            m.d.comb += Assert(age <= self.live_bound, "egress: a frame waits too long")
         return m
 
 
@@ -137,6 +143,11 @@ def test_bug_egress_shallow_outq_found():
 # ---- dispatcher -----------------------------------------------------------------------
 
 class DispatcherCheck(FormalTop):
+    def __init__(self, dropped_ready=None):
+        # dropped_ready: the output whose FIFO ready is not wired to the dispatcher (it
+        # sees 1): the bug the strobe assertion must catch.
+        self.dropped_ready = dropped_ready
+
     def elaborate(self, platform):
         m = Module()
         self.domain(m)
@@ -144,9 +155,12 @@ class DispatcherCheck(FormalTop):
         for port in (dut.info, dut.cfg):
             m.d.comb += [port.valid.eq(AnySeq(1)),
                          port.payload.eq(AnySeq(len(Value.cast(port.payload))))]
-        for port in (dut.mode, dut.rl_cfg, dut.k, dut.shim):
-            m.d.comb += port.ready.eq(AnySeq(1))
-            m.d.comb += Assert(~port.valid | port.ready, "dispatcher: strobe without ready")
+        for name in ("mode", "rl_cfg", "k", "shim"):
+            port = getattr(dut, name)
+            fifo_ready = Signal(name=f"{name}_fifo_ready")
+            m.d.comb += fifo_ready.eq(AnySeq(1))
+            m.d.comb += port.ready.eq(1 if name == self.dropped_ready else fifo_ready)
+            m.d.comb += Assert(~port.valid | fifo_ready, "dispatcher: strobe without ready")
         # info and cfg are popped together, one frame each
         m.d.comb += Assert(dut.info.ready == dut.cfg.ready, "dispatcher: info/cfg out of step")
         with m.If(dut.info.ready):
@@ -154,8 +168,28 @@ class DispatcherCheck(FormalTop):
         return m
 
 
+def test_bug_egress_wait_bound_found():
+    # The liveness assertion is live: a bound of 3 clocks is broken by any frame of 3
+    # beats or more.
+    res = run(EgressCheck(always_ready=True, live_bound=3), "bug_tx_egress_wait_bound",
+              mode="bmc", depth=10, script=[], expect="FAIL")
+    assert any("waits too long" in f for f in res.failed), res.failed
+
+
+def test_bug_egress_empty_last_beat_found():
+    res = run(EgressCheck(always_ready=True, finisher_bug=True), "bug_tx_egress_empty_last",
+              mode="bmc", depth=10, script=[], expect="FAIL")
+    assert any("empty last beat" in f for f in res.failed), res.failed
+
+
 def test_dispatcher_strobes_induction():
     run(DispatcherCheck(), "tx_dispatcher_prove", mode="prove", depth=2, script=[])
+
+
+def test_bug_dispatcher_dropped_ready_found():
+    res = run(DispatcherCheck(dropped_ready="k"), "bug_tx_dispatcher_dropped_ready",
+              mode="bmc", depth=4, script=[], expect="FAIL")
+    assert any("strobe without ready" in f for f in res.failed), res.failed
 
 
 # ---- ingress + beatq + infoq + cfgq ---------------------------------------------------
@@ -204,7 +238,7 @@ class IngressCheck(FormalTop):
 
 
 def test_ingress_info_cfg_never_overflow_bmc():
-    run(IngressCheck(), "tx_ingress_bmc", mode="bmc", depth=slow(12, 40), script=[])
+    run(IngressCheck(), "tx_ingress_bmc", mode="bmc", depth=slow(12, 22), script=[])
 
 
 def test_ingress_bound_reached_cover():
@@ -212,7 +246,7 @@ def test_ingress_bound_reached_cover():
     if not SLOW:
         import pytest
         pytest.skip("the 17-clock cover runs under make formal (INCEPTIONN_FORMAL=1)")
-    run(IngressCheck(cover=True), "tx_ingress_cover_full", mode="cover", depth=24, script=[])
+    run(IngressCheck(cover=True), "tx_ingress_cover_full", mode="cover", depth=20, script=[])
 
 
 def test_bug_ingress_shallow_infoq_found():

@@ -5,7 +5,7 @@ rejects depths it cannot run with.
   descriptor) are ``log2(store_depth) + 1`` bits at 512, 1024, 2048 and 4096 beats;
   an unsupported depth is refused with a message that says why;
 - simulation (Amaranth's simulator, against the golden model byte for byte) at 512 and
-  2048 beats, with enough frames that both rings wrap around;
+  2048 beats, under make formal with enough frames that both rings wrap around;
 - proof: the egress stage's k-induction (outq never written full, counts) at the
   address widths of both depths (test_formal_tx_stages.py runs it at the default).
 """
@@ -99,10 +99,10 @@ def _simulate(depth, frames):
 
 @pytest.mark.parametrize("depth", [512, 2048])
 def test_store_depth_simulated_against_golden(depth):
-    # Enough beats for the rings to wrap at 512 (and fill a quarter of 2048); slow in
-    # the Python simulator, so the long run is under make formal.
     rng = np.random.default_rng(depth)
-    n_frames = 8 if SLOW else 2
+    # make formal: past the ring's end (each frame is 72 beats), so that the pointers'
+    # wrap bit is used; make test: 2 frames.
+    n_frames = depth // 72 + 2 if SLOW else 2
     frames = [F.udp_frame(np.asarray(rng.normal(0, 1e-3, 560), "<f4").tobytes())
               for _ in range(n_frames)]
     got = _simulate(depth, frames)
