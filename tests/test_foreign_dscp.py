@@ -36,7 +36,10 @@ def _stream(word):
 def _send_foreign(data, timeout):
     """Host 0 (TX engine off) -> host 1 (RX engine on) over a tagged TCP connection;
     returns (bytes received or None if the stream stalled, host 1's RX counters)."""
-    with Bridge(2, mtu=1500, k=10) as br:
+    # The Python switch: there one port's engines can be turned off on a running bridge
+    # (the compiled switch takes one setting for every port). Its RX is the golden model,
+    # which the compiled RX equals frame for frame (tests/test_bridge_fastpath.py).
+    with Bridge(2, mtu=1500, k=10, switch="python") as br:
         br.ports[0].enable = False        # a host without our TX engine that uses DSCP 10
         try:
             got = stream_bytes(br, 0, 1, [data], client=sockets.gradient_socket,
