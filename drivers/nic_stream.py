@@ -9,6 +9,7 @@ threads, so a failure on either side surfaces here (no thread is left behind).
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import numpy as np
 
 from . import sockets
 
-__all__ = ["StreamResult", "gradient_mss", "stream_floats", "stream_bytes"]
+__all__ = ["StreamResult", "gradient_mss", "stream_floats", "stream_bytes", "icmp_echo"]
 
 
 def gradient_mss(mtu: int) -> int:
@@ -124,3 +125,20 @@ def stream_bytes(br, src: int, dst: int, writes, *, port: int = 5001, family=soc
         if errors:
             raise errors[0]
     return bytes(got)
+
+
+def icmp_echo(dst: str, payload: bytes, *, timeout: float = 5.0) -> bytes:
+    """One ping to `dst` with a raw ICMP socket (no ping binary needed): the reply's
+    payload. Call it inside a host, e.g. ``br.call(0, icmp_echo, br.addr(1), b"x")``."""
+    from .. import golden
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    with s:
+        s.settimeout(timeout)
+        body = struct.pack("!BBHHH", 8, 0, 0, 0x4E43, 1) + payload
+        csum = golden.internet_checksum(body)
+        s.sendto(body[:2] + csum.to_bytes(2, "big") + body[4:], (dst, 0))
+        while True:
+            pkt = s.recv(65536)
+            icmp = pkt[(pkt[0] & 0x0F) * 4:]
+            if icmp[0] == 0 and icmp[4:6] == b"\x4e\x43":
+                return icmp[8:]

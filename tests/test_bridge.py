@@ -7,7 +7,6 @@ the reason where the machine has neither.
 
 import os
 import socket
-import struct
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from inceptionn import demo, golden
 from inceptionn.drivers import sockets
 from inceptionn.drivers.bridge import Bridge
 from inceptionn.drivers.netns import netns_available
-from inceptionn.drivers.nic_stream import gradient_mss, stream_bytes, stream_floats
+from inceptionn.drivers.nic_stream import gradient_mss, icmp_echo, stream_bytes, stream_floats
 
 _why = netns_available()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no network namespaces: {_why}")
@@ -85,25 +84,12 @@ def test_untagged_random_bytes_cross_unchanged():
     assert c[0]["tagged_tcp_segments"] == 0
 
 
-def _icmp_echo(dst, payload):
-    """One ping with a raw ICMP socket (no ping binary needed); the reply's payload."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
-    with s:
-        s.settimeout(5)
-        body = struct.pack("!BBHHH", 8, 0, 0, 0x4E43, 1) + payload
-        csum = golden.internet_checksum(body)
-        s.sendto(body[:2] + csum.to_bytes(2, "big") + body[4:], (dst, 0))
-        while True:
-            pkt = s.recv(65536)
-            icmp = pkt[(pkt[0] & 0x0F) * 4:]
-            if icmp[0] == 0 and icmp[4:6] == b"\x4e\x43":
-                return icmp[8:]
 
 
 def test_ping_arp_and_ipv6_cross_unchanged():
     with Bridge(2, mtu=9000) as br:
         payload = os.urandom(1000)
-        assert br.call(0, _icmp_echo, br.addr(1), payload) == payload
+        assert br.call(0, icmp_echo, br.addr(1), payload) == payload
         neigh = br.run(0, ["ip", "neigh", "show", br.addr(1)]).stdout
         assert br.mac(1) in neigh, neigh                      # ARP went both ways
         data = os.urandom(1 << 20)
@@ -189,7 +175,7 @@ def test_one_worker_for_every_port(grads):
     with Bridge(3, mtu=1500, workers=1) as br:
         assert len(br._cs._threads) == 1
         res = stream_floats(br, 2, 0, x)
-        assert br.call(1, _icmp_echo, br.addr(0), b"one") == b"one"
+        assert br.call(1, icmp_echo, br.addr(0), b"one") == b"one"
         c = br.counters()
     assert _same_bits(res.received, golden.roundtrip(x, 10))
     assert c[2]["tx_compressed"] == c[0]["rx_decompressed"] > 0

@@ -6,7 +6,6 @@ import os
 import re
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -18,7 +17,7 @@ import pytest
 from inceptionn import golden
 from inceptionn.drivers.bridge import Bridge
 from inceptionn.drivers.netns import netns_available
-from inceptionn.drivers.nic_stream import stream_floats
+from inceptionn.drivers.nic_stream import icmp_echo, stream_floats
 
 _why = netns_available()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no network namespaces: {_why}")
@@ -42,19 +41,6 @@ def _send_raw(frames):
     return body
 
 
-def _icmp_echo(dst, payload):
-    """One ping with a raw ICMP socket (no ping binary needed); the reply's payload."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
-    with s:
-        s.settimeout(5)
-        body = struct.pack("!BBHHH", 8, 0, 0, 0x4E43, 1) + payload
-        csum = golden.internet_checksum(body)
-        s.sendto(body[:2] + csum.to_bytes(2, "big") + body[4:], (dst, 0))
-        while True:
-            pkt = s.recv(65536)
-            icmp = pkt[(pkt[0] & 0x0F) * 4:]
-            if icmp[0] == 0 and icmp[4:6] == b"\x4e\x43":
-                return icmp[8:]
 
 
 def _frame(dst, src, payload=b"\0" * 46, ethertype=b"\x88\xb5"):
@@ -68,11 +54,11 @@ def test_a_host_whose_link_is_down_stops_nobody():
         br.run(1, "ip link set nic0 down")
         for _ in range(2):   # broadcasts (ARP) and unicast to host 1, whose TAP says EIO
             br.call(0, _send_raw([_frame(br.mac(1), br.mac(0)), _frame("ff:ff:ff:ff:ff:ff", br.mac(0))]))
-        assert br.call(0, _icmp_echo, br.addr(2), b"ping") == b"ping"
+        assert br.call(0, icmp_echo, br.addr(2), b"ping") == b"ping"
         got = stream_floats(br, 0, 2, X)
         c = br.counters()                      # raises if the switch had stopped
         br.run(1, "ip link set nic0 up")
-        assert br.call(1, _icmp_echo, br.addr(0), b"back") == b"back"
+        assert br.call(1, icmp_echo, br.addr(0), b"back") == b"back"
     assert _same_bits(got.received, golden.roundtrip(X, 10))
     assert c[1]["host_errors"] >= 2, c[1]
 

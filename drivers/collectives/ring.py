@@ -88,10 +88,13 @@ class _Sender:
             if self.error is not None:
                 continue
             try:
-                self.link.send_floats(item)
+                self._send(item)
             except BaseException as e:  # reported by the main thread
                 self.error = e
                 self.on_error()
+
+    def _send(self, view):
+        self.link.send_floats(view)
 
     def put(self, view):
         self.q.put(view)
@@ -344,32 +347,18 @@ def _decoded(fut, peer):
         raise CollectiveError(f"rank {peer} sent bytes that do not decode: {e}") from None
 
 
-class _FrameSender:
+class _FrameSender(_Sender):
     """Sends coded chunks in order: bytes, or futures of bytes (encodes in flight)."""
 
     def __init__(self, ring, on_error):
-        self.ring, self.link, self.on_error = ring, ring.next, on_error
-        self.q: queue.Queue = queue.Queue()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name=f"ring-send-{self.link.peer}",
-                                       daemon=True)
-        self.thread.start()
+        self.ring = ring                  # before the thread starts: _send reads it
+        super().__init__(ring.next, on_error)
 
-    def _run(self):
-        while True:
-            item = self.q.get()
-            if item is None:
-                return
-            if self.error is not None:
-                continue
-            try:
-                body = item.result() if isinstance(item, cf.Future) else item
-                self.link.send_frame(body)
-                self.ring.bytes_sent += 4 + len(body)
-                self.ring.payload_bytes += len(body)
-            except BaseException as e:  # reported by the main thread
-                self.error = e
-                self.on_error()
+    def _send(self, item):
+        body = item.result() if isinstance(item, cf.Future) else item
+        self.link.send_frame(body)
+        self.ring.bytes_sent += 4 + len(body)
+        self.ring.payload_bytes += len(body)
 
     def put(self, item):
         if self.error is not None:
