@@ -548,7 +548,7 @@ def _story(grads, rows, ks, rtl, out, seconds, tcp_rows=(), tcp_skipped=None, co
               f"devices, golden engines): the receiver read exactly the golden roundtrip, "
               f"0 misaligned segments, 0 TCP checksum errors:")
         print(format_tcp(tcp_rows))
-        print("   (goodput is the Python switch's, one core for both engines: make bench-nic)")
+        print("   (one stream of a few MB on a shared machine: make bench-nic measures goodput properly)")
         if coll:
             print("7. The paper's gradient exchange through the software NIC (drivers.collectives):")
             print(format_collectives(coll))
