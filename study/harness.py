@@ -78,6 +78,8 @@ class Config:
     warmup: tuple = ()          # ((steps, density), ...) before kw's k (gTop-k's warm-up)
     bands: tuple = ()           # error bounds 2^-k whose band shares are recorded
     init: str = "he"            # "he" or "torch" (PyTorch's default, LeNet-like only)
+    wire: str = "codec"         # "codec", or "frames": INCEPTIONN's chunks as the NIC's
+                                # frames through golden.tx_frame / rx_frame (nic_path.py)
 
     def seeded(self, seed: int) -> "Config":
         return replace(self, seed=seed)
@@ -89,9 +91,20 @@ class Config:
         if k is not None:
             kw["k"] = k
         comp = make(self.method, **kw)
-        if self.method == "inceptionn" and _fast_path():
+        if self.wire == "frames":
+            if self.method not in NIC_CODECS:
+                raise ValueError(f"wire='frames' carries INCEPTIONN's codecs only, not {self.method!r}")
+            from .nic_path import FramesCodec
+            comp.codec = FramesCodec(comp.codec.k, NIC_CODECS[self.method])
+        elif self.wire != "codec":
+            raise ValueError(f"wire must be 'codec' or 'frames', got {self.wire!r}")
+        elif self.method == "inceptionn" and _fast_path():
             comp.codec = FastGoldenCodec(comp.codec.k)
         return comp
+
+
+# The NIC's wire format for each of the study's INCEPTIONN compressors.
+NIC_CODECS = {"inceptionn": "paper", "inceptionn_eb": "bounded"}
 
 
 def _fast_path():

@@ -67,6 +67,13 @@ def test_default_init_dead_start_and_the_error_bounded_fix(res):
     assert dead["below7"] > 0.99
     assert dead["acc"][0] < base["acc"][0] - 0.1
     assert eb["acc"][0] > dead["acc"][0] + 0.1
+    # The same through the NIC's frames (golden.tx_frame / rx_frame): the engines' wire
+    # versions 1 and 2 stall and train as the codecs do.
+    nic1 = _row(rows, f"INC 2^-10, {fig14.DEFAULT_INIT}, NIC frames v1")
+    nic2 = _row(rows, f"INC-EB 2^-10, {fig14.DEFAULT_INIT}, NIC frames v2")
+    assert nic1["acc"][0] < base["acc"][0] - 0.1
+    assert nic2["acc"][0] > nic1["acc"][0] + 0.1
+    assert nic2["ratio"] > 2
 
 
 def test_table3_two_bit_share_grows_as_the_bound_relaxes(res):
