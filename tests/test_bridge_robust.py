@@ -3,7 +3,6 @@ flood of made-up MACs, a Bridge made by a thread that then exits, and `--run` co
 that try to outlive the bridge."""
 
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -18,6 +17,7 @@ from inceptionn import golden
 from inceptionn.drivers.bridge import Bridge
 from inceptionn.drivers.netns import netns_available
 from inceptionn.drivers.nic_stream import icmp_echo, stream_floats
+from bridge_cli import wait_started
 
 _why = netns_available()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no network namespaces: {_why}")
@@ -117,12 +117,7 @@ def _start(tmp_path, *extra):
         runs += ["--run", str(i), f"sleep 300 & echo $! > {tmp_path}/pid{i}; sleep 301; true"]
     p = subprocess.Popen(CLI + ["nic", "bridge", *runs, *extra], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
-    lines = []
-    for line in p.stdout:
-        lines.append(line)
-        if line.startswith("counters:"):
-            break
-    holders = [int(m) for m in re.findall(r"/proc/(\d+)/ns/net", "".join(lines))]
+    lines, holders = wait_started(p)
     deadline = time.monotonic() + 20
     while not all((tmp_path / f"pid{i}").exists() and (tmp_path / f"pid{i}").read_text().strip()
                   for i in range(2)):

@@ -20,6 +20,7 @@ import pytest
 from inceptionn import golden
 from inceptionn.drivers.netns import netns_available
 from inceptionn.drivers.nic_stream import gradient_mss
+from bridge_cli import wait_started
 
 _why = netns_available()
 pytestmark = [pytest.mark.skipif(_why is not None, reason=f"no network namespaces: {_why}"),
@@ -79,12 +80,7 @@ def test_soak(tmp_path):
     br = subprocess.Popen([sys.executable, "-m", "inceptionn", "nic", "bridge", "--hosts", "5",
                            "--mtu", str(MTU), "--check-golden", "500"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = []
-    for line in br.stdout:
-        lines.append(line)
-        if line.startswith("counters:"):
-            break
-    holders = [int(m) for m in re.findall(r"/proc/(\d+)/ns/net", "".join(lines))]
+    lines, holders = wait_started(br)
     assert len(holders) == 5, lines
     stop = threading.Event()
 

@@ -16,6 +16,7 @@ import pytest
 from inceptionn import golden
 from inceptionn.drivers.frames import read_pcap
 from inceptionn.drivers.netns import netns_available
+from bridge_cli import wait_started
 
 _why = netns_available()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"no network namespaces: {_why}")
@@ -81,12 +82,7 @@ def test_bridge_carries_an_unmodified_program_tagged_by_mark(tmp_path):
 def _start_bridge(*extra):
     p = subprocess.Popen(CLI + ["nic", "bridge", "--duration", "60", *extra],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = []
-    for line in p.stdout:
-        lines.append(line)
-        if line.startswith("counters:"):
-            break
-    pids = [int(m) for m in re.findall(r"/proc/(\d+)/ns/net", "".join(lines))]
+    lines, pids = wait_started(p)
     assert len(pids) == 2, lines
     return p, pids
 
