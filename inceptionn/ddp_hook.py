@@ -11,7 +11,8 @@ paper's ring, its values coded on every hop (or through a companion paper's comp
 As PyTorch's own hooks do, the hook returns at once a Future that completes when the
 bucket's exchange does; the exchange runs on one background worker per state, bucket
 after bucket in DDP's order, so backward keeps computing the next buckets meanwhile.
-CUDA buckets are copied to the host on the worker (after the producing stream's work).
+Each bucket is copied to the host when the hook is called (for CUDA, an asynchronous copy
+on the producing stream that the worker waits for); the worker never reads DDP's bucket.
 
 The ring's sockets are set up once, on the worker, from the rendezvous store: `store=`,
 or torchrun's (MASTER_ADDR / MASTER_PORT). Every rank's settings are compared there
@@ -224,7 +225,7 @@ class IncState:
             item = self._q.get()
             if item is None:
                 return
-            buf, params, fut, event = item
+            snap, device, params, fut, event = item
             try:
                 if self._failed is not None:
                     raise CollectiveError(f"an earlier bucket's exchange failed: {self._failed}")
@@ -232,15 +233,13 @@ class IncState:
                 if self.collective is None:
                     self._setup()
                 if event is not None:
-                    event.synchronize()      # the gradients are written
-                host = buf.device.type == "cpu"
-                arr = (buf if host else buf.detach().to("cpu")).detach().numpy().reshape(-1)
-                out = self._exchange(arr, params)
+                    event.synchronize()      # the snapshot's copy has landed
+                out = self._exchange(snap.numpy().reshape(-1), params)
                 out /= np.float32(self.world)
                 self.calls += 1
                 self.hook_seconds.append(time.perf_counter() - t0)
-                t = torch.from_numpy(out).view_as(buf)
-                fut.set_result(t if host else t.to(buf.device))
+                t = torch.from_numpy(out).view(snap.shape)
+                fut.set_result(t if device.type == "cpu" else t.to(device))
             except BaseException as e:  # handed to DDP through the future
                 self._failed = self._failed or e
                 if self.collective is not None:
@@ -332,10 +331,17 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
         raise TypeError(f"the INCEPTIONN hook carries float32 gradients, got {buf.dtype}")
     cuda = buf.device.type == "cuda"
     fut = torch.futures.Future(devices=[buf.device]) if cuda else torch.futures.Future()
+    # The worker exchanges a host snapshot taken now, never the bucket itself: DDP may
+    # write the bucket's memory before the Future completes (seen on CPU: a bucket read
+    # later by the worker held other values than at the call, in 3 test runs of 4).
     event = None
     if cuda:
+        snap = torch.empty(buf.shape, dtype=buf.dtype, pin_memory=True)
+        snap.copy_(buf.detach(), non_blocking=True)   # on the producing stream, in order
         event = torch.cuda.Event()
         event.record(torch.cuda.current_stream(buf.device))
+    else:
+        snap = buf.detach().clone()
     params = [(_param_key(p), p.numel()) for p in bucket.parameters()]
-    state._submit((buf, params, fut, event))
+    state._submit((snap, buf.device, params, fut, event))
     return fut
