@@ -63,19 +63,19 @@ experiments: $(STAMP)
 	INCEPTIONN_STRESS=1 $(RUN) -m pytest -q experiments
 
 demo: $(STAMP)
-	$(RUN) -m inceptionn.demo
+	$(RUN) -m inceptionn demo
 
 bench: $(STAMP)
-	$(RUN) -m inceptionn.bench
+	$(RUN) -m inceptionn bench golden
 
 # The five papers side by side: regenerates docs/results.md and its plots (about 10 min).
 study: $(STAMP)
-	$(RUN) -m study
+	$(RUN) -m inceptionn study
 
 # Goodput through the software NIC next to a veth pair and a bare Python TAP forwarder,
 # sender and receiver in their own processes, engines on and off (root: namespaces, TAP).
 bench-nic: $(STAMP)
-	$(RUN) -m inceptionn.bench_nic
+	$(RUN) -m inceptionn bench nic
 
 # The software NIC for minutes: many flows, links down and up, receivers killed and
 # restarted, forged and malformed frames; the bridge's memory and fds must not grow (root).
@@ -84,24 +84,24 @@ soak: $(STAMP)
 
 # The paper's Fig. 12 and 15: WA, WA+C, INC, INC+C through the software NIC (root).
 bench-collectives: $(STAMP)
-	$(RUN) -m inceptionn.bench_collectives
+	$(RUN) -m inceptionn bench collectives
 
 # DDP training over tc-limited veth wires, P = 2 and 4: gloo, fp16, PowerSGD and the
 # software-compressed ring, the issue's targets with miss ratios, a plot (root, ~30 min).
 bench-train: $(STAMP)
-	$(RUN) -m inceptionn.bench_train
+	$(RUN) -m inceptionn bench train
 
 bench-hw: $(STAMP)
-	$(RUN) -m inceptionn.bench_hw
+	$(RUN) -m inceptionn bench hw
 
 verilog: $(STAMP)
-	$(RUN) -m inceptionn.verilog
+	$(RUN) -m inceptionn verilog
 
 vc709: $(STAMP)
-	$(RUN) -m inceptionn.vc709
+	$(RUN) -m inceptionn vc709
 
 synth-report: $(STAMP)
-	$(RUN) -m inceptionn.synth
+	$(RUN) -m inceptionn synth
 
 clean:
 	rm -rf build out .pytest_cache

@@ -11,5 +11,5 @@
   inceptionn.drivers.tcp_align   stream offsets of tagged TCP segments
   inceptionn.drivers.mark        nftables rules that tag unmodified programs by port
   inceptionn.drivers.frames      gradient buffers as Ethernet/IPv4/TCP frames; pcap files
-  inceptionn.drivers.hdc         the paper's HDC network in NumPy, source of real gradients
+  inceptionn.gradients         the paper's HDC network in NumPy, source of real gradients
 """

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from inceptionn import demo, golden
+from inceptionn import golden, gradients
 from inceptionn.drivers.bridge import Bridge
 from inceptionn.drivers.netns import netns_available
 from inceptionn.drivers.nic_stream import stream_floats
@@ -23,7 +23,7 @@ pytestmark = [
 
 @pytest.mark.parametrize("mtu, drop", [(1500, 0.0), (9000, 0.0), (9000, 0.005)])
 def test_32mb_through_the_rtl_engines(mtu, drop):
-    x = np.resize(demo.real_gradients(quiet=True).all(), (32 << 20) // 4)
+    x = np.resize(gradients.real_gradients(quiet=True).all(), (32 << 20) // 4)
     with Bridge(2, mtu=mtu, k=10, engine="rtl", drop=drop, seed=3) as br:
         res = stream_floats(br, 0, 1, x, timeout=600)
         c = br.counters()

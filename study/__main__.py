@@ -1,29 +1,31 @@
-"""`make study`: run every experiment, write docs/results.md and docs/results/*.png."""
+"""`inceptionn study` (`make study`): run every experiment, write docs/results.md and
+docs/results/*.png."""
 
-import argparse
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from .harness import FULL, REDUCED
-from .results import run, write
+from .results import run as run_all
+from .results import write
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m study", description=__doc__)
+def add_arguments(ap) -> None:
+    """`inceptionn study`'s options."""
     ap.add_argument("--reduced", action="store_true",
                     help="one seed, few steps, small P (what the tests run)")
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default 2)")
     ap.add_argument("--out", type=Path, default=Path("docs/results.md"))
     ap.add_argument("--img", type=Path, default=None,
                     help="figures folder (default: results/ next to --out)")
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
     scale = REDUCED if args.reduced else FULL
     if args.jobs is not None:
         scale = replace(scale, jobs=args.jobs)
     t0 = time.perf_counter()
-    res = run(scale, progress=True)
+    res = run_all(scale, progress=True)
     img = args.img or args.out.parent / "results"
     write(res, scale, args.out, img, seconds=time.perf_counter() - t0)
     print(f"wrote {args.out} and {img}/ ({time.perf_counter() - t0:.0f} s)")
@@ -31,4 +33,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    import sys
+
+    from inceptionn.cli import main
+    sys.exit(main(["study", *sys.argv[1:]]))

@@ -36,7 +36,7 @@ class Data:
 def dataset(name: str) -> Data:
     """'digits' (the HDC driver's split of scikit-learn's digits) or 'mnist1d'."""
     if name == "digits":
-        from inceptionn.drivers.hdc import load_digits_split
+        from inceptionn.gradients import load_digits_split
         d = load_digits_split(seed=0, test_fraction=0.2)
         xtr, ytr, xte, yte, shape = d.x_train, d.y_train, d.x_test, d.y_test, (1, 8, 8)
     elif name == "mnist1d":
@@ -60,7 +60,7 @@ def dataset(name: str) -> Data:
 
 
 def _hdc(n_in: int) -> nn.Module:
-    from inceptionn.drivers.hdc import HDC_LAYERS
+    from inceptionn.gradients import HDC_LAYERS
     widths = (n_in,) + tuple(HDC_LAYERS[1:])
     layers: list[nn.Module] = [nn.Flatten()]
     for i, (a, b) in enumerate(zip(widths[:-1], widths[1:])):

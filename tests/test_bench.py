@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from inceptionn import bench, golden
+from inceptionn import cli
+from inceptionn import golden
+from inceptionn.commands import bench_golden as bench
 
 PER_CODEC = ["golden encode", "golden pack", "golden unpack", "fast pack", "fast unpack groups",
              "fast encode+pack", "fast NIC", "fast unpack"]
@@ -14,7 +16,7 @@ METHODS = (["numpy copy"] + [f"{m} {v} k=10" for v in ("v1", "v2") for m in PER_
 
 
 def test_bench_prints_a_sane_table(tmp_path, capsys):
-    rc = bench.main(["--size", "64K", "--repeat", "2", "--real-steps", "10", "--cache", str(tmp_path)])
+    rc = cli.main(["bench", "golden", "--size", "64K", "--repeat", "2", "--real-steps", "10", "--cache", str(tmp_path)])
     assert rc == 0
     out = capsys.readouterr().out
     rows = [l for l in out.splitlines() if l.startswith(("N(0,1e-3)", "HDC grads"))]
@@ -69,19 +71,16 @@ def test_parse_size():
 
 
 def test_bench_rejects_bad_options(capsys):
-    with pytest.raises(SystemExit):
-        bench.main(["--size", "3"])
-    with pytest.raises(SystemExit):
-        bench.main(["--k", "0", "--no-real"])
-    with pytest.raises(SystemExit):
-        bench.main(["--k", "17", "--no-real"])      # the bounded codec stops at 2^-16
+    assert cli.main(["bench", "golden", "--size", "3"]) == 2
+    assert cli.main(["bench", "golden", "--k", "0", "--no-real"]) == 2
+    assert cli.main(["bench", "golden", "--k", "17", "--no-real"]) == 2      # the bounded codec stops at 2^-16
     assert "size" in capsys.readouterr().err
 
 
 def test_foreign_dscp_measurement_counts_what_the_rules_accept():
-    """python -m inceptionn.bench_foreign on a few frames: every receiver's count is what
+    """inceptionn bench foreign on a few frames: every receiver's count is what
     golden.rx_frame gives, and the exact expected rates are those of the rules."""
-    from inceptionn import bench_foreign
+    from inceptionn.commands import bench_foreign
     res = bench_foreign.measure(400, seed=3)
     assert set(res) == set(bench_foreign.RECEIVERS)
     for name, (hits, bad, n) in res.items():

@@ -1,7 +1,7 @@
 """make bench-train's report (the full run needs root and half an hour): the targets
 printed with their miss ratios, from figures given here."""
 
-from inceptionn import bench_train
+from inceptionn.commands import bench_train
 
 
 def _row(step, hook, wire, acc):

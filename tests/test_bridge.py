@@ -11,7 +11,7 @@ import socket
 import numpy as np
 import pytest
 
-from inceptionn import demo, golden
+from inceptionn import golden, gradients
 from inceptionn.drivers import sockets
 from inceptionn.drivers.bridge import Bridge
 from inceptionn.drivers.netns import netns_available
@@ -26,7 +26,7 @@ STREAM_BYTES = 50 << 20
 @pytest.fixture(scope="module")
 def grads():
     """The HDC demo's real gradients (all captures), tiled to 50 MB."""
-    g = demo.real_gradients(quiet=True).all()
+    g = gradients.real_gradients(quiet=True).all()
     return np.resize(g, STREAM_BYTES // 4)
 
 

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.skipif(_why is not None, reason=f"no network namespace
 
 SECONDS = float(os.environ.get("INCEPTIONN_SOAK_SECONDS", "180"))
 MTU = 9000
-PEER = [sys.executable, "-m", "inceptionn.bench_nic", "--peer"]
+PEER = [sys.executable, "-m", "inceptionn", "bench", "nic", "--peer"]
 
 
 def _status(pid):

@@ -8,7 +8,9 @@ import pytest
 from scapy.layers.inet import IP, TCP
 from scapy.utils import rdpcap
 
-from inceptionn import demo, golden
+from inceptionn import cli
+from inceptionn import golden, gradients
+from inceptionn.commands import demo
 from inceptionn.drivers import frames as F
 
 STEPS = 60
@@ -22,7 +24,7 @@ def demo_run(tmp_path_factory):
     import io
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = demo.main(["--steps", str(STEPS), "--out", str(out), "--cache", str(cache),
+        rc = cli.main(["demo", "--steps", str(STEPS), "--out", str(out), "--cache", str(cache),
                         "--nic", "golden"])
     return rc, buf.getvalue(), out, cache
 
@@ -79,7 +81,7 @@ def test_demo_training_and_summary(demo_run):
 
 def test_demo_saves_gradients_and_cache_returns_them(demo_run):
     _, _, out, cache = demo_run
-    g = demo.real_gradients(STEPS, 0, cache_dir=cache)
+    g = gradients.real_gradients(STEPS, 0, cache_dir=cache)
     assert list(g.captures) == ["early", "mid", "late"]
     for name, arr in g.captures.items():
         saved = np.load(out / f"grad_{name}.npy")
@@ -175,10 +177,8 @@ def test_max_frames_sends_the_start_of_each_capture(demo_run, tmp_path):
 
 
 def test_demo_rejects_bad_arguments(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        demo.main(["--k", "ten", "--out", str(tmp_path)])
-    with pytest.raises(SystemExit):
-        demo.main(["--steps", "2", "--out", str(tmp_path)])
+    assert cli.main(["demo", "--k", "ten", "--out", str(tmp_path)]) == 2
+    assert cli.main(["demo", "--steps", "2", "--out", str(tmp_path)]) == 2
     with pytest.raises(ValueError, match="k"):
         demo.run_demo(tmp_path, steps=STEPS, ks=[0], quiet=True)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from inceptionn.drivers import frames as F
-from inceptionn.drivers import hdc
+from inceptionn import gradients as hdc
 from inceptionn.drivers import sockets as S
 
 

@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from inceptionn import vc709
+from inceptionn import cli
+from inceptionn.commands import vc709
 from inceptionn.hw.platform import VC709Platform
 
 
@@ -89,8 +90,8 @@ def test_make_vc709_runs_vivado_only_when_asked(monkeypatch, tmp_path, capsys):
         (out / "top.v").write_text("")
     monkeypatch.setattr(vc709, "build_tree", fake)
     monkeypatch.delenv("AMARANTH_ENV_VIVADO", raising=False)
-    assert vc709.main(["-o", str(tmp_path), "--no-engines"]) == 0
+    assert cli.main(["vc709", "-o", str(tmp_path), "--no-engines"]) == 0
     monkeypatch.setenv("AMARANTH_ENV_VIVADO", "/opt/Xilinx/Vivado/settings64.sh")
-    assert vc709.main(["-o", str(tmp_path), "--no-engines", "--codec", "paper"]) == 0
+    assert cli.main(["vc709", "-o", str(tmp_path), "--no-engines", "--codec", "paper"]) == 0
     assert calls == [(False, False, "bounded"), (False, True, "paper")]
     assert "Vivado not run" in capsys.readouterr().out

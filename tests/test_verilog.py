@@ -1,5 +1,5 @@
 """`make verilog`: reproducible Verilog under AXI-stream names, lint-clean under
-`verilator --lint-only -Wall` with only the waivers documented in inceptionn.verilog."""
+`verilator --lint-only -Wall` with only the waivers documented in inceptionn.commands.verilog."""
 
 import re
 
@@ -8,7 +8,8 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from inceptionn import verilog
+from inceptionn import cli
+from inceptionn.commands import verilog
 
 TARGETS = verilog.engine_factories()
 BLOCKS, _ = verilog.available_blocks()
@@ -62,13 +63,13 @@ def test_make_verilog_cli(tmp_path, capsys, monkeypatch):
     # linted above): files written, lint run and reported.
     slice_ = [b for b in BLOCKS if b[0] == "axis_register_slice"]
     monkeypatch.setattr(verilog, "engine_factories", lambda: slice_)
-    assert verilog.main(["-o", str(tmp_path)]) == 0
+    assert cli.main(["verilog", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert (tmp_path / "axis_register_slice.v").read_text() == \
         verilog.generate(slice_[0][1], "axis_register_slice")
     assert "axis_register_slice" in out and "lint: clean" in out
     monkeypatch.setattr(verilog, "engine_factories", lambda: [("sloppy", lambda: _Sloppy())])
-    assert verilog.main(["-o", str(tmp_path)]) == 1
+    assert cli.main(["verilog", "-o", str(tmp_path)]) == 1
     assert "'waste'" in capsys.readouterr().out
 
 

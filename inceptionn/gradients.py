@@ -1,4 +1,4 @@
-"""The paper's HDC network (Section VII-A): five fully connected layers with 500 hidden
+"""Where the project's real gradients come from: the paper's HDC network (Section VII-A): five fully connected layers with 500 hidden
 units, trained in plain NumPy so that the demo has *real* gradients to push through the
 NIC engines.
 
@@ -8,13 +8,21 @@ Table I where it can: batch 25, momentum 0.9, weight decay 5e-5; the learning ra
 smaller than the paper's 0.1 because the deep ReLU stack is trained from scratch in a few
 hundred steps, with no warm-up.
 
+`real_gradients()` trains it once and caches the captures (build/cache/): the demo,
+the benchmarks and the tests take their gradients from it.
+
 Everything is float32 and seeded, so two runs with the same arguments give the same
 gradients bit for bit on the same machine.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -26,6 +34,10 @@ __all__ = [
     "load_digits_split",
     "capture_steps",
     "train",
+    "Gradients",
+    "real_gradients",
+    "DEFAULT_CACHE",
+    "DEFAULT_STEPS",
 ]
 
 #: Layer widths: 8x8 pixels in, four hidden layers of 500, ten digits out (5 FC layers).
@@ -185,3 +197,91 @@ def train(
             progress(step, loss)
     result.acc_after = net.accuracy(data.x_test, data.y_test)
     return result
+
+
+# ---------------------------------------------------------------------- captures
+
+DEFAULT_CACHE = Path("build/cache")
+DEFAULT_STEPS = 300
+CACHE_VERSION = 1  # bump when training changes, so stale caches are not reused
+_T0 = time.monotonic()
+
+
+def _log(msg: str, quiet: bool = False) -> None:
+    if not quiet:
+        print(f"[{time.monotonic() - _T0:6.1f}s] {msg}", flush=True)
+
+
+def _progress(total, desc, quiet, unit="run"):
+    # A bar on stderr for the stages that take more than a few seconds.
+    from tqdm import tqdm
+    return tqdm(total=total, desc=desc, unit=unit, disable=quiet, file=sys.stderr,
+                leave=False, dynamic_ncols=True)
+
+
+@dataclass
+class Gradients:
+    """The demo's real gradients: flat float32 vectors of all HDC layers."""
+    captures: dict  # name -> float32 array
+    steps: dict  # name -> training step of the capture
+    train_steps: int
+    seed: int
+    acc_before: float
+    acc_after: float
+    losses: np.ndarray
+
+    def all(self) -> np.ndarray:
+        """Every capture, concatenated in capture order."""
+        return np.concatenate(list(self.captures.values()))
+
+
+def _cache_path(cache_dir, steps, seed) -> Path:
+    return Path(cache_dir) / f"hdc_grads_v{CACHE_VERSION}_steps{steps}_seed{seed}.npz"
+
+
+def real_gradients(steps: int = DEFAULT_STEPS, seed: int = 0, *, cache_dir=DEFAULT_CACHE,
+                   refresh: bool = False, quiet: bool = True) -> Gradients:
+    """Gradients of a seeded HDC training run, cached in `cache_dir` (None: no cache).
+
+    The first call trains (a few seconds); later calls with the same steps and seed load
+    the .npz. Writes are atomic, so concurrent callers never read half a file.
+    """
+    path = _cache_path(cache_dir, steps, seed) if cache_dir is not None else None
+    if path is not None and path.exists() and not refresh:
+        with np.load(path, allow_pickle=False) as z:
+            names = [str(n) for n in z["names"]]
+            return Gradients({n: z[f"grad_{n}"] for n in names},
+                             {n: int(s) for n, s in zip(names, z["steps"])},
+                             int(z["train_steps"]), int(z["seed"]), float(z["acc_before"]),
+                             float(z["acc_after"]), z["losses"])
+    _log(f"training HDC {'-'.join(map(str, HDC_LAYERS))} for {steps} steps (seed {seed})", quiet)
+    bar = _progress(steps, "training HDC", quiet, unit="step")
+
+    def step(s, loss):
+        bar.n = s + 1
+        bar.set_postfix_str(f"loss {loss:.4f}")
+        bar.refresh()
+
+    try:
+        res = train(steps, seed=seed, progress=step)
+    finally:
+        bar.close()
+    grads = Gradients({n: g for n, (_, g) in res.captures.items()},
+                      {n: s for n, (s, _) in res.captures.items()},
+                      steps, seed, res.acc_before, res.acc_after,
+                      np.asarray(res.losses, np.float32))
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, names=np.array(list(grads.captures)),
+                         steps=np.array(list(grads.steps.values())),
+                         train_steps=steps, seed=seed, acc_before=grads.acc_before,
+                         acc_after=grads.acc_after, losses=grads.losses,
+                         **{f"grad_{n}": g for n, g in grads.captures.items()})
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return grads

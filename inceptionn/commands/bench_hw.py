@@ -3,8 +3,6 @@
 Every number is measured in simulation in this run; nothing is copied from a table.
 """
 
-import argparse
-import sys
 
 
 def _print_table(title, rows):
@@ -20,10 +18,12 @@ def _print_table(title, rows):
         print("  " + "  ".join(str(r.get(c, "")).ljust(w) for c, w in zip(cols, widths)))
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m inceptionn.bench_hw", description=__doc__)
+def add_arguments(ap) -> None:
+    """`inceptionn bench hw`'s options."""
     ap.add_argument("--only", choices=["tx", "rx"], help="run one engine's benchmark")
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
     if args.only in (None, "tx"):
         from inceptionn.rtl import bench_tx
         print("TX CompressionEngine (Verilator, cycle-accurate) ...", flush=True)
@@ -33,7 +33,3 @@ def main(argv=None):
         print("RX DecompressionEngine (Verilator, cycle-accurate) ...", flush=True)
         _print_table("RX DecompressionEngine", bench_rx.measure())
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -26,7 +26,6 @@ is the uncompressed over the compressed size for both directions.
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 import sys
@@ -37,8 +36,9 @@ from pathlib import Path
 import numpy as np
 
 from inceptionn import golden
+from ..cli import CliError
 
-__all__ = ["DEFAULT_SIZE", "Result", "parse_size", "bench_buffer", "run_bench", "format_table", "main"]
+__all__ = ["DEFAULT_SIZE", "Result", "parse_size", "bench_buffer", "run_bench", "format_table", "add_arguments", "run"]
 
 DEFAULT_SIZE = 64 << 20
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
@@ -188,7 +188,7 @@ def bench_buffer(name, values: np.ndarray, *, k=golden.K_DEFAULT, repeat=3, budg
 def run_bench(size=DEFAULT_SIZE, *, k=golden.K_DEFAULT, seed=0, real=True, real_steps=None,
               cache_dir=None, repeat=3, budget=5.0, progress=None):
     """Benchmark the synthetic buffer and (if `real`) the demo's gradients."""
-    from inceptionn import demo
+    from inceptionn import gradients
 
     size = parse_size(size)
     rng = np.random.default_rng(seed)
@@ -199,8 +199,8 @@ def run_bench(size=DEFAULT_SIZE, *, k=golden.K_DEFAULT, seed=0, real=True, real_
     if real:
         if progress:
             progress("loading the demo's real gradients (training if not cached)")
-        grads = demo.real_gradients(real_steps or demo.DEFAULT_STEPS, seed,
-                                    cache_dir=cache_dir if cache_dir is not None else demo.DEFAULT_CACHE)
+        grads = gradients.real_gradients(real_steps or gradients.DEFAULT_STEPS, seed,
+                                    cache_dir=cache_dir if cache_dir is not None else gradients.DEFAULT_CACHE)
         g = grads.all()[: size // 4]
         results += bench_buffer(f"HDC grads {_human(g.nbytes)}", g, k=k, repeat=repeat,
                                 budget=budget, progress=progress)
@@ -245,8 +245,8 @@ def format_versions(results) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m inceptionn.bench", description=__doc__.split("\n")[0])
+def add_arguments(ap) -> None:
+    """`inceptionn bench golden`'s options."""
     ap.add_argument("--size", default="64M", help="synthetic buffer size, e.g. 64M, 256K (default %(default)s)")
     ap.add_argument("--k", type=int, default=golden.K_DEFAULT,
                     help="error bound 2^-k, 1..16 (both codecs run; default %(default)s)")
@@ -256,14 +256,16 @@ def main(argv=None) -> int:
     ap.add_argument("--real-steps", type=int, default=None,
                     help="training steps for the real gradients (default: the demo's)")
     ap.add_argument("--cache", type=Path, default=None, help="gradient cache directory (default: the demo's)")
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
     if args.repeat < 1:
-        ap.error("--repeat must be >= 1")
+        raise CliError("--repeat must be >= 1")
     try:
         size = parse_size(args.size)
         golden.check_k(args.k, "bounded")
     except ValueError as e:
-        ap.error(str(e))
+        raise CliError(str(e))
 
     def progress(msg):
         print(f"  ... {msg}", file=sys.stderr, flush=True)
@@ -276,7 +278,3 @@ def main(argv=None) -> int:
     print(format_table(results))
     print(format_versions(results))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

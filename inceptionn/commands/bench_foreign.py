@@ -8,23 +8,22 @@ This measures the share of random TCP and UDP payloads that golden.rx_frame deco
 for a receiver that knows wire version 1 only, version 2 only, and both (the engine), and
 prints a 95% interval for each rate.
 
-    python -m inceptionn.bench_foreign [--frames 100000] [--seed 0]
+    inceptionn bench foreign [--frames 100000] [--seed 0]
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import struct
-import sys
 import time
 
 import numpy as np
 
 from inceptionn import golden
 from inceptionn.golden.packet_matcher import IPPROTO_TCP, IPPROTO_UDP
+from ..cli import CliError
 
-__all__ = ["foreign_frame", "measure", "expected_rates", "main"]
+__all__ = ["foreign_frame", "measure", "expected_rates", "add_arguments", "run"]
 
 _ETH = bytes.fromhex("020000000002" "020000000001" "0800")
 
@@ -90,13 +89,15 @@ def expected_rates():
     return {"version 1 only": v1, "version 2 only": v2, "both (the engine)": v1 + v2}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m inceptionn.bench_foreign", description=__doc__.split("\n")[0])
+def add_arguments(ap) -> None:
+    """`inceptionn bench foreign`'s options."""
     ap.add_argument("--frames", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
     if args.frames < 1:
-        ap.error("--frames must be at least 1")
+        raise CliError("--frames must be at least 1")
     t0 = time.monotonic()
     res = measure(args.frames, args.seed)
     print(f"{args.frames} random TCP/UDP payloads with DSCP 10 through golden.rx_frame "
@@ -111,7 +112,3 @@ def main(argv=None) -> int:
     print(f"version 2's acceptance rule takes {v2} where version 1's takes {v1}"
           + (f" ({v1 / v2:.0f}x fewer)" if v2 else ""))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

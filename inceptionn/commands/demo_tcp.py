@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import golden
-from .drivers.bridge import Bridge
-from .drivers.netns import netns_available
-from .drivers.nic_stream import stream_floats
+from .. import golden
+from ..drivers.bridge import Bridge
+from ..drivers.netns import netns_available
+from ..drivers.nic_stream import stream_floats
 
 __all__ = ["TcpRow", "tcp_stage", "format_tcp", "collectives_stage", "format_collectives"]
 

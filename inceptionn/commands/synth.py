@@ -28,10 +28,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .rtl.harness import BUILD  # build/ of the checkout, or of the current directory
+from ..rtl.harness import BUILD  # build/ of the checkout, or of the current directory
+from ..cli import CliError
 
 __all__ = ["LevelPath", "logic_levels", "cell_counts", "run_yosys", "synthesize",
-           "report_design", "markdown_table", "DESIGNS", "EXPERIMENTS", "main"]
+           "report_design", "markdown_table", "DESIGNS", "EXPERIMENTS", "add_arguments", "run"]
 
 # ---------------------------------------------------------------------------------------
 # Cell classes of the yosys xilinx library
@@ -394,7 +395,7 @@ def design_factory(module, cls, wrap):
     `module` is a module of inceptionn.hw, or a full module name (an experiment)."""
     full = module if "." in module else f"inceptionn.hw.{module}"
     if full.startswith("experiments."):
-        from .rtl.harness import REPO
+        from ..rtl.harness import REPO
         if REPO is None:
             return None, "experiments/ is in the source checkout only"
         if str(REPO) not in sys.path:
@@ -436,19 +437,21 @@ def markdown_table(report):
     return "\n".join(rows)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m inceptionn.synth", description=__doc__.split("\n\n")[0])
+def add_arguments(ap) -> None:
+    """`inceptionn synth`'s options."""
     ap.add_argument("--only", nargs="+", metavar="NAME",
                     help="synthesize only these designs (names as in the report; experiments, "
                          "e.g. two_group_unit, only when named here)")
     ap.add_argument("--blocks", action=argparse.BooleanOptionalAction, default=True,
                     help="also synthesize the major blocks (default: yes)")
     ap.add_argument("-o", "--output", type=Path, default=BUILD / "synth" / "report.json")
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
     known = {d[0] for d in DESIGNS + EXPERIMENTS}
     for n in args.only or ():
         if n not in known:
-            ap.error(f"unknown design {n!r}; known: {', '.join(sorted(known))}")
+            raise CliError(f"unknown design {n!r}; known: {', '.join(sorted(known))}")
     workdir = args.output.parent
     results, pending = [], {}
     for name, module, cls, wrap, engine in DESIGNS + EXPERIMENTS:
@@ -492,7 +495,3 @@ def main(argv=None):
     print("\n" + markdown_table(report))
     print(f"\nsummary: {json.dumps(summary)}\nwritten: {args.output}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

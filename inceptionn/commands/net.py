@@ -19,10 +19,10 @@ import signal
 import sys
 import time
 
-from . import golden
-from .drivers import mark as marks
-from .drivers.bridge import MAX_HOSTS, MTUS, RATE_GBPS, Bridge
-from .drivers.netns import netns_available
+from .. import golden
+from ..drivers import mark as marks
+from ..drivers.bridge import MAX_HOSTS, MTUS, RATE_GBPS, Bridge
+from ..drivers.netns import netns_available
 
 __all__ = ["add_bridge", "add_mark"]
 

@@ -40,15 +40,13 @@ Everything else fails the lint, in particular an unused named signal, and (check
 here, as Verilator does not flag them) an unused input of the top module.
 """
 
-import argparse
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from inceptionn.rtl import harness
 
-__all__ = ["ENGINES", "WAIVED_RULES", "WAIVED_SIGNALS", "generate", "lint", "LintResult", "main"]
+__all__ = ["ENGINES", "WAIVED_RULES", "WAIVED_SIGNALS", "generate", "lint", "LintResult", "add_arguments", "run"]
 
 OUT = harness.BUILD / "verilog"
 
@@ -262,7 +260,7 @@ def engine_factories():
 
 
 def available_blocks():
-    from inceptionn.synth import DESIGNS, design_factory
+    from inceptionn.commands.synth import DESIGNS, design_factory
     found, pending = [], {}
     for name, module, cls, wrap, engine in DESIGNS:
         if engine:
@@ -275,14 +273,15 @@ def available_blocks():
     return found, pending
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m inceptionn.verilog",
-                                 description=__doc__.split("\n\n")[0])
+def add_arguments(ap) -> None:
+    """`inceptionn verilog`'s options."""
     ap.add_argument("-o", "--out", type=Path, default=OUT)
     ap.add_argument("--blocks", action="store_true",
                     help="also write each major block to <out>/blocks/")
     ap.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
     jobs = [(name, f, args.out) for name, f in engine_factories()]
     pending = {}
     if args.blocks:
@@ -306,7 +305,3 @@ def main(argv=None):
                 line += "\n    " + "\n    ".join(res.errors[:20])
         print(line, flush=True)
     return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -183,7 +183,7 @@ def run_config(net, world, gbps, methods, steps, warmup, batch, port, timeout=18
                WORLD_SIZE=str(world), GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1")
     procs = []
     for r, ns in enumerate(net.hosts):
-        cmd = ns.cmd([sys.executable, "-m", "inceptionn.bench_train", "--worker",
+        cmd = ns.cmd([sys.executable, "-m", "inceptionn", "bench", "train", "--worker",
                       "--methods", ",".join(methods), "--steps", str(steps), "--warmup",
                       str(warmup), "--batch", str(batch), "--ifname", "eth0"])
         procs.append(subprocess.Popen(cmd, env=dict(env, RANK=str(r),
@@ -286,8 +286,8 @@ def plot(results, path):
     fig.savefig(path, dpi=110)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(ap) -> None:
+    """`inceptionn bench train`'s options."""
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--ifname", default="eth0", help=argparse.SUPPRESS)
@@ -300,7 +300,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rates", default="0.1,0.5,1,2.5,10,unlimited")
     ap.add_argument("--json", default=str(ROOT / "docs" / "results" / "bench_train.json"))
     ap.add_argument("--plot", default=str(ROOT / "docs" / "img" / "bench_train.png"))
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
     if args.worker:
         print(json.dumps(worker(args)))
         return 0
@@ -332,7 +334,3 @@ def main(argv=None) -> int:
     plot(results, args.plot)
     print(f"wrote {args.json} and {args.plot}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,7 @@
 
 For each MTU (9000, 1500), in one run, the same float32 stream (the demo's real HDC
 gradients, tiled to --size) goes from a sender process in one namespace to a receiver
-process in another (both `python -m inceptionn.bench_nic --peer ...`, a gradient socket
+process in another (both `inceptionn bench nic --peer ...`, a gradient socket
 each: nothing shares the switch's process or GIL), across:
   veth          a plain veth pair: the kernel's own limit here;
   bare fwd      two TAP devices joined by the simplest Python forwarder (poll, read,
@@ -31,13 +31,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import demo, golden
-from .bench import parse_size
-from .drivers.bridge import Bridge
-from .drivers.netns import Namespace, netns_available, open_tap
-from .drivers.nic_stream import gradient_mss
+from .. import golden
+from .. import gradients
+from .bench_golden import parse_size
+from ..drivers.bridge import Bridge
+from ..drivers.netns import Namespace, netns_available, open_tap
+from ..drivers.nic_stream import gradient_mss
 
-__all__ = ["Row", "VethPair", "BareForwarder", "run_bench_nic", "format_rows", "main"]
+__all__ = ["Row", "VethPair", "BareForwarder", "run_bench_nic", "format_rows", "add_arguments", "run"]
 
 # The issue's targets, engines on: Gb/s by MTU; at least the bare forwarder; within 2x
 # of engines off.
@@ -146,7 +147,7 @@ class BareForwarder:
 # ---------------------------------------------------------------- the two peer processes
 
 def _peer(args):
-    from .drivers import sockets
+    from ..drivers import sockets
     if args.peer == "recv":
         s = sockets.gradient_socket(mss=args.mss, dscp=args.dscp)
         s.settimeout(120)
@@ -182,7 +183,7 @@ def _peer(args):
 
 def _stream(net, x_path, out_path, n, mtu, dscp):
     """One stream from host 0 to host 1 of `net` (processes in the namespaces); seconds."""
-    me = [sys.executable, "-m", "inceptionn.bench_nic", "--peer"]
+    me = [sys.executable, "-m", "inceptionn", "bench", "nic", "--peer"]
     common = ["--mss", str(gradient_mss(mtu)), "--dscp", str(dscp), "--addr", net.addr(1)]
     recv = net.popen(1, me + ["recv", "--file", out_path, "--count", str(n)] + common,
                      stdout=subprocess.PIPE, text=True)
@@ -218,7 +219,7 @@ class Row:
 
 def run_bench_nic(size: int, mtus=(9000, 1500), k: int = golden.K_DEFAULT,
                   codec: str = golden.CODEC_DEFAULT, quiet=False, workers=None) -> list[Row]:
-    x = np.resize(demo.real_gradients(quiet=True).all(), size // 4).astype(np.float32)
+    x = np.resize(gradients.real_gradients(quiet=True).all(), size // 4).astype(np.float32)
     want = golden.roundtrip(x, k, codec)
     rows = []
     dscp = golden.DSCP_DEFAULT
@@ -283,8 +284,8 @@ def _uptime():
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m inceptionn.bench_nic", description=__doc__.split("\n")[0])
+def add_arguments(p) -> None:
+    """`inceptionn bench nic`'s options."""
     p.add_argument("--size", default="64M", help="stream size (default 64M)")
     p.add_argument("--mtu", type=int, action="append", choices=(1500, 9000),
                    help="MTU, repeatable (default both)")
@@ -301,7 +302,9 @@ def main(argv=None):
     p.add_argument("--mss", type=int, help=argparse.SUPPRESS)
     p.add_argument("--dscp", type=int, default=golden.DSCP_DEFAULT, help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=_PORT, help=argparse.SUPPRESS)
-    args = p.parse_args(argv)
+
+
+def run(args) -> int:
     if args.peer:
         return _peer(args)
     why = netns_available()
@@ -330,7 +333,3 @@ def main(argv=None):
     print("targets, engines on (printed, not asserted):")
     print(format_targets(rows))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,7 @@
 value codecs side by side: the bounded one (wire format version 2, the default) and the
 paper's (version 1).
 
-1. Train the paper's HDC network (drivers.hdc) and capture its gradients early,
+1. Train the paper's HDC network (inceptionn.gradients) and capture its gradients early,
    mid-way and late in training.
 2. Send each capture as a TCP stream tagged for compression (ToS 0x28), MSS 1448.
 3. Pass the frames through the NIC stage: compression engine (TX) onto the wire, then
@@ -29,11 +29,8 @@ trained once and then cached (default build/cache/).
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,10 +39,12 @@ from typing import Callable
 import numpy as np
 
 from inceptionn import golden
-from inceptionn.demo_plots import plot_gradients, plot_summary
-from inceptionn.demo_tcp import collectives_stage, format_collectives, format_tcp, tcp_stage
+from inceptionn.commands.demo_plots import plot_gradients, plot_summary
+from inceptionn.commands.demo_tcp import collectives_stage, format_collectives, format_tcp, tcp_stage
 from inceptionn.drivers import frames as F
-from inceptionn.drivers import hdc
+from inceptionn import gradients as hdc
+from inceptionn.gradients import DEFAULT_CACHE, DEFAULT_STEPS, Gradients, real_gradients
+from ..cli import CliError
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -59,15 +58,12 @@ __all__ = [
     "rtl_nic_stage",
     "real_gradients",
     "run_demo",
-    "main",
+    "add_arguments", "run",
 ]
 
 DEFAULT_OUT = Path("build/demo")
-DEFAULT_CACHE = Path("build/cache")
-DEFAULT_STEPS = 300
 DEFAULT_KS = (10, 8, 6)
 DEFAULT_CODECS = ("bounded", "paper")   # side by side; the first is the default codec
-CACHE_VERSION = 1  # bump when training changes, so stale caches are not reused
 
 #: nic(frames, k, codec) -> (wire_frames, host_frames, info)
 NicStage = Callable[[list, int, str], tuple]
@@ -85,76 +81,6 @@ def _progress(total, desc, quiet, unit="run"):
     from tqdm import tqdm
     return tqdm(total=total, desc=desc, unit=unit, disable=quiet, file=sys.stderr,
                 leave=False, dynamic_ncols=True)
-
-
-# ---------------------------------------------------------------------- gradients
-
-@dataclass
-class Gradients:
-    """The demo's real gradients: flat float32 vectors of all HDC layers."""
-    captures: dict  # name -> float32 array
-    steps: dict  # name -> training step of the capture
-    train_steps: int
-    seed: int
-    acc_before: float
-    acc_after: float
-    losses: np.ndarray
-
-    def all(self) -> np.ndarray:
-        """Every capture, concatenated in capture order."""
-        return np.concatenate(list(self.captures.values()))
-
-
-def _cache_path(cache_dir, steps, seed) -> Path:
-    return Path(cache_dir) / f"hdc_grads_v{CACHE_VERSION}_steps{steps}_seed{seed}.npz"
-
-
-def real_gradients(steps: int = DEFAULT_STEPS, seed: int = 0, *, cache_dir=DEFAULT_CACHE,
-                   refresh: bool = False, quiet: bool = True) -> Gradients:
-    """Gradients of a seeded HDC training run, cached in `cache_dir` (None: no cache).
-
-    The first call trains (a few seconds); later calls with the same steps and seed load
-    the .npz. Writes are atomic, so concurrent callers never read half a file.
-    """
-    path = _cache_path(cache_dir, steps, seed) if cache_dir is not None else None
-    if path is not None and path.exists() and not refresh:
-        with np.load(path, allow_pickle=False) as z:
-            names = [str(n) for n in z["names"]]
-            return Gradients({n: z[f"grad_{n}"] for n in names},
-                             {n: int(s) for n, s in zip(names, z["steps"])},
-                             int(z["train_steps"]), int(z["seed"]), float(z["acc_before"]),
-                             float(z["acc_after"]), z["losses"])
-    _log(f"training HDC {'-'.join(map(str, hdc.HDC_LAYERS))} for {steps} steps (seed {seed})", quiet)
-    bar = _progress(steps, "training HDC", quiet, unit="step")
-
-    def step(s, loss):
-        bar.n = s + 1
-        bar.set_postfix_str(f"loss {loss:.4f}")
-        bar.refresh()
-
-    try:
-        res = hdc.train(steps, seed=seed, progress=step)
-    finally:
-        bar.close()
-    grads = Gradients({n: g for n, (_, g) in res.captures.items()},
-                      {n: s for n, (s, _) in res.captures.items()},
-                      steps, seed, res.acc_before, res.acc_after,
-                      np.asarray(res.losses, np.float32))
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, names=np.array(list(grads.captures)),
-                         steps=np.array(list(grads.steps.values())),
-                         train_steps=steps, seed=seed, acc_before=grads.acc_before,
-                         acc_after=grads.acc_after, losses=grads.losses,
-                         **{f"grad_{n}": g for n, g in grads.captures.items()})
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return grads
 
 
 # ---------------------------------------------------------------------- NIC stage
@@ -458,8 +384,8 @@ def _rtl_table(rows) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m inceptionn.demo", description=__doc__.split("\n")[0])
+def add_arguments(ap) -> None:
+    """`inceptionn demo`'s options."""
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default %(default)s)")
     ap.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="training steps (default %(default)s)")
     ap.add_argument("--seed", type=int, default=0)
@@ -478,15 +404,17 @@ def main(argv=None) -> int:
     ap.add_argument("--full", action="store_true",
                     help="run every bound and capture through the RTL (default: every capture "
                          "at the first bound; the golden model does the rest)")
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
     if args.full and args.nic == "golden":
-        ap.error("--full runs the RTL; it cannot go with --nic golden")
+        raise CliError("--full runs the RTL; it cannot go with --nic golden")
     try:
         ks = [int(x) for x in args.ks.split(",") if x.strip()]
     except ValueError:
-        ap.error(f"--k wants comma-separated integers, got {args.ks!r}")
+        raise CliError(f"--k wants comma-separated integers, got {args.ks!r}")
     if args.steps < 3:
-        ap.error("--steps must be at least 3 (gradients are captured early, mid-way and late)")
+        raise CliError("--steps must be at least 3 (gradients are captured early, mid-way and late)")
     rtl = "none" if args.nic == "golden" else ("full" if args.full else "first-bound")
     t0 = time.monotonic()
     try:
@@ -574,7 +502,3 @@ def _error_story(rows, ks) -> str:
                 "to 0 (docs/wire-format.md)")
         lines.append(f"   {codec} ({what}); " + "; ".join(parts))
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,7 +14,6 @@ from it and the measured wire ratio.
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 import sys
@@ -25,12 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import demo
-from .drivers.bridge import Bridge
-from .drivers.collectives import Ring, WorkerAggregator
-from .drivers.netns import netns_available
+from .. import gradients
+from ..drivers.bridge import Bridge
+from ..drivers.collectives import Ring, WorkerAggregator
+from ..drivers.netns import netns_available
 
-__all__ = ["MODES", "Point", "measure", "fit_model", "run", "main"]
+__all__ = ["MODES", "Point", "measure", "fit_model", "sweep", "add_arguments", "run"]
 
 MODES = {"WA": ("wa", False), "WA+C": ("wa", True), "INC": ("inc", False), "INC+C": ("inc", True)}
 HDC_FLOATS = 789_010
@@ -50,7 +49,7 @@ class Point:
 
 
 def _inputs(p, n, seed=0):
-    g = demo.real_gradients(quiet=True).all()
+    g = gradients.real_gradients(quiet=True).all()
     rng = np.random.default_rng(seed)
     return [np.roll(np.resize(g, n), int(rng.integers(0, g.size))).astype(np.float32)
             for _ in range(p)]
@@ -140,7 +139,7 @@ def fit_model(points: list[Point]) -> tuple[float, float, float]:
     return tuple(float(max(0.0, s)) for s in sol)
 
 
-def run(sizes, ps, *, rate_gbps, iters, progress=True) -> tuple[list[Point], tuple]:
+def sweep(sizes, ps, *, rate_gbps, iters, progress=True) -> tuple[list[Point], tuple]:
     from tqdm import tqdm
     configs = [(m, p, n) for n, plist in sizes for p in plist for m in MODES if p in ps]
     points = []
@@ -201,14 +200,15 @@ def plots(points, out: Path):
         plt.close(fig)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m inceptionn.bench_collectives",
-                                 description=__doc__.split("\n")[0])
+def add_arguments(ap) -> None:
+    """`inceptionn bench collectives`'s options."""
     ap.add_argument("--rate", type=float, default=0.05, help="wire Gb/s per port (default 0.05)")
     ap.add_argument("--iters", type=int, default=2)
     ap.add_argument("--full", action="store_true", help="25 MB at P = 8 too (slow)")
     ap.add_argument("--out", type=Path, default=Path("build/bench_collectives"))
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
     why = netns_available()
     if why is not None:
         print(f"bench-collectives needs network namespaces: {why}", file=sys.stderr)
@@ -216,7 +216,7 @@ def main(argv=None) -> int:
     big = 25_000_000 // 4
     sizes = [(HDC_FLOATS, (2, 4, 8)), (big, (2, 4, 8) if args.full else (2, 4))]
     t0 = time.perf_counter()
-    points, (a, b, g) = run(sizes, (2, 4, 8), rate_gbps=args.rate, iters=args.iters)
+    points, (a, b, g) = sweep(sizes, (2, 4, 8), rate_gbps=args.rate, iters=args.iters)
     print(f"wire rate {args.rate} Gb/s per port, MTU 9000, 2^-10, real HDC gradients, median of "
           f"{args.iters} iterations; {time.perf_counter() - t0:.0f} s in all")
     print(f"fitted model: alpha = {a * 1e3:.2f} ms, beta = {b * 1e9:.2f} ns/byte "
@@ -225,7 +225,3 @@ def main(argv=None) -> int:
     plots(points, args.out)
     print(f"plots in {args.out}/")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

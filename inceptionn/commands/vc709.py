@@ -6,14 +6,12 @@ If AMARANTH_ENV_VIVADO names Vivado's settings script (settings64.sh), or --bits
 given with vivado on PATH, Vivado also runs and produces top.bit.
 """
 
-import argparse
 import os
-import sys
 from pathlib import Path
 
 from inceptionn.rtl import harness
 
-__all__ = ["build_tree", "main"]
+__all__ = ["build_tree", "add_arguments", "run"]
 
 OUT = harness.BUILD / "vc709"
 
@@ -34,8 +32,8 @@ def build_tree(out=OUT, *, engines=True, do_build=False, pass_frames=1024, name=
     return plan
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m inceptionn.vc709", description=__doc__.split("\n\n")[0])
+def add_arguments(ap) -> None:
+    """`inceptionn vc709`'s options."""
     ap.add_argument("-o", "--out", type=Path, default=OUT)
     ap.add_argument("--bitstream", action="store_true",
                     help="run Vivado even without AMARANTH_ENV_VIVADO (vivado must be on PATH)")
@@ -43,7 +41,9 @@ def main(argv=None):
                     help="self-test of the test: generator -> wire -> checker")
     ap.add_argument("--codec", choices=("paper", "bounded"), default="bounded",
                     help="the wire format version TX sends: bounded (2, default) or paper (1)")
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
     do_build = args.bitstream or bool(os.environ.get("AMARANTH_ENV_VIVADO"))
     engines = not args.no_engines
     build_tree(args.out, engines=engines, do_build=do_build, codec=args.codec)
@@ -56,7 +56,3 @@ def main(argv=None):
         print("Vivado not run (set AMARANTH_ENV_VIVADO to its settings64.sh to build top.bit); "
               f"by hand: cd {args.out} && sh build_top.sh")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
