@@ -35,9 +35,15 @@ debs:
 	  else echo "note: not root or no apt-get: install nftables for inceptionn mark"; fi; \
 	fi
 
-# Every test: golden model, CLI, demo, drivers, and the cocotb regression on Verilator.
-test: $(STAMP)
-	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q --durations=15
+# Every test: lint and types first, then the golden model, CLI, demo, drivers, the formal
+# checks that take seconds, and the cocotb regression on Verilator.
+test: lint
+	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q --durations=10
+
+# ruff on every Python file, mypy on the public API (settings in pyproject.toml).
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 # Python-only tests (no Verilator).
 test-fast: $(STAMP)

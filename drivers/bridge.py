@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import math
 import os
 import random
 import select

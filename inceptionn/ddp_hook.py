@@ -330,7 +330,8 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
     if buf.dtype != torch.float32:
         raise TypeError(f"the INCEPTIONN hook carries float32 gradients, got {buf.dtype}")
     cuda = buf.device.type == "cuda"
-    fut = torch.futures.Future(devices=[buf.device]) if cuda else torch.futures.Future()
+    fut: torch.futures.Future[torch.Tensor] = (
+        torch.futures.Future(devices=[buf.device]) if cuda else torch.futures.Future())
     # The worker exchanges a host snapshot taken now, never the bucket itself: DDP may
     # write the bucket's memory before the Future completes (seen on CPU: a bucket read
     # later by the worker held other values than at the call, in 3 test runs of 4).

@@ -286,31 +286,38 @@ def _malformed(seed):
         L = int.from_bytes(comp[:2], "big")
         # the other version's magic (decoded with the other codec), an unknown version
         for magic in (SHIM_MAGIC ^ SHIM_MAGIC_V2 ^ comp[2], 0xC7, 0xC4):
-            b = bytearray(w); b[p + 2] = magic
+            b = bytearray(w)
+            b[p + 2] = magic
             cases += [(bytes(b), False, None), ok()]
         if comp[2] == SHIM_MAGIC_V2:
             # version 2: k out of its range (byte 3), at its ends
             for k in (0, 1, 16, 17, 126, 255):
-                b = bytearray(w); b[p + 3] = k
+                b = bytearray(w)
+                b[p + 3] = k
                 cases += [(bytes(b), False, None), ok()]
             # L around the largest the received bytes can restore (4 + 2 ceil(n/8) + r)
             most = _max_restorable(lr)
             for dl in (-2, -1, 0, 1, 2, 31, 32, 33):
                 top = most + dl
                 if lr < top <= MAX_FRAME_BYTES - p:
-                    b = bytearray(w); _set16(b, p, top)
+                    b = bytearray(w)
+                    _set16(b, p, top)
                     cases += [(bytes(b), False, None), ok()]
         # broken magic
-        b = bytearray(w); b[p + 2] ^= 0x40
+        b = bytearray(w)
+        b[p + 2] ^= 0x40
         cases += [(bytes(b), False, None), ok()]
         # shim L not larger than the received length; restored frame too large
         for bad_len in (lr, lr - 1, 4, MAX_FRAME_BYTES - p + 1, 0xFFFF):
-            b = bytearray(w); _set16(b, p, bad_len)
+            b = bytearray(w)
+            _set16(b, p, bad_len)
             cases += [(bytes(b), False, None), ok()]
         # shim L a lie the other way: more values than the groups hold
-        b = bytearray(w); _set16(b, p, min(L + 64, MAX_FRAME_BYTES - p))
+        b = bytearray(w)
+        _set16(b, p, min(L + 64, MAX_FRAME_BYTES - p))
         cases += [(bytes(b), rng.random() < 0.5, None), ok()]
-        b = bytearray(w); _set16(b, p, max(L - 8, lr + 1))
+        b = bytearray(w)
+        _set16(b, p, max(L - 8, lr + 1))
         cases += [(bytes(b), False, None), ok()]
         # truncated groups, extra trailing bytes (lengths fixed up), trailing junk
         for cut in (1, 2, 7, 33):
@@ -320,12 +327,14 @@ def _malformed(seed):
             cases += [(_refit(w, info, comp + rng.randbytes(extra)), False, None), ok()]
         cases += [(w + rng.randbytes(rng.randrange(1, 100)), False, None), ok()]
         # IP total length larger than the frame (lying) / the frame cut short
-        b = bytearray(w); _set16(b, info.l3 + 2, info.ip_total_len + 40)
+        b = bytearray(w)
+        _set16(b, info.l3 + 2, info.ip_total_len + 40)
         cases += [(bytes(b), False, p + L), ok()]
         cut = w[:max(p + 6, len(w) - 50)]
         cases += [(cut, False, p + L), ok()]
         # IP total length smaller than the frame: the rest is padding, groups run out
-        b = bytearray(w); _set16(b, info.l3 + 2, info.ip_total_len - 3)
+        b = bytearray(w)
+        _set16(b, info.l3 + 2, info.ip_total_len - 3)
         if info.proto == 17:
             _set16(b, info.l4 + 4, info.ip_total_len - 3 - 4 * info.ihl)
         cases += [(bytes(b), False, None), ok()]

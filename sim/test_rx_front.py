@@ -106,7 +106,6 @@ async def front(dut, idle, backpressure):
     seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
     frames = _frames(seed)
     assert {f["ok"] for f in frames} == {0, 1}
-    rng = random.Random(40 + seed)
     idl = pause_generator(idle, 10 + seed)
     bp = {s: pause_generator(backpressure, 20 + 7 * k + seed) for k, s in enumerate(("s", "r"))}
 

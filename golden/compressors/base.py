@@ -169,7 +169,7 @@ def counts(k, sizes: np.ndarray) -> np.ndarray:
         raise ValueError(f"k must be a count >= 1 or a density in (0, 1], got {k!r}")
     if isinstance(k, numbers.Integral):
         return np.minimum(sizes, int(k))
-    if k > 1:
+    if float(k) > 1:
         raise ValueError(f"a density k must be in (0, 1], got {k}")
     return np.clip(np.round(sizes * float(k)).astype(np.int64), 1, sizes)
 
