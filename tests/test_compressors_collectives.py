@@ -173,33 +173,60 @@ def test_block_random_k_scaled_is_biased_at_a_scopes_edges():
 # ---------------------------------------------------------------- the real communicator
 
 
-def _real_rank(rank, world, port, steps, q):
-    """Every method on real processes: preludes, all-gathers and gTop-k's tree over a
-    gloo process group, element-wise sums around the socket ring (software wire, the
-    method's codec on every hop)."""
+def _spawn(target, p, args, expect=None, timeout=240):
+    """target(rank, world, port, *args, q) in p spawned ranks; {rank: what it put}."""
+    import multiprocessing as mp
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(r, p, port, *args, q)) for r in range(p)]
+    for pr in procs:
+        pr.start()
+    try:
+        return dict(q.get(timeout=timeout) for _ in range(expect or p))
+    finally:
+        for pr in procs:
+            pr.join(10)
+            if pr.is_alive():
+                pr.kill()
+
+
+def _init(rank, world, port):
     import datetime
     import os
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     import torch
     import torch.distributed as dist
     torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    return dist, dist.TCPStore("127.0.0.1", port, is_master=False,
+                               timeout=datetime.timedelta(seconds=30))
+
+
+def _real_rank(rank, world, port, steps, sockets, q):
+    """Every method on real processes through communicator.py: preludes, all-gathers and
+    gTop-k's tree over gloo point-to-point; element-wise sums around the socket ring
+    (software wire, the method's codec on every hop) or, sockets=False, around gloo."""
     from inceptionn.drivers.collectives import Ring
     from inceptionn.drivers.collectives.compressed import step
     try:
-        dist.init_process_group("gloo", rank=rank, world_size=world)
-        store = dist.TCPStore("127.0.0.1", port, is_master=False,
-                              timeout=datetime.timedelta(seconds=30))
+        dist, store = _init(rank, world, port)
         out = {}
         for i, (name, kw) in enumerate(METHODS):
             comp = make(name, **kw)
             ring = Ring.from_store(store, rank, world, prefix=f"t/{i}", wire="software",
-                                   codec=comp.codec, chunk=1 << 20, timeout=30)
+                                   codec=comp.codec, chunk=1 << 20, timeout=30) \
+                if sockets else None
             st = comp.init(701, rank, world, 0)
             res = []
             for g in steps:
-                r, st, sent = step(comp, g[rank], st, ring=ring)
+                r, st, sent = step(comp, g[rank], st, ring=ring, timeout=30)
                 res.append((r.tobytes(), sent))
-            ring.close()
+            if ring is not None:
+                ring.close()
             out[i] = res
         q.put((rank, out))
         dist.destroy_process_group()
@@ -207,26 +234,12 @@ def _real_rank(rank, world, port, steps, q):
         q.put((rank, f"{type(e).__name__}: {e}"))
 
 
-def test_every_method_on_the_real_communicator_equals_the_simulation():
-    import multiprocessing as mp
-    import socket
-    p = 4
+@pytest.mark.parametrize("p,sockets", [(4, True), (2, True), (2, False)],
+                         ids=["4-socket-ring", "2-socket-ring", "2-gloo-p2p"])
+def test_every_method_on_the_real_communicator_equals_the_simulation(p, sockets):
+    """Results bit for bit and every rank's bytes, preludes and trees included."""
     g = grads(np.random.default_rng(9), p, 701, steps=2)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_real_rank, args=(r, p, port, g, q)) for r in range(p)]
-    for pr in procs:
-        pr.start()
-    try:
-        real = dict(q.get(timeout=240) for _ in range(p))
-    finally:
-        for pr in procs:
-            pr.join(10)
-            if pr.is_alive():
-                pr.kill()
+    real = _spawn(_real_rank, p, (g, sockets))
     assert all(isinstance(v, dict) for v in real.values()), real
     for i, (name, kw) in enumerate(METHODS):
         comp = make(name, **kw)
@@ -237,5 +250,40 @@ def test_every_method_on_the_real_communicator_equals_the_simulation():
             for r in range(p):
                 got, sent = real[r][i][s]
                 assert got == ex.results[r].tobytes(), (name, kw, s, r)
-                if comp.prelude_op is None and comp.collective != "gtopk_tree":
-                    assert sent == ex.sent[r], (name, kw, s, r, sent, ex.sent[r])
+                assert sent == ex.sent[r], (name, kw, s, r, sent, ex.sent[r])
+
+
+def _dies_mid_step(rank, world, port, name, victim, q):
+    """The victim leaves after its first message of step 1."""
+    import os
+    import time
+    from inceptionn.drivers.collectives import torch_p2p
+    from inceptionn.drivers.collectives.compressed import step
+    t0 = time.monotonic()
+    try:
+        dist, _ = _init(rank, world, port)
+        comp = make(name, k=20)
+        st = comp.init(300, rank, world, 0)
+        g = np.random.default_rng(rank).normal(0, 1, 300).astype(np.float32)
+        for i in range(3):
+            if i == 1 and rank == victim:
+                send = torch_p2p.TorchTransport.send
+
+                def die(self, peer, data):
+                    send(self, peer, data)
+                    os._exit(9)
+                torch_p2p.TorchTransport.send = die
+            t0 = time.monotonic()
+            _, st, _ = step(comp, g, st, timeout=10)
+        q.put((rank, ("finished", time.monotonic() - t0)))
+    except BaseException as e:  # reported to the test
+        q.put((rank, (f"{type(e).__name__}: {e}", time.monotonic() - t0)))
+
+
+@pytest.mark.parametrize("name", ["topk", "gtopk", "scalecom"])
+def test_a_rank_killed_mid_step_makes_the_others_raise_within_the_timeout(name):
+    res = _spawn(_dies_mid_step, 4, (name, 1), expect=3, timeout=120)
+    assert set(res) == {0, 2, 3}, res
+    for rank, (out, took) in res.items():
+        assert out.startswith("CollectiveError"), (rank, out)
+        assert took < 10 + 5, (rank, took, out)
