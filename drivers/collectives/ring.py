@@ -23,6 +23,11 @@ what its host sends: the values come out the same (the roundtrip is idempotent),
 bytes can be fewer (the paper's codec spends a byte on an 8-bit-band value that decodes
 to 0, and none on the 0 it forwards).
 
+The schedule (which chunk is sent and received at each step, what is added, what the
+owner keeps) is golden.compressors.communicator's `ring_plan`, played by its `run_ring`,
+the code the simulation runs; this module supplies the hops: `_FloatHops` on the float32
+wires, `_CodedHops` on the software wire.
+
 Pipelining: a block moves in chunks; one sender thread per rank sends chunks in the
 order the neighbour receives them, while the main thread receives, sums and hands each
 summed chunk on, so receive, sum and send overlap. On the software wire a receiver
