@@ -18,13 +18,13 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ...golden.compressors import communicator
+from .socket_p2p import RingSum
 from .transport import DEFAULT_TIMEOUT, CollectiveError
 
 __all__ = ["TorchTransport"]
 
 
-class TorchTransport:
+class TorchTransport(RingSum):
     """Rank `dist.get_rank(group)` of `group` (None: the default group)."""
 
     def __init__(self, group=None, ring=None, timeout=DEFAULT_TIMEOUT):
@@ -73,20 +73,3 @@ class TorchTransport:
             work.wait(self.timeout)
         except Exception as e:  # gloo raises RuntimeError on a timeout or a closed pair
             raise CollectiveError(f"rank {peer}: waiting for {what} failed: {e}") from None
-
-    def ring_allreduce(self, x, codec):
-        """The element-wise sum: on the socket ring when one is given (pipelined, the
-        same schedule), else the communicator's hops over this process group."""
-        ring = self.ring
-        if ring is None:
-            return communicator.ring_allreduce(self, x, codec)
-        if (ring.rank, ring.world) != (self.rank, self.world):
-            raise ValueError(f"the ring is rank {ring.rank} of {ring.world}, the process group "
-                             f"{self.rank} of {self.world}")
-        if ring.wire != "software" or ring.codec.name != getattr(codec, "name", None):
-            raise ValueError("the ring must be on the software wire with the method's codec "
-                             "(Ring(..., wire='software', codec=comp.codec))")
-        before = ring.payload_bytes
-        ring.allreduce(x)
-        self.sent += ring.payload_bytes - before
-        return x
