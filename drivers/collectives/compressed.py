@@ -27,7 +27,7 @@ def prelude(comp, grad, state, group=None, timeout=DEFAULT_TIMEOUT):
     """The method's prelude over the process group: TernGrad's shared scalers (max),
     ScaleCom's leader indices."""
     t = TorchTransport(group, timeout=timeout)
-    out = communicator.prelude(comp, grad, state, t)
+    out = communicator.drive(communicator.prelude(comp, grad, state, t), t)
     t.flush()
     return out
 

@@ -26,14 +26,15 @@ _LIMIT = 1 << 31     # a frame longer than this is a protocol error
 
 
 class RingSum:
-    """The element-wise sum of communicator.step for a transport with an optional Ring."""
+    """The element-wise sum of communicator.exchange for a blocking transport: around
+    `ring` (the socket Ring) when there is one, else the communicator's own hops."""
     ring = None
     sent = 0
 
     def ring_allreduce(self, x, codec):
         ring = self.ring
         if ring is None:
-            return communicator.ring_allreduce(self, x, codec)
+            return communicator.drive(communicator.ring_allreduce(self, x, codec), self)
         if (ring.rank, ring.world) != (self.rank, self.world):
             raise ValueError(f"the ring is rank {ring.rank} of {ring.world}, the transport "
                              f"{self.rank} of {self.world}")

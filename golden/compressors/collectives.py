@@ -3,8 +3,9 @@
 `run(compressor, grads, states)` plays one step for P workers and returns every rank's
 aggregate (the SUM over workers, float32; divide by P for the mean), the bytes each
 rank sent and received, and the new states. The collectives are communicator.py's, the
-same code the real processes run: each rank plays `communicator.step` in its own
-thread over in-process mailboxes, and its bytes are its transport's counters.
+same code the real processes run: the P ranks' `communicator.exchange` programs run
+interleaved over in-process mailboxes (`communicator.play`), and a rank's bytes are its
+transport's counters.
 
 - ring_inc / allreduce: the ring of INCEPTIONN's Algorithm 1 (reduce-scatter then
   all-gather in P blocks, block b summed along b, b+1, ..., b-1). Every hop encodes the
@@ -65,6 +66,6 @@ def run(comp: Compressor, grads, states) -> Exchange:
     if comp.collective == "gtopk_tree" and p & (p - 1):
         raise ValueError(f"gTop-k's tree needs a power-of-two number of workers, got {p}")
     out, ts = communicator.play(
-        lambda t: communicator.step(comp, grads[t.rank], states[t.rank], t), p)
+        lambda t: communicator.exchange(comp, grads[t.rank], states[t.rank], t), p)
     return Exchange([o[0] for o in out], [t.sent for t in ts], [t.received for t in ts],
                     [o[1] for o in out])

@@ -1,19 +1,21 @@
 """Every collective of golden.compressors, written once, per rank, over a transport.
 
 GRACE's split: a compressor (golden.compressors), its memory (the State), and the
-communicator here. A collective is a function one rank runs; it talks to the others only
-through a `Transport`, so the same code runs in one process (`InProcess`, the
-simulation behind collectives.run and the study), between processes over
-torch.distributed point-to-point (drivers/collectives/torch_p2p.py), and, for the ring,
-on sockets (drivers/collectives/ring.py runs `ring_plan` through `run_ring` with its own
-pipelined hops). Nothing here imports torch or opens a socket.
+communicator here. A collective is one rank's program: a generator that sends with
+`t.send(peer, data)` and receives with `data = yield peer`, so the same code runs in one
+process (`play`: the P programs interleaved by a deterministic scheduler, no threads,
+behind collectives.run and the study), and between processes on a blocking transport
+(`drive`: torch.distributed point-to-point, drivers/collectives/torch_p2p.py; the
+project's sockets, drivers/collectives/socket_p2p.py). The ring's schedule (`ring_steps`)
+is also what the socket Ring (drivers/collectives/ring.py) plays with its pipelined hops.
+Nothing here imports torch or opens a socket.
 
 A Transport is `rank`, `world`, `send(peer, data: bytes)`, `recv(peer) -> bytes` (whole
 messages, in order per pair of ranks) and the counters `sent` and `received`: message
 bytes only, no framing, so they are the exact wire bytes the study reports. send must
-not wait for the peer's recv (the schedules below send before they receive). A
-transport may carry its own `ring_allreduce(x, codec)` (the socket ring); `step` uses
-it for the element-wise methods instead of the generic hops.
+not wait for the peer's recv (the schedules send first). A transport may carry its own
+blocking `ring_allreduce(x, codec)` (the socket ring); `exchange` then uses it for the
+element-wise methods instead of the generic hops.
 
 Every rank ends bit-identical: sums follow one fixed order (block b summed along ranks
 b, b+1, ..., b-1; all-gathered payloads added in rank order) and a rank keeps what it
@@ -22,8 +24,7 @@ sends as the others decode it.
 
 from __future__ import annotations
 
-import queue
-import threading
+from collections import deque
 from dataclasses import replace
 from typing import Protocol
 
@@ -32,9 +33,9 @@ import numpy as np
 from .base import Payload, as_grad, scatter
 from .gtopk import merge
 
-__all__ = ["Transport", "InProcess", "play", "step", "block_bounds", "ring_plan", "run_ring",
-           "ring_allreduce", "allgather", "gtopk_tree", "prelude", "prelude_max",
-           "prelude_leader"]
+__all__ = ["Transport", "InProcess", "play", "drive", "step", "exchange", "block_bounds",
+           "ring_plan", "ring_steps", "run_ring", "ring_allreduce", "allgather", "gtopk_tree",
+           "prelude", "prelude_max", "prelude_leader"]
 
 
 class Transport(Protocol):
@@ -84,49 +85,50 @@ def ring_plan(n: int, p: int, r: int, chunk: int | None = None):
     return first, reduce, gather
 
 
-def run_ring(x: np.ndarray, plan, hops) -> np.ndarray:
-    """Play a ring_plan on x in place through `hops`: send(view, keep) puts a chunk on the
-    wire (keep: replace it by what the receiver will decode), recv(view, add) takes the
-    next chunk from the previous rank and adds it to view (received + own: the fixed
-    order) or stores it. The sockets' hops pipeline; these calls only fix the order."""
+def ring_steps(x: np.ndarray, plan):
+    """The plan as the operations on x, in wire order: ("send", view, keep) puts a chunk
+    on the wire (keep: the sender replaces it by what the receiver will decode);
+    ("recv", view, add) takes the next chunk from the previous rank and adds it to view
+    (received + own: the fixed order) or stores it. Each must be done before the next
+    is asked for."""
     first, reduce, gather = plan
     for c0, c1 in first:
-        hops.send(x[c0:c1], False)
+        yield "send", x[c0:c1], False
     for c0, c1, last in reduce:
-        hops.recv(x[c0:c1], True)
-        hops.send(x[c0:c1], last)
+        yield "recv", x[c0:c1], True
+        yield "send", x[c0:c1], last
     for c0, c1, forward in gather:
-        hops.recv(x[c0:c1], False)
+        yield "recv", x[c0:c1], False
         if forward:   # re-coded, as a NIC codes what its host sends
-            hops.send(x[c0:c1], False)
+            yield "send", x[c0:c1], False
+
+
+def run_ring(x: np.ndarray, plan, hops) -> np.ndarray:
+    """Play the plan on x in place through blocking `hops` (send(view, keep),
+    recv(view, add)); the sockets' hops pipeline, this only fixes the order."""
+    for op, view, flag in ring_steps(x, plan):
+        (hops.send if op == "send" else hops.recv)(view, flag)
     return x
 
 
-class _Hops:
-    """A ring hop over a Transport: the codec's bytes, one message per chunk."""
-
-    def __init__(self, t, codec):
-        self.t, self.codec = t, codec
-        self.next, self.prev = (t.rank + 1) % t.world, (t.rank - 1) % t.world
-
-    def send(self, view, keep):
-        data = self.codec.encode(view)
-        if keep:
-            view[:] = self.codec.decode(data, view.size)
-        self.t.send(self.next, data)
-
-    def recv(self, view, add):
-        got = self.codec.decode(self.t.recv(self.prev), view.size)
-        if add:
+def ring_allreduce(t: Transport, x: np.ndarray, codec, chunk: int | None = None):
+    """(Program) Sum float32 x in place over the ranks around the ring, every hop coded
+    with `codec` (encode(values) -> bytes, decode(bytes, n) -> float32)."""
+    if t.world == 1:
+        return x
+    nxt, prev = (t.rank + 1) % t.world, (t.rank - 1) % t.world
+    for op, view, flag in ring_steps(x, ring_plan(x.size, t.world, t.rank, chunk)):
+        if op == "send":
+            data = codec.encode(view)
+            if flag:
+                view[:] = codec.decode(data, view.size)
+            t.send(nxt, data)
+            continue
+        got = codec.decode((yield prev), view.size)
+        if flag:
             np.add(got, view, out=view)
         else:
             view[:] = got
-
-
-def ring_allreduce(t: Transport, x: np.ndarray, codec, chunk: int | None = None):
-    """Sum float32 x (in place) over the ranks around the ring, every hop coded."""
-    if t.world > 1:
-        run_ring(x, ring_plan(x.size, t.world, t.rank, chunk), _Hops(t, codec))
     return x
 
 
@@ -142,14 +144,17 @@ def allgather(t: Transport, parts: tuple) -> list[tuple]:
     for s in range(p - 1):
         for part in out[(r - s) % p]:
             t.send((r + 1) % p, part)
-        out[(r - s - 1) % p] = tuple(t.recv((r - 1) % p) for _ in parts)
+        got = []
+        for _ in parts:
+            got.append((yield (r - 1) % p))
+        out[(r - s - 1) % p] = tuple(got)
     return out
 
 
 def prelude_max(t: Transport, arr) -> np.ndarray:
     """Element-wise max of every rank's float32 array (TernGrad's shared scalers)."""
     arr = np.ascontiguousarray(arr, "<f4")
-    every = allgather(t, (arr.tobytes(),))
+    every = yield from allgather(t, (arr.tobytes(),))
     return np.maximum.reduce([np.frombuffer(b, "<f4").astype(np.float32) for (b,) in every])
 
 
@@ -160,7 +165,7 @@ def prelude_leader(t: Transport, lead: int, make) -> np.ndarray:
     if r == lead:
         data = np.ascontiguousarray(make(), "<i4").tobytes()
     else:
-        data = t.recv((r - 1) % p)
+        data = yield (r - 1) % p
     if (r + 1) % p != lead:
         t.send((r + 1) % p, data)
     return np.frombuffer(data, "<i4").astype(np.int64)
@@ -169,9 +174,10 @@ def prelude_leader(t: Transport, lead: int, make) -> np.ndarray:
 def prelude(comp, grad, state, t: Transport) -> np.ndarray:
     """The method's prelude: "max" or "leader" (the step's leader, step mod P)."""
     if comp.prelude_op == "max":
-        return prelude_max(t, comp.prelude(grad, state))
+        return (yield from prelude_max(t, comp.prelude(grad, state)))
     if comp.prelude_op == "leader":
-        return prelude_leader(t, state.step % t.world, lambda: comp.prelude(grad, state))
+        return (yield from prelude_leader(t, state.step % t.world,
+                                          lambda: comp.prelude(grad, state)))
     raise ValueError(f"unknown prelude {comp.prelude_op!r}")
 
 
@@ -191,22 +197,22 @@ def gtopk_tree(t: Transport, comp, payload: Payload, k: int):
         t.send(peer, pl.values)
 
     def recv(peer):
-        index = t.recv(peer)
-        return comp.parse(Payload(values=t.recv(peer), index=index))
+        index = yield peer
+        return comp.parse(Payload(values=(yield peer), index=index))
 
     step, merged = 1, False
     while step < p:                          # up: r mod 2^(j+1) = 2^j sends to r - 2^j
         if r % (2 * step) == step:
             send(r - step, pack(cur) if merged else payload)
             break
-        cur, merged = merge(cur, recv(r + step), k), True
+        cur, merged = merge(cur, (yield from recv(r + step)), k), True
         step *= 2
     down = None
     step = p
     while step > 1:                          # down: a rank hears its parent, serves children
         step //= 2
         if r % (2 * step) == step:
-            cur = recv(r - step)
+            cur = yield from recv(r - step)
         elif r % (2 * step) == 0:
             down = down or pack(cur)
             send(r + step, down)
@@ -217,8 +223,14 @@ def gtopk_tree(t: Transport, comp, payload: Payload, k: int):
 
 
 def step(comp, grad, state, t: Transport):
-    """One step of `comp` on this rank: (the SUM over ranks, float32, identical on every
-    rank; the new state). The one dispatch on comp.collective for every transport."""
+    """One step of `comp` on this rank over a blocking transport: (the SUM over ranks,
+    float32, identical on every rank; the new state)."""
+    return drive(exchange(comp, grad, state, t), t)
+
+
+def exchange(comp, grad, state, t: Transport):
+    """(Program) One step of `comp` on this rank; returns (sum, new state). The one
+    dispatch on comp.collective for every transport."""
     grad = as_grad(grad)
     d = grad.size
     if (state.rank, state.world) != (t.rank, t.world):
@@ -227,33 +239,43 @@ def step(comp, grad, state, t: Transport):
     if comp.collective == "gtopk_tree" and t.world & (t.world - 1):
         raise ValueError(f"gTop-k's tree needs a power-of-two number of workers, got {t.world}")
     if comp.prelude_op is not None:
-        state = replace(state, shared=prelude(comp, grad, state, t))
+        state = replace(state, shared=(yield from prelude(comp, grad, state, t)))
     info = None
     if comp.collective in ("allreduce", "ring_inc"):
         vals, state = comp.select(grad, state)
         vals = np.array(vals, np.float32)    # a copy: the ring sums in place
         own = getattr(t, "ring_allreduce", None)
-        own(vals, comp.codec) if own is not None else ring_allreduce(t, vals, comp.codec)
+        if own is not None:
+            own(vals, comp.codec)
+        else:
+            yield from ring_allreduce(t, vals, comp.codec)
         result = comp.expand(vals, d, state)
     elif comp.collective == "allgather":
         payload, state = comp.compress(grad, state)
         result = np.zeros(d, np.float32)
-        for values, index, scale in allgather(t, (payload.values, payload.index, payload.scale)):
+        every = yield from allgather(t, (payload.values, payload.index, payload.scale))
+        for values, index, scale in every:
             result = result + comp.decompress(Payload(values, index, scale), d, state)
     elif comp.collective == "gtopk_tree":
         payload, state = comp.compress(grad, state)
-        idx, vals = gtopk_tree(t, comp, payload, comp.count(d))
+        idx, vals = yield from gtopk_tree(t, comp, payload, comp.count(d))
         result, info = scatter(idx, vals, d), idx
     else:
         raise ValueError(f"unknown collective {comp.collective!r}")
     return result, comp.finish(state, info)
 
 
-# ---------------------------------------------------------------------- in one process
+# ---------------------------------------------------------------------- running programs
 
 
-class _Abort(Exception):
-    """Another rank of the simulation failed."""
+def drive(program, t: Transport):
+    """Run one rank's program on a blocking transport; its return value."""
+    try:
+        peer = next(program)
+        while True:
+            peer = program.send(t.recv(peer))
+    except StopIteration as done:
+        return done.value
 
 
 class InProcess:
@@ -265,43 +287,39 @@ class InProcess:
 
     def send(self, peer, data):
         self.sent += len(data)
-        self.boxes[(self.rank, peer)].put(bytes(data))
+        self.boxes[(self.rank, peer)].append(bytes(data))
 
     def recv(self, peer):
-        data = self.boxes[(peer, self.rank)].get()
-        if data is _ABORT:
-            raise _Abort
-        self.received += len(data)
-        return data
+        raise RuntimeError("an in-process rank receives through play(), not recv()")
 
 
-_ABORT = object()
-
-
-def play(fn, world: int) -> tuple[list, list]:
-    """Run fn(transport) for ranks 0..world-1 at once, one thread each; (their results,
-    their transports). The first error is raised once every rank has stopped."""
-    boxes = {(a, b): queue.SimpleQueue() for a in range(world) for b in range(world)}
+def play(program, world: int) -> tuple[list, list]:
+    """Run program(transport) for ranks 0..world-1 in one thread: each rank runs until it
+    waits for a message that has not been sent yet, then the next rank that can go does
+    (always the lowest), so a run is deterministic. (their results, their transports)."""
+    boxes = {(a, b): deque() for a in range(world) for b in range(world)}
     ts = [InProcess(r, world, boxes) for r in range(world)]
-    out, errors = [None] * world, [None] * world
+    progs = [program(t) for t in ts]
+    out, waits, live = [None] * world, [None] * world, set(range(world))
 
-    def one(r):
+    def advance(r, data):
         try:
-            out[r] = fn(ts[r])
-        except BaseException as e:  # every blocked rank is released, then it is raised
-            errors[r] = e
-            for box in boxes.values():
-                box.put(_ABORT)
+            waits[r] = progs[r].send(data)
+        except StopIteration as done:
+            out[r] = done.value
+            live.discard(r)
 
-    if world == 1:
-        one(0)
-    else:
-        threads = [threading.Thread(target=one, args=(r,), daemon=True) for r in range(world)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-    first = next((e for e in errors if e is not None and not isinstance(e, _Abort)), None)
-    if first is not None:
-        raise first
+    for r in range(world):
+        advance(r, None)
+    while live:
+        moved = False
+        for r in sorted(live):
+            while r in live and boxes[(waits[r], r)]:
+                data = boxes[(waits[r], r)].popleft()
+                ts[r].received += len(data)
+                advance(r, data)
+                moved = True
+        if not moved:
+            raise RuntimeError(f"ranks {sorted(live)} wait for messages nobody sends: "
+                               f"{ {r: waits[r] for r in sorted(live)} }")
     return out, ts
