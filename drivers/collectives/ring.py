@@ -49,6 +49,7 @@ from ...golden.compressors.communicator import block_bounds, ring_plan, run_ring
 from .. import sockets
 from .agreement import agree_via_store
 from .codecs import make_codec
+from .sender import LinkSender
 from .transport import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
                         rendezvous)
 
@@ -63,42 +64,6 @@ def default_codec_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 DEFAULT_CHUNK = 1 << 16          # floats per chunk (256 KiB)
-
-
-class _Sender:
-    """Sends (array view) items on one link in order; an error stops the rank."""
-
-    def __init__(self, link, on_error):
-        self.link, self.on_error = link, on_error
-        self.q: queue.Queue = queue.Queue()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name=f"ring-send-{link.peer}", daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while True:
-            item = self.q.get()
-            if item is None:
-                return
-            if self.error is not None:
-                continue
-            try:
-                self._send(item)
-            except BaseException as e:  # reported by the main thread
-                self.error = e
-                self.on_error()
-
-    def _send(self, view):
-        self.link.send_floats(view)
-
-    def put(self, view):
-        self.q.put(view)
-
-    def finish(self):
-        self.q.put(None)
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
 
 
 class Ring(Collective):
@@ -209,7 +174,7 @@ class Ring(Collective):
     def _exchange(self, x):
         """Algorithm 1's schedule (communicator.ring_plan, played by run_ring) with
         float32 on the wire."""
-        sender = _Sender(self.next, self._wake)
+        sender = LinkSender(self.next, self._wake)
         try:
             run_ring(x, ring_plan(x.size, self.world, self.rank, self.chunk),
                      _FloatHops(self, sender))
@@ -345,7 +310,7 @@ def _decoded(fut, peer):
         raise CollectiveError(f"rank {peer} sent bytes that do not decode: {e}") from None
 
 
-class _FrameSender(_Sender):
+class _FrameSender(LinkSender):
     """Sends coded chunks in order: bytes, or futures of bytes (encodes in flight)."""
 
     def __init__(self, ring, on_error):

@@ -12,12 +12,13 @@ the same ranks: pipelined, the method's codec per hop) when one is given.
 
 from __future__ import annotations
 
-import queue
 import threading
+import time
 
 from .. import sockets
 from ...golden.compressors import communicator
 from .agreement import agree_via_store
+from .sender import LinkSender
 from .transport import DEFAULT_TIMEOUT, Collective, CollectiveError, rendezvous
 
 __all__ = ["SocketTransport", "RingSum"]
@@ -47,27 +48,17 @@ class RingSum:
         return x
 
 
-class _FrameQueue:
-    """Sends queued byte strings on one link in order; the first error is kept."""
+class _FrameQueue(LinkSender):
+    """Sends byte strings as frames; an Event in the queue is set when reached (flush)."""
 
     def __init__(self, link):
-        self.link, self.q, self.error = link, queue.SimpleQueue(), None
-        self.thread = threading.Thread(target=self._run, name=f"p2p-send-{link.peer}",
-                                       daemon=True)
-        self.thread.start()
+        super().__init__(link, lambda: None)   # a dead peer's frames fail on receipt too
 
-    def _run(self):
-        while True:
-            item = self.q.get()
-            if item is None:
-                return
-            if isinstance(item, threading.Event):
-                item.set()
-            elif self.error is None:
-                try:
-                    self.link.send_frame(item)
-                except BaseException as e:  # raised by the next send or flush
-                    self.error = e
+    def _send(self, item):
+        if isinstance(item, threading.Event):
+            item.set()
+        else:
+            self.link.send_frame(item)
 
 
 class SocketTransport(RingSum, Collective):
@@ -97,7 +88,7 @@ class SocketTransport(RingSum, Collective):
         sender = self._senders[peer]
         if sender.error is not None:
             raise sender.error
-        sender.q.put(bytes(data))
+        sender.put(bytes(data))
         self.sent += len(data)
 
     def recv(self, peer):
@@ -107,16 +98,20 @@ class SocketTransport(RingSum, Collective):
 
     def flush(self):
         """Wait until every queued message is on its socket."""
+        deadline = time.monotonic() + self.timeout + 5
         for peer, sender in self._senders.items():
             done = threading.Event()
-            sender.q.put(done)
-            if not done.wait(self.timeout + 5):
-                raise CollectiveError(f"rank {peer} stopped reading (timeout)")
+            sender.put(done)
+            while not done.wait(0.05):      # a failed sender skips the rest of its queue
+                if sender.error is not None:
+                    raise sender.error
+                if time.monotonic() > deadline:
+                    raise CollectiveError(f"rank {peer} stopped reading (timeout)")
             if sender.error is not None:
                 raise sender.error
 
     def close(self):
         for sender in self._senders.values():
-            sender.q.put(None)
+            sender.put(None)
         super().close()
         self._senders = {}
