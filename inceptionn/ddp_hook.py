@@ -284,7 +284,8 @@ class _BucketStates:
             self._new(key, params, arr.size, rank, world)
         entry = self.entries[key]
         comp, cstate = entry[0], entry[1]
-        total, cstate, sent = compressed_step(comp, arr, cstate, pg, ring=self.state.collective)
+        total, cstate, sent = compressed_step(comp, arr, cstate, pg, ring=st.collective,
+                                             timeout=st.timeout)
         entry[1] = cstate
         st.bytes_sent += sent
         return np.ascontiguousarray(total, np.float32)

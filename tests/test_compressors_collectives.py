@@ -173,33 +173,72 @@ def test_block_random_k_scaled_is_biased_at_a_scopes_edges():
 # ---------------------------------------------------------------- the real communicator
 
 
-def _real_rank(rank, world, port, steps, q):
-    """Every method on real processes: preludes, all-gathers and gTop-k's tree over a
-    gloo process group, element-wise sums around the socket ring (software wire, the
-    method's codec on every hop)."""
+def _spawn(target, p, args, expect=None, timeout=240):
+    """target(rank, world, port, *args, q) in p spawned ranks; {rank: what it put}."""
+    import multiprocessing as mp
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(r, p, port, *args, q)) for r in range(p)]
+    for pr in procs:
+        pr.start()
+    try:
+        return dict(q.get(timeout=timeout) for _ in range(expect or p))
+    finally:
+        for pr in procs:
+            pr.join(10)
+            if pr.is_alive():
+                pr.kill()
+
+
+def _init(rank, world, port):
     import datetime
     import os
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     import torch
     import torch.distributed as dist
     torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    return dist, dist.TCPStore("127.0.0.1", port, is_master=False,
+                               timeout=datetime.timedelta(seconds=30))
+
+
+def _real_rank(rank, world, port, steps, how, q):
+    """Every method on real processes through communicator.py. how: "socket-ring"
+    (preludes, all-gathers and gTop-k's tree over gloo point-to-point, element-wise sums
+    around the socket ring, the method's codec on every hop), "gloo" (everything over
+    gloo point-to-point), "sockets" (everything on the project's sockets, no gloo)."""
     from inceptionn.drivers.collectives import Ring
     from inceptionn.drivers.collectives.compressed import step
+    from inceptionn.drivers.collectives.socket_p2p import SocketTransport
+    from inceptionn.golden.compressors import communicator
     try:
-        dist.init_process_group("gloo", rank=rank, world_size=world)
-        store = dist.TCPStore("127.0.0.1", port, is_master=False,
-                              timeout=datetime.timedelta(seconds=30))
+        dist, store = _init(rank, world, port)
         out = {}
         for i, (name, kw) in enumerate(METHODS):
             comp = make(name, **kw)
             ring = Ring.from_store(store, rank, world, prefix=f"t/{i}", wire="software",
-                                   codec=comp.codec, chunk=1 << 20, timeout=30)
+                                   codec=comp.codec, chunk=1 << 20, timeout=30) \
+                if how == "socket-ring" else None
+            t = SocketTransport.from_store(store, rank, world, prefix=f"p/{i}", timeout=30) \
+                if how == "sockets" else None
             st = comp.init(701, rank, world, 0)
             res = []
             for g in steps:
-                r, st, sent = step(comp, g[rank], st, ring=ring)
+                if t is None:
+                    r, st, sent = step(comp, g[rank], st, ring=ring, timeout=30)
+                else:
+                    before = t.sent
+                    r, st = communicator.step(comp, g[rank], st, t)
+                    t.flush()
+                    sent = t.sent - before
                 res.append((r.tobytes(), sent))
-            ring.close()
+            for c in (ring, t):
+                if c is not None:
+                    c.close()
             out[i] = res
         q.put((rank, out))
         dist.destroy_process_group()
@@ -207,26 +246,12 @@ def _real_rank(rank, world, port, steps, q):
         q.put((rank, f"{type(e).__name__}: {e}"))
 
 
-def test_every_method_on_the_real_communicator_equals_the_simulation():
-    import multiprocessing as mp
-    import socket
-    p = 4
+@pytest.mark.parametrize("p,how", [(4, "socket-ring"), (2, "socket-ring"), (2, "gloo"),
+                                   (4, "sockets")])
+def test_every_method_on_the_real_communicator_equals_the_simulation(p, how):
+    """Results bit for bit and every rank's bytes, preludes and trees included."""
     g = grads(np.random.default_rng(9), p, 701, steps=2)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_real_rank, args=(r, p, port, g, q)) for r in range(p)]
-    for pr in procs:
-        pr.start()
-    try:
-        real = dict(q.get(timeout=240) for _ in range(p))
-    finally:
-        for pr in procs:
-            pr.join(10)
-            if pr.is_alive():
-                pr.kill()
+    real = _spawn(_real_rank, p, (g, how))
     assert all(isinstance(v, dict) for v in real.values()), real
     for i, (name, kw) in enumerate(METHODS):
         comp = make(name, **kw)
@@ -237,5 +262,51 @@ def test_every_method_on_the_real_communicator_equals_the_simulation():
             for r in range(p):
                 got, sent = real[r][i][s]
                 assert got == ex.results[r].tobytes(), (name, kw, s, r)
-                if comp.prelude_op is None and comp.collective != "gtopk_tree":
-                    assert sent == ex.sent[r], (name, kw, s, r, sent, ex.sent[r])
+                assert sent == ex.sent[r], (name, kw, s, r, sent, ex.sent[r])
+
+
+def _dies_mid_step(rank, world, port, name, victim, how, q):
+    """The victim leaves after its first message of step 1."""
+    import os
+    import time
+    from inceptionn.drivers.collectives import socket_p2p, torch_p2p
+    from inceptionn.drivers.collectives.compressed import step
+    from inceptionn.golden.compressors import communicator
+    t0 = time.monotonic()
+    try:
+        dist, store = _init(rank, world, port)
+        t = socket_p2p.SocketTransport.from_store(store, rank, world, timeout=10) \
+            if how == "sockets" else None
+        cls = torch_p2p.TorchTransport if t is None else socket_p2p.SocketTransport
+        comp = make(name, k=20)
+        st = comp.init(300, rank, world, 0)
+        g = np.random.default_rng(rank).normal(0, 1, 300).astype(np.float32)
+        for i in range(3):
+            if i == 1 and rank == victim:
+                send = cls.send
+
+                def die(self, peer, data):
+                    send(self, peer, data)
+                    if t is not None:
+                        t.flush()
+                    os._exit(9)
+                cls.send = die
+            t0 = time.monotonic()
+            if t is None:
+                _, st, _ = step(comp, g, st, timeout=10)
+            else:
+                _, st = communicator.step(comp, g, st, t)
+                t.flush()
+        q.put((rank, ("finished", time.monotonic() - t0)))
+    except BaseException as e:  # reported to the test
+        q.put((rank, (f"{type(e).__name__}: {e}", time.monotonic() - t0)))
+
+
+@pytest.mark.parametrize("how", ["gloo", "sockets"])
+@pytest.mark.parametrize("name", ["topk", "gtopk", "scalecom"])
+def test_a_rank_killed_mid_step_makes_the_others_raise_within_the_timeout(name, how):
+    res = _spawn(_dies_mid_step, 4, (name, 1, how), expect=3, timeout=120)
+    assert set(res) == {0, 2, 3}, res
+    for rank, (out, took) in res.items():
+        assert out.startswith("CollectiveError"), (rank, out)
+        assert took < 10 + 5, (rank, took, out)

@@ -23,6 +23,11 @@ what its host sends: the values come out the same (the roundtrip is idempotent),
 bytes can be fewer (the paper's codec spends a byte on an 8-bit-band value that decodes
 to 0, and none on the 0 it forwards).
 
+The schedule (which chunk is sent and received at each step, what is added, what the
+owner keeps) is golden.compressors.communicator's `ring_plan`, played by its `run_ring`,
+the code the simulation runs; this module supplies the hops: `_FloatHops` on the float32
+wires, `_CodedHops` on the software wire.
+
 Pipelining: a block moves in chunks; one sender thread per rank sends chunks in the
 order the neighbour receives them, while the main thread receives, sums and hands each
 summed chunk on, so receive, sum and send overlap. On the software wire a receiver
@@ -40,9 +45,11 @@ import threading
 import numpy as np
 
 from ... import golden
+from ...golden.compressors.communicator import block_bounds, ring_plan, run_ring
 from .. import sockets
 from .agreement import agree_via_store
 from .codecs import make_codec
+from .sender import LinkSender
 from .transport import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
                         rendezvous)
 
@@ -57,53 +64,6 @@ def default_codec_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 DEFAULT_CHUNK = 1 << 16          # floats per chunk (256 KiB)
-
-
-def block_bounds(n: int, p: int) -> list[tuple[int, int]]:
-    """P contiguous blocks of n values, the first n % p one value longer."""
-    base, extra = divmod(n, p)
-    out, lo = [], 0
-    for b in range(p):
-        hi = lo + base + (1 if b < extra else 0)
-        out.append((lo, hi))
-        lo = hi
-    return out
-
-
-class _Sender:
-    """Sends (array view) items on one link in order; an error stops the rank."""
-
-    def __init__(self, link, on_error):
-        self.link, self.on_error = link, on_error
-        self.q: queue.Queue = queue.Queue()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name=f"ring-send-{link.peer}", daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while True:
-            item = self.q.get()
-            if item is None:
-                return
-            if self.error is not None:
-                continue
-            try:
-                self._send(item)
-            except BaseException as e:  # reported by the main thread
-                self.error = e
-                self.on_error()
-
-    def _send(self, view):
-        self.link.send_floats(view)
-
-    def put(self, view):
-        self.q.put(view)
-
-    def finish(self):
-        self.q.put(None)
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
 
 
 class Ring(Collective):
@@ -212,42 +172,12 @@ class Ring(Collective):
         return self.codec.roundtrip(a)
 
     def _exchange(self, x):
-        p, r = self.world, self.rank
-        bounds = block_bounds(x.size, p)
-        lossy = self.wire != "plain"
-        sender = _Sender(self.next, self._wake)
-        buf = np.empty(min(self.chunk, max(1, bounds[0][1] - bounds[0][0])), np.float32)
+        """Algorithm 1's schedule (communicator.ring_plan, played by run_ring) with
+        float32 on the wire."""
+        sender = LinkSender(self.next, self._wake)
         try:
-            # Reduce-scatter step s: send block (r - s), receive block (r - s - 1) and add.
-            lo, hi = bounds[r]
-            for c0 in range(lo, hi, self.chunk):
-                self._send(sender, x[c0:min(c0 + self.chunk, hi)])
-            for s in range(p - 1):
-                b = (r - s - 1) % p
-                lo, hi = bounds[b]
-                last = s == p - 2
-                for c0 in range(lo, hi, self.chunk):
-                    c1 = min(c0 + self.chunk, hi)
-                    got = buf[:c1 - c0]
-                    self._recv(got, sender)
-                    if self.emulate:
-                        got[:] = self._rt(got)
-                    # Fixed order: the partial sum so far, plus this rank's own values.
-                    np.add(got, x[c0:c1], out=x[c0:c1])
-                    if last and lossy:
-                        x[c0:c1] = self._rt(x[c0:c1])   # the owner keeps what it sends
-                    self._send(sender, x[c0:c1])         # next step (or the all-gather)
-            # All-gather step s: receive block (r - s), final at its owner; forward it.
-            for s in range(p - 1):
-                b = (r - s) % p
-                lo, hi = bounds[b]
-                for c0 in range(lo, hi, self.chunk):
-                    c1 = min(c0 + self.chunk, hi)
-                    self._recv(x[c0:c1], sender)
-                    if self.emulate:
-                        x[c0:c1] = self._rt(x[c0:c1])
-                    if s < p - 2:
-                        self._send(sender, x[c0:c1])
+            run_ring(x, ring_plan(x.size, self.world, self.rank, self.chunk),
+                     _FloatHops(self, sender))
         finally:
             sender.finish()
 
@@ -272,36 +202,16 @@ class Ring(Collective):
 
     # ------------------------------------------------------------------ software wire
 
-    def _chunks(self, lo, hi):
-        return [(c0, min(c0 + self.chunk, hi)) for c0 in range(lo, hi, self.chunk)]
-
     def _exchange_coded(self, x):
-        """The same schedule as _exchange, each hop carrying the codec's bytes."""
-        p, r = self.world, self.rank
-        bounds = block_bounds(x.size, p)
-        reduce = [(c, s == p - 2) for s in range(p - 1)
-                  for c in self._chunks(*bounds[(r - s - 1) % p])]
-        gather = [(c, s < p - 2) for s in range(p - 1) for c in self._chunks(*bounds[(r - s) % p])]
+        """The same schedule, each hop carrying the codec's bytes."""
+        plan = ring_plan(x.size, self.world, self.rank, self.chunk)
         if self._pool is None:
             self._pool = cf.ThreadPoolExecutor(self.codec_threads, thread_name_prefix="ring-codec")
-        pool, codec = self._pool, self.codec
         sender = _FrameSender(self, self._wake_all)
-        receiver = _FrameReceiver(self, [c1 - c0 for (c0, c1), _ in reduce + gather],
+        receiver = _FrameReceiver(self, [c1 - c0 for c0, c1, _ in plan[1] + plan[2]],
                                   self._wake_all)
         try:
-            for c0, c1 in self._chunks(*bounds[r]):
-                sender.put(pool.submit(codec.encode, x[c0:c1]))
-            for (c0, c1), last in reduce:
-                _, got = receiver.get()
-                # Fixed order: the partial sum so far, plus this rank's own values.
-                np.add(_decoded(got, self.prev.peer), x[c0:c1], out=x[c0:c1])
-                # The owner keeps what it sends, as its neighbours will decode it.
-                sender.put(pool.submit(self._encode_keep if last else codec.encode, x[c0:c1]))
-            for (c0, c1), forward in gather:
-                _, got = receiver.get()
-                x[c0:c1] = _decoded(got, self.prev.peer)
-                if forward:     # re-coded, as the NIC codes what the host sends it
-                    sender.put(pool.submit(codec.encode, x[c0:c1]))
+            run_ring(x, plan, _CodedHops(self, sender, receiver))
         finally:
             errors = [sender.finish(), receiver.finish()]
         for e in errors:
@@ -340,6 +250,59 @@ def _settings(wire, codec, k, chunk):
             "error_bound_log2": -int(k) if lossy else None, "chunk_floats": int(chunk)}
 
 
+class _FloatHops:
+    """run_ring's hops on the float32 wires: the sender thread sends views of x while
+    this thread receives; "emulate" applies the roundtrip on receipt, and on the lossy
+    wires the owner keeps the roundtrip of what it sends."""
+
+    def __init__(self, ring, sender):
+        self.ring, self.sender = ring, sender
+        self.lossy = ring.wire != "plain"
+        self.buf = np.empty(0, np.float32)
+
+    def send(self, view, keep):
+        if keep and self.lossy:
+            view[:] = self.ring._rt(view)
+        self.ring._send(self.sender, view)
+
+    def recv(self, view, add):
+        ring = self.ring
+        if not add:                      # the final block: straight into x
+            ring._recv(view, self.sender)
+            if ring.emulate:
+                view[:] = ring._rt(view)
+            return
+        if self.buf.size < view.size:
+            self.buf = np.empty(view.size, np.float32)
+        got = self.buf[:view.size]
+        ring._recv(got, self.sender)
+        if ring.emulate:
+            got = ring._rt(got)
+        np.add(got, view, out=view)     # the partial sum so far, plus this rank's own
+
+
+class _CodedHops:
+    """run_ring's hops on the software wire: encodes go to the codec pool and on to the
+    sender thread in order; received frames come decoded from the read-ahead receiver."""
+
+    def __init__(self, ring, sender, receiver):
+        self.ring, self.sender, self.receiver = ring, sender, receiver
+
+    def send(self, view, keep):
+        ring = self.ring
+        # The owner keeps what it sends, as its neighbours will decode it.
+        self.sender.put(ring._pool.submit(ring._encode_keep if keep else ring.codec.encode,
+                                          view))
+
+    def recv(self, view, add):
+        _, fut = self.receiver.get()
+        got = _decoded(fut, self.ring.prev.peer)
+        if add:
+            np.add(got, view, out=view)
+        else:
+            view[:] = got
+
+
 def _decoded(fut, peer):
     try:
         return fut.result()
@@ -347,7 +310,7 @@ def _decoded(fut, peer):
         raise CollectiveError(f"rank {peer} sent bytes that do not decode: {e}") from None
 
 
-class _FrameSender(_Sender):
+class _FrameSender(LinkSender):
     """Sends coded chunks in order: bytes, or futures of bytes (encodes in flight)."""
 
     def __init__(self, ring, on_error):

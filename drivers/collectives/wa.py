@@ -16,7 +16,8 @@ import numpy as np
 from ... import golden
 from .. import sockets
 from .codecs import make_codec
-from .ring import DEFAULT_CHUNK, _Sender
+from .ring import DEFAULT_CHUNK
+from .sender import LinkSender
 from .transport import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
                         rendezvous)
 
@@ -85,7 +86,7 @@ class WorkerAggregator(Collective):
                              f"workers {sizes}")
         for w in workers:
             self._links[w].send_msg("ok")
-        senders = [_Sender(self._links[w], lambda: None) for w in workers]
+        senders = [LinkSender(self._links[w], lambda: None) for w in workers]
         got = np.empty(min(self.chunk, x.size) or 1, np.float32)
         try:
             for c0 in range(0, x.size, self.chunk):
@@ -112,7 +113,7 @@ class WorkerAggregator(Collective):
         verdict = link.recv_msg()
         if verdict != "ok":
             raise ValueError(f"the aggregator refused: {verdict['error']}")
-        sender = _Sender(link, lambda: None)
+        sender = LinkSender(link, lambda: None)
         try:
             for c0 in range(0, x.size, self.chunk):
                 sender.put(x[c0:min(c0 + self.chunk, x.size)])
