@@ -10,6 +10,6 @@
   inceptionn.drivers.mac_table   the switch's MAC table: hosts pinned, the rest learned
   inceptionn.drivers.tcp_align   stream offsets of tagged TCP segments
   inceptionn.drivers.mark        nftables rules that tag unmodified programs by port
-  inceptionn.drivers.frames      gradient buffers as Ethernet/IPv4/TCP frames; pcap files
+  inceptionn.drivers.tcp_frames  gradient buffers as Ethernet/IPv4/TCP frames; pcap files
   inceptionn.gradients         the paper's HDC network in NumPy, source of real gradients
 """

@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
+from ..golden.wire import DSCP_DEFAULT
+
 __all__ = [
-    "DSCP_COMPRESS",
-    "TOS_COMPRESS",
     "tag_socket",
     "untag_socket",
     "is_tagged",
@@ -40,8 +40,6 @@ GRADIENT_MSS = 1448
 #: Socket buffers of a gradient socket: large, so a ring hop's chunk is one write.
 GRADIENT_BUFSIZE = 4 << 20
 
-DSCP_COMPRESS = 10
-TOS_COMPRESS = DSCP_COMPRESS << 2  # 0x28
 _ECN_MASK = 0x03
 
 
@@ -84,7 +82,7 @@ def get_dscp(sock) -> int:
     return _get_tos(sock) >> 2
 
 
-def tag_socket(sock, dscp: int = DSCP_COMPRESS) -> int:
+def tag_socket(sock, dscp: int = DSCP_DEFAULT) -> int:
     """Mark `sock` so that the NIC compresses its packets; returns the previous ToS byte."""
     _check(sock)
     return _set_dscp(sock, _check_dscp(dscp))
@@ -96,12 +94,12 @@ def untag_socket(sock) -> int:
     return _set_dscp(sock, 0)
 
 
-def is_tagged(sock, dscp: int = DSCP_COMPRESS) -> bool:
+def is_tagged(sock, dscp: int = DSCP_DEFAULT) -> bool:
     return get_dscp(sock) == _check_dscp(dscp)
 
 
 @contextlib.contextmanager
-def compressed(sock, dscp: int = DSCP_COMPRESS):
+def compressed(sock, dscp: int = DSCP_DEFAULT):
     """`with compressed(sock): sock.sendall(grads)` - tagged inside, previous DSCP after.
 
     Like the paper's MPI_collective_communication_comp: only the gradient exchange is
@@ -177,7 +175,7 @@ class GradientSocket(socket.socket):
         raise ValueError("a gradient socket carries float32 from send_floats only, not files")
 
 
-def gradient_socket(family=socket.AF_INET, *, dscp: int = DSCP_COMPRESS, mss: int = GRADIENT_MSS,
+def gradient_socket(family=socket.AF_INET, *, dscp: int = DSCP_DEFAULT, mss: int = GRADIENT_MSS,
                     bufsize: int = GRADIENT_BUFSIZE) -> socket.socket:
     """A new TCP socket that is safe to tag: every segment starts on a float boundary.
 

@@ -7,7 +7,7 @@ hw/compression_unit.py, ...), so that the two read side by side; wire.py holds t
 wire-format constants.
 """
 
-from .wire import (BEAT_BYTES, CODEC_DEFAULT, CODEC_MAGIC, CODECS, DEFAULT_DSCP, EB_K_MAX, EB_K_MIN, GROUP_VALUES,
+from .wire import (BEAT_BYTES, CODEC_DEFAULT, CODEC_MAGIC, CODECS, DSCP_DEFAULT, TOS_DEFAULT, EB_K_MAX, EB_K_MIN, GROUP_VALUES,
                    K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BYTES, MAX_PAYLOAD, SHIM_BYTES, SHIM_MAGIC,
                    SHIM_MAGIC_V1, SHIM_MAGIC_V2)
 from .compression_block import (TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_WIDTH, TAG_ZERO, as_bits,
@@ -23,7 +23,7 @@ from .burst_buffer import BurstBuffer
 from .payload import (compress_payload, compress_payload_with_decoded, decoded_payload,
                       decompress_payload, make_shim, min_compressed_len, parse_shim, shim_codec)
 from .checksum import internet_checksum, ip_header_checksum, l4_checksum, ones_sum
-from .packet_matcher import DSCP_DEFAULT, FrameInfo, check_dscp, packet_matcher
+from .packet_matcher import FrameInfo, check_dscp, packet_matcher
 from .counters import BYTE_COUNTER_BITS, FRAME_COUNTER_BITS, Counters
 from .frames import ip_checksum_ok, l4_checksum_ok, parse_frame
 from .compression_engine import tx_frame
@@ -35,7 +35,7 @@ from .fast import (fast_compress_payload, fast_compress_payload_with_decoded,
 
 __all__ = [
     # wire-format constants
-    "BEAT_BYTES", "DEFAULT_DSCP",
+    "BEAT_BYTES", "DSCP_DEFAULT", "TOS_DEFAULT",
     # value codec and groups
     "CODECS", "CODEC_DEFAULT", "CODEC_MAGIC", "check_codec", "k_range", "EB_K_MIN", "EB_K_MAX", "decode_table",
     "K_DEFAULT", "K_MIN", "K_MAX", "TAG_ZERO", "TAG_8BIT", "TAG_16BIT", "TAG_RAW", "TAG_WIDTH",
@@ -53,7 +53,7 @@ __all__ = [
     "decompress_payload", "make_shim", "parse_shim",
     # frames
     "internet_checksum", "ip_header_checksum", "l4_checksum", "ones_sum",
-    "DSCP_DEFAULT", "FrameInfo", "check_dscp", "packet_matcher",
+    "FrameInfo", "check_dscp", "packet_matcher",
     "BYTE_COUNTER_BITS", "FRAME_COUNTER_BITS", "MAX_FRAME_BYTES", "Counters",
     "ip_checksum_ok", "l4_checksum_ok", "parse_frame", "rx_frame", "tx_frame", "RX_HEADER_WINDOW",
     "shim_accepted",

@@ -12,7 +12,7 @@ from .frames import be16, fix_ip_checksum, l4_checksum_offset, set_be16
 from .packet_matcher import IPPROTO_TCP, IPPROTO_UDP, check_dscp, packet_matcher
 from .payload import compress_payload_with_decoded
 from .wire import CODEC_DEFAULT, K_DEFAULT, MAX_FRAME_BYTES
-from .wire import DEFAULT_DSCP as DSCP_DEFAULT
+from .wire import DSCP_DEFAULT
 
 __all__ = ["tx_frame", "check_k_port"]
 

@@ -7,7 +7,7 @@ from .counters import Counters
 from .frames import be16, fix_ip_checksum, set_be16
 from .packet_matcher import IPPROTO_UDP, check_dscp, packet_matcher
 from .payload import decompress_payload, min_compressed_len
-from .wire import DEFAULT_DSCP as DSCP_DEFAULT
+from .wire import DSCP_DEFAULT
 from .wire import EB_K_MAX, EB_K_MIN, MAX_FRAME_BYTES, SHIM_MAGIC_V1, SHIM_MAGIC_V2
 
 __all__ = ["rx_frame", "RX_HEADER_WINDOW", "VERSIONS", "shim_accepted"]

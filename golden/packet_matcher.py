@@ -6,16 +6,15 @@ Shared by TX and RX. Returns where the L4 payload starts and how long it is.
 import numbers
 from dataclasses import dataclass
 
-from .wire import DEFAULT_DSCP
+from .wire import DSCP_DEFAULT
 
-__all__ = ["FrameInfo", "packet_matcher", "check_dscp", "DSCP_DEFAULT",
+__all__ = ["FrameInfo", "packet_matcher", "check_dscp",
            "ETH_P_IP", "ETH_P_8021Q", "IPPROTO_TCP", "IPPROTO_UDP", "be16"]
 
 ETH_P_IP = 0x0800
 ETH_P_8021Q = 0x8100
 IPPROTO_TCP = 6
 IPPROTO_UDP = 17
-DSCP_DEFAULT = DEFAULT_DSCP  # ToS 0x28, the paper's tag
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ tests/test_wire_constants.py checks that both agree name by name.
 
 __all__ = [
     "BEAT_BYTES", "BEAT_BITS", "MAX_FRAME_BYTES", "MAX_FRAME_BEATS",
-    "SHIM_MAGIC", "SHIM_BYTES", "DEFAULT_DSCP", "K_MIN", "K_MAX", "K_DEFAULT",
+    "SHIM_MAGIC", "SHIM_BYTES", "DSCP_DEFAULT", "TOS_DEFAULT", "K_MIN", "K_MAX", "K_DEFAULT",
     "GROUP_VALUES", "MAX_PAYLOAD", "SHIM_MAGIC_V1", "SHIM_MAGIC_V2", "EB_K_MIN", "EB_K_MAX",
     "CODECS", "CODEC_DEFAULT", "CODEC_MAGIC", "MAGIC_CODEC",
 ]
@@ -19,7 +19,8 @@ SHIM_MAGIC = 0xC5                                # byte 2 of the 4-byte shim: ma
 SHIM_MAGIC_V1 = SHIM_MAGIC                       # version 1: the paper's codec
 SHIM_MAGIC_V2 = 0xC6                             # version 2: the bounded codec (inceptionn_eb); byte 3 = k
 SHIM_BYTES = 4
-DEFAULT_DSCP = 10                                # ToS 0x28, the paper's tag
+DSCP_DEFAULT = 10                                # the paper's tag, reserved network-wide
+TOS_DEFAULT = DSCP_DEFAULT << 2                  # the IPv4 ToS byte: 0x28 (ECN 00)
 K_MIN, K_MAX, K_DEFAULT = 1, 126, 10             # error bound 2^-k (version 1, the paper's codec)
 EB_K_MIN, EB_K_MAX = 1, 16                       # version 2: the bound |error| <= 2^-k holds up to 16
 GROUP_VALUES = 8                                 # values per group (one 16-bit tag word)

@@ -68,7 +68,7 @@ from .tx.group_former import GroupFormer
 from .tx.ingress import Ingress
 from .tx.layouts import (CLenInfo, CodecK, FrameCfg, FrameMode, HdrSums, ShimInfo,
                          TailInfo, comp_region, desc, front_result)
-from .wire import CODEC_PORT_DEFAULT, DEFAULT_DSCP, K_DEFAULT, MAX_FRAME_BEATS
+from .wire import CODEC_PORT_DEFAULT, DSCP_DEFAULT, K_DEFAULT, MAX_FRAME_BEATS
 
 __all__ = ["CompressionEngine", "MAX_FRAME_BEATS"]
 
@@ -98,7 +98,7 @@ class CompressionEngine(wiring.Component):
     i: In(axis_signature())
     o: Out(axis_signature())
     enable: In(1, init=1)
-    dscp: In(6, init=DEFAULT_DSCP)
+    dscp: In(6, init=DSCP_DEFAULT)
     k: In(7, init=K_DEFAULT)
     codec: In(1, init=CODEC_PORT_DEFAULT)
     frames_in: Out(32)

@@ -75,7 +75,7 @@ from .rx.hold import Hold
 from .rx.ingress import Ingress
 from .rx.layouts import HOLD_BEATS, InBeat
 from .rx.words import Words
-from .wire import DEFAULT_DSCP
+from .wire import DSCP_DEFAULT
 
 __all__ = ["DecompressionEngine", "HOLD_BEATS"]
 
@@ -91,7 +91,7 @@ class DecompressionEngine(wiring.Component):
     i: In(axis_signature())
     o: Out(axis_signature())
     enable: In(1, init=1)
-    dscp: In(6, init=DEFAULT_DSCP)
+    dscp: In(6, init=DSCP_DEFAULT)
     frames_in: Out(32)
     frames_out: Out(32)
     decompressed: Out(32)

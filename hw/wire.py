@@ -6,7 +6,7 @@ that both agree.
 
 __all__ = [
     "BEAT_BYTES", "BEAT_BITS", "MAX_FRAME_BYTES", "MAX_FRAME_BEATS",
-    "SHIM_MAGIC", "SHIM_MAGIC_V2", "SHIM_BYTES", "DEFAULT_DSCP", "K_MIN", "K_MAX", "K_DEFAULT",
+    "SHIM_MAGIC", "SHIM_MAGIC_V2", "SHIM_BYTES", "DSCP_DEFAULT", "K_MIN", "K_MAX", "K_DEFAULT",
     "EB_K_MAX",
 ]
 
@@ -17,7 +17,7 @@ MAX_FRAME_BEATS = MAX_FRAME_BYTES // BEAT_BYTES  # 288
 SHIM_MAGIC = 0xC5                                # byte 2 of the 4-byte shim: version 1
 SHIM_MAGIC_V2 = 0xC6                             # version 2: the bounded codec
 SHIM_BYTES = 4
-DEFAULT_DSCP = 10                                # ToS 0x28
+DSCP_DEFAULT = 10                                # ToS 0x28
 K_MIN, K_MAX, K_DEFAULT = 1, 126, 10             # error bound 2^-k (version 1)
 EB_K_MAX = 16                                    # version 2's k: K_MIN..EB_K_MAX
 # The engines' codec select, a 1-bit port (gateware only, so not in __all__: golden

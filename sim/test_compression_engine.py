@@ -90,7 +90,7 @@ def _payload(rng, nbytes):
 
 
 def matrix_frames():
-    from inceptionn.rtl import frames as F
+    from inceptionn.rtl import frame_builders as F
     rng = np.random.default_rng(7)
     return [
         (F.udp_frame(_payload(rng, 40)), False),
@@ -135,7 +135,7 @@ async def protocol_matrix(dut, idle, backpressure):
 
 def length_frames():
     """Every payload length 0..100 plus 1448, 1460, 8972, as UDP and as TCP."""
-    from inceptionn.rtl import frames as F
+    from inceptionn.rtl import frame_builders as F
     rng = np.random.default_rng(11)
     out = []
     for n in list(range(0, 101)) + [1448, 1460, 8972]:
@@ -155,7 +155,7 @@ async def payload_lengths(dut, mode, codec):
 
 
 def corner_frames():
-    from inceptionn.rtl import frames as F
+    from inceptionn.rtl import frame_builders as F
     rng = np.random.default_rng(5)
     opts = [("MSS", 1460), ("NOP", None), ("NOP", None), ("Timestamp", (1, 2))]
     special = F.special_payload()
@@ -216,7 +216,7 @@ async def corner_cases(dut, mode):
                                                             dict(k=127), dict(enable=False))]
                     + [dict(codec="bounded", k=k) for k in (0, 1, 16, 17, 126, 127)])
 async def configuration(dut, cfg):
-    from inceptionn.rtl import frames as F
+    from inceptionn.rtl import frame_builders as F
     await start(dut, **cfg)
     rng = np.random.default_rng(2)
     frames = [(F.udp_frame(_payload(rng, 300), tos=tos), False) for tos in (0x28, 0x2C, 0x00, 0x2D)]
@@ -229,7 +229,7 @@ async def configuration(dut, cfg):
 async def config_changes_per_frame(dut):
     """k, codec and dscp apply from the frame whose first beat sees them."""
     from inceptionn import golden
-    from inceptionn.rtl import frames as F
+    from inceptionn.rtl import frame_builders as F
     await start(dut)
     rng = np.random.default_rng(4)
     jobs = [(F.udp_frame(_payload(rng, 700)), k, codec)
@@ -249,7 +249,7 @@ async def config_changes_per_frame(dut):
 async def every_k(dut):
     """One frame per k of each codec's range (and the bypassing values around them),
     back to back, the codec and k switching per frame."""
-    from inceptionn.rtl import frames as F
+    from inceptionn.rtl import frame_builders as F
     await start(dut)
     rng = np.random.default_rng(12)
     cfgs = ([{"codec": "paper", "k": k} for k in range(0, 128)]
@@ -263,7 +263,7 @@ async def every_k(dut):
 
 @cocotb.test()
 async def real_gradients(dut):
-    from inceptionn.rtl import frames as F
+    from inceptionn.rtl import frame_builders as F
     await start(dut)
     vals, source = F.gradient_values(365 * 40, seed=8, demo_dir=DEMO_DIR)
     dut._log.warning(f"real_gradients: payload values from {source}")
@@ -278,7 +278,7 @@ async def real_gradients(dut):
 
 @cocotb.test()
 async def random_stress(dut):
-    from inceptionn.rtl import frames as F
+    from inceptionn.rtl import frame_builders as F
     count = 10000 if os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0") else 2000
     await start(dut)
     frames = F.mixed_frames(21, count)
@@ -299,7 +299,7 @@ def res_beats(frames):
 @cocotb.test()
 async def reset_mid_frame(dut):
     """Reset while frames are half in and half out: the next frames come out right."""
-    from inceptionn.rtl import frames as F
+    from inceptionn.rtl import frame_builders as F
     await start(dut)
     rng = np.random.default_rng(9)
     first = [(F.udp_frame(_payload(rng, 3000)), False), (F.tcp_frame(_payload(rng, 1400)), False)]
@@ -324,7 +324,7 @@ async def reset_mid_frame(dut):
 @cocotb.parametrize(size=[1514, 9014], codec=CODECS)
 async def line_rate(dut, size, codec):
     """Back-to-back compressible frames, sink always ready: one input beat per clock."""
-    from inceptionn.rtl import frames as F
+    from inceptionn.rtl import frame_builders as F
     await start(dut, codec=codec)
     vals, _ = F.gradient_values((size - 42) // 4 * 12, seed=3, demo_dir=None)
     n = (size - 42) // 4

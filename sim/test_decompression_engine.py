@@ -20,7 +20,7 @@ from inceptionn.golden.counters import MAX_FRAME_BYTES, Counters
 from inceptionn.golden import RX_HEADER_WINDOW, rx_frame, tx_frame
 from inceptionn.golden.packet_matcher import packet_matcher
 from inceptionn.golden.wire import SHIM_MAGIC, SHIM_MAGIC_V2
-from inceptionn.rtl import frames as F
+from inceptionn.rtl import frame_builders as F
 from inceptionn.rtl import harness
 from inceptionn.sim.engines import DESIGNS, rx_design  # the runner's factory: one shared model
 from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, PAUSE_MODES,

@@ -13,7 +13,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from inceptionn.golden.counters import Counters
 from inceptionn.golden import rx_frame, tx_frame
-from inceptionn.rtl import frames as F
+from inceptionn.rtl import frame_builders as F
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, pause_generator
 from inceptionn.sim.engines import loopback_design  # the runner's factory

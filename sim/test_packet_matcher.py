@@ -23,7 +23,7 @@ def _fields(layout, value):
 def _cases():
     """(frame, note) covering every eligibility rule of spec section 4."""
     import numpy as np
-    from inceptionn.rtl import frames as F
+    from inceptionn.rtl import frame_builders as F
     pl = F.float_payload(np.linspace(-1e-3, 1e-3, 16))
     cases = [
         (F.udp_frame(pl), "udp"),

@@ -5,7 +5,7 @@ import pytest
 
 from inceptionn import golden
 from inceptionn.sim import engines
-from inceptionn.rtl import frames as F
+from inceptionn.rtl import frame_builders as F
 from inceptionn.rtl.rtl_loop import FastEngine, run_frames
 
 

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from inceptionn import golden, gradients
-from inceptionn.drivers import sockets
 from inceptionn.drivers.bridge import Bridge
 from inceptionn.drivers.netns import netns_available
 from inceptionn.drivers.nic_stream import gradient_mss, icmp_echo, stream_bytes, stream_floats
@@ -94,7 +93,7 @@ def test_ping_arp_and_ipv6_cross_unchanged():
         assert br.mac(1) in neigh, neigh                      # ARP went both ways
         data = os.urandom(1 << 20)
         # IPv6 (the engines match IPv4 only): TCP with the traffic class of a tagged socket.
-        got = _raw_stream(br, 0, 1, data, family=socket.AF_INET6, tos=sockets.TOS_COMPRESS,
+        got = _raw_stream(br, 0, 1, data, family=socket.AF_INET6, tos=golden.TOS_DEFAULT,
                           writes=(997,))
         assert got == data
         c = br.counters()
@@ -150,7 +149,7 @@ def test_captures_of_the_compiled_switch_hold_every_frame(tmp_path):
     the hosts sent and were handed; each wire frame, through golden.rx_frame, is a frame
     a host was handed."""
     switch = "compiled"
-    from inceptionn.drivers.frames import read_pcap
+    from inceptionn.drivers.tcp_frames import read_pcap
     x = np.random.default_rng(4).normal(0, 0.05, 300_000).astype(np.float32)
     wire_p, host_p = tmp_path / "wire.pcap", tmp_path / "host.pcap"
     with Bridge(2, mtu=9000, pcap_wire=wire_p, pcap_host=host_p, switch=switch) as br:

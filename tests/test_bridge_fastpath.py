@@ -130,7 +130,7 @@ def test_compiled_stream_offsets_equal_tcp_align(frames_, enable):
 
 
 def test_a_stream_through_both_engines_is_the_golden_roundtrip():
-    from inceptionn.drivers.frames import gradient_frames, stream_payload
+    from inceptionn.drivers.tcp_frames import gradient_frames, stream_payload
     x = np.random.default_rng(1).normal(0, 0.05, 50_000).astype(np.float32)
     for codec in ("bounded", "paper"):
         out = []
@@ -144,7 +144,7 @@ def test_a_stream_through_both_engines_is_the_golden_roundtrip():
 
 def test_the_sampled_check_catches_a_difference():
     """The bridge's sampled check (check_every) raises on a frame the kernels got wrong."""
-    from inceptionn.drivers.frames import gradient_frames
+    from inceptionn.drivers.tcp_frames import gradient_frames
     from inceptionn.drivers.mac_table import MacTable
     from inceptionn.drivers.nic_workers import CompiledSwitch, GoldenMismatch
     import threading

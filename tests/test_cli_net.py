@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from inceptionn import golden
-from inceptionn.drivers.frames import read_pcap
+from inceptionn.drivers.tcp_frames import read_pcap
 from inceptionn.drivers.netns import netns_available
 from bridge_cli import wait_started
 

@@ -11,7 +11,7 @@ from scapy.utils import rdpcap
 from inceptionn import cli
 from inceptionn import golden, gradients
 from inceptionn.commands import demo
-from inceptionn.drivers import frames as F
+from inceptionn.drivers import tcp_frames as F
 
 STEPS = 60
 
@@ -96,7 +96,7 @@ def _streams(frames):
     """Frames grouped by TCP source port (one stream per capture), in order."""
     by_port = {}
     for f in frames:
-        l4 = F.parse_frame(f).l4
+        l4 = F.frame_fields(f).l4
         by_port.setdefault(int.from_bytes(f[l4:l4 + 2], "big"), []).append(f)
     return by_port
 
@@ -122,7 +122,7 @@ def test_pcaps_have_tos_checksums_and_the_roundtrip(demo_run):
         # The wire frame carries the checksum of the packet as the receiver restores it.
         assert pkts[i][TCP].chksum == int.from_bytes(host[i][50:52], "big")
         assert bytes(pkts[i][TCP].payload)[2:4] == b"\xc6\x0a"       # version 2, k = 10
-        assert F.parse_frame(wire1[i]).payload[2:4] == b"\xc5\x0a"     # version 1
+        assert F.frame_fields(wire1[i]).payload[2:4] == b"\xc5\x0a"     # version 1
 
     grads = {name: np.load(out / f"grad_{name}.npy") for name in ("early", "mid", "late")}
     streams = _streams(host)

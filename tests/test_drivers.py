@@ -11,7 +11,7 @@ import uuid
 import numpy as np
 import pytest
 
-from inceptionn.drivers import frames as F
+from inceptionn.drivers import tcp_frames as F
 from inceptionn import gradients as hdc
 from inceptionn.drivers import sockets as S
 

@@ -233,7 +233,7 @@ def test_ones_sum(data, start):
 
 
 def test_frames_through_the_fast_codec_equal_the_model():
-    from inceptionn.drivers.frames import gradient_frames
+    from inceptionn.drivers.tcp_frames import gradient_frames
     rng = np.random.default_rng(5)
     x = np.concatenate([_gradients(rng, 20_000), rng.choice(SPECIAL, 2_000)]).view(np.float32)
     for mss in (1448, 8936, 1001):

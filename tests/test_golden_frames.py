@@ -465,7 +465,7 @@ def test_rx_truncated_frame_within_window_unchanged():
 def test_frame_fields_and_checksums_ok_agree_with_scapy():
     """The host side's parser and checksum check are golden.frames' (one implementation):
     any DSCP, short payloads and pure ACKs parse; the checks agree with scapy's."""
-    from inceptionn.drivers import frames as F
+    from inceptionn.drivers import tcp_frames as F
     from inceptionn.golden.frames import checksums_ok, frame_fields
     assert F.parse_frame is frame_fields and F.checksums_ok is checksums_ok
     for proto in ("tcp", "udp"):

@@ -168,7 +168,7 @@ def test_rtl_loop_and_demo_stage(installed):
     code = (
         "import numpy as np\n"
         "from inceptionn.commands import demo\n"
-        "from inceptionn.drivers import frames as F\n"
+        "from inceptionn.drivers import tcp_frames as F\n"
         "g = np.random.default_rng(0).normal(0, 1e-3, 3000).astype(np.float32)\n"
         "frames = F.gradient_frames(g)\n"
         "wire, host, info = demo.rtl_nic_stage(frames, 10)\n"

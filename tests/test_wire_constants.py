@@ -31,7 +31,7 @@ def test_golden_reexports_keep_their_values():
     assert golden.MAX_FRAME_BYTES == golden_wire.MAX_FRAME_BYTES
     assert golden.SHIM_MAGIC == golden_wire.SHIM_MAGIC
     assert golden.SHIM_BYTES == golden_wire.SHIM_BYTES
-    assert golden.DSCP_DEFAULT == golden_wire.DEFAULT_DSCP
+    assert golden.DSCP_DEFAULT == golden_wire.DSCP_DEFAULT
     assert (golden.K_MIN, golden.K_MAX, golden.K_DEFAULT) == (
         golden_wire.K_MIN, golden_wire.K_MAX, golden_wire.K_DEFAULT)
     assert golden.GROUP_VALUES == golden_wire.GROUP_VALUES

@@ -102,7 +102,7 @@ class Ring(Collective):
     def from_store(cls, store, rank: int, world: int, *, host: str = "127.0.0.1",
                    prefix: str = "inceptionn/ring", k=golden.K_DEFAULT,
                    codec=golden.CODEC_DEFAULT, wire=None, compress=False, emulate=False, mss=sockets.GRADIENT_MSS,
-                   dscp=sockets.DSCP_COMPRESS, chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT,
+                   dscp=sockets.DSCP_DEFAULT, chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT,
                    codec_threads=None, settings: dict | None = None):
         """Set up from a rendezvous store. Every rank's settings (wire, codec, bound,
         chunk, plus the caller's `settings`) are compared first: any difference is a

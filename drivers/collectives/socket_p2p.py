@@ -80,7 +80,7 @@ class SocketTransport(RingSum, Collective):
                         timeout)
         peers = [p for p in range(world) if p != rank]
         links = rendezvous(store, rank, world, peers, host=host, prefix=prefix, compress=False,
-                           mss=sockets.GRADIENT_MSS, dscp=sockets.DSCP_COMPRESS,
+                           mss=sockets.GRADIENT_MSS, dscp=sockets.DSCP_DEFAULT,
                            timeout=timeout)
         return cls(rank, world, links, ring=ring, timeout=timeout)
 

@@ -48,7 +48,7 @@ class WorkerAggregator(Collective):
     def from_store(cls, store, rank, world, *, aggregator=0, host="127.0.0.1",
                    prefix="inceptionn/wa", k=golden.K_DEFAULT, codec=golden.CODEC_DEFAULT,
                    compress=False, emulate=False, mss=sockets.GRADIENT_MSS,
-                   dscp=sockets.DSCP_COMPRESS, chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT):
+                   dscp=sockets.DSCP_DEFAULT, chunk=DEFAULT_CHUNK, timeout=DEFAULT_TIMEOUT):
         if world < 1 or not 0 <= rank < world or not 0 <= aggregator < world:
             raise ValueError(f"rank {rank}, aggregator {aggregator} of world {world}: invalid")
         peers = [p for p in range(world) if p != rank] if rank == aggregator else [aggregator]

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..axis import AxisBeat, axis_signature
 from ..packet_matcher import MatchInfo, PacketMatcher
-from ..wire import CODEC_PORT_DEFAULT, DEFAULT_DSCP, EB_K_MAX, K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BEATS
+from ..wire import CODEC_PORT_DEFAULT, DSCP_DEFAULT, EB_K_MAX, K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BEATS
 from .layouts import FrameCfg, store_write
 
 __all__ = ["Ingress"]
@@ -30,7 +30,7 @@ class Ingress(wiring.Component):
         super().__init__({
             "i": In(axis_signature()),
             "enable": In(1, init=1),
-            "dscp": In(6, init=DEFAULT_DSCP),
+            "dscp": In(6, init=DSCP_DEFAULT),
             "k": In(7, init=K_DEFAULT),
             "codec": In(1, init=CODEC_PORT_DEFAULT),
             "store": Out(store_write(aw)),

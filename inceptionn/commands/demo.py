@@ -41,7 +41,7 @@ import numpy as np
 from inceptionn import golden
 from inceptionn.commands.demo_plots import plot_gradients, plot_summary
 from inceptionn.commands.demo_tcp import collectives_stage, format_collectives, format_tcp, tcp_stage
-from inceptionn.drivers import frames as F
+from inceptionn.drivers import tcp_frames as F
 from inceptionn import gradients as hdc
 from inceptionn.gradients import DEFAULT_CACHE, DEFAULT_STEPS, Gradients, real_gradients
 from ..cli import CliError
@@ -179,7 +179,7 @@ def _check_host_frames(orig, wire, host, grad, k, dscp, codec):
     raw = grad.tobytes()
     pos = 0
     for i, (o, w, h) in enumerate(zip(orig, wire, host)):
-        fo, fw, fh = F.parse_frame(o), F.parse_frame(w), F.parse_frame(h)
+        fo, fw, fh = F.frame_fields(o), F.frame_fields(w), F.frame_fields(h)
         n = len(fo.payload)
         # A frame sent as a fall-back (DSCP cleared) carries its payload untouched.
         compressed = fw.tos >> 2 == dscp
@@ -303,8 +303,8 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
             err = np.abs(restored.astype(np.float64) - g.astype(np.float64))
             rows.append(Row(
                 k=k, capture=name, share=dict(stats.share), frames=len(orig),
-                payload_in=sum(len(F.parse_frame(f).payload) for f in orig),
-                payload_out=sum(len(F.parse_frame(f).payload) for f in wire),
+                payload_in=sum(len(F.frame_fields(f).payload) for f in orig),
+                payload_out=sum(len(F.frame_fields(f).payload) for f in wire),
                 wire_in=sum(map(len, orig)), wire_out=sum(map(len, wire)),
                 link_in=sum(len(f) + 24 for f in orig), link_out=sum(len(f) + 24 for f in wire),
                 max_abs_error=float(err.max()), max_error_by_band=dict(stats.max_error),

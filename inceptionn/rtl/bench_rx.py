@@ -31,7 +31,7 @@ TWO_GROUPS = (
 
 
 def _frames(size, count, seed=0):
-    from . import frames as F
+    from . import frame_builders as F
     from .harness import BUILD
     payload = size - 42              # Ethernet 14 + IPv4 20 + UDP 8
     vals, source = F.gradient_values(count * payload // 4 + 1, seed=seed,

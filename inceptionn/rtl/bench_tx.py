@@ -14,7 +14,7 @@ its first output beat, and the output beats per input beat on the demo's real gr
 
 import numpy as np
 
-from . import frames as F
+from . import frame_builders as F
 from .rtl_loop import CODECS, run_frames
 from .harness import BUILD
 

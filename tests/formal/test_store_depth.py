@@ -17,7 +17,7 @@ from amaranth.sim import Simulator
 
 from inceptionn import golden
 from inceptionn.hw.compression_engine import CompressionEngine
-from inceptionn.rtl import frames as F
+from inceptionn.rtl import frame_builders as F
 from stream_props import SLOW, run
 from test_formal_tx_stages import EgressCheck
 

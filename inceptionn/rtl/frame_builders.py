@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from inceptionn.golden.checksum import ip_header_checksum
+from inceptionn.golden.wire import TOS_DEFAULT
 
 __all__ = [
     "SRC_MAC", "DST_MAC", "udp_frame", "tcp_frame", "ipv4_frame", "arp_frame",
@@ -61,7 +62,7 @@ def _pad(frame, pad_to):
     return frame
 
 
-def udp_frame(payload, *, tos=0x28, vlan=None, ip_options=b"", checksum=True,
+def udp_frame(payload, *, tos=TOS_DEFAULT, vlan=None, ip_options=b"", checksum=True,
               sport=5000, dport=5001, pad_to=0):
     """IPv4/UDP frame. ``checksum=False`` sends a UDP checksum of 0 (disabled)."""
     UDP = _scapy()[4]
@@ -70,7 +71,7 @@ def udp_frame(payload, *, tos=0x28, vlan=None, ip_options=b"", checksum=True,
     return _pad(bytes(pkt), pad_to)
 
 
-def tcp_frame(payload, *, tos=0x28, vlan=None, ip_options=b"", tcp_options=(),
+def tcp_frame(payload, *, tos=TOS_DEFAULT, vlan=None, ip_options=b"", tcp_options=(),
               sport=5000, dport=5001, seq=1000, pad_to=0):
     """IPv4/TCP frame; ``tcp_options`` is a scapy option list, e.g. [("MSS", 1460)]."""
     TCP = _scapy()[3]
@@ -79,13 +80,13 @@ def tcp_frame(payload, *, tos=0x28, vlan=None, ip_options=b"", tcp_options=(),
     return _pad(bytes(pkt), pad_to)
 
 
-def ipv4_frame(payload, *, proto=47, tos=0x28, vlan=None, pad_to=0):
+def ipv4_frame(payload, *, proto=47, tos=TOS_DEFAULT, vlan=None, pad_to=0):
     """IPv4 frame with a non-TCP/UDP protocol (GRE by default): never eligible."""
     pkt = _ether(vlan) / _ip(tos, b"", proto=proto) / bytes(payload)
     return _pad(bytes(pkt), pad_to)
 
 
-def fragment_frame(payload, *, more_fragments=True, offset=0, tos=0x28, udp=True):
+def fragment_frame(payload, *, more_fragments=True, offset=0, tos=TOS_DEFAULT, udp=True):
     """A UDP (or TCP) frame with MF and/or a fragment offset set: not eligible."""
     frame = bytearray(udp_frame(payload, tos=tos) if udp else tcp_frame(payload, tos=tos))
     flags_frag = (0x2000 if more_fragments else 0) | (offset & 0x1FFF)
@@ -102,7 +103,7 @@ def arp_frame():
 
 def ipv6_frame(payload):
     Ether, _, _, _, UDP, _, IPv6, _ = _scapy()
-    return bytes(Ether(src=SRC_MAC, dst=DST_MAC) / IPv6(src="fd00::1", dst="fd00::2", tc=0x28) /
+    return bytes(Ether(src=SRC_MAC, dst=DST_MAC) / IPv6(src="fd00::1", dst="fd00::2", tc=TOS_DEFAULT) /
                  UDP(sport=5000, dport=5001) / bytes(payload))
 
 

@@ -20,14 +20,13 @@ import numpy as np
 
 from ..golden import pcap as _pcap
 from ..golden.frames import FrameFields, checksums_ok
-from ..golden.frames import frame_fields as parse_frame
+from ..golden.frames import frame_fields
+from ..golden.wire import TOS_DEFAULT
 
 __all__ = [
     "MSS",
-    "TOS_COMPRESS",
     "FrameFields",
     "gradient_frames",
-    "parse_frame",
     "stream_payload",
     "checksums_ok",
     "line_rate_timestamps",
@@ -36,7 +35,6 @@ __all__ = [
 ]
 
 MSS = 1448
-TOS_COMPRESS = 0x28  # DSCP 10, ECN 00: the paper's reserved ToS value
 
 # Ethernet preamble + SFD (8), FCS (4) and inter-frame gap (12) also occupy the link.
 _WIRE_OVERHEAD = 24
@@ -56,7 +54,7 @@ def gradient_frames(
     buf,
     *,
     mss: int = MSS,
-    tos: int = TOS_COMPRESS,
+    tos: int = TOS_DEFAULT,
     seq: int = 1000,
     ack: int = 1,
     src_mac: str = "02:00:00:00:00:01",
@@ -103,7 +101,7 @@ def stream_payload(frames: Iterable[bytes]) -> bytes:
     out = bytearray()
     expect = None
     for i, frame in enumerate(frames):
-        f = parse_frame(frame)
+        f = frame_fields(frame)
         if f.seq is None:
             raise ValueError(f"frame {i} is not TCP")
         if expect is not None and f.seq != expect:
