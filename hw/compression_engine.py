@@ -80,17 +80,6 @@ _COUNTERS = ("compressed", "version1", "version2", "bypassed", "fallback", "drop
              "payload_bytes_in", "payload_bytes_out")
 
 
-def _store_write(m, store, port):
-    m.d.comb += [store.w_en.eq(port.w_en), store.w_data.eq(port.w_data),
-                 port.w_room.eq(store.w_room), port.wp.eq(store.wp)]
-
-
-def _store_read(m, store, port):
-    m.d.comb += [store.r_en.eq(port.r_en), store.r_addr.eq(port.r_addr),
-                 port.r_data.eq(store.r_data),
-                 store.rel_en.eq(port.rel_en), store.rel.eq(port.rel)]
-
-
 class CompressionEngine(wiring.Component):
     """TX engine. Ports: ``i``/``o`` AXI streams (``AxisBeat``), config ``enable``,
     ``dscp``, ``k``, ``codec``; counters (frames: 32 bits, bytes: 48 bits)."""
@@ -129,17 +118,17 @@ class CompressionEngine(wiring.Component):
         m = Module()
         self.pipeline = pl = Pipeline(m, self)
         orig = pl.add("orig", FrameStore(self.store_depth))
-        comp = pl.add("comp", FrameStore(self.store_depth))
+        pl.add("comp", FrameStore(self.store_depth))
         aw = orig.addr_width
         ingress = pl.add("ingress", Ingress(aw))
         pl.add("dispatcher", Dispatcher())
         pl.add("front", Front(aw))
-        grouper = pl.add("grouper", GroupFormer())
-        cu = pl.add("cu", CompressionUnit())
-        feeder = pl.add("feeder", Feeder())
+        pl.add("grouper", GroupFormer())
+        pl.add("cu", CompressionUnit())
+        pl.add("feeder", Feeder())
         # The egress zeroes bytes past keep, so the AlignmentUnit need not clear them.
         pl.add("au", AlignmentUnit(clear_stale=False))
-        cwriter = pl.add("cwriter", CompWriter(aw))
+        pl.add("cwriter", CompWriter(aw))
         finisher = pl.add("finisher", Finisher(aw))
         egress = pl.add("egress", Egress(aw))
 
@@ -151,8 +140,7 @@ class CompressionEngine(wiring.Component):
         m.d.comb += [ingress.enable.eq(self.enable), ingress.dscp.eq(self.dscp),
                      ingress.k.eq(self.k), ingress.codec.eq(self.codec),
                      self.frames_in.eq(ingress.frames_in)]
-        _store_write(m, orig, ingress.store)
-        pl.wire("ingress", "orig", "frames")
+        pl.connect("ingress.store", "orig", "frames")
         pl.fifo("beatq", "ingress.beats", "front.beats", AxisBeat, 16)
         pl.fifo("infoq", "ingress.info", "dispatcher.info", MatchInfo, 32, fast=True)
         pl.fifo("cfgq", "ingress.cfg", "dispatcher.cfg", FrameCfg, 32, fast=True)
@@ -167,18 +155,13 @@ class CompressionEngine(wiring.Component):
         # -> comp ring.
         pl.fifo("rs_rl", "front.o", "grouper.i", AxisBeat, 4, fast=True)
         pl.connect("grouper.o", "cu.i")
-        m.d.comb += [cu.k.eq(grouper.cu_k.k), cu.v2.eq(grouper.cu_k.v2)]
-        pl.wire("grouper", "cu", "k")
+        pl.connect("grouper.cu_k", "cu", "k")
         pl.fifo("tailq", "grouper.tail", "feeder.tail", TailInfo, 4, fast=True)
         pl.connect("cu.o", "feeder.groups")
-        m.d.comb += [feeder.d_valid.eq(cu.d_valid), feeder.d_first.eq(cu.d_first),
-                     feeder.d_last.eq(cu.d_last), feeder.d_data.eq(cu.d_data),
-                     feeder.d_mask.eq(cu.d_mask)]
-        pl.wire("cu", "feeder", "decoded D")
+        pl.connect("cu", "feeder.decoded", "decoded D")
         pl.fifo("rs_vec", "feeder.o", "au.i", ByteVector, 4, fast=True)
         pl.connect("au.o", "cwriter.i")
-        _store_write(m, comp, cwriter.store)
-        pl.wire("cwriter", "comp", "payload")
+        pl.connect("cwriter.store", "comp", "payload")
 
         # finisher: per frame, in order, the results of front, feeder and comp writer.
         pl.fifo("frontq", "front.result", "finisher.front", front_result(aw), 8)
@@ -191,10 +174,8 @@ class CompressionEngine(wiring.Component):
 
         # egress: descriptors in, both rings read and released, output beats.
         pl.fifo("descq", "finisher.desc", "egress.desc", desc(aw), 4)
-        _store_read(m, orig, egress.orig)
-        _store_read(m, comp, egress.comp)
-        pl.wire("orig", "egress", "header beats")
-        pl.wire("comp", "egress", "payload beats")
+        pl.connect("orig", "egress.orig", "header beats")
+        pl.connect("comp", "egress.comp", "payload beats")
         pl.connect("egress.o", "out")
         m.d.comb += self.frames_out.eq(egress.frames_out)
         if platform == "formal":

@@ -108,86 +108,52 @@ class DecompressionEngine(wiring.Component):
         pl.add("ingress", Ingress())
         hold = pl.add("hold", Hold())
         matcher = pl.add("matcher", PacketMatcher())
-        restore = pl.add("restore", HeaderRestore())
-        front = pl.add("front", Front())
-        feed = pl.add("feed", Feed())
+        pl.add("restore", HeaderRestore())
+        pl.add("front", Front())
+        pl.add("feed", Feed())
         # The unit's words go straight into the Realigner's input register slice (its
         # ready is a flip-flop), so the unit leaves its own output slice out.
         pl.add("du", DecompressionUnit(out_slice=False))
         pl.add("words", Words())
         pl.add("realign", Realigner())
-        back = pl.add("back", Back())
-        egress = pl.add("egress", Egress())
+        pl.add("back", Back())
+        pl.add("egress", Egress())
+        m.d.comb += [hold.enable.eq(self.enable), matcher.dscp.eq(self.dscp)]
 
         # Beat-wide register slices (4-entry FastFifos in distributed RAM) at both ports.
         pl.connect("in", "ingress.i")
         pl.fifo("in_slice", "ingress.o", "hold.beats", InBeat, 4, fast=True)
-        m.d.comb += hold.enable.eq(self.enable)
 
-        # hold: the held beats' facts to the front half, the header beats past the
-        # HeaderRestore, every taken beat past the matcher; the input's ready is the OR
-        # of the four states that take input beats.
-        m.d.comb += [matcher.beat.eq(hold.sniff), matcher.valid.eq(hold.sniff_valid),
-                     matcher.dscp.eq(self.dscp)]
-        pl.wire("hold", "matcher", "beats")
-        m.d.comb += [restore.beat.eq(hold.beat.data), restore.beat_valid.eq(hold.hdr_valid),
-                     restore.beat_sel.eq(hold.hdr_sel), restore.beat_vlan.eq(hold.beat.vlan)]
-        pl.wire("hold", "restore", "header beats")
-        m.d.comb += [front.held.eq(hold.held), front.done.eq(hold.done),
-                     front.head.eq(hold.head),
-                     hold.take.eq(front.take), hold.restart.eq(front.restart)]
-        pl.wire("hold", "front", "held frame")
-        pl.wire("front", "hold", "take, restart")
-        m.d.comb += [front.match_done.eq(matcher.done), front.info.eq(matcher.info)]
-        pl.wire("matcher", "front", "info")
-        m.d.comb += [hold.f_addr.eq(front.f_addr), front.f_data.eq(hold.f_data),
-                     feed.f_data.eq(hold.f_data)]
-        pl.wire("hold", "front", "shim beat")
-        pl.wire("hold", "feed", "held beats")
-        m.d.comb += [feed.beat.eq(hold.beat), feed.beat_valid.eq(hold.beat_valid),
-                     back.beat.eq(hold.beat), back.beat_valid.eq(hold.beat_valid),
-                     hold.drain.eq(feed.drain), hold.live_take.eq(feed.live_take),
-                     hold.pass_take.eq(back.pass_take)]
-        pl.wire("hold", "feed", "live beats")
-        pl.wire("hold", "back", "live bypass beats")
+        # hold: every taken beat past the matcher, the header beats past the
+        # HeaderRestore, the held frame to the front half; the input beat to the feed
+        # and the back half (the input's ready is the OR of the states that take it).
+        pl.connect("hold.sniff", "matcher", "beats")
+        pl.connect("hold.restore", "restore", "header beats")
+        pl.connect("hold.front", "front.hold", "held frame, shim beat; take, restart")
+        pl.connect("matcher", "front.matcher", "info")
+        pl.connect("hold.feed", "feed.hold", "held beats, live beats")
+        pl.connect("hold.back", "back.hold", "live bypass beats")
 
         # front: per frame, the feed's registers, the unit's and the Realigner's start,
         # the HeaderRestore's start, the pending slot for the back half.
-        pl.connect("front.feed", "feed.start")
-        m.d.comb += [front.ra_step.eq(feed.ra_step), front.ra_next.eq(feed.ra_next),
-                     front.fin_done.eq(feed.fin_done)]
-        pl.wire("feed", "front", "read address, input done")
+        pl.connect("front.feed", "feed.front", "load, pending frame; read address, input done")
         pl.connect("front.start", "du.start")
         pl.connect("front.rl_cfg", "realign.cfg")
-        m.d.comb += [restore.start.eq(front.restore_start),
-                     restore.ip_total.eq(front.pend.total),
-                     front.restore_done.eq(restore.done)]
-        pl.wire("front", "restore", "start, IP total length")
-        pl.wire("restore", "front", "done")
-        m.d.comb += [feed.pend.eq(front.pend),
-                     back.pend.eq(front.pend), back.pend_ready.eq(front.pend_ready),
-                     back.f_pass.eq(front.f_pass),
-                     front.release.eq(back.release), front.end_live.eq(back.end_live)]
-        pl.wire("front", "feed", "pending frame")
-        pl.wire("front", "back", "pending frame, PASS")
-        pl.wire("back", "front", "release, PASS ends")
+        pl.connect("front.restore", "restore", "start, IP total length; done")
+        pl.connect("front.back", "back.front", "pending frame, PASS; release, PASS ends")
 
         # decompression: feed -> unit -> words -> Realigner -> back half.
         pl.connect("feed.o", "du.i")
         pl.connect("du.o", "words.i")
         pl.connect("words.o", "realign.i")
         pl.connect("realign.o", "back.words")
-        m.d.comb += [back.fin.eq(feed.fin), feed.fin_clear.eq(back.fin_clear)]
-        pl.wire("feed", "back", "end of input")
+        pl.connect("feed.back", "back.feed", "end of input")
 
         # back half -> egress (the restored fields, the header beats' memory port).
         pl.connect("back.o", "egress.ctl")
-        m.d.comb += [hold.o_addr.eq(egress.hdr_addr), egress.hdr_data.eq(hold.o_data),
-                     egress.csum.eq(restore.csum), egress.total.eq(front.pend.total),
-                     egress.udp_len.eq(front.pend.udp_len)]
-        pl.wire("hold", "egress", "header beats")
-        pl.wire("restore", "egress", "IP checksum")
-        pl.wire("front", "egress", "restored lengths")
+        pl.connect("hold.egress", "egress.hold", "header beats")
+        pl.connect("restore", "egress.restore", "IP checksum")
+        pl.connect("front.egress", "egress.front", "restored lengths")
         pl.fifo("out_slice", "egress.o", "out", AxisBeat, 4, fast=True)
         for stage, names in _COUNTERS.items():
             for c in names:

@@ -1,11 +1,14 @@
 """Pipeline: an engine's top module built as a readable diagram.
 
-``Pipeline(m)`` adds stages by name, connects their stream ports (directly or through
-a named FIFO) with ``wiring.connect``, and records every edge, so that
-``docs/architecture.md`` shows the engine as it is elaborated (``diagram``) and a test
-checks the document against the code. Signals that pass between stages outside a
-stream (a combinational handshake whose contract the receiving stage documents) are
-recorded with ``wire`` so that they are on the diagram too.
+``Pipeline(m)`` adds stages by name, connects their ports (streams and the other
+interfaces between stages, each a ``wiring.Signature``; directly or through a named
+FIFO) with ``wiring.connect``, and records an edge for every connection it makes, so
+that ``docs/architecture.md`` shows the engine as it is elaborated (``diagram``) and a
+test checks the document against the code. There are no other wires between stages.
+
+A port is ``"stage.port"`` (a member of the stage's signature, usually an interface);
+a bare ``"stage"`` stands for that stage's own ports named as the other end's members
+(a shared block such as the PacketMatcher, whose ports are not grouped).
 """
 
 from amaranth.hdl import Fragment
@@ -14,6 +17,16 @@ from amaranth.lib import wiring
 from .primitives import StreamFifo
 
 __all__ = ["Pipeline", "diagram"]
+
+
+class _Ports:
+    """Some of a component's own ports as one interface (for ``wiring.connect``)."""
+
+    def __init__(self, component, names):
+        members = component.signature.members
+        self.signature = wiring.Signature({n: members[n] for n in names})
+        for n in names:
+            setattr(self, n, getattr(component, n))
 
 
 class Pipeline:
@@ -31,22 +44,29 @@ class Pipeline:
         self.stages[name] = component
         return component
 
-    def _port(self, ref, flow):
+    def _port(self, ref, names=None):
         if ref in ("in", "out"):
             port = getattr(self.owner, {"in": "i", "out": "o"}[ref])
-            return "in" if ref == "in" else "out", wiring.flipped(port)
+            return ref, wiring.flipped(port)
         stage, _, attr = ref.partition(".")
         if stage not in self.stages:
             raise KeyError(f"pipeline has no stage {stage!r}")
         obj = self.stages[stage]
+        if not attr:
+            return stage, _Ports(obj, names)
         for part in attr.split("."):
             obj = getattr(obj, part)
         return stage, obj
 
     def connect(self, src, dst, label=""):
-        """Connect stream port ``src`` to ``dst`` (``"stage.port"``)."""
-        s_name, s_port = self._port(src, "out")
-        d_name, d_port = self._port(dst, "in")
+        """Connect port ``src`` to ``dst`` (``"stage.port"``, or ``"stage"`` for the
+        stage's own ports named as the other end's members); one edge, src -> dst."""
+        if "." not in src and src not in ("in", "out"):
+            d_name, d_port = self._port(dst)
+            s_name, s_port = self._port(src, list(d_port.signature.members))
+        else:
+            s_name, s_port = self._port(src)
+            d_name, d_port = self._port(dst, list(s_port.signature.members))
         wiring.connect(self.m, s_port, d_port)
         self.edges.append((s_name, d_name, label or src.partition(".")[2] or "stream"))
 
@@ -55,19 +75,12 @@ class Pipeline:
         f = StreamFifo(shape, depth, fast=fast)
         self.m.submodules[name] = f
         self.fifos[name] = f
-        s_name, s_port = self._port(src, "out")
-        d_name, d_port = self._port(dst, "in")
+        s_name, s_port = self._port(src)
+        d_name, d_port = self._port(dst)
         wiring.connect(self.m, s_port, f.i)
         wiring.connect(self.m, f.o, d_port)
         self.edges.append((s_name, d_name, f"{label or name} [{depth}]"))
         return f
-
-    def wire(self, src_stage, dst_stage, label):
-        """Record signals driven by hand between two stages (not a stream)."""
-        for s in (src_stage, dst_stage):
-            if s not in self.stages and s not in ("in", "out"):
-                raise KeyError(f"pipeline has no stage {s!r}")
-        self.edges.append((src_stage, dst_stage, label))
 
     def mermaid(self):
         """A Mermaid flowchart: stages as boxes (name and class), edges labelled."""

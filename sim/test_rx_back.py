@@ -101,7 +101,7 @@ def _frames(seed):
 async def back(dut, idle, backpressure):
     from inceptionn.hw.axis import AxisBeat
     from inceptionn.hw.rx.layouts import FinSlot, InBeat, OutCtl, Pending
-    await start(dut, {"pend_ready": 0, "f_pass": 0, "fin": 0, "beat_valid": 0,
+    await start(dut, {"front__pend_ready": 0, "front__f_pass": 0, "feed__fin": 0, "hold__beat_valid": 0,
                       "words__valid": 0, "o__ready": 0})
     seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
     frames = _frames(seed)
@@ -125,21 +125,21 @@ async def back(dut, idle, backpressure):
         ready = slot < FRAMES and age >= delay
         age += 1
         if slot < FRAMES:
-            dut.pend.value = pack(Pending, frames[slot]["pend"])
-        dut.pend_ready.value = int(ready)
-        dut.f_pass.value = int(f_pass)
+            dut.front__pend.value = pack(Pending, frames[slot]["pend"])
+        dut.front__pend_ready.value = int(ready)
+        dut.front__f_pass.value = int(f_pass)
         # the feed: a decompressed frame's end of input, one at a time
         if fin_v is None and fins and not next(idl["f"]):
             fin_v = fins.pop(0)
-        dut.fin.value = pack(FinSlot, fin_v) if fin_v else 0
+        dut.feed__fin.value = pack(FinSlot, fin_v) if fin_v else 0
         if not w_off and words and not next(idl["w"]):
             w_off = True
             dut.words__payload.value = pack(AxisBeat, words[0])
         dut.words__valid.value = int(w_off)
         if not l_off and live and not next(idl["l"]):
             l_off = True
-            dut.beat.value = pack(InBeat, live[0])
-        dut.beat_valid.value = int(l_off)
+            dut.hold__beat.value = pack(InBeat, live[0])
+        dut.hold__beat_valid.value = int(l_off)
         dut.o__ready.value = int(not next(bp))
         await ReadOnly()
         if dut.o__valid.value and dut.o__ready.value:
@@ -147,15 +147,15 @@ async def back(dut, idle, backpressure):
         if dut.words__ready.value and w_off:
             words.pop(0)
             w_off = False
-        if dut.pass_take.value and l_off:
+        if dut.hold__pass_take.value and l_off:
             live.pop(0)
             l_off = False
-        if dut.fin_clear.value:
+        if dut.feed__fin_clear.value:
             assert fin_v is not None, "read an empty end-of-input slot"
             fin_v = None
-        if dut.end_live.value:
+        if dut.front__end_live.value:
             f_pass = False
-        if dut.release.value:
+        if dut.front__release.value:
             assert ready, "released a slot that was not offered"
             if frames[slot]["kind"] == "live":     # PASS: the rest comes live
                 f_pass = True
@@ -170,7 +170,7 @@ async def back(dut, idle, backpressure):
                 assert g[k] == v, f"beat {n}: {k} {g[k]:#x}, want {v:#x} ({w})"
     assert not words and not live and fin_v is None and not fins
     # (the slot was released in the last clock: no frame is offered any more)
-    dut.pend_ready.value = 0
+    dut.front__pend_ready.value = 0
     dut.o__ready.value = 1
     for _ in range(10):
         await RisingEdge(dut.clk)

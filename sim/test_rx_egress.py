@@ -101,15 +101,15 @@ async def _drive(dut, c, valid, ready):
     dut.ctl__payload.value = pack(OutCtl, ctl)
     dut.ctl__valid.value = valid
     dut.o__ready.value = ready
-    dut.hdr_data.value = c["hdr"]
-    dut.total.value = c["vals"]["total"]
-    dut.csum.value = c["vals"]["csum"]
-    dut.udp_len.value = c["vals"]["udp"]
+    dut.hold__hdr_data.value = c["hdr"]
+    dut.front__total.value = c["vals"]["total"]
+    dut.restore__csum.value = c["vals"]["csum"]
+    dut.front__udp_len.value = c["vals"]["udp"]
     await ReadOnly()
 
 
 def _check(dut, c, n):
-    assert int(dut.hdr_addr.value) == c["ctl"]["idx"] | (c["ctl"]["bank"] << 3), \
+    assert int(dut.hold__hdr_addr.value) == c["ctl"]["idx"] | (c["ctl"]["bank"] << 3), \
         f"beat {n}: memory address"
     data, keep, last, user = _expected(c)
     got = int(dut.o__payload.value)

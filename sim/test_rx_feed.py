@@ -76,7 +76,7 @@ def feed_load(f):
 async def feed(dut, idle, backpressure):
     from inceptionn.hw.burst_buffer import PieceLayout
     from inceptionn.hw.rx.layouts import FeedStart, FinSlot, InBeat, Pending
-    await start(dut, {"start__valid": 0, "beat_valid": 0, "o__ready": 0, "fin_clear": 0})
+    await start(dut, {"front__start__valid": 0, "hold__beat_valid": 0, "o__ready": 0, "back__fin_clear": 0})
     seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
     frames = _frames(seed)
     idl = pause_generator(idle, 10 + seed)
@@ -91,11 +91,11 @@ async def feed(dut, idle, backpressure):
         ld, pend, nheld = feed_load(f)
         live = beats[nheld:]
         ra = ld["idx"]
-        dut.pend.value = pack(Pending, pend)
-        dut.start__payload.value = pack(FeedStart, ld)
-        dut.start__valid.value = 1
+        dut.front__pend.value = pack(Pending, pend)
+        dut.front__start__payload.value = pack(FeedStart, ld)
+        dut.front__start__valid.value = 1
         await RisingEdge(dut.clk)
-        dut.start__valid.value = 0
+        dut.front__start__valid.value = 0
         pieces = []
         offered = False
         fin_seen = False
@@ -103,34 +103,34 @@ async def feed(dut, idle, backpressure):
             cycles += 1
             assert cycles < 200 * FRAMES + 1000, f"frame {n}: stuck"
             held = beats[ra] if ra < nheld else b""
-            dut.f_data.value = int.from_bytes(held.ljust(32, b"\0"), "little")
+            dut.hold__f_data.value = int.from_bytes(held.ljust(32, b"\0"), "little")
             if not offered and live and not next(idl):
                 b = live[0]
                 last = len(live) == 1
-                dut.beat.value = pack(InBeat, {
+                dut.hold__beat.value = pack(InBeat, {
                     "data": int.from_bytes(b, "little"), "keep": (1 << len(b)) - 1,
                     "last": int(last), "user": f["user"] & last, "kc": len(b)})
                 offered = True
-            dut.beat_valid.value = int(offered)
+            dut.hold__beat_valid.value = int(offered)
             dut.o__ready.value = int(not next(bp))
-            dut.fin_clear.value = int(fin_pending and clr.random() < 0.5)
+            dut.back__fin_clear.value = int(fin_pending and clr.random() < 0.5)
             await ReadOnly()
             if dut.o__valid.value and dut.o__ready.value:
                 pc = unpack(PieceLayout, int(dut.o__payload.value))
                 pieces.append(pc)
-            if offered and (dut.drain.value or dut.live_take.value):
+            if offered and (dut.hold__drain.value or dut.hold__live_take.value):
                 live.pop(0)
                 offered = False
-            if dut.ra_step.value:
-                ra = int(dut.ra_next.value)
-            if dut.fin_clear.value:
+            if dut.front__ra_step.value:
+                ra = int(dut.front__ra_next.value)
+            if dut.back__fin_clear.value:
                 fin_pending = False
-            if dut.fin_done.value:
+            if dut.front__fin_done.value:
                 fin_seen = True
             await RisingEdge(dut.clk)
-        dut.beat_valid.value = 0
+        dut.hold__beat_valid.value = 0
         await ReadOnly()
-        fins.append(unpack(FinSlot, int(dut.fin.value)))
+        fins.append(unpack(FinSlot, int(dut.back__fin.value)))
         fin_pending = True
         assert not live, f"frame {n}: {len(live)} input beats left"
         # The pieces: the frame's bytes of the compressed stream.
@@ -152,7 +152,7 @@ async def feed(dut, idle, backpressure):
         await ReadOnly()
         assert not dut.o__valid.value, f"frame {n}: a piece offered after FIN"
         await RisingEdge(dut.clk)
-        dut.fin_clear.value = 0
+        dut.back__fin_clear.value = 0
     assert {int(len(f["frame"]) < f["p"] + 4 + f["rem"]) for f in frames} == {0, 1}
 
 

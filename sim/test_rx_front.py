@@ -33,6 +33,9 @@ def _v2_fits(ln, plen):
     """Version 2's length bound: the fewest bytes that can restore L fit in |C|."""
     return 4 + 2 * -(-(ln // 4) // 8) + ln % 4 <= plen
 MAX_FRAME = 9216
+# The strobes the other stages drive, by event name: their ports on the front half.
+_PORTS = {"done": "hold__done", "match_done": "matcher__done", "restore_done": "restore__done",
+          "release": "back__release", "end_live": "back__end_live", "fin_done": "feed__fin_done"}
 
 
 def _design():
@@ -100,9 +103,9 @@ async def front(dut, idle, backpressure):
     from inceptionn.hw.packet_matcher import MatchInfo
     from inceptionn.hw.realigner import realigner_cfg
     from inceptionn.hw.rx.layouts import FeedStart, HeldFrame, Pending
-    await start(dut, {"done": 0, "head": 1, "match_done": 0, "ra_step": 0, "fin_done": 0,
-                      "end_live": 0, "start__ready": 0, "rl_cfg__ready": 0,
-                      "restore_done": 0, "release": 0})
+    await start(dut, {"hold__done": 0, "hold__head": 1, "matcher__done": 0, "feed__ra_step": 0, "feed__fin_done": 0,
+                      "back__end_live": 0, "start__ready": 0, "rl_cfg__ready": 0,
+                      "restore__done": 0, "back__release": 0})
     seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
     frames = _frames(seed)
     assert {f["ok"] for f in frames} == {0, 1}
@@ -135,37 +138,37 @@ async def front(dut, idle, backpressure):
         assert cyc < 200 * FRAMES, f"stuck at frame {cur} ({len(acted)} acted)"
         f = frames[min(cur, FRAMES - 1)]
         now = events.pop(cyc, [])
-        dut.held.value = pack(HeldFrame, dict(f["held"], bank=bank))
-        dut.info.value = pack(MatchInfo, f["info"])
-        dut.head.value = head
+        dut.hold__held.value = pack(HeldFrame, dict(f["held"], bank=bank))
+        dut.matcher__info.value = pack(MatchInfo, f["info"])
+        dut.hold__head.value = head
         for s in ("done", "match_done", "restore_done", "release", "end_live", "fin_done"):
-            getattr(dut, s).value = int(s in now)
+            getattr(dut, _PORTS[s]).value = int(s in now)
         if "done" in now:
             head = 0
         await ReadWrite()           # f_addr, a register, as it is after the edge
-        addr = int(dut.f_addr.value)
+        addr = int(dut.hold__f_addr.value)
         beat = f["frame"][32 * (addr & 7):32 * (addr & 7) + 32]
-        dut.f_data.value = int.from_bytes(beat.ljust(32, b"\0"), "little")
+        dut.hold__f_data.value = int.from_bytes(beat.ljust(32, b"\0"), "little")
         dut.start__ready.value = int(not next(bp["s"]))
         dut.rl_cfg__ready.value = int(not next(bp["r"]))
         await ReadOnly()
         if took is not None:
-            pends.append(unpack(Pending, int(dut.pend.value)))
+            pends.append(unpack(Pending, int(dut.back__pend.value)))
             took = None
         if dut.start__valid.value and dut.start__ready.value:
             starts.append(unpack(StartLayout, int(dut.start__payload.value)))
         if dut.rl_cfg__valid.value and dut.rl_cfg__ready.value:
             cfgs.append(unpack(realigner_cfg(), int(dut.rl_cfg__payload.value)))
-        if dut.restore_start.value:
+        if dut.restore__start.value:
             at(cyc + later(1), "restore_done")
-        if dut.take.value:
-            assert dut.feed__valid.value, "take without the feed's load"
-            acted.append(unpack(FeedStart, int(dut.feed__payload.value)))
+        if dut.hold__take.value:
+            assert dut.feed__start__valid.value, "take without the feed's load"
+            acted.append(unpack(FeedStart, int(dut.feed__start__payload.value)))
             took = cur
             ok = acted[-1]["go"]            # (checked against the model at the end)
             # The back half releases the slot once its header is final; a bypassed frame
             # not held in full ends with its live rest; a decompressed one's input ends.
-            if not ok and not unpack(HeldFrame, int(dut.held.value))["last"]:
+            if not ok and not unpack(HeldFrame, int(dut.hold__held.value))["last"]:
                 at(cyc + later(2), "end_live")
             elif ok:
                 at(cyc + later(2), "fin_done")
@@ -174,11 +177,11 @@ async def front(dut, idle, backpressure):
             busy = True
         if "release" in now:
             busy = rel = False
-        if dut.pend_ready.value and busy and not rel:
-            assert not dut.take.value
+        if dut.back__pend_ready.value and busy and not rel:
+            assert not dut.hold__take.value
             at(cyc + later(1), "release")
             rel = True
-        if dut.restart.value:
+        if dut.hold__restart.value:
             cur += 1
             head = 1
             if cur < FRAMES:

@@ -29,8 +29,8 @@ def _design():
 @cocotb.parametrize(idle=PAUSE_MODES, others=PAUSE_MODES)
 async def hold(dut, idle, others):
     from inceptionn.hw.rx.layouts import HeldFrame, InBeat
-    await start(dut, {"beats__valid": 0, "drain": 0, "pass_take": 0, "live_take": 0,
-                      "take": 0, "restart": 0, "enable": 1})
+    await start(dut, {"beats__valid": 0, "feed__drain": 0, "back__pass_take": 0, "feed__live_take": 0,
+                      "front__take": 0, "front__restart": 0, "enable": 1})
     seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(others)
     rng = random.Random(seed)
     idl = pause_generator(idle, 10 + seed)
@@ -58,38 +58,38 @@ async def hold(dut, idle, others):
             dut.beats__valid.value = valid
             dut.enable.value = en if taken == 0 else 1 - en   # sampled on the first beat
             await ReadOnly()
-            assert int(dut.head.value) == 1
+            assert int(dut.front__head.value) == 1
             assert int(dut.beats__ready.value) == 1, "HEAD takes every beat"
-            assert int(dut.hdr_valid.value) == valid
+            assert int(dut.restore__beat_valid.value) == valid
             if valid:
-                assert int(dut.sniff_valid.value) == 1
-                assert int(dut.hdr_sel.value) == ((1 << taken) & 7)
-                done_seen = bool(dut.done.value)
+                assert int(dut.sniff__valid.value) == 1
+                assert int(dut.restore__beat_sel.value) == ((1 << taken) & 7)
+                done_seen = bool(dut.front__done.value)
                 assert done_seen == (taken == hold_n - 1), f"frame {n}: done at beat {taken}"
                 taken += 1
                 lasts += last
             else:
-                assert not dut.done.value
+                assert not dut.front__done.value
             await RisingEdge(dut.clk)
         dut.beats__valid.value = 0
         await ReadOnly()
-        held = unpack(HeldFrame, int(dut.held.value))
+        held = unpack(HeldFrame, int(dut.front__held.value))
         kc = len(beats[hold_n - 1])
         assert held == {"nheld": hold_n, "hsel": (1 << hold_n) & 0x1F, "last": int(nb <= 5),
                         "kc": kc, "keep": (1 << kc) - 1, "user": user & int(nb <= 5),
                         "len": 32 * (hold_n - 1) + kc, "en": en, "bank": bank}, \
             f"frame {n}: held {held}"
-        assert not dut.head.value
+        assert not dut.front__head.value
         # the held beats through both read ports
         for j in range(hold_n):
             await RisingEdge(dut.clk)
-            dut.f_addr.value = (bank << 3) | j
-            dut.o_addr.value = (bank << 3) | (hold_n - 1 - j)
+            dut.front__f_addr.value = (bank << 3) | j
+            dut.egress__hdr_addr.value = (bank << 3) | (hold_n - 1 - j)
             await ReadOnly()
             want_f = int.from_bytes(beats[j], "little")
             want_o = int.from_bytes(beats[hold_n - 1 - j], "little")
-            assert int(dut.f_data.value) == want_f, f"frame {n}: f_data, beat {j}"
-            assert int(dut.o_data.value) == want_o, f"frame {n}: o_data"
+            assert int(dut.front__f_data.value) == want_f, f"frame {n}: f_data, beat {j}"
+            assert int(dut.egress__hdr_data.value) == want_o, f"frame {n}: o_data"
         # outside HEAD the input's ready is the others' (the rest of the frame goes by)
         for j in range(hold_n, nb):
             taken_here = False
@@ -99,28 +99,28 @@ async def hold(dut, idle, others):
                 dut.beats__payload.value = pack(InBeat, {"last": last, "user": user & last})
                 dut.beats__valid.value = 1
                 terms = [int(not next(oth)) for _ in range(3)]
-                dut.drain.value, dut.pass_take.value, dut.live_take.value = terms
+                dut.feed__drain.value, dut.back__pass_take.value, dut.feed__live_take.value = terms
                 await ReadOnly()
                 assert int(dut.beats__ready.value) == int(any(terms))
-                assert int(dut.sniff_valid.value) == int(any(terms))
-                assert not dut.hdr_valid.value and not dut.done.value
+                assert int(dut.sniff__valid.value) == int(any(terms))
+                assert not dut.restore__beat_valid.value and not dut.front__done.value
                 taken_here = any(terms)
             lasts += last
         await RisingEdge(dut.clk)
         dut.beats__valid.value = 0
-        dut.drain.value = dut.pass_take.value = dut.live_take.value = 0
+        dut.feed__drain.value = dut.back__pass_take.value = dut.feed__live_take.value = 0
         # ACT takes the frame (the bank switches), then HEAD again
-        dut.take.value = 1
+        dut.front__take.value = 1
         await RisingEdge(dut.clk)
-        dut.take.value = 0
+        dut.front__take.value = 0
         bank ^= 1
-        dut.restart.value = 1
+        dut.front__restart.value = 1
         await RisingEdge(dut.clk)
-        dut.restart.value = 0
+        dut.front__restart.value = 0
         await ReadOnly()
-        held = unpack(HeldFrame, int(dut.held.value))
+        held = unpack(HeldFrame, int(dut.front__held.value))
         assert held["bank"] == bank and held["nheld"] == 0 and held["hsel"] == 1
-        assert int(dut.head.value) == 1
+        assert int(dut.front__head.value) == 1
         assert int(dut.frames_in.value) == lasts, f"frame {n}: frames_in"
         await RisingEdge(dut.clk)
 

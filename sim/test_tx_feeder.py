@@ -174,9 +174,9 @@ async def _run(dut, frames, idle, backpressure, seed):
         dv = bool(d_beats) and not next(d_idle)
         if dv:
             first, last, data, mask = d_beats.pop(0)
-            dut.d_first.value, dut.d_last.value = first, last
-            dut.d_data.value, dut.d_mask.value = data, mask
-        dut.d_valid.value = int(dv)
+            dut.decoded__d_first.value, dut.decoded__d_last.value = first, last
+            dut.decoded__d_data.value, dut.decoded__d_mask.value = data, mask
+        dut.decoded__d_valid.value = int(dv)
         dut.o__ready.value = int(not next(bp_o))
         clen_room = len(clenq) < CLEN_DEPTH
         dut.clen__ready.value = int(clen_room)
@@ -239,7 +239,7 @@ async def hand_worked(dut):
     56 on their own. Vectors: fill (10 bytes), the group (5, not last), the tail (3,
     last); clen 4 + 5 + 3 = 12, tsum 0x1234 + 0x5600 = 0x6834; D (32 bytes 0x01 0x00
     repeated, as the side port gives it) sums to 16 x 0x0100 = 0x1000."""
-    await start(dut, {"groups__valid": 0, "shim__valid": 0, "tail__valid": 0, "d_valid": 0,
+    await start(dut, {"groups__valid": 0, "shim__valid": 0, "tail__valid": 0, "decoded__d_valid": 0,
                       "o__ready": 1, "clen__ready": 1, "dsum__ready": 1})
     gb = bytes([0x02, 0x01, 0xAA, 0xBB, 0xCC])
     f = {"groups": [(gb, True)], "d": [bytes([1, 0] * 16)],
@@ -256,7 +256,7 @@ async def hand_worked(dut):
 @cocotb.test()
 @cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
 async def frames(dut, idle, backpressure):
-    await start(dut, {"groups__valid": 0, "shim__valid": 0, "tail__valid": 0, "d_valid": 0,
+    await start(dut, {"groups__valid": 0, "shim__valid": 0, "tail__valid": 0, "decoded__d_valid": 0,
                       "o__ready": 0, "clen__ready": 0, "dsum__ready": 1})
     seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
     fr = _frames(seed)

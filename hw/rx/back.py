@@ -6,18 +6,18 @@ from amaranth.lib.wiring import In, Out
 
 from ..axis import axis_signature
 from ..wire import BEAT_BYTES, MAX_FRAME_BYTES
-from .layouts import HOLD_BEATS, FinSlot, InBeat, OutCtl, Pending
+from .layouts import HOLD_BEATS, FeedBack, FrontBack, HoldBack, OutCtl
 
 __all__ = ["Back"]
 
 
 class Back(wiring.Component):
-    """Loads the pending frame (``pend``, once ``pend_ready``) and sequences its output
+    """Loads the pending frame (``front.pend``, once ``pend_ready``) and sequences its output
     beats on ``o`` (what the egress makes of each beat): a bypassed frame's held beats,
-    then, if it was not held in full, the rest of it live from the input (``beat``,
-    while the front half is in PASS, ``f_pass``); a decompressed frame's header beats,
+    then, if it was not held in full, the rest of it live from the input (``hold.beat``,
+    while the front half is in PASS, ``front.f_pass``); a decompressed frame's header beats,
     then the Realigner's beats (``words``) merged with the header beat that holds byte P,
-    the last one once the end-of-input slot (``fin``) is valid. ``release`` frees the
+    the last one once the end-of-input slot (``feed.fin``) is valid. ``front.release`` frees the
     pending slot as soon as its header is no longer needed (the last held beat, or the
     beat holding byte P goes out), so the front half's next frame can be taken while
     this one is still going out.
@@ -25,29 +25,23 @@ class Back(wiring.Component):
     The state is one-hot flags and every count, "last beat", "header beat" and the last
     beat's tkeep is a register loaded from the slot, so the handshake per state is one
     flat AND of flags. Combinational contract: ``o.valid`` and ``words.ready`` follow
-    ``o.ready`` (the output slice's, a register) and ``beat_valid`` in the same clock;
-    ``pass_take`` (the input's ready in PASS), ``release``, ``end_live`` (PASS ends) and
-    ``fin_clear`` (the end-of-input slot is read) are strobes of the output handshake.
+    ``o.ready`` (the output slice's, a register) and ``hold.beat_valid`` in the same clock;
+    ``hold.pass_take`` (the input's ready in PASS), ``front.release``, ``end_live`` (PASS
+    ends) and ``feed.fin_clear`` (the end-of-input slot is read) are strobes of the output handshake.
     """
 
-    pend: In(Pending)
-    pend_ready: In(1)
-    release: Out(1)
-    f_pass: In(1)
-    fin: In(FinSlot)
-    fin_clear: Out(1)
-    beat: In(InBeat)
-    beat_valid: In(1)
+    front: In(FrontBack)
+    hold: In(HoldBack)
+    feed: In(FeedBack)
     words: In(axis_signature())
     o: Out(stream.Signature(OutCtl))
-    pass_take: Out(1)
-    end_live: Out(1)
     malformed: Out(32)
 
     def elaborate(self, platform):
         m = Module()
-        pend, inb, rl_o, ob = self.pend, self.beat, self.words, self.o
-        f_pass, fin_valid = self.f_pass, self.fin.valid
+        front, hold, fin = self.front, self.hold, self.feed.fin
+        pend, inb, rl_o, ob = front.pend, hold.beat, self.words, self.o
+        f_pass, fin_valid = front.f_pass, fin.valid
         b_idle = Signal(init=1)
         b_held = Signal()              # bypass: the held beats
         b_live = Signal()              # bypass: the rest of the frame from the input
@@ -84,20 +78,20 @@ class Back(wiring.Component):
         c = ob.payload
         m.d.comb += [
             frame_ok.eq(b_frame & (o_hdr | rl_o.valid) & (~o_last | fin_valid)),
-            ob.valid.eq(b_held | (b_live & f_pass & self.beat_valid) | frame_ok),
+            ob.valid.eq(b_held | (b_live & f_pass & hold.beat_valid) | frame_ok),
             hs_held.eq(b_held & ob.ready),
-            hs_live.eq(b_live & f_pass & self.beat_valid & ob.ready),
+            hs_live.eq(b_live & f_pass & hold.beat_valid & ob.ready),
             hs_frame.eq(frame_ok & ob.ready),
-            bad.eq(rl_o.payload.user | self.fin.trunc),
+            bad.eq(rl_o.payload.user | fin.trunc),
             c.live.eq(b_live), c.held.eq(b_held), c.hdr.eq(o_hdr), c.first.eq(o_first),
             c.low.eq(o_low), c.idx.eq(o_idx[:3]), c.bank.eq(o_bank), c.tc.eq(o_tc),
             c.umask.eq(o_umask), c.unow.eq(o_unow), c.last.eq(o_last),
             c.last_keep.eq(o_last_keep), c.held_user.eq(o_held_user), c.bad.eq(bad),
-            c.fin_bad.eq(self.fin.bad),
+            c.fin_bad.eq(fin.bad),
             c.beat.data.eq(inb.data), c.beat.keep.eq(inb.keep), c.beat.last.eq(inb.last),
             c.beat.user.eq(inb.user),
             c.d.eq(rl_o.payload.data),
-            self.pass_take.eq(b_live & f_pass & ob.ready),
+            hold.pass_take.eq(b_live & f_pass & ob.ready),
         ]
 
         # The Realigner's ready from flip-flops only (it reaches into its pipeline).
@@ -116,10 +110,10 @@ class Back(wiring.Component):
             # pend_ready is this frame's own until the slot is released: a frame that
             # releases it in its last clock (held bypass, one-beat decompressed frame)
             # does not load the next one then
-            do_load.eq(self.pend_ready &
+            do_load.eq(front.pend_ready &
                        (b_idle | end_live | (end_frame & (o_hdr | ~o_first)))),
-            self.release.eq(end_held | releasing),
-            self.end_live.eq(end_live),
+            front.release.eq(end_held | releasing),
+            front.end_live.eq(end_live),
         ]
         with m.If(hs_held):
             m.d.sync += [o_idx.eq(o_idx + 1), o_end_held.eq(o_idx + 2 == o_nheld),
@@ -134,7 +128,7 @@ class Back(wiring.Component):
             with m.Else():
                 m.d.sync += o_first.eq(0)
         with m.If(end_frame):
-            m.d.comb += self.fin_clear.eq(1)
+            m.d.comb += self.feed.fin_clear.eq(1)
             with m.If(bad):
                 m.d.sync += self.malformed.eq(self.malformed + 1)
         with m.If((end_held & o_held_last) | end_live | end_frame):

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from ..axis import axis_signature
 from ..header_restore import HEADER_BEATS, patch_lanes
 from ..wire import BEAT_BYTES
-from .layouts import OutCtl
+from .layouts import FrontEgress, HoldEgress, OutCtl, RestoreCsum
 
 __all__ = ["Egress", "PATCH_LANES"]
 
@@ -36,19 +36,17 @@ PATCH_LANES = _patch_lanes()
 class Egress(wiring.Component):
     """Makes each output beat the back half offers on ``ctl`` (combinational: ``o``'s
     handshake is ``ctl``'s): a live bypass beat as it came; a held or header beat read
-    from the beat memory (``hdr_addr``/``hdr_data``), the restored fields (IP total
-    length ``total`` and checksum ``csum``, UDP length ``udp_len``) on their byte lanes
-    (each lane takes at most one of them, see ``PATCH_LANES``; which one now is a flag
-    of ``ctl``); in the beat holding byte P the header bytes below lane P mod 32 and the
+    from the beat memory (``hold``), the restored fields (IP total length
+    ``front.total`` and checksum ``restore.csum``, UDP length ``front.udp_len``) on
+    their byte lanes (each lane takes at most one of them, see ``PATCH_LANES``; which
+    one now is a flag of ``ctl``); in the beat holding byte P the header bytes below lane P mod 32 and the
     realigned payload above them; keep, last and user from ``ctl``'s flags. Counts the
     frames out."""
 
     ctl: In(stream.Signature(OutCtl))
-    hdr_addr: Out(4)
-    hdr_data: In(8 * BEAT_BYTES)
-    csum: In(16)
-    total: In(16)
-    udp_len: In(16)
+    hold: In(HoldEgress)
+    restore: In(RestoreCsum)
+    front: In(FrontEgress)
     o: Out(axis_signature())
     frames_out: Out(32)
 
@@ -61,12 +59,12 @@ class Egress(wiring.Component):
         # above them.
         from_hdr = Signal(BEAT_BYTES)
         hdr_data = Signal(8 * BEAT_BYTES)
-        m.d.comb += [self.hdr_addr.eq(Cat(c.idx, c.bank)), hdr_data.eq(self.hdr_data)]
+        m.d.comb += [self.hold.hdr_addr.eq(Cat(c.idx, c.bank)), hdr_data.eq(self.hold.hdr_data)]
         for k in range(BEAT_BYTES):
             m.d.comb += from_hdr[k].eq(c.held | c.hdr | (c.first & c.low[k]))
         # Per lane, the restored field byte that may replace the held byte there (each
         # lane has at most one) and the flag that says it does now.
-        fields = {"total": self.total, "csum": self.csum, "udp": self.udp_len}
+        fields = {"total": self.front.total, "csum": self.restore.csum, "udp": self.front.udp_len}
         hdr_or_d = Signal(8 * BEAT_BYTES)
         for k in range(BEAT_BYTES):
             sl = slice(8 * k, 8 * k + 8)

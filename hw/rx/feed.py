@@ -7,59 +7,51 @@ from amaranth.lib.wiring import In, Out
 from ..burst_buffer import PieceLayout
 from ..primitives import greater_than
 from ..wire import BEAT_BYTES
-from .layouts import HOLD_BEATS, FeedStart, FinSlot, InBeat, Pending
+from .layouts import HOLD_BEATS, FeedBack, FrontFeed, HoldFeed
 
 __all__ = ["Feed"]
 
 
 class Feed(wiring.Component):
     """FEED: one beat of compressed bytes per clock into the unit (``o``): the held
-    beats first (``f_data``, the hold's feed read port; the front half moves its
-    address on at ``ra_step`` to ``ra_next``), then the live input (``beat``); ``first``
+    beats first (``hold.f_data``, the hold's feed read port; the front half moves its
+    address on at ``front.ra_step`` to ``ra_next``), then the live input (``hold.beat``); ``first``
     is nonzero only on the shim's beat. DRAIN then drops the Ethernet padding (or junk
     past the IP total length) up to the input frame's end, and FIN puts the input's
-    tuser and whether it was cut short into the end-of-input slot ``fin`` (registers,
-    freed by the back half's ``fin_clear``; ``fin_done`` strobes as it is written).
+    tuser and whether it was cut short into the end-of-input slot ``back.fin`` (registers,
+    freed by the back half's ``fin_clear``; ``front.fin_done`` strobes as it is written).
 
-    ``start`` is the front half's ACT, a load strobe taken whatever this stage's ready
+    ``front.start`` is the front half's ACT, a load strobe taken whatever this stage's ready
     (it is idle then): it loads every register for the frame (all worked out a step
     ahead, so that "this beat ends the feed" is a select of flags) and, with ``go``,
     starts FEED.
 
     Timing contract: the unit's ``o.ready`` is logic of its BurstBuffer's registers;
     every update here is a kept term of registers ANDed with it, so it is one LUT level
-    from that ready to each register, and to the input's ready (``live_take``: the
-    kept "a live beat is wanted" AND ``o.ready``). ``drain`` is the DRAIN flag (the
+    from that ready to each register, and to the input's ready (``hold.live_take``: the
+    kept "a live beat is wanted" AND ``o.ready``). ``hold.drain`` is the DRAIN flag (the
     input is ready then). The input's last beat, if the stream may end in it, waits
     one clock for a registered compare of its byte count.
     """
 
-    start: In(stream.Signature(FeedStart))
-    beat: In(InBeat)
-    beat_valid: In(1)
-    f_data: In(8 * BEAT_BYTES)
-    pend: In(Pending)
+    front: In(FrontFeed)
+    hold: In(HoldFeed)
     o: Out(stream.Signature(PieceLayout))
-    live_take: Out(1)
-    drain: Out(1)
-    ra_step: Out(1)
-    ra_next: Out(3)
-    fin: Out(FinSlot)
-    fin_clear: In(1)
-    fin_done: Out(1)
+    back: Out(FeedBack)
 
     def elaborate(self, platform):
         m = Module()
-        inb, pend = self.beat, self.pend
-        inb_valid = self.beat_valid
-        m.d.comb += self.start.ready.eq(1)
-        load = self.start.valid
-        ld = self.start.payload
+        front, hold, back = self.front, self.hold, self.back
+        inb, pend = hold.beat, front.pend
+        inb_valid = hold.beat_valid
+        m.d.comb += front.start.ready.eq(1)
+        load = front.start.valid
+        ld = front.start.payload
 
         in_feed = Signal()             # FEED
         s_drain = Signal()
         s_fin = Signal()
-        m.d.comb += self.drain.eq(s_drain)
+        m.d.comb += hold.drain.eq(s_drain)
 
         # End-of-input slot (feed -> back) for decompressed frames.
         fin_valid = Signal()
@@ -67,8 +59,8 @@ class Feed(wiring.Component):
         fin_trunc = Signal()
         f_user = Signal()
         f_trunc = Signal()
-        m.d.comb += [self.fin.valid.eq(fin_valid), self.fin.bad.eq(fin_bad),
-                     self.fin.trunc.eq(fin_trunc)]
+        m.d.comb += [back.fin.valid.eq(fin_valid), back.fin.bad.eq(fin_bad),
+                     back.fin.trunc.eq(fin_trunc)]
 
         # Feed state.
         f_idx = Signal(range(HOLD_BEATS + 1))
@@ -87,7 +79,7 @@ class Feed(wiring.Component):
         f_hend = Signal()              # the current held beat is the frame's last
         f_hv = Signal(HOLD_BEATS)
 
-        with m.If(self.fin_clear):
+        with m.If(back.fin_clear):
             m.d.sync += fin_valid.eq(0)
 
         # Computed whatever the state (only valid and ready are gated), so the state
@@ -121,7 +113,7 @@ class Feed(wiring.Component):
         with m.If(in_feed & inb_valid & f_wait):
             m.d.sync += f_chk.eq(1)
         m.d.comb += [
-            src_data.eq(Mux(f_live, inb.data, self.f_data)),
+            src_data.eq(Mux(f_live, inb.data, hold.f_data)),
             avail.eq(Mux(f_live, Mux(inb.last, inb.kc, BEAT_BYTES), f_hcur)),
             src_last.eq(Mux(f_live, inb.last, f_hend)),
             src_valid.eq(in_feed & (~f_live | inb_valid) & ~f_wait),
@@ -192,7 +184,7 @@ class Feed(wiring.Component):
         with m.If(f_drn & u_ready):
             m.d.sync += s_drain.eq(1)
         nxt_end = Signal()
-        m.d.comb += [self.ra_step.eq(f_step & u_ready), self.ra_next.eq(f_idx + 1)]
+        m.d.comb += [front.ra_step.eq(f_step & u_ready), front.ra_next.eq(f_idx + 1)]
         with m.If(f_step & u_ready):
             # on to the next held beat, or to the live input after the last one
             m.d.comb += nxt_end.eq(pend.held_last & (f_idx + 2 == pend.nheld))
@@ -205,7 +197,7 @@ class Feed(wiring.Component):
         # The live input is wanted (the unit's ready ANDed in last, see above).
         in_live = Signal(attrs={"keep": 1})
         m.d.comb += [in_live.eq(in_feed & f_live & ~f_wait),
-                     self.live_take.eq(in_live & u_ready)]
+                     hold.live_take.eq(in_live & u_ready)]
 
         # DRAIN: Ethernet padding (or junk past the IP total length) is dropped.
         with m.If(s_drain & inb_valid & inb.last):
@@ -213,8 +205,8 @@ class Feed(wiring.Component):
 
         # FIN
         fin_go = Signal()
-        m.d.comb += [fin_go.eq(s_fin & (~fin_valid | self.fin_clear)),
-                     self.fin_done.eq(fin_go)]
+        m.d.comb += [fin_go.eq(s_fin & (~fin_valid | back.fin_clear)),
+                     front.fin_done.eq(fin_go)]
         with m.If(fin_go):
             m.d.sync += [fin_valid.eq(1), fin_bad.eq(f_user), fin_trunc.eq(f_trunc),
                          s_fin.eq(0)]

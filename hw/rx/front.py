@@ -5,20 +5,20 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..decompression_unit import StartLayout
-from ..packet_matcher import MatchInfo
 from ..realigner import realigner_cfg
 from ..wire import BEAT_BYTES, EB_K_MAX, K_MIN, MAX_FRAME_BYTES, SHIM_MAGIC, SHIM_MAGIC_V2
-from .layouts import HOLD_BEATS, FeedStart, HeldFrame, Pending
+from .layouts import (HOLD_BEATS, FrontBack, FrontEgress, FrontFeed, FrontRestore,
+                      HoldFront, MatchResult, Pending)
 
 __all__ = ["Front"]
 
 
 class Front(wiring.Component):
-    """The front half's decision, in one-hot flag states after the hold's ``done``:
+    """The front half's decision, in one-hot flag states after the hold's ``hold.done``:
 
-    * MATCH takes the PacketMatcher's result (``match_done``/``info``, kept until taken)
+    * MATCH takes the PacketMatcher's result (``matcher``, kept until taken)
       and L and the magic from the shim, read through the hold's feed read port
-      (``f_addr`` is a register: it follows the matcher's P >> 5 while the frame is held,
+      (``hold.f_addr`` is a register: it follows the matcher's P >> 5 while the frame is held,
       so the read is one level from flip-flops); SH2 reads the magic byte one clock later
       when it is lane 0 of the next beat;
     * CHECK works out every per-frame sum and compare ACT needs (the shim check, the size
@@ -29,41 +29,27 @@ class Front(wiring.Component):
       bytes: |C| >= 4 + 2 ceil((L div 4) / 8) + L mod 4, the shim, a zero tag word per
       group and the tail); anything else is forwarded unchanged;
     * ACT, once the unit and the Realigner took the previous frame's start (``start``,
-      ``rl_cfg``) and the pending slot is free, takes the held frame (``take``), loads
-      the slot (``pend``, registers) and the feed (``feed``), and for a decompressed
-      frame starts the unit, the Realigner and the HeaderRestore (``restore_start``);
-      a bypassed one waits for its output (PASS, ``f_pass``) unless it is held in full.
+      ``rl_cfg``) and the pending slot is free, takes the held frame (``hold.take``), loads
+      the slot (``back.pend``, registers) and the feed (``feed.start``), and for a decompressed
+      frame starts the unit, the Realigner and the HeaderRestore (``restore.start``);
+      a bypassed one waits for its output (PASS, ``back.f_pass``) unless it is held in full.
 
-    ``pend_ready``: the slot's header is final (bypass: at once; decompressed: when the
-    HeaderRestore is ``restore_done``); the back half's ``release`` frees the slot.
-    ``restart`` (to the hold: HEAD again) is a strobe: a held bypass frame in ACT, the
-    feed's ``fin_done``, the back half's ``end_live``. ``feed`` is a load strobe and is
+    ``back.pend_ready``: the slot's header is final (bypass: at once; decompressed: when the
+    HeaderRestore is ``restore.done``); the back half's ``release`` frees the slot.
+    ``hold.restart`` (HEAD again) is a strobe: a held bypass frame in ACT, the
+    feed's ``fin_done``, the back half's ``end_live``. ``feed.start`` is a load strobe and is
     not gated by its ready: the feed is idle whenever the front half is in ACT. After
     ACT the feed owns the read address (``ra_step``, ``ra_next``).
     """
 
-    held: In(HeldFrame)
-    done: In(1)
-    head: In(1)
-    take: Out(1)
-    restart: Out(1)
-    match_done: In(1)
-    info: In(MatchInfo)
-    f_addr: Out(4)
-    f_data: In(8 * BEAT_BYTES)
-    ra_step: In(1)
-    ra_next: In(3)
-    fin_done: In(1)
-    end_live: In(1)
-    feed: Out(stream.Signature(FeedStart))
+    hold: In(HoldFront)
+    matcher: In(MatchResult)
+    restore: Out(FrontRestore)
+    feed: Out(FrontFeed)
     start: Out(stream.Signature(StartLayout))
     rl_cfg: Out(stream.Signature(realigner_cfg()))
-    restore_start: Out(1)
-    restore_done: In(1)
-    pend: Out(Pending)
-    pend_ready: Out(1)
-    release: In(1)
-    f_pass: Out(1)
+    back: Out(FrontBack)
+    egress: Out(FrontEgress)
     decompressed: Out(32)
     version1: Out(32)              # decompressed frames per wire format version
     version2: Out(32)
@@ -73,7 +59,8 @@ class Front(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        held, info = self.held, self.info
+        hold, feed, back = self.hold, self.feed, self.back
+        held, info = hold.held, self.matcher.info
         nheld, hsel, held_last, held_kc = held.nheld, held.hsel, held.last, held.kc
         held_len = held.len
 
@@ -84,13 +71,13 @@ class Front(wiring.Component):
         s_check = Signal()
         s_act = Signal()
         f_pass = Signal()              # PASS
-        m.d.comb += self.f_pass.eq(f_pass)
-        with m.If(self.done):
+        m.d.comb += back.f_pass.eq(f_pass)
+        with m.If(hold.done):
             m.d.sync += s_match.eq(1)
 
         pm_have = Signal()
         pm_take = Signal()
-        with m.If(self.match_done):
+        with m.If(self.matcher.done):
             m.d.sync += pm_have.eq(1)
         with m.Elif(pm_take):
             m.d.sync += pm_have.eq(0)
@@ -142,21 +129,23 @@ class Front(wiring.Component):
         x_hc0 = Signal(6)              # bytes the first beat offers
 
         # Pending-frame slot (front -> back).
-        pend = self.pend
         pend_busy = Signal()           # slot written, back half not done with it
         pend_ready = Signal()          # ... and the header is final
-        m.d.comb += self.pend_ready.eq(pend_ready)
+        m.d.comb += back.pend_ready.eq(pend_ready)
         slot = {n: Signal(f.shape, name=f"pend_{n}") for n, f in Pending}
         for n, s in slot.items():
-            m.d.comb += getattr(pend, n).eq(s)
+            m.d.comb += [getattr(back.pend, n).eq(s), getattr(feed.pend, n).eq(s)]
+        m.d.comb += [self.restore.ip_total.eq(slot["total"]),
+                     self.egress.total.eq(slot["total"]),
+                     self.egress.udp_len.eq(slot["udp_len"])]
 
         # The HeaderRestore adds the restored total length once ACT has started the
         # frame; its checksum then stays put until the next start, which comes only
         # after this frame's header beats are out (the slot is released first).
         restore_start = Signal()
         m.d.sync += restore_start.eq(0)
-        m.d.comb += self.restore_start.eq(restore_start)
-        with m.If(self.restore_done):
+        m.d.comb += self.restore.start.eq(restore_start)
+        with m.If(self.restore.done):
             m.d.sync += pend_ready.eq(1)
 
         st_valid = Signal()
@@ -192,12 +181,12 @@ class Front(wiring.Component):
         # SH2, then the feed's first held beat, then moves with the feed.
         ra = Signal(3)
         ra_bank = Signal()
-        m.d.comb += self.f_addr.eq(Cat(ra, ra_bank))
-        with m.If(self.head | s_match):
+        m.d.comb += hold.f_addr.eq(Cat(ra, ra_bank))
+        with m.If(hold.head | s_match):
             m.d.sync += [ra.eq(info.payload_offset[5:8]), ra_bank.eq(held.bank)]
 
         # MATCH: take the matcher's result, and L from the shim.
-        rd = self.f_data
+        rd = hold.f_data
         with m.If(s_match & pm_have):
             m.d.comb += pm_take.eq(1)
             po = info.payload_offset
@@ -280,14 +269,14 @@ class Front(wiring.Component):
         # took the previous frame's start and cfg, and the slot is free.
         act_fire = Signal()
         m.d.comb += act_fire.eq(s_act & ~pend_busy & ~st_valid & ~rl_valid)
-        m.d.comb += [self.take.eq(act_fire), self.feed.valid.eq(act_fire)]
+        m.d.comb += [hold.take.eq(act_fire), feed.start.valid.eq(act_fire)]
         # Held beat j (0: the stream's first) ends the stream iff |C| - 4 + first
         # lane <= 32 (j + 1), and, if it is the frame's last, x_leh (ANDed into
         # all: for the others it follows from the first test).
         hv = Cat(*[x_r <= BEAT_BYTES * (j + 1) for j in range(HOLD_BEATS)])
         # The feed's registers load whether or not the frame is decompressed (a
         # bypassed frame never reads them).
-        fs = self.feed.payload
+        fs = feed.start.payload
         m.d.comb += [
             fs.go.eq(x_ok),
             fs.idx.eq(d_fidx),
@@ -352,15 +341,15 @@ class Front(wiring.Component):
                     m.d.sync += f_pass.eq(1)
         # HEAD again: a bypassed frame held in full, the end of a decompressed frame's
         # input (FIN), the end of a live bypass frame (PASS).
-        m.d.comb += self.restart.eq((act_fire & ~x_ok & held_last) | self.fin_done |
-                                    self.end_live)
+        m.d.comb += hold.restart.eq((act_fire & ~x_ok & held_last) | feed.fin_done |
+                                    back.end_live)
 
         # The feed moves the read address on to its next held beat.
-        with m.If(self.ra_step):
-            m.d.sync += ra.eq(self.ra_next)
+        with m.If(feed.ra_step):
+            m.d.sync += ra.eq(feed.ra_next)
 
-        with m.If(self.release):
+        with m.If(back.release):
             m.d.sync += [pend_busy.eq(0), pend_ready.eq(0)]
-        with m.If(self.end_live):
+        with m.If(back.end_live):
             m.d.sync += f_pass.eq(0)
         return m

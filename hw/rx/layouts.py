@@ -1,13 +1,18 @@
 """Payloads of the streams and register interfaces between the RX engine's stages."""
 
 from amaranth import Shape, signed
-from amaranth.lib import data
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
 
 from ..axis import AxisBeat
+from ..header_restore import HEADER_BEATS
+from ..packet_matcher import MatchInfo
 from ..wire import BEAT_BYTES, MAX_FRAME_BYTES
 
 __all__ = ["HOLD_BEATS", "BANK_BEATS", "InBeat", "HeldFrame", "FeedStart", "Pending",
-           "FinSlot", "OutCtl"]
+           "FinSlot", "OutCtl", "HoldFront", "HoldFeed", "HoldBack", "HoldEgress", "HoldSniff",
+           "HoldRestore", "MatchResult", "FrontRestore", "RestoreCsum", "FrontFeed",
+           "FrontBack", "FrontEgress", "FeedBack"]
 
 HOLD_BEATS = 5                 # P <= 138, so the shim (P..P+3) ends within beat 4
 BANK_BEATS = 8                 # beat memory: two banks of 8 entries (HOLD_BEATS used)
@@ -102,4 +107,109 @@ OutCtl = data.StructLayout({
     "fin_bad": 1,              # the input's tuser
     "beat": AxisBeat,          # the live input beat
     "d": 8 * BEAT_BYTES,       # the realigned payload beat
+})
+
+
+# The interfaces between the stages, each named by its two ends and seen from the first
+# (the stage that holds it as ``Out``; the other holds it as ``In``). The engine connects
+# each with ``wiring.connect`` (hw/pipeline.py), which is also what draws the diagram.
+# Members named as a shared block names its own ports (PacketMatcher, HeaderRestore)
+# connect to that block's ports directly.
+
+# hold -> front: the frame now held, the shim's beat read through the feed read port;
+# back: take (ACT), restart (HEAD again).
+HoldFront = wiring.Signature({
+    "held": Out(HeldFrame),
+    "done": Out(1),            # strobe: the frame is held
+    "head": Out(1),            # HEAD
+    "take": In(1),
+    "restart": In(1),
+    "f_addr": In(4),           # the beat memory's feed read port
+    "f_data": Out(8 * BEAT_BYTES),
+})
+
+# hold -> feed: the live input beat and the held beats (the feed read port, its address
+# the front half's); back: the live input taken (FEED), DRAIN.
+HoldFeed = wiring.Signature({
+    "beat": Out(InBeat),
+    "beat_valid": Out(1),
+    "f_data": Out(8 * BEAT_BYTES),
+    "live_take": In(1),
+    "drain": In(1),
+})
+
+# hold -> back: the live input beat; back: taken (PASS).
+HoldBack = wiring.Signature({
+    "beat": Out(InBeat),
+    "beat_valid": Out(1),
+    "pass_take": In(1),
+})
+
+# hold -> egress: the beat memory's output read port.
+HoldEgress = wiring.Signature({
+    "hdr_addr": In(4),
+    "hdr_data": Out(8 * BEAT_BYTES),
+})
+
+# hold -> PacketMatcher: every taken beat.
+HoldSniff = wiring.Signature({
+    "beat": Out(AxisBeat),
+    "valid": Out(1),
+})
+
+# hold -> HeaderRestore: the header beats as they are written.
+HoldRestore = wiring.Signature({
+    "beat": Out(8 * BEAT_BYTES),
+    "beat_valid": Out(1),
+    "beat_sel": Out(HEADER_BEATS),   # one-hot: which of the frame's first beats
+    "beat_vlan": Out(1),
+})
+
+# PacketMatcher -> front: its per-frame result.
+MatchResult = wiring.Signature({
+    "done": Out(1),
+    "info": Out(MatchInfo),
+})
+
+# front -> HeaderRestore: start (a strobe) with the restored IP total length; back: done.
+FrontRestore = wiring.Signature({
+    "start": Out(1),
+    "ip_total": Out(16),
+    "done": In(1),
+})
+
+# HeaderRestore -> egress: the restored IP checksum.
+RestoreCsum = wiring.Signature({
+    "csum": Out(16),
+})
+
+# front -> feed: the feed's load (ACT) and the pending frame; back: the read address the
+# feed moves on, and the end of its input (FIN).
+FrontFeed = wiring.Signature({
+    "start": Out(stream.Signature(FeedStart)),
+    "pend": Out(Pending),
+    "ra_step": In(1),
+    "ra_next": In(3),
+    "fin_done": In(1),
+})
+
+# front -> back: the pending-frame slot, PASS; back: the slot released, PASS ends.
+FrontBack = wiring.Signature({
+    "pend": Out(Pending),
+    "pend_ready": Out(1),
+    "f_pass": Out(1),
+    "release": In(1),
+    "end_live": In(1),
+})
+
+# front -> egress: the restored lengths of the pending frame.
+FrontEgress = wiring.Signature({
+    "total": Out(16),
+    "udp_len": Out(16),
+})
+
+# feed -> back: the end-of-input slot; back: it is read.
+FeedBack = wiring.Signature({
+    "fin": Out(FinSlot),
+    "fin_clear": In(1),
 })

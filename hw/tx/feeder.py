@@ -9,7 +9,7 @@ from ..checksum import Checksum
 from ..compression_unit import GroupOut
 from ..primitives import FifoSlice
 from ..wire import MAX_FRAME_BEATS
-from .layouts import CLenInfo, FedGroup, ShimInfo, TailInfo
+from .layouts import CLenInfo, Decoded, FedGroup, ShimInfo, TailInfo
 
 __all__ = ["Feeder"]
 
@@ -22,7 +22,7 @@ class Feeder(wiring.Component):
     last group when the group former could put it there, else a vector of its own).
     Per frame it pushes |C| and a separate tail's word sum to ``clen`` (one clock after
     the frame's end: a registered push keeps the handshake off the FIFO's write logic),
-    and sums the D checksum over the CompressionUnit's decoded side port (``d_*``) into
+    and sums the D checksum over the CompressionUnit's decoded side port (``decoded``) into
     ``dsum``.
 
     ``clen`` and ``dsum`` are written without checking their ``ready`` at write time:
@@ -31,11 +31,7 @@ class Feeder(wiring.Component):
     """
 
     groups: In(stream.Signature(GroupOut))
-    d_valid: In(1)
-    d_first: In(1)
-    d_last: In(1)
-    d_data: In(256)
-    d_mask: In(32)
+    decoded: In(Decoded)
     shim: In(stream.Signature(ShimInfo))
     tail: In(stream.Signature(TailInfo))
     o: Out(stream.Signature(ByteVector))
@@ -47,6 +43,7 @@ class Feeder(wiring.Component):
         # Cuts the ready chain AlignmentUnit -> feeder -> CompressionUnit.
         m.submodules.rs_gout = rs_gout = FifoSlice(FedGroup)
         m.submodules.ck_d = ck_d = Checksum(max_beats=MAX_FRAME_BEATS)
+        dd = self.decoded
         a_in = self.o
         m.d.comb += [
             rs_gout.i.valid.eq(self.groups.valid), self.groups.ready.eq(rs_gout.i.ready),
@@ -59,8 +56,8 @@ class Feeder(wiring.Component):
         # tail's bytes come in the finisher. The port's byte mask does the decode's
         # clearing in the Checksum's input flip-flops.
         m.d.comb += [
-            ck_d.valid.eq(self.d_valid), ck_d.first.eq(self.d_first), ck_d.last.eq(self.d_last),
-            ck_d.data.eq(self.d_data), ck_d.mask.eq(self.d_mask),
+            ck_d.valid.eq(dd.d_valid), ck_d.first.eq(dd.d_first), ck_d.last.eq(dd.d_last),
+            ck_d.data.eq(dd.d_data), ck_d.mask.eq(dd.d_mask),
             self.dsum.valid.eq(ck_d.done), self.dsum.payload.eq(ck_d.sum),
         ]
         go = rs_gout.o

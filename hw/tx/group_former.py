@@ -8,7 +8,7 @@ from ..axis import axis_signature
 from ..compression_unit import GroupIn
 from ..primitives import keep_count
 from ..wire import BEAT_BITS
-from .layouts import CodecK, TailInfo
+from .layouts import CodecK, CuCodec, TailInfo
 
 __all__ = ["GroupFormer"]
 
@@ -29,7 +29,7 @@ class GroupFormer(wiring.Component):
     i: In(axis_signature())
     k: In(stream.Signature(CodecK))
     o: Out(stream.Signature(GroupIn))
-    cu_k: Out(CodecK)
+    cu_k: Out(CuCodec)
     tail: Out(stream.Signature(TailInfo))
 
     def elaborate(self, platform):
@@ -63,7 +63,7 @@ class GroupFormer(wiring.Component):
             # A held last beat's tail sits in value slot `count` (count < 8 when r > 0).
             self.o.payload.tail.eq(Mux(g_last, g_nb[:2], 0)),
             # k travels with each group: the CompressionUnit samples it per group.
-            self.cu_k.eq(self.k.payload),
+            self.cu_k.k.eq(self.k.payload.k), self.cu_k.v2.eq(self.k.payload.v2),
             self.k.ready.eq(g_fire & grp_last),
             self.tail.valid.eq(g_fire & grp_last),
             # Only a separate tail (an absorbed beat) needs its bytes here: a held last

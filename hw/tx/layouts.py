@@ -10,13 +10,22 @@ from ..wire import BEAT_BITS
 __all__ = ["FrameCfg", "CodecK", "HdrBounds", "FrameMode", "FrontResult", "HdrSums",
            "CompRegion", "Desc", "DEFAULT_AW", "front_result", "comp_region", "desc",
            "MODE_DROP", "MODE_PASS", "MODE_COMP", "ShimInfo", "TailInfo", "FedGroup",
-           "CLenInfo", "MatchInfo", "store_write", "store_read"]
+           "CLenInfo", "MatchInfo", "store_write", "store_read", "CuCodec", "Decoded"]
 
 # ingress -> dispatcher, per frame. ok: enabled and k in the codec's range, decided at the
 # ingress so the dispatcher reads one bit. v2: the bounded codec (wire format version 2).
 FrameCfg = data.StructLayout({"ok": 1, "k": 7, "v2": 1})
 # dispatcher -> group former -> CompressionUnit, per compressed frame: its codec.
 CodecK = data.StructLayout({"k": 7, "v2": 1})
+
+# group former -> CompressionUnit: the frame's k and codec, held with each group (the
+# unit's own ports ``k``, ``v2``).
+CuCodec = wiring.Signature({"k": Out(7), "v2": Out(1)})
+
+# CompressionUnit -> feeder: the decoded payload D, one group per ``d_valid`` (the
+# unit's own ports; see hw/compression_unit.py).
+Decoded = wiring.Signature({"d_valid": Out(1), "d_first": Out(1), "d_last": Out(1),
+                            "d_data": Out(256), "d_mask": Out(32)})
 
 # The header checksums' byte-range bounds that are not MatchInfo fields already, summed
 # by the dispatcher so that no adder sits in front of the front stage's masks.
