@@ -66,9 +66,8 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .primitives import AxisRegisterSlice
 from .burst_buffer import BurstBuffer, PieceLayout, WINDOW_BYTES
-from .primitives import shift_down
+from .primitives import AxisRegisterSlice, delay, shift_down
 from .decompression_block import DecompressionBlock
 from .tag_decoder import GROUP_VALUES, tag_byte_bytes
 
@@ -171,14 +170,16 @@ class DecompressionUnit(wiring.Component):
             m.d.sync += running.eq(0)
 
         # ---- S1: the window; split off the second half ----------------------------
-        v1 = _reg(m, adv, go, "v1")
-        final1 = _reg(m, adv, final, "final1")
-        cnt1 = _reg(m, adv, cnt, "cnt1")
-        r1 = _reg(m, adv, Mux(final, tail_r, 0), "r1")
-        none1 = _reg(m, adv, no_group, "none1")
-        rest1 = _reg(m, adv, bb.rest, "rest1")        # bytes held from the step's start
-        still1 = _reg(m, adv, ~bb.moved, "still1")
-        fmt1 = _reg(m, adv, fmt, "fmt1")
+        # A step's facts travel with it, one register per stage (``x1`` in S1, ...).
+        v1, v2, v3, v4, v5 = delay(m, go, 5, "v", en=adv)
+        final1, final2, final3, final4 = delay(m, final, 4, "final", en=adv)
+        cnt1, cnt2, cnt3 = delay(m, cnt, 3, "cnt", en=adv)
+        r1, r2, r3 = delay(m, Mux(final, tail_r, 0), 3, "r", en=adv)
+        none1, none2, none3 = delay(m, no_group, 3, "none", en=adv)
+        # bytes held from the step's start
+        rest1, rest2, rest3 = delay(m, bb.rest, 3, "rest", en=adv)
+        still1, still2, still3 = delay(m, ~bb.moved, 3, "still", en=adv)
+        fmt1, fmt2, fmt3 = delay(m, fmt, 3, "fmt", en=adv)
         win1 = _bytes(bb.window, WINDOW_BYTES)
 
         # The group's length from its tag word (two table lookups and an add; 0 for the
@@ -198,23 +199,12 @@ class DecompressionUnit(wiring.Component):
         sh2 = [_reg(m, adv, sh[b], f"sh2_{b}") for b in range(19)]
         tags2 = _reg(m, adv, Cat(win1[0], win1[1]), "tags2")
         t0_2 = _reg(m, adv, Cat(*win1[:3]), "t0_2")     # the tail when there is no group
-        v2 = _reg(m, adv, v1, "v2")
-        final2 = _reg(m, adv, final1, "final2")
-        cnt2 = _reg(m, adv, cnt1, "cnt2")
-        r2 = _reg(m, adv, r1, "r2")
-        none2 = _reg(m, adv, none1, "none2")
-        rest2 = _reg(m, adv, rest1, "rest2")
-        still2 = _reg(m, adv, still1, "still2")
-        fmt2 = _reg(m, adv, fmt1, "fmt2")
         h2_2 = _reg(m, adv, h2, "h2_2")
         h_2 = _reg(m, adv, h, "h_2")
         # S2 -> S3: the group's length (0 for the tail alone) and the bytes held past
         # the tail; compared in S3 (one adder or compare per stage, off the loop).
         glen3 = _reg(m, adv, Mux(none2, 0, h_2 + h2_2 + 2), "glen3")
         restr3 = _reg(m, adv, rest2 - r2, "restr3")     # bytes held minus the tail
-        rest3 = _reg(m, adv, rest2, "rest3")
-        still3 = _reg(m, adv, still2, "still3")
-        fmt3 = _reg(m, adv, fmt2, "fmt3")
 
         def w(tags, j):
             return tags[2 * j:2 * j + 2]
@@ -237,11 +227,6 @@ class DecompressionUnit(wiring.Component):
         tags3 = _reg(m, adv, tags2, "tags3")
         tail_g3 = _reg(m, adv, tail_g, "tail_g3")
         t0_3 = _reg(m, adv, t0_2, "t0_3")
-        none3 = _reg(m, adv, none2, "none3")
-        v3 = _reg(m, adv, v2, "v3")
-        final3 = _reg(m, adv, final2, "final3")
-        cnt3 = _reg(m, adv, cnt2, "cnt3")
-        r3 = _reg(m, adv, r2, "r3")
         # Errors of this payload so far: a non-final group that went while not all held
         # ran past the end; the final step must find exactly its group and tail held.
         err_acc = Signal()
@@ -263,8 +248,6 @@ class DecompressionUnit(wiring.Component):
             values.append(db.value)
 
         # ---- S4: the DecompressionBlocks' own register; assemble the word -------------
-        v4 = _reg(m, adv, v3, "v4")
-        final4 = _reg(m, adv, final3, "final4")
         err4 = _reg(m, adv, err3, "err4")
         tail3 = Signal(24)
         m.d.comb += tail3.eq(Mux(none3, t0_3, tail_g3)
@@ -284,10 +267,8 @@ class DecompressionUnit(wiring.Component):
                                   for j in range(GROUP_VALUES))))
 
         # ---- S5: output register, then the slice (if any) ---------------------------
-        v5 = Signal()
         with m.If(adv):
             m.d.sync += [
-                v5.eq(v4),
                 ow.payload.data.eq(word),
                 ow.payload.count.eq(count4),
                 ow.payload.last.eq(final4),

@@ -16,8 +16,27 @@ from .axis import AxisBeat
 
 __all__ = [
     "keep_count", "greater_than", "switch_pick", "pick", "select_tree", "shift_down", "rotate",
-    "FastFifo", "FifoSlice", "StreamFifo", "AxisRegisterSlice", "add_fifo",
+    "delay", "FastFifo", "FifoSlice", "StreamFifo", "AxisRegisterSlice", "add_fifo",
 ]
+
+
+# -- pipeline registers ----------------------------------------------------------------
+
+def delay(m, sig, n, name, en=None):
+    """``sig`` through ``n`` registers in a row (each loaded when ``en``, if given):
+    the list of them, named ``name1`` .. ``name{n}``; item ``i - 1`` is ``sig`` delayed
+    by ``i`` clocks (of ``en``)."""
+    regs = []
+    for i in range(1, n + 1):
+        r = Signal.like(sig, name=f"{name}{i}")
+        upd = r.eq(regs[-1] if regs else sig)
+        if en is None:
+            m.d.sync += upd
+        else:
+            with m.If(en):
+                m.d.sync += upd
+        regs.append(r)
+    return regs
 
 
 # -- counts and compares ---------------------------------------------------------------
