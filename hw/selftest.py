@@ -13,6 +13,11 @@ Without the engines (``engines=False``) the chain is generator -> register slice
 checker, and the checker expects every frame back unchanged; this tests the test.
 ``codec`` picks the TX engine's wire format version (and the reference's decode): "bounded"
 (version 2, k in 1..16; the default) or "paper" (version 1, k in 1..126).
+
+sim/loopback_top.py (``Loopback``) is the simulation's TX -> link -> RX top; it is not
+this one's building block, nor this one its: there the link is a FIFO that stalls at
+random and the configuration and counters are ports; here the link is the fault
+injector, the configuration is fixed, and the engines can be register slices.
 """
 
 from amaranth import *

@@ -10,6 +10,13 @@ names them ``s_axis_*`` / ``m_axis_*``), one shared ``enable``/``dscp``, TX ``k`
 Counters are the end-to-end view: frames in, compressed, fall-back, dropped and the
 payload bytes in from TX; frames out, decompressed, bypassed (by RX), malformed and the
 payload bytes out from RX. The engines' own counters are tested in their benches.
+
+The board self-test (hw/selftest.py, ``SelfTest``) also chains TX -> link -> RX, and is
+kept apart on purpose: its link is the fault injector (no FIFO, no stalls), its
+configuration is fixed at elaboration, it can swap the engines for register slices to
+test the test, and it is built for the board; this top is for simulation only, with a
+stalling FIFO as the link and the engines' configuration and counters as ports. What
+they share is the three ``connect`` lines of the chain itself.
 """
 
 from amaranth import *
