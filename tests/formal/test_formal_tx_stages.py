@@ -29,20 +29,8 @@ from inceptionn.hw.tx.finisher import Finisher
 from inceptionn.hw.tx.ingress import Ingress
 from inceptionn.hw.tx.layouts import MODE_DROP, FrameCfg
 from inceptionn.hw.wire import MAX_FRAME_BEATS
-from stream_props import (SLOW, AnySeq, Assert, Assume, Counter, Cover, FormalTop, past,
-                          run, slow, source_rule)
-
-
-def keep_rule(m, port, name):
-    """tkeep on ``port``'s beats: all ones unless last; on the last, 1..32 low bytes."""
-    beat = port.payload
-    k = beat.keep
-    with m.If(port.valid):
-        with m.If(~beat.last):
-            m.d.comb += Assert(k == (1 << len(k)) - 1, f"{name}: tkeep not full before last")
-        with m.Else():
-            m.d.comb += [Assert(k != 0, f"{name}: empty last beat"),
-                         Assert((k & (k + 1)) == 0, f"{name}: tkeep not contiguous from 0")]
+from stream_props import (SLOW, AnySeq, Assert, Assume, Counter, Cover, FormalTop, keep_rule,
+                          past, run, slow, source_rule)
 
 
 # ---- egress ---------------------------------------------------------------------------
