@@ -171,8 +171,8 @@ class RxBackCheck(FormalTop):
     the release). ``dropped_ready``: the back half sees an output always ready while
     the output's real ready is free (a ready not wired)."""
 
-    def __init__(self, dropped_ready=False):
-        self.dropped_ready = dropped_ready
+    def __init__(self, dropped_ready=False, cover=False):
+        self.dropped_ready, self.cover = dropped_ready, cover
 
     def elaborate(self, platform):
         m = Module()
@@ -265,6 +265,13 @@ class RxBackCheck(FormalTop):
         m.d.comb += behind.eq(taken - lasts)
         m.d.comb += [Assert(behind <= 2, "back: last beats out of step with frames"),
                      Assert(eg.frames_out[:8] == lasts, "egress: frames counted wrong")]
+        if self.cover:
+            # two frames out with no idle clock between them, a decompressed one and
+            # a malformed one (the error flag on its last beat)
+            prev_last = past(m, o_last, name="prev_last")
+            m.d.comb += [Cover(prev_last & eg.o.valid & eg.o.ready),
+                         Cover(o_last & eg.o.payload.user & ~eg.ctl.payload.live &
+                               ~eg.ctl.payload.held)]
         return m
 
 
@@ -272,7 +279,196 @@ def test_rx_back_egress_bmc():
     run(RxBackCheck(), "rx_back_bmc", mode="bmc", depth=slow(12, 24), script=[])
 
 
+def test_rx_back_egress_covers():
+    res = run(RxBackCheck(cover=True), "rx_back_cover", mode="cover", depth=12, script=[])
+    assert len(res.traces) >= 2, res.traces
+
+
 def test_bug_rx_back_dropped_ready_found():
     res = run(RxBackCheck(dropped_ready=True), "bug_rx_back_dropped_ready", mode="bmc",
               depth=10, script=[], expect="FAIL")
     assert any("before ready" in f for f in res.failed), res.failed
+
+
+# ---- feed -----------------------------------------------------------------------------
+
+class RxFeedCheck(FormalTop):
+    """The feed, with the front half loading it (any registers) only when its previous
+    frame is done (its FIN written), the pending slot loaded with it and unchanged
+    until the next load, the input beats held until taken (by others only while the
+    feed has no frame), the held beats' memory port unchanged under a stalled beat, the
+    back half reading the end-of-input slot only while it is valid.
+    ``dropped_ready``: the feed sees the unit always ready, the unit's ready is free."""
+
+    def __init__(self, dropped_ready=False, cover=False):
+        self.dropped_ready, self.cover = dropped_ready, cover
+
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.dut = dut = Feed()
+        busy = Signal()                # loaded with go, FIN not written yet
+        load = Signal()
+        m.d.comb += [load.eq(AnySeq(1) & ~busy), dut.start.valid.eq(load)]
+        free(m, dut.start.payload)
+        pend = Signal(Pending)
+        with m.If(load):
+            m.d.sync += [pend.eq(AnySeq(len(Value.cast(pend)))),
+                         busy.eq(dut.start.payload.go)]
+        with m.If(dut.fin_done):
+            m.d.sync += busy.eq(0)
+        if self.cover:
+            # a frame fed: held beats, then live ones, its end-of-input slot written
+            lives = Counter(m, dut.live_take & dut.beat_valid, 4, "lives").value
+            m.d.comb += Cover(dut.fin_done & (lives != 0))
+        m.d.comb += dut.pend.eq(pend)
+        in_ready = Signal()
+        m.d.comb += in_ready.eq(dut.live_take | dut.drain | (AnySeq(1) & ~busy))
+        free_beat_stream(m, dut.beat_valid, dut.beat, in_ready, "beat")
+        free(m, dut.f_data)
+        u_ready = Signal()
+        free(m, u_ready)
+        m.d.comb += dut.o.ready.eq(1 if self.dropped_ready else u_ready)
+        m.d.comb += dut.fin_clear.eq(AnySeq(1) & dut.fin.valid)
+        o = dut.o
+
+        class _Out:
+            valid, payload, ready = o.valid, o.payload, u_ready
+        stable_while(m, o.valid & ~u_ready, dut.f_data, "f_data")
+        source_rule(m, _Out, Assert, "o")
+        m.d.comb += [
+            Assert(~(dut.live_take & dut.drain), "feed: live input and DRAIN at once"),
+            Assert(~o.valid | busy, "feed: a beat without a frame"),
+            Assert(~(dut.drain & o.valid), "feed: DRAIN while feeding"),
+            Assert(o.payload.first < BEAT_BYTES, "feed: lane out of range"),
+        ]
+        return m
+
+
+def test_rx_feed_bmc():
+    run(RxFeedCheck(), "rx_feed_bmc", mode="bmc", depth=slow(10, 20), script=[])
+
+
+def test_rx_feed_cover():
+    run(RxFeedCheck(cover=True), "rx_feed_cover", mode="cover", depth=10, script=[])
+
+
+def test_bug_rx_feed_dropped_ready_found():
+    res = run(RxFeedCheck(dropped_ready=True), "bug_rx_feed_dropped_ready", mode="bmc",
+              depth=8, script=[], expect="FAIL")
+    assert any("before ready" in f for f in res.failed), res.failed
+
+
+# ---- front ----------------------------------------------------------------------------
+
+class RxFrontCheck(FormalTop):
+    """The front half with abstract neighbours: the hold holds a frame (any facts)
+    between ``done`` and ``take`` and is in HEAD again after ``restart``; the matcher
+    reports once per frame (any result); the HeaderRestore is done some clocks after
+    its start; the back half releases the slot once it is ready and ends PASS only in
+    PASS; the feed writes FIN some clocks after a decompressing load and steps the read
+    address only then; the unit's and the Realigner's ready are free.
+    ``dropped_release``: the front half sees the slot released at every clock (the back
+    half's handshake not wired); ``cover``: two frames taken, the second decompressed.
+    """
+
+    def __init__(self, dropped_release=False, cover=False):
+        self.dropped_release, self.cover = dropped_release, cover
+
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.dut = dut = Front()
+        # hold
+        head = Signal(init=1)
+        held = Signal(HeldFrame)
+        new = Signal(HeldFrame)
+        free(m, new)
+        done = Signal()
+        m.d.comb += [done.eq(AnySeq(1) & head), dut.done.eq(done), dut.head.eq(head),
+                     dut.held.eq(held)]
+        with m.If(done):
+            m.d.comb += [Assume((new.nheld >= 1) & (new.nheld <= HOLD_BEATS)),
+                         Assume(new.hsel == (C(1, HOLD_BEATS + 1) << new.nheld)[:HOLD_BEATS]),
+                         Assume(new.last | (new.nheld == HOLD_BEATS)),
+                         Assume(new.bank == held.bank)]
+            m.d.sync += [held.eq(new), head.eq(0)]
+        held_wait = Signal()           # done, not taken
+        wait_restart = Signal()
+        with m.If(done):
+            m.d.sync += held_wait.eq(1)
+        with m.If(dut.take):
+            m.d.sync += [held_wait.eq(0), wait_restart.eq(1), held.bank.eq(~held.bank)]
+        with m.If(dut.restart):
+            m.d.sync += [head.eq(1), wait_restart.eq(0)]
+        m.d.comb += [Assert(~dut.take | held_wait, "front: takes a frame not held"),
+                     Assert(~dut.restart | wait_restart | dut.take,
+                            "front: restarts HEAD without a take")]
+        # matcher
+        reported = Signal()
+        info = Signal(MatchInfo)
+        mdone = Signal()
+        m.d.comb += [mdone.eq(AnySeq(1) & ~reported), dut.match_done.eq(mdone),
+                     dut.info.eq(info)]
+        with m.If(mdone):
+            m.d.sync += [reported.eq(1), info.eq(AnySeq(len(Value.cast(info))))]
+        with m.If(dut.restart):
+            m.d.sync += reported.eq(0)
+        # HeaderRestore
+        restoring = Signal()
+        rdone = Signal()
+        m.d.comb += [rdone.eq(AnySeq(1) & restoring), dut.restore_done.eq(rdone)]
+        with m.If(dut.restore_start):
+            m.d.sync += restoring.eq(1)
+        with m.If(rdone):
+            m.d.sync += restoring.eq(0)
+        # back half
+        busy = Signal()                # slot written, not released
+        rel = Signal()
+        m.d.comb += [rel.eq(AnySeq(1) & dut.pend_ready),
+                     dut.release.eq(1 if self.dropped_release else rel),
+                     dut.end_live.eq(AnySeq(1) & dut.f_pass)]
+        with m.If(dut.take):
+            m.d.sync += busy.eq(1)
+        with m.If(rel):
+            m.d.sync += busy.eq(0)
+        m.d.comb += [Assert(~dut.take | ~busy, "front: pending slot written while full"),
+                     Assert(~rel | busy, "front: slot ready while free")]
+        pend_prev = past(m, dut.pend, name="pend_prev")
+        busy_prev = past(m, busy & ~rel, name="busy_prev")
+        with m.If(busy_prev):
+            m.d.comb += Assert(Value.cast(dut.pend) == Value.cast(pend_prev),
+                               "front: pending slot changed before its release")
+        # feed
+        feeding = Signal()
+        fdone = Signal()
+        m.d.comb += [fdone.eq(AnySeq(1) & feeding), dut.fin_done.eq(fdone),
+                     dut.ra_step.eq(AnySeq(1) & feeding), dut.ra_next.eq(AnySeq(3))]
+        with m.If(dut.feed.valid & dut.feed.payload.go):
+            m.d.sync += feeding.eq(1)
+        with m.If(fdone):
+            m.d.sync += feeding.eq(0)
+        m.d.comb += Assert(~dut.feed.valid | ~feeding, "front: feed loaded while busy")
+        free(m, dut.f_data)
+        for port, name in ((dut.start, "start"), (dut.rl_cfg, "rl_cfg")):
+            free(m, port.ready)
+            source_rule(m, port, Assert, name)
+        if self.cover:
+            takes = Counter(m, dut.take, 4, "takes").value
+            m.d.comb += Cover((takes == 1) & dut.take & dut.feed.payload.go)
+        return m
+
+
+def test_rx_front_bmc():
+    run(RxFrontCheck(), "rx_front_bmc", mode="bmc", depth=slow(10, 20), script=[])
+
+
+def test_rx_front_cover():
+    # Non-vacuity: two frames go through the front half, the second decompressed.
+    run(RxFrontCheck(cover=True), "rx_front_cover", mode="cover", depth=20, script=[])
+
+
+def test_bug_rx_front_dropped_release_found():
+    res = run(RxFrontCheck(dropped_release=True), "bug_rx_front_dropped_release",
+              mode="bmc", depth=10, script=[], expect="FAIL")
+    assert any("written while full" in f for f in res.failed), res.failed
