@@ -337,7 +337,9 @@ def test_bug_front_shallow_hsumq_found():
     res = run(TxFrontCheck(hsumq_depth=2), "bug_tx_front_shallow_hsumq", mode="bmc",
               depth=12, script=[], expect="FAIL")
     # (named by its message, or by its line where the flow's message lookup misses it)
-    line = next(i for i, t in enumerate(open(__file__), 1) if '"front: hsumq written' in t)
+    from pathlib import Path
+    line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if '"front: hsumq written' in t)
     assert any("hsumq written while full" in f or f"{__file__}:{line}" in f
                for f in res.failed), res.failed
 
