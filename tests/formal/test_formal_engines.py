@@ -122,3 +122,16 @@ def test_tx_engine_cover_first_beat():
     # (reached at step 35).
     run(EngineCheck(CompressionEngine(512), cover="first_beat"), "tx_engine_cover_first",
         mode="cover", depth=40, script=[])
+
+
+
+# Liveness as a bounded wait, with the output always ready: a frame picked by the solver
+# must leave within `live_bound` clocks of its last input beat. The RX engine's bound is
+# above 16 (a two-beat compressed frame taken at step 1 is still inside at step 18) and
+# the TX engine's first beat leaves at step 35: a passing check needs a depth of the
+# bound plus a frame, beyond what the solver reaches here (docs/verification.md). This
+# test shows the property is live: a bound below the RX engine's latency fails.
+def test_bug_rx_engine_latency_bound_found():
+    res = run(EngineCheck(DecompressionEngine(), live_bound=8), "bug_rx_engine_live",
+              mode="bmc", depth=12, script=[], expect="FAIL")
+    assert any("waits more than" in f for f in res.failed), res.failed
