@@ -17,7 +17,7 @@ from amaranth.lib import stream
 from inceptionn.rtl import formal
 
 __all__ = ["FormalTop", "past", "source_rule", "keep_rule", "stable_while", "Counter",
-           "frame_latency", "run", "slow", "SLOW",
+           "frame_latency", "run", "run_bug", "slow", "SLOW",
            "AnyConst", "AnySeq", "Assert", "Assume", "Cover", "Initial"]
 
 # Proofs that take minutes run only under `make formal` (INCEPTIONN_FORMAL=1).
@@ -139,3 +139,12 @@ def frame_latency(m, in_last, out_frames, bound, name="lat"):
             m.d.sync += tracking.eq(0)
     m.d.comb += Assert(~tracking | (age <= bound), f"{name}: a frame waits more than {bound} clocks")
     return tracking, age
+
+
+def run_bug(top, name, depth, *messages, mode="bmc", **kw):
+    """A check of an injected bug: it must fail within ``depth``, on a property whose
+    message contains one of ``messages``."""
+    kw.setdefault("script", [])
+    res = run(top, name, mode=mode, depth=depth, expect="FAIL", **kw)
+    assert any(msg in f for f in res.failed for msg in messages), res.failed
+    return res

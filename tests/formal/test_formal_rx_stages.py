@@ -23,8 +23,8 @@ Properties that k-induction proves are run in ``prove`` mode; the others are BMC
 short depth in ``make test`` and a longer one under ``make formal``.
 """
 
+import pytest
 from amaranth import *
-from amaranth.lib import data
 
 from inceptionn.hw.rx.back import Back
 from inceptionn.hw.rx.egress import Egress
@@ -36,7 +36,7 @@ from inceptionn.hw.rx.layouts import HOLD_BEATS, HeldFrame, Pending
 from inceptionn.hw.packet_matcher import MatchInfo
 from inceptionn.hw.wire import BEAT_BYTES, MAX_FRAME_BYTES
 from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, keep_rule,
-                          past, run, slow, source_rule, stable_while)
+                          past, run, run_bug, slow, source_rule, stable_while)
 
 
 def free(m, sig):
@@ -74,10 +74,6 @@ class RxIngressCheck(FormalTop):
         with m.If(dut.o.valid):
             m.d.comb += Assert(dut.o.payload.kc == ones, "ingress: byte count is not tkeep's")
         return m
-
-
-def test_rx_ingress_induction():
-    run(RxIngressCheck(), "rx_ingress_prove", mode="prove", depth=2, script=[])
 
 
 # ---- hold -----------------------------------------------------------------------------
@@ -142,18 +138,6 @@ class RxHoldCheck(FormalTop):
         lasts = Counter(m, inb.valid & inb.ready & inb.payload.last, 32, "lasts").value
         m.d.comb += Assert(dut.frames_in == lasts, "hold: frames counted are not the last beats")
         return m
-
-
-def test_rx_hold_induction():
-    run(RxHoldCheck(), "rx_hold_prove", mode="prove", depth=slow(4, 8), script=[])
-
-
-def test_bug_rx_hold_restart_without_take_found():
-    # The front half restarting HEAD without taking the held frame: the next beats are
-    # written past the bank's held beats.
-    res = run(RxHoldCheck(restart_bug=True), "bug_rx_hold_restart", mode="bmc", depth=10,
-              script=[], expect="FAIL")
-    assert any("written past" in f or "done twice" in f for f in res.failed), res.failed
 
 
 # ---- back + egress --------------------------------------------------------------------
@@ -275,21 +259,6 @@ class RxBackCheck(FormalTop):
         return m
 
 
-def test_rx_back_egress_bmc():
-    run(RxBackCheck(), "rx_back_bmc", mode="bmc", depth=slow(12, 24), script=[])
-
-
-def test_rx_back_egress_covers():
-    res = run(RxBackCheck(cover=True), "rx_back_cover", mode="cover", depth=12, script=[])
-    assert len(res.traces) >= 2, res.traces
-
-
-def test_bug_rx_back_dropped_ready_found():
-    res = run(RxBackCheck(dropped_ready=True), "bug_rx_back_dropped_ready", mode="bmc",
-              depth=10, script=[], expect="FAIL")
-    assert any("before ready" in f for f in res.failed), res.failed
-
-
 # ---- feed -----------------------------------------------------------------------------
 
 class RxFeedCheck(FormalTop):
@@ -343,20 +312,6 @@ class RxFeedCheck(FormalTop):
             Assert(o.payload.first < BEAT_BYTES, "feed: lane out of range"),
         ]
         return m
-
-
-def test_rx_feed_bmc():
-    run(RxFeedCheck(), "rx_feed_bmc", mode="bmc", depth=slow(10, 20), script=[])
-
-
-def test_rx_feed_cover():
-    run(RxFeedCheck(cover=True), "rx_feed_cover", mode="cover", depth=10, script=[])
-
-
-def test_bug_rx_feed_dropped_ready_found():
-    res = run(RxFeedCheck(dropped_ready=True), "bug_rx_feed_dropped_ready", mode="bmc",
-              depth=8, script=[], expect="FAIL")
-    assert any("before ready" in f for f in res.failed), res.failed
 
 
 # ---- front ----------------------------------------------------------------------------
@@ -459,16 +414,51 @@ class RxFrontCheck(FormalTop):
         return m
 
 
-def test_rx_front_bmc():
-    run(RxFrontCheck(), "rx_front_bmc", mode="bmc", depth=slow(10, 20), script=[])
+# ---- the checks: passing properties, covers (non-vacuity, traces kept), injected bugs ---
+
+PROOFS = {                     # task: (wrapper, mode, depth)
+    "rx_ingress_prove": (RxIngressCheck, "prove", 2),
+    "rx_hold_prove": (RxHoldCheck, "prove", slow(4, 8)),
+    "rx_front_bmc": (RxFrontCheck, "bmc", slow(10, 20)),
+    "rx_feed_bmc": (RxFeedCheck, "bmc", slow(10, 20)),
+    "rx_back_bmc": (RxBackCheck, "bmc", slow(10, 24)),
+}
+
+COVERS = {                     # task: (wrapper, depth, traces)
+    # two frames through the front half, the second decompressed
+    "rx_front_cover": (RxFrontCheck, 20, 1),
+    # a frame fed from held and live beats to its FIN
+    "rx_feed_cover": (RxFeedCheck, 10, 1),
+    # two frames out with no idle clock between; a malformed decompressed frame
+    "rx_back_cover": (RxBackCheck, 12, 2),
+}
+
+BUGS = {                       # task: (wrapper, its bug, depth, messages that may catch it)
+    # the front half restarting HEAD without taking the held frame: the bank is
+    # overwritten (the next beats past the held ones, or a second done)
+    "bug_rx_hold_restart": (RxHoldCheck, {"restart_bug": True}, 10,
+                            ("written past", "done twice")),
+    "bug_rx_front_dropped_release": (RxFrontCheck, {"dropped_release": True}, 10,
+                                     ("written while full",)),
+    "bug_rx_feed_dropped_ready": (RxFeedCheck, {"dropped_ready": True}, 8, ("before ready",)),
+    "bug_rx_back_dropped_ready": (RxBackCheck, {"dropped_ready": True}, 10, ("before ready",)),
+}
 
 
-def test_rx_front_cover():
-    # Non-vacuity: two frames go through the front half, the second decompressed.
-    run(RxFrontCheck(cover=True), "rx_front_cover", mode="cover", depth=20, script=[])
+@pytest.mark.parametrize("task", PROOFS)
+def test_rx_stage(task):
+    wrapper, mode, depth = PROOFS[task]
+    run(wrapper(), task, mode=mode, depth=depth, script=[])
 
 
-def test_bug_rx_front_dropped_release_found():
-    res = run(RxFrontCheck(dropped_release=True), "bug_rx_front_dropped_release",
-              mode="bmc", depth=10, script=[], expect="FAIL")
-    assert any("written while full" in f for f in res.failed), res.failed
+@pytest.mark.parametrize("task", COVERS)
+def test_rx_stage_cover(task):
+    wrapper, depth, traces = COVERS[task]
+    res = run(wrapper(cover=True), task, mode="cover", depth=depth, script=[])
+    assert len(res.traces) >= traces, res.traces
+
+
+@pytest.mark.parametrize("task", BUGS)
+def test_bug_rx_stage_found(task):
+    wrapper, bug, depth, messages = BUGS[task]
+    run_bug(wrapper(**bug), task, depth, *messages)
