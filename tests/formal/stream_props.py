@@ -137,7 +137,8 @@ def frame_latency(m, in_last, out_frames, bound, name="lat"):
         m.d.sync += [ahead.eq(ahead - out_n), age.eq(age + 1)]
         with m.If(ahead <= out_n):
             m.d.sync += tracking.eq(0)
-    m.d.comb += Assert(~tracking | (age <= bound), f"{name}: a frame waits more than {bound} clocks")
+    m.d.comb += Assert(~tracking | (age <= bound),
+                       f"{name}: a frame waits more than {bound} clocks")
     return tracking, age
 
 
