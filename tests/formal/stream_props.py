@@ -17,7 +17,7 @@ from amaranth.lib import stream
 from inceptionn.rtl import formal
 
 __all__ = ["FormalTop", "past", "source_rule", "keep_rule", "stable_while", "Counter",
-           "frame_latency", "run", "run_bug", "slow", "SLOW",
+           "frame_latency", "run", "run_bug", "slow", "slow_only", "SLOW",
            "AnyConst", "AnySeq", "Assert", "Assume", "Cover", "Initial"]
 
 # Proofs that take minutes run only under `make formal` (INCEPTIONN_FORMAL=1).
@@ -27,6 +27,13 @@ SLOW = os.environ.get("INCEPTIONN_FORMAL") == "1"
 def slow(depth_fast, depth_slow):
     """The depth for this run: short in `make test`, long under `make formal`."""
     return depth_slow if SLOW else depth_fast
+
+
+def slow_only(what):
+    """Skip this check outside `make formal` (``what``: why it is slow)."""
+    if not SLOW:
+        import pytest
+        pytest.skip(f"{what}: make formal (INCEPTIONN_FORMAL=1)")
 
 
 def past(m, value, name=None, init=0):

@@ -59,6 +59,13 @@ def free_beat_stream(m, valid, payload, ready, name):
     keep_rule(m, p, name, Assume)
 
 
+class _StageCheck(FormalTop):
+    """A stage check with a dropped-ready bug to inject and covers to add."""
+
+    def __init__(self, dropped_ready=False, cover=False):
+        self.dropped_ready, self.cover = dropped_ready, cover
+
+
 # ---- ingress --------------------------------------------------------------------------
 
 class RxIngressCheck(FormalTop):
@@ -142,7 +149,7 @@ class RxHoldCheck(FormalTop):
 
 # ---- back + egress --------------------------------------------------------------------
 
-class RxBackCheck(FormalTop):
+class RxBackCheck(_StageCheck):
     """The back half and the egress, the output as the engine's (before its slice).
 
     Neighbours: the front half loads the pending slot (any frame a CHECK can produce)
@@ -154,9 +161,6 @@ class RxBackCheck(FormalTop):
     output beat (the hold writes the other bank; the front half's next frame waits for
     the release). ``dropped_ready``: the back half sees an output always ready while
     the output's real ready is free (a ready not wired)."""
-
-    def __init__(self, dropped_ready=False, cover=False):
-        self.dropped_ready, self.cover = dropped_ready, cover
 
     def elaborate(self, platform):
         m = Module()
@@ -261,16 +265,13 @@ class RxBackCheck(FormalTop):
 
 # ---- feed -----------------------------------------------------------------------------
 
-class RxFeedCheck(FormalTop):
+class RxFeedCheck(_StageCheck):
     """The feed, with the front half loading it (any registers) only when its previous
     frame is done (its FIN written), the pending slot loaded with it and unchanged
     until the next load, the input beats held until taken (by others only while the
     feed has no frame), the held beats' memory port unchanged under a stalled beat, the
     back half reading the end-of-input slot only while it is valid.
     ``dropped_ready``: the feed sees the unit always ready, the unit's ready is free."""
-
-    def __init__(self, dropped_ready=False, cover=False):
-        self.dropped_ready, self.cover = dropped_ready, cover
 
     def elaborate(self, platform):
         m = Module()

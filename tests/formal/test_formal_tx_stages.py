@@ -29,8 +29,8 @@ from inceptionn.hw.tx.finisher import Finisher
 from inceptionn.hw.tx.ingress import Ingress
 from inceptionn.hw.tx.layouts import MODE_DROP, FrameCfg
 from inceptionn.hw.wire import MAX_FRAME_BEATS
-from stream_props import (SLOW, AnySeq, Assert, Assume, Counter, Cover, FormalTop, keep_rule,
-                          past, run, run_bug, slow, source_rule)
+from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, keep_rule,
+                          past, run, run_bug, slow, slow_only, source_rule)
 
 
 # ---- egress ---------------------------------------------------------------------------
@@ -231,9 +231,7 @@ def test_ingress_info_cfg_never_overflow_bmc():
 
 def test_ingress_bound_reached_cover():
     # The bound is tight: 16 one-beat frames wait in beatq for the dispatcher.
-    if not SLOW:
-        import pytest
-        pytest.skip("the 17-clock cover runs under make formal (INCEPTIONN_FORMAL=1)")
+    slow_only("the 17-clock cover")
     run(IngressCheck(cover=True), "tx_ingress_cover_full", mode="cover", depth=20, script=[])
 
 
@@ -333,9 +331,7 @@ def test_front_hsum_never_overflows_bmc():
 
 
 def test_bug_front_shallow_hsumq_found():
-    if not SLOW:
-        import pytest
-        pytest.skip("a 20 s run (the checksums): make formal (INCEPTIONN_FORMAL=1)")
+    slow_only("a 20 s run (the front's checksums)")
     # hsumq of 2 entries behind frontq (8): three one-beat frames whose results wait.
     # (named by its message, or by its line where the flow's message lookup misses it)
     from pathlib import Path
