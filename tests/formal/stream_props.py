@@ -12,7 +12,6 @@ import os
 from amaranth import *
 from amaranth.asserts import AnyConst, AnySeq, Initial   # not in amaranth.hdl in 0.5
 from amaranth.hdl import Assert, Assume, Cover
-from amaranth.lib import stream
 
 from inceptionn.rtl import formal
 

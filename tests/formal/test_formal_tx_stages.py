@@ -17,7 +17,7 @@
 """
 
 from amaranth import *
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 
 from inceptionn.hw.axis import AxisBeat
