@@ -207,13 +207,14 @@ CACHE_VERSION = 1  # bump when training changes, so stale caches are not reused
 _T0 = time.monotonic()
 
 
-def _log(msg: str, quiet: bool = False) -> None:
+def log(msg: str, quiet: bool = False) -> None:
+    """A line on stdout with the seconds since start (nothing when quiet)."""
     if not quiet:
         print(f"[{time.monotonic() - _T0:6.1f}s] {msg}", flush=True)
 
 
-def _progress(total, desc, quiet, unit="run"):
-    # A bar on stderr for the stages that take more than a few seconds.
+def progress_bar(total, desc, quiet, unit="run"):
+    """A bar on stderr for the stages that take more than a few seconds."""
     from tqdm import tqdm
     return tqdm(total=total, desc=desc, unit=unit, disable=quiet, file=sys.stderr,
                 leave=False, dynamic_ncols=True)
@@ -254,8 +255,8 @@ def real_gradients(steps: int = DEFAULT_STEPS, seed: int = 0, *, cache_dir=DEFAU
                              {n: int(s) for n, s in zip(names, z["steps"])},
                              int(z["train_steps"]), int(z["seed"]), float(z["acc_before"]),
                              float(z["acc_after"]), z["losses"])
-    _log(f"training HDC {'-'.join(map(str, HDC_LAYERS))} for {steps} steps (seed {seed})", quiet)
-    bar = _progress(steps, "training HDC", quiet, unit="step")
+    log(f"training HDC {'-'.join(map(str, HDC_LAYERS))} for {steps} steps (seed {seed})", quiet)
+    bar = progress_bar(steps, "training HDC", quiet, unit="step")
 
     def step(s, loss):
         bar.n = s + 1

@@ -14,6 +14,7 @@ def test_report_prints_every_target_with_its_ratio(tmp_path):
         res[(2, g)] = {"gloo": _row(2.0, 1.5, 100e6, 0.95), "fp16": _row(1.0, 0.8, 50e6, 0.95),
                        "ours-bounded": _row(1.2, 0.3, 25e6, 0.948)}
     res[(2, None)]["ours-emulate"] = _row(2.0, 3.0, 100e6, 0.948)
+    res[(2, 1.0)]["ours-nic"] = _row(0.9, 0.5, 20e6, 0.95)
     lines = []
     bench_train.report(res, out=lines.append)
     text = "\n".join(lines)
@@ -23,5 +24,6 @@ def test_report_prints_every_target_with_its_ratio(tmp_path):
     assert "3.00x (target 1.5x: 2.00)" in text
     assert "+0.2 points below (target 0.5)" in text
     assert "emulated hook 3.000 s vs gloo's 1.500 s (target 1.5x: 1.33)" in text
+    assert "P=2 1 Gb/s: NIC path vs fp16 step time 0.90 (vs gloo 0.45)" in text
     bench_train.plot(res, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000

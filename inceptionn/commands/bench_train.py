@@ -12,9 +12,14 @@ Per method: hook time per step (per bucket, from the hook's call to its Future's
 completion, summed), step time, bytes on the wire per step (tx_bytes of every host's
 interface, summed, divided by the steps), and test accuracy after a fixed number of
 steps on the unlimited wire. The issue's targets are printed next to the figures with
-the miss ratio. Needs root (namespaces, veth, tc). The NIC path (the software NIC's
-one-thread switch) is measured by `make bench-collectives`; at these model sizes it
-carries only the slowest rates, so it is not run here.
+the miss ratio. Needs root (namespaces, veth, tc).
+
+The NIC path ("ours-nic": the hook's float32 on tagged sockets, the bounded codec applied
+by the software NIC's engines on the way) runs in the bridge's own hosts (`inceptionn nic
+bridge`'s namespaces, its per-port token bucket at the rate instead of tc) at the rates
+in NIC_RATES. A rate limit needs the bridge's Python switch (one thread); unlimited, the
+compiled switch runs (make bench-nic measures both). Its wire bytes are the hosts'
+float32 bytes divided by the wire ratio the bridge counted over the run.
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ RATES = (0.1, 0.5, 1.0, 2.5, 10.0, None)        # Gb/s per host; None: unlimited
 WORLDS = (2, 4)
 METHODS = ("gloo", "fp16", "powersgd1", "powersgd4", "ours-bounded", "ours-paper")
 LOOPBACK_ONLY = ("ours-emulate",)
+NIC_RATES = (0.1, 1.0, None)                    # Gb/s per port; None: no rate limit
 SUBNET = "10.88.0"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]   # the checkout (docs/ for the results)
 
 
 # ---------------------------------------------------------------- one rank (a process)
@@ -73,7 +79,7 @@ def _register(net, method, pg):
         hook = powerSGD_hook.powerSGD_hook
     else:
         codec = "paper" if method.endswith("paper") else "bounded"
-        wire = "emulate" if method.endswith("emulate") else "software"
+        wire = {"ours-emulate": "emulate", "ours-nic": "nic"}.get(method, "software")
         st = state = IncState(codec=codec, wire=wire, error_bound=2 ** -10,
                               host=os.environ.get("INCEPTIONN_HOST"), timeout_s=120)
         hook = inc_allreduce_hook
@@ -165,6 +171,15 @@ class Network:
             ns.run(["ip", "link", "set", "lo", "up"])
             self.switch.run(["ip", "link", "set", f"p{i}", "mtu", "9000", "master", "br0", "up"])
 
+    def addr(self, r):
+        return f"{SUBNET}.{r + 1}"
+
+    def ifname(self, r):
+        return "eth0"
+
+    def popen(self, r, argv, **kw):
+        return subprocess.Popen(self.hosts[r].cmd(argv), **kw)
+
     def rate(self, gbps):
         for ns in self.hosts:
             ns.run(["tc", "qdisc", "del", "dev", "eth0", "root"], check=False)
@@ -178,17 +193,45 @@ class Network:
             ns.close()
 
 
+class NicNetwork:
+    """P hosts joined by the software NIC (the bridge's namespaces, TAP interfaces), its
+    engines on every port, the bounded codec at 2^-10, each port's wire at `gbps`."""
+
+    def __init__(self, world, gbps):
+        from inceptionn.drivers.bridge import Bridge
+        self.bridge = Bridge(world, mtu=9000, k=10, codec="bounded", rate_gbps=gbps)
+        self.bridge.start()
+        self.world = world
+
+    def addr(self, r):
+        return self.bridge.addr(r)
+
+    def ifname(self, r):
+        return self.bridge.ifnames[r]
+
+    def popen(self, r, argv, **kw):
+        return self.bridge.popen(r, argv, **kw)
+
+    def wire_ratio(self):
+        c = self.bridge.counters()
+        host = sum(p["from_host_bytes"] for p in c)
+        wire = sum(p["to_wire_bytes"] for p in c)
+        return host / wire if wire else 1.0
+
+    def close(self):
+        self.bridge.close()
+
+
 def run_config(net, world, gbps, methods, steps, warmup, batch, port, timeout=1800):
-    env = dict(os.environ, MASTER_ADDR=f"{SUBNET}.1", MASTER_PORT=str(port),
-               WORLD_SIZE=str(world), GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1")
+    env = dict(os.environ, MASTER_ADDR=net.addr(0), MASTER_PORT=str(port),
+               WORLD_SIZE=str(world), GLOO_SOCKET_IFNAME=net.ifname(0), OMP_NUM_THREADS="1")
     procs = []
-    for r, ns in enumerate(net.hosts):
-        cmd = ns.cmd([sys.executable, "-m", "inceptionn", "bench", "train", "--worker",
-                      "--methods", ",".join(methods), "--steps", str(steps), "--warmup",
-                      str(warmup), "--batch", str(batch), "--ifname", "eth0"])
-        procs.append(subprocess.Popen(cmd, env=dict(env, RANK=str(r),
-                                                    INCEPTIONN_HOST=f"{SUBNET}.{r + 1}"),
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for r in range(world):
+        argv = [sys.executable, "-m", "inceptionn", "bench", "train", "--worker",
+                "--methods", ",".join(methods), "--steps", str(steps), "--warmup",
+                str(warmup), "--batch", str(batch), "--ifname", net.ifname(r)]
+        procs.append(net.popen(r, argv, env=dict(env, RANK=str(r), INCEPTIONN_HOST=net.addr(r)),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     res, deadline = [], time.monotonic() + timeout
     try:
         for p in procs:
@@ -229,7 +272,7 @@ def report(results, out=print):
         out(f"\nP = {world} (per host, MTU 9000)")
         out(f"{'rate':>10} {'method':>14} {'step s':>8} {'hook s':>8} {'wire MB/step':>13} "
             f"{'acc':>6}")
-        for (w, g), res in results.items():
+        for (w, g), res in sorted(results.items(), key=lambda kv: (kv[0][0], kv[0][1] or 1e9)):
             if w != world:
                 continue
             for m, r in res.items():
@@ -248,6 +291,10 @@ def report(results, out=print):
             r = ours["step_s"] / res["fp16"]["step_s"]
             out(f"  P={w} {_fmt_rate(g)}: bounded ring vs fp16 step time {r:.2f}"
                 f"{'' if r < 1 else '  MISSED'}")
+        if "ours-nic" in res and "fp16" in res and "gloo" in res:
+            r = res["ours-nic"]["step_s"] / res["fp16"]["step_s"]
+            out(f"  P={w} {_fmt_rate(g)}: NIC path vs fp16 step time {r:.2f} (vs gloo "
+                f"{res['ours-nic']['step_s'] / res['gloo']['step_s']:.2f})")
         if g == 1.0:
             wire = ours["tx_bytes_per_step"] / w * 8 / 1e9      # one host's bytes at its rate
             r = ours["hook_s"] / wire / 1.5 if wire else float("nan")
@@ -271,10 +318,11 @@ def plot(results, path):
     fig, axes = plt.subplots(1, len(worlds), figsize=(6 * len(worlds), 4.2), squeeze=False)
     for ax, world in zip(axes[0], worlds):
         rates = [g for (w, g) in results if w == world and g is not None]
-        for m in METHODS:
-            ys = [results[(world, g)][m]["step_s"] for g in rates if m in results[(world, g)]]
-            if ys:
-                ax.plot(rates[:len(ys)], ys, marker="o", label=m)
+        for m in METHODS + ("ours-nic",):
+            pts = [(g, results[(world, g)][m]["step_s"]) for g in sorted(rates)
+                   if m in results[(world, g)]]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=m)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("wire rate per host (Gb/s, tc tbf)")
@@ -298,6 +346,10 @@ def add_arguments(ap) -> None:
     ap.add_argument("--batch", type=int, default=32, help="per rank")
     ap.add_argument("--worlds", default="2,4")
     ap.add_argument("--rates", default="0.1,0.5,1,2.5,10,unlimited")
+    ap.add_argument("--nic-rates", default=",".join("unlimited" if g is None else f"{g:g}"
+                                                    for g in NIC_RATES),
+                    help="rates (Gb/s per port) of the NIC path through the software NIC; "
+                         "empty: none")
     ap.add_argument("--json", default=str(ROOT / "docs" / "results" / "bench_train.json"))
     ap.add_argument("--plot", default=str(ROOT / "docs" / "img" / "bench_train.png"))
 
@@ -327,6 +379,21 @@ def run(args) -> int:
                 print(f"P={world} {_fmt_rate(g)}: {time.monotonic() - t0:.0f} s", flush=True)
         finally:
             net.close()
+        for g in (None if r == "unlimited" else float(r) for r in args.nic_rates.split(",")
+                  if r):
+            t0 = time.monotonic()
+            port += 1
+            nic = NicNetwork(world, g)
+            try:
+                res = run_config(nic, world, g, ["ours-nic"], args.steps, args.warmup,
+                                 args.batch, port)["ours-nic"]
+                res["wire_ratio"] = nic.wire_ratio()
+                res["tx_bytes_per_step"] /= res["wire_ratio"]   # the compressed wire's bytes
+            finally:
+                nic.close()
+            results.setdefault((world, g), {})["ours-nic"] = res
+            print(f"P={world} {_fmt_rate(g)} NIC path: {time.monotonic() - t0:.0f} s "
+                  f"(wire ratio {res['wire_ratio']:.2f})", flush=True)
     report(results)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({f"{w}/{g}": r for (w, g), r in results.items()},

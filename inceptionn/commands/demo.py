@@ -44,6 +44,8 @@ from inceptionn.commands.demo_tcp import collectives_stage, format_collectives, 
 from inceptionn.drivers import tcp_frames as F
 from inceptionn import gradients as hdc
 from inceptionn.gradients import DEFAULT_CACHE, DEFAULT_STEPS, Gradients, real_gradients
+from inceptionn.gradients import log as _log
+from inceptionn.gradients import progress_bar as _progress
 from ..cli import CliError
 
 __all__ = [
@@ -67,21 +69,6 @@ DEFAULT_CODECS = ("bounded", "paper")   # side by side; the first is the default
 
 #: nic(frames, k, codec) -> (wire_frames, host_frames, info)
 NicStage = Callable[[list, int, str], tuple]
-
-_T0 = time.monotonic()
-
-
-def _log(msg: str, quiet: bool = False) -> None:
-    if not quiet:
-        print(f"[{time.monotonic() - _T0:6.1f}s] {msg}", flush=True)
-
-
-def _progress(total, desc, quiet, unit="run"):
-    # A bar on stderr for the stages that take more than a few seconds.
-    from tqdm import tqdm
-    return tqdm(total=total, desc=desc, unit=unit, disable=quiet, file=sys.stderr,
-                leave=False, dynamic_ncols=True)
-
 
 # ---------------------------------------------------------------------- NIC stage
 

@@ -12,11 +12,11 @@ import os
 from amaranth import *
 from amaranth.asserts import AnyConst, AnySeq, Initial   # not in amaranth.hdl in 0.5
 from amaranth.hdl import Assert, Assume, Cover
-from amaranth.lib import stream
 
 from inceptionn.rtl import formal
 
-__all__ = ["FormalTop", "past", "source_rule", "Counter", "run", "slow", "SLOW",
+__all__ = ["FormalTop", "past", "source_rule", "keep_rule", "stable_while", "Counter",
+           "frame_latency", "run", "run_bug", "slow", "slow_only", "SLOW",
            "AnyConst", "AnySeq", "Assert", "Assume", "Cover", "Initial"]
 
 # Proofs that take minutes run only under `make formal` (INCEPTIONN_FORMAL=1).
@@ -26,6 +26,13 @@ SLOW = os.environ.get("INCEPTIONN_FORMAL") == "1"
 def slow(depth_fast, depth_slow):
     """The depth for this run: short in `make test`, long under `make formal`."""
     return depth_slow if SLOW else depth_fast
+
+
+def slow_only(what):
+    """Skip this check outside `make formal` (``what``: why it is slow)."""
+    if not SLOW:
+        import pytest
+        pytest.skip(f"{what}: make formal (INCEPTIONN_FORMAL=1)")
 
 
 def past(m, value, name=None, init=0):
@@ -45,6 +52,28 @@ def source_rule(m, port, check, name):
     with m.If(stalled):
         m.d.comb += check(port.valid, f"{name}: valid dropped before ready")
         m.d.comb += check(payload == held, f"{name}: payload changed before ready")
+
+
+def keep_rule(m, port, name, check=Assert):
+    """``check`` tkeep on ``port``'s beats: all ones unless last; on the last, 1..32 low
+    bytes (contiguous from lane 0, not empty)."""
+    beat = port.payload
+    k = beat.keep
+    with m.If(port.valid):
+        with m.If(~beat.last):
+            m.d.comb += check(k == (1 << len(k)) - 1, f"{name}: tkeep not full before last")
+        with m.Else():
+            m.d.comb += [check(k != 0, f"{name}: empty last beat"),
+                         check((k & (k + 1)) == 0, f"{name}: tkeep not contiguous from 0")]
+
+
+def stable_while(m, stalled, value, name):
+    """Assume ``value`` unchanged in a clock following one where ``stalled`` was high
+    (a source's side signals that travel with its stalled beat)."""
+    was = past(m, stalled, name=f"{name}_was_stalled")
+    held = past(m, value, name=f"{name}_prev")
+    with m.If(was):
+        m.d.comb += Assume(value == held)
 
 
 class Counter:
@@ -87,4 +116,42 @@ def run(top, name, *, mode="bmc", depth=20, expect="PASS", **kw):
     assert res.status == expect, res.summary() + "\n" + res.log[-3000:]
     if expect == "FAIL":
         assert res.traces, "a failed proof must leave a counterexample trace"
+    return res
+
+
+def frame_latency(m, in_last, out_frames, bound, name="lat"):
+    """Liveness as a bounded wait: one frame, picked by the solver at its last accepted
+    input beat (``in_last``: that beat's handshake), must have left within ``bound``
+    clocks. ``out_frames`` is how many frames leave this clock (0, 1 or 2: a last beat
+    out, a frame dropped); frames leave in order, so the picked one has left once as
+    many frames as were inside when it came in, itself included, have left. Returns
+    (``tracking``, ``age``) for covers."""
+    inside = Signal(8, name=f"{name}_inside")        # frames in, not yet out
+    ahead = Signal(8, name=f"{name}_ahead")          # ... up to the picked one, itself included
+    tracking = Signal(name=f"{name}_tracking")
+    picked = Signal(name=f"{name}_picked")
+    age = Signal(12, name=f"{name}_age")
+    out_n = Signal(2, name=f"{name}_out")
+    m.d.comb += out_n.eq(out_frames)
+    m.d.sync += inside.eq(inside + in_last - out_n)
+    pick = Signal(name=f"{name}_pick")
+    m.d.comb += pick.eq(AnySeq(1) & in_last & ~picked)
+    with m.If(pick):
+        m.d.sync += [picked.eq(1), tracking.eq(inside + 1 - out_n != 0),
+                     ahead.eq(inside + 1 - out_n), age.eq(1)]
+    with m.Elif(tracking):
+        m.d.sync += [ahead.eq(ahead - out_n), age.eq(age + 1)]
+        with m.If(ahead <= out_n):
+            m.d.sync += tracking.eq(0)
+    m.d.comb += Assert(~tracking | (age <= bound),
+                       f"{name}: a frame waits more than {bound} clocks")
+    return tracking, age
+
+
+def run_bug(top, name, depth, *messages, mode="bmc", **kw):
+    """A check of an injected bug: it must fail within ``depth``, on a property whose
+    message contains one of ``messages``."""
+    kw.setdefault("script", [])
+    res = run(top, name, mode=mode, depth=depth, expect="FAIL", **kw)
+    assert any(msg in f for f in res.failed for msg in messages), res.failed
     return res

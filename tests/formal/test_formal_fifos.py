@@ -25,8 +25,6 @@ as an invariant), to a depth that walks the pointers around the ring twice.
 
 import pytest
 from amaranth import *
-from amaranth.lib import stream, wiring
-from amaranth.lib.wiring import In, Out
 
 from inceptionn.hw.primitives import AxisRegisterSlice, FastFifo, FifoSlice, StreamFifo
 from stream_props import (SLOW, AnySeq, Assert, Assume, Counter, FormalTop, run,

@@ -17,7 +17,7 @@
 """
 
 from amaranth import *
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 
 from inceptionn.hw.axis import AxisBeat
@@ -29,20 +29,8 @@ from inceptionn.hw.tx.finisher import Finisher
 from inceptionn.hw.tx.ingress import Ingress
 from inceptionn.hw.tx.layouts import MODE_DROP, FrameCfg
 from inceptionn.hw.wire import MAX_FRAME_BEATS
-from stream_props import (SLOW, AnySeq, Assert, Assume, Counter, Cover, FormalTop, past,
-                          run, slow, source_rule)
-
-
-def keep_rule(m, port, name):
-    """tkeep on ``port``'s beats: all ones unless last; on the last, 1..32 low bytes."""
-    beat = port.payload
-    k = beat.keep
-    with m.If(port.valid):
-        with m.If(~beat.last):
-            m.d.comb += Assert(k == (1 << len(k)) - 1, f"{name}: tkeep not full before last")
-        with m.Else():
-            m.d.comb += [Assert(k != 0, f"{name}: empty last beat"),
-                         Assert((k & (k + 1)) == 0, f"{name}: tkeep not contiguous from 0")]
+from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, keep_rule,
+                          past, run, run_bug, slow, slow_only, source_rule)
 
 
 # ---- egress ---------------------------------------------------------------------------
@@ -243,9 +231,7 @@ def test_ingress_info_cfg_never_overflow_bmc():
 
 def test_ingress_bound_reached_cover():
     # The bound is tight: 16 one-beat frames wait in beatq for the dispatcher.
-    if not SLOW:
-        import pytest
-        pytest.skip("the 17-clock cover runs under make formal (INCEPTIONN_FORMAL=1)")
+    slow_only("the 17-clock cover")
     run(IngressCheck(cover=True), "tx_ingress_cover_full", mode="cover", depth=20, script=[])
 
 
@@ -300,3 +286,113 @@ def test_egress_back_to_back_cover():
     res = run(EgressBackToBack(always_ready=True), "tx_egress_cover_b2b", mode="cover",
               depth=12, script=[])
     assert res.traces
+
+
+# ---- front + frontq + hsumq -------------------------------------------------------------
+
+class TxFrontCheck(FormalTop):
+    """The TX front with the engine's frontq (8) and hsumq (16) behind it: hsum is
+    written on the checksums' done strobe, without a ready check, and must never find
+    hsumq full. Neighbours: beatq's beats, the dispatcher's modes and Realigner cfgs are
+    streams held until taken (any values, tkeep as AXI-stream has it); the finisher pops
+    one result and one sum together, whenever it likes; the grouper takes the
+    Realigner's beats at any time. ``hsumq_depth`` for the injected bug."""
+
+    def __init__(self, hsumq_depth=16, frontq_depth=8):
+        self.hsumq_depth, self.frontq_depth = hsumq_depth, frontq_depth
+
+    def elaborate(self, platform):
+        from inceptionn.hw.tx.front import Front as TxFront
+        from inceptionn.hw.tx.layouts import HdrSums, front_result
+        m = Module()
+        self.domain(m)
+        aw = 9
+        m.submodules.dut = dut = TxFront(aw)
+        m.submodules.frontq = frontq = StreamFifo(front_result(aw), self.frontq_depth)
+        m.submodules.hsumq = hsumq = StreamFifo(HdrSums, self.hsumq_depth)
+        wiring.connect(m, dut.result, frontq.i)
+        wiring.connect(m, dut.hsum, hsumq.i)
+        for port, name in ((dut.beats, "beats"), (dut.mode, "mode"), (dut.rl_cfg, "rl_cfg")):
+            m.d.comb += [port.valid.eq(AnySeq(1)),
+                         port.payload.eq(AnySeq(len(Value.cast(port.payload))))]
+            source_rule(m, port, Assume, name)
+        keep_rule(m, dut.beats, "beats", Assume)
+        m.d.comb += dut.o.ready.eq(AnySeq(1))
+        fin = Signal()
+        m.d.comb += [fin.eq(AnySeq(1) & frontq.o.valid & hsumq.o.valid),
+                     frontq.o.ready.eq(fin), hsumq.o.ready.eq(fin)]
+        m.d.comb += Assert(~dut.hsum.valid | dut.hsum.ready, "front: hsumq written while full")
+        source_rule(m, dut.o, Assert, "o")
+        return m
+
+
+def test_front_hsum_never_overflows_bmc():
+    run(TxFrontCheck(), "tx_front_bmc", mode="bmc", depth=slow(10, 24), script=[])
+
+
+def test_bug_front_shallow_hsumq_found():
+    slow_only("a 20 s run (the front's checksums)")
+    # hsumq of 2 entries behind frontq (8): three one-beat frames whose results wait.
+    # (named by its message, or by its line where the flow's message lookup misses it)
+    from pathlib import Path
+    line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if '"front: hsumq written' in t)
+    run_bug(TxFrontCheck(hsumq_depth=2), "bug_tx_front_shallow_hsumq", 11,
+            "hsumq written while full", f"{__file__}:{line}")
+
+
+# ---- feeder + clenq ---------------------------------------------------------------------
+
+class TxFeederCheck(FormalTop):
+    """The feeder with the engine's clenq (8): |C| is pushed one clock after a frame's
+    end, its ready checked at the end (two frame ends are at least two clocks apart).
+    Neighbours: the CompressionUnit's groups, the shim and the tail are streams held
+    until taken (any values); the AlignmentUnit takes at any time; the finisher pops
+    clenq at any time. (dsum, the CompressionUnit's side port, is checked in the engine:
+    its argument is the unit's own occupancy.) ``dropped_ready``: the feeder sees
+    clenq always ready."""
+
+    def __init__(self, dropped_ready=False, clenq_depth=8):
+        self.dropped_ready, self.clenq_depth = dropped_ready, clenq_depth
+
+    def elaborate(self, platform):
+        from inceptionn.hw.tx.feeder import Feeder
+        from inceptionn.hw.tx.layouts import CLenInfo
+        m = Module()
+        self.domain(m)
+        m.submodules.dut = dut = Feeder()
+        m.submodules.clenq = clenq = StreamFifo(CLenInfo, self.clenq_depth)
+        m.d.comb += [clenq.i.valid.eq(dut.clen.valid), clenq.i.payload.eq(dut.clen.payload),
+                     dut.clen.ready.eq(1 if self.dropped_ready else clenq.i.ready)]
+        for port, name in ((dut.groups, "groups"), (dut.shim, "shim"), (dut.tail, "tail")):
+            m.d.comb += [port.valid.eq(AnySeq(1)),
+                         port.payload.eq(AnySeq(len(Value.cast(port.payload))))]
+            source_rule(m, port, Assume, name)
+        m.d.comb += [dut.d_valid.eq(0), dut.o.ready.eq(AnySeq(1)),
+                     clenq.o.ready.eq(AnySeq(1))]
+        m.d.comb += Assert(~clenq.i.valid | clenq.i.ready, "feeder: clenq written while full")
+        # The handshake rule on what the AlignmentUnit reads of a vector: length, last,
+        # fill and the bytes below length (4 for a fill vector). The bytes above are
+        # don't-care and do change under a stall (a prefix's upper bytes come from the
+        # next group, which may arrive meanwhile).
+        o = dut.o.payload
+        n_used = Mux(o.fill, 4, o.length)
+        used = Cat(*[Mux(n_used > b, o.data.word_select(b, 8), 0)
+                     for b in range(len(o.data) // 8)])
+
+        class _Used:
+            valid, ready = dut.o.valid, dut.o.ready
+            payload = Cat(used, o.length, o.last, o.fill)
+        source_rule(m, _Used, Assert, "o")
+        return m
+
+
+def test_feeder_clen_never_overflows_bmc():
+    run(TxFeederCheck(), "tx_feeder_bmc", mode="bmc", depth=slow(16, 30), script=[])
+
+
+def test_bug_feeder_dropped_ready_found():
+    # (a 2-entry clenq shows it within fewer frames; with its ready wired, the feeder
+    # waits for any depth)
+    run_bug(TxFeederCheck(dropped_ready=True, clenq_depth=2), "bug_tx_feeder_dropped_ready",
+            12, "clenq written while full")

@@ -1,0 +1,465 @@
+"""Formal checks of the RX engine's stages, one at a time (hw/rx/).
+
+The RX stages hand each other registers and combinational handshakes, not only streams
+(see hw/decompression_engine.py); each check here drives a stage's neighbours by an
+abstract model of their contract (stated where it is built) and asserts the stage's own:
+
+- ingress: its output obeys the handshake rule; each beat's byte count is tkeep's.
+- hold: the beat memory is written only inside the frame's bank, below HOLD_BEATS
+  (written on a strobe: the input is always ready in HEAD); ``done`` once per frame;
+  the frames counted are the last beats taken.
+- feed: its output into the unit obeys the handshake rule with any ready; a count of
+  1..32 bytes (0 only for a frame with no compressed bytes), a lane below 32; never
+  the live input and DRAIN at once; the end-of-input slot is written only when free.
+- front: its start and Realigner-cfg outputs obey the handshake rule; the pending slot
+  is written only when the back half has released it (a write without a ready check)
+  and stays unchanged until then; ``feed`` (a load strobe) only into an idle feed.
+- back + egress: the output obeys the handshake rule and the tkeep rule; one last beat
+  per pending frame loaded (frames out = frames loaded, never ahead, never more than
+  the one in progress behind); the slot released only while it holds a frame; the
+  end-of-input slot read only while valid; PASS ended only while in PASS.
+
+Properties that k-induction proves are run in ``prove`` mode; the others are BMC, at a
+short depth in ``make test`` and a longer one under ``make formal``.
+"""
+
+import pytest
+from amaranth import *
+
+from inceptionn.hw.rx.back import Back
+from inceptionn.hw.rx.egress import Egress
+from inceptionn.hw.rx.feed import Feed
+from inceptionn.hw.rx.front import Front
+from inceptionn.hw.rx.hold import Hold
+from inceptionn.hw.rx.ingress import Ingress
+from inceptionn.hw.rx.layouts import HOLD_BEATS, HeldFrame, Pending
+from inceptionn.hw.packet_matcher import MatchInfo
+from inceptionn.hw.wire import BEAT_BYTES, MAX_FRAME_BYTES
+from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, keep_rule,
+                          past, run, run_bug, slow, source_rule, stable_while)
+
+
+def free(m, sig):
+    """Drive ``sig`` (a Signal or a view) with a free value each clock."""
+    v = Value.cast(sig)
+    m.d.comb += v.eq(AnySeq(len(v)))
+
+
+def free_beat_stream(m, valid, payload, ready, name):
+    """A source of input beats (any payload, tkeep as AXI-stream has it), held until
+    ``ready``."""
+    free(m, valid)
+    free(m, payload)
+
+    class _Port:
+        pass
+    p = _Port()
+    p.valid, p.payload, p.ready = valid, payload, ready
+    source_rule(m, p, Assume, name)
+    keep_rule(m, p, name, Assume)
+
+
+class _StageCheck(FormalTop):
+    """A stage check with a dropped-ready bug to inject and covers to add."""
+
+    def __init__(self, dropped_ready=False, cover=False):
+        self.dropped_ready, self.cover = dropped_ready, cover
+
+
+# ---- ingress --------------------------------------------------------------------------
+
+class RxIngressCheck(FormalTop):
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.dut = dut = Ingress()
+        free_beat_stream(m, dut.i.valid, dut.i.payload, dut.i.ready, "i")
+        free(m, dut.o.ready)
+        source_rule(m, dut.o, Assert, "o")
+        keep_rule(m, dut.o, "o")
+        ones = sum(dut.i.payload.keep[k] for k in range(BEAT_BYTES))
+        with m.If(dut.o.valid):
+            m.d.comb += Assert(dut.o.payload.kc == ones, "ingress: byte count is not tkeep's")
+        return m
+
+
+# ---- hold -----------------------------------------------------------------------------
+
+class RxHoldCheck(FormalTop):
+    """The front half's contract, abstracted: ``take`` once per held frame, after
+    ``done``; ``restart`` with or after the take; the other readers of the input
+    (DRAIN, PASS, the feed's live input) only outside HEAD and one at a time."""
+
+    def __init__(self, restart_bug=False):
+        self.restart_bug = restart_bug          # restart without a take first
+
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.dut = dut = Hold()
+        inb = dut.beats
+        free_beat_stream(m, inb.valid, inb.payload, inb.ready, "beats")
+        free(m, dut.enable)
+        free(m, dut.f_addr)
+        free(m, dut.o_addr)
+        wait_take = Signal()           # done seen, not taken yet
+        wait_restart = Signal()        # taken, HEAD not restarted yet
+        taken_now = Signal()
+        m.d.comb += [taken_now.eq(AnySeq(1) & wait_take), dut.take.eq(taken_now)]
+        restart_ok = wait_restart | taken_now | (self.restart_bug & ~dut.head)
+        m.d.comb += dut.restart.eq(AnySeq(1) & restart_ok)
+        with m.If(dut.done):
+            m.d.sync += wait_take.eq(1)
+        with m.If(taken_now):
+            m.d.sync += [wait_take.eq(0), wait_restart.eq(1)]
+        with m.If(dut.restart):
+            m.d.sync += wait_restart.eq(0)
+        readers = Signal(3)
+        free(m, readers)
+        m.d.comb += [Assume((readers & (readers - 1)) == 0),
+                     Assume(~dut.head | (readers == 0)),
+                     dut.drain.eq(readers[0]), dut.pass_take.eq(readers[1]),
+                     dut.live_take.eq(readers[2])]
+
+        held = dut.held
+        m.d.comb += [
+            Assert(~dut.hdr_valid | (held.nheld < HOLD_BEATS),
+                   "hold: beat written past the held beats"),
+            Assert(held.hsel == (C(1, HOLD_BEATS + 1) << held.nheld)[:HOLD_BEATS],
+                   "hold: hsel is not nheld one-hot"),
+            Assert(~dut.head | inb.ready, "hold: input not ready in HEAD"),
+            Assert(~dut.done | dut.head, "hold: done outside HEAD"),
+            Assert(~dut.done | ~wait_take, "hold: done twice for a frame"),
+        ]
+        if not self.restart_bug:
+            # the invariants the induction needs (of the contract above, so left out
+            # with the bug): HEAD, or a frame waiting for its take, or taken (nothing
+            # held) and waiting for HEAD again
+            m.d.comb += [
+                Assert(held.nheld <= HOLD_BEATS, "hold: nheld out of range"),
+                Assert(dut.head ^ (wait_take | wait_restart), "hold: state out of step"),
+                Assert(~wait_take | ~wait_restart, "hold: state out of step"),
+                Assert(~dut.head | (held.nheld < HOLD_BEATS), "hold: HEAD with a full bank"),
+                Assert(~wait_restart | (held.nheld == 0), "hold: taken frame still held"),
+            ]
+        lasts = Counter(m, inb.valid & inb.ready & inb.payload.last, 32, "lasts").value
+        m.d.comb += Assert(dut.frames_in == lasts, "hold: frames counted are not the last beats")
+        return m
+
+
+# ---- back + egress --------------------------------------------------------------------
+
+class RxBackCheck(_StageCheck):
+    """The back half and the egress, the output as the engine's (before its slice).
+
+    Neighbours: the front half loads the pending slot (any frame a CHECK can produce)
+    only when it is free, raises ``pend_ready`` at once for a bypass and at any later
+    clock for a decompressed frame, PASS for a bypass not held in full until its end;
+    the Realigner's beats and the input beats are streams held until taken (the input
+    is taken by others only outside PASS); the feed's end-of-input slot is held until
+    read; the header memory, the checksum and the lengths do not change under a stalled
+    output beat (the hold writes the other bank; the front half's next frame waits for
+    the release). ``dropped_ready``: the back half sees an output always ready while
+    the output's real ready is free (a ready not wired)."""
+
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.back = back = Back()
+        m.submodules.egress = eg = Egress()
+        m.d.comb += [eg.ctl.valid.eq(back.o.valid), eg.ctl.payload.eq(back.o.payload)]
+        o_ready = Signal()
+        free(m, o_ready)
+        m.d.comb += [eg.o.ready.eq(o_ready),
+                     back.o.ready.eq(1 if self.dropped_ready else eg.ctl.ready)]
+
+        # The pending slot (front half).
+        slot = Signal(Pending)
+        full = Signal()
+        rdy = Signal()
+        f_pass = Signal()
+        new = Signal(Pending)
+        load = Signal()
+        free(m, new)
+        # (the front half takes the next frame only after the hold restarted HEAD, at
+        # the end of PASS for a bypass not held in full)
+        m.d.comb += load.eq(AnySeq(1) & ~full & ~f_pass)
+        length = Signal(14)            # L of a decompressed frame
+        free(m, length)
+        span = Signal(15)
+        m.d.comb += span.eq(new.p + (BEAT_BYTES - 1) + length)
+        with m.If(load):
+            m.d.comb += [
+                Assume((new.nheld >= 1) & (new.nheld <= HOLD_BEATS)),
+                Assume(new.nh1 == (new.nheld == 1)),
+                Assume(new.held_last | (new.nheld == HOLD_BEATS)),
+                Assume(~new.held_last | ((new.held_keep != 0) &
+                                         ((new.held_keep & (new.held_keep + 1)) == 0))),
+                Assume((new.ihl >= 5)),
+            ]
+            with m.If(~new.bypass):
+                m.d.comb += [
+                    Assume((new.p >= 42) & (new.p <= HOLD_BEATS * BEAT_BYTES - 6) &
+                           (new.p[:2] == 2)),
+                    Assume((length >= 1) & (length <= MAX_FRAME_BYTES - new.p)),
+                    Assume(new.left == span[5:]), Assume(new.end_lane == span[:5]),
+                    Assume(new.one == (span[5:] == 1)),
+                ]
+            m.d.sync += [slot.eq(new), full.eq(1), rdy.eq(new.bypass),
+                         f_pass.eq(new.bypass & ~new.held_last)]
+        with m.Elif(full & ~rdy):
+            m.d.sync += rdy.eq(AnySeq(1))
+        with m.If(back.release):
+            m.d.sync += [full.eq(0), rdy.eq(0)]
+        with m.If(back.end_live):
+            m.d.sync += f_pass.eq(0)
+        m.d.comb += [back.pend.eq(slot), back.pend_ready.eq(rdy), back.f_pass.eq(f_pass)]
+        m.d.comb += [Assert(~back.release | full, "back: releases a free slot"),
+                     Assert(~back.end_live | f_pass, "back: PASS ends outside PASS")]
+
+        # The feed's end-of-input slot.
+        fin_valid = Signal()
+        fin_bad = Signal()
+        fin_trunc = Signal()
+        with m.If(~fin_valid & AnySeq(1)):
+            m.d.sync += [fin_valid.eq(1), fin_bad.eq(AnySeq(1)), fin_trunc.eq(AnySeq(1))]
+        with m.If(back.fin_clear):
+            m.d.sync += fin_valid.eq(0)
+        m.d.comb += [back.fin.valid.eq(fin_valid), back.fin.bad.eq(fin_bad),
+                     back.fin.trunc.eq(fin_trunc)]
+        m.d.comb += Assert(~back.fin_clear | fin_valid, "back: reads an empty end-of-input slot")
+
+        # The input beats (taken by others only outside PASS) and the Realigner's beats.
+        in_ready = Signal()
+        m.d.comb += in_ready.eq(back.pass_take | (AnySeq(1) & ~f_pass))
+        free_beat_stream(m, back.beat_valid, back.beat, in_ready, "beat")
+        free(m, back.words.valid)
+        free(m, back.words.payload)
+        source_rule(m, back.words, Assume, "words")
+
+        # The egress's other sources, unchanged under a stalled beat.
+        stalled = eg.o.valid & ~eg.o.ready
+        for sig, name in ((eg.hdr_data, "hdr"), (eg.csum, "csum"), (eg.total, "total"),
+                          (eg.udp_len, "udp_len")):
+            free(m, sig)
+            stable_while(m, stalled, sig, name)
+
+        source_rule(m, eg.o, Assert, "o")
+        keep_rule(m, eg.o, "o")
+        o_last = eg.o.valid & eg.o.ready & eg.o.payload.last
+        taken = Counter(m, full & ~past(m, full, name="full_prev"), 8, "frames_loaded").value
+        lasts = Counter(m, o_last, 8, "lasts").value
+        behind = Signal(8)
+        m.d.comb += behind.eq(taken - lasts)
+        m.d.comb += [Assert(behind <= 2, "back: last beats out of step with frames"),
+                     Assert(eg.frames_out[:8] == lasts, "egress: frames counted wrong")]
+        if self.cover:
+            # two frames out with no idle clock between them, a decompressed one and
+            # a malformed one (the error flag on its last beat)
+            prev_last = past(m, o_last, name="prev_last")
+            m.d.comb += [Cover(prev_last & eg.o.valid & eg.o.ready),
+                         Cover(o_last & eg.o.payload.user & ~eg.ctl.payload.live &
+                               ~eg.ctl.payload.held)]
+        return m
+
+
+# ---- feed -----------------------------------------------------------------------------
+
+class RxFeedCheck(_StageCheck):
+    """The feed, with the front half loading it (any registers) only when its previous
+    frame is done (its FIN written), the pending slot loaded with it and unchanged
+    until the next load, the input beats held until taken (by others only while the
+    feed has no frame), the held beats' memory port unchanged under a stalled beat, the
+    back half reading the end-of-input slot only while it is valid.
+    ``dropped_ready``: the feed sees the unit always ready, the unit's ready is free."""
+
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.dut = dut = Feed()
+        busy = Signal()                # loaded with go, FIN not written yet
+        load = Signal()
+        m.d.comb += [load.eq(AnySeq(1) & ~busy), dut.start.valid.eq(load)]
+        free(m, dut.start.payload)
+        pend = Signal(Pending)
+        with m.If(load):
+            m.d.sync += [pend.eq(AnySeq(len(Value.cast(pend)))),
+                         busy.eq(dut.start.payload.go)]
+        with m.If(dut.fin_done):
+            m.d.sync += busy.eq(0)
+        if self.cover:
+            # a frame fed: held beats, then live ones, its end-of-input slot written
+            lives = Counter(m, dut.live_take & dut.beat_valid, 4, "lives").value
+            m.d.comb += Cover(dut.fin_done & (lives != 0))
+        m.d.comb += dut.pend.eq(pend)
+        in_ready = Signal()
+        m.d.comb += in_ready.eq(dut.live_take | dut.drain | (AnySeq(1) & ~busy))
+        free_beat_stream(m, dut.beat_valid, dut.beat, in_ready, "beat")
+        free(m, dut.f_data)
+        u_ready = Signal()
+        free(m, u_ready)
+        m.d.comb += dut.o.ready.eq(1 if self.dropped_ready else u_ready)
+        m.d.comb += dut.fin_clear.eq(AnySeq(1) & dut.fin.valid)
+        o = dut.o
+
+        class _Out:
+            valid, payload, ready = o.valid, o.payload, u_ready
+        stable_while(m, o.valid & ~u_ready, dut.f_data, "f_data")
+        source_rule(m, _Out, Assert, "o")
+        m.d.comb += [
+            Assert(~(dut.live_take & dut.drain), "feed: live input and DRAIN at once"),
+            Assert(~o.valid | busy, "feed: a beat without a frame"),
+            Assert(~(dut.drain & o.valid), "feed: DRAIN while feeding"),
+            Assert(o.payload.first < BEAT_BYTES, "feed: lane out of range"),
+        ]
+        return m
+
+
+# ---- front ----------------------------------------------------------------------------
+
+class RxFrontCheck(FormalTop):
+    """The front half with abstract neighbours: the hold holds a frame (any facts)
+    between ``done`` and ``take`` and is in HEAD again after ``restart``; the matcher
+    reports once per frame (any result); the HeaderRestore is done some clocks after
+    its start; the back half releases the slot once it is ready and ends PASS only in
+    PASS; the feed writes FIN some clocks after a decompressing load and steps the read
+    address only then; the unit's and the Realigner's ready are free.
+    ``dropped_release``: the front half sees the slot released at every clock (the back
+    half's handshake not wired); ``cover``: two frames taken, the second decompressed.
+    """
+
+    def __init__(self, dropped_release=False, cover=False):
+        self.dropped_release, self.cover = dropped_release, cover
+
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.dut = dut = Front()
+        # hold
+        head = Signal(init=1)
+        held = Signal(HeldFrame)
+        new = Signal(HeldFrame)
+        free(m, new)
+        done = Signal()
+        m.d.comb += [done.eq(AnySeq(1) & head), dut.done.eq(done), dut.head.eq(head),
+                     dut.held.eq(held)]
+        with m.If(done):
+            m.d.comb += [Assume((new.nheld >= 1) & (new.nheld <= HOLD_BEATS)),
+                         Assume(new.hsel == (C(1, HOLD_BEATS + 1) << new.nheld)[:HOLD_BEATS]),
+                         Assume(new.last | (new.nheld == HOLD_BEATS)),
+                         Assume(new.bank == held.bank)]
+            m.d.sync += [held.eq(new), head.eq(0)]
+        held_wait = Signal()           # done, not taken
+        wait_restart = Signal()
+        with m.If(done):
+            m.d.sync += held_wait.eq(1)
+        with m.If(dut.take):
+            m.d.sync += [held_wait.eq(0), wait_restart.eq(1), held.bank.eq(~held.bank)]
+        with m.If(dut.restart):
+            m.d.sync += [head.eq(1), wait_restart.eq(0)]
+        m.d.comb += [Assert(~dut.take | held_wait, "front: takes a frame not held"),
+                     Assert(~dut.restart | wait_restart | dut.take,
+                            "front: restarts HEAD without a take")]
+        # matcher
+        reported = Signal()
+        info = Signal(MatchInfo)
+        mdone = Signal()
+        m.d.comb += [mdone.eq(AnySeq(1) & ~reported), dut.match_done.eq(mdone),
+                     dut.info.eq(info)]
+        with m.If(mdone):
+            m.d.sync += [reported.eq(1), info.eq(AnySeq(len(Value.cast(info))))]
+        with m.If(dut.restart):
+            m.d.sync += reported.eq(0)
+        # HeaderRestore
+        restoring = Signal()
+        rdone = Signal()
+        m.d.comb += [rdone.eq(AnySeq(1) & restoring), dut.restore_done.eq(rdone)]
+        with m.If(dut.restore_start):
+            m.d.sync += restoring.eq(1)
+        with m.If(rdone):
+            m.d.sync += restoring.eq(0)
+        # back half
+        busy = Signal()                # slot written, not released
+        rel = Signal()
+        m.d.comb += [rel.eq(AnySeq(1) & dut.pend_ready),
+                     dut.release.eq(1 if self.dropped_release else rel),
+                     dut.end_live.eq(AnySeq(1) & dut.f_pass)]
+        with m.If(dut.take):
+            m.d.sync += busy.eq(1)
+        with m.If(rel):
+            m.d.sync += busy.eq(0)
+        m.d.comb += [Assert(~dut.take | ~busy, "front: pending slot written while full"),
+                     Assert(~rel | busy, "front: slot ready while free")]
+        pend_prev = past(m, dut.pend, name="pend_prev")
+        busy_prev = past(m, busy & ~rel, name="busy_prev")
+        with m.If(busy_prev):
+            m.d.comb += Assert(Value.cast(dut.pend) == Value.cast(pend_prev),
+                               "front: pending slot changed before its release")
+        # feed
+        feeding = Signal()
+        fdone = Signal()
+        m.d.comb += [fdone.eq(AnySeq(1) & feeding), dut.fin_done.eq(fdone),
+                     dut.ra_step.eq(AnySeq(1) & feeding), dut.ra_next.eq(AnySeq(3))]
+        with m.If(dut.feed.valid & dut.feed.payload.go):
+            m.d.sync += feeding.eq(1)
+        with m.If(fdone):
+            m.d.sync += feeding.eq(0)
+        m.d.comb += Assert(~dut.feed.valid | ~feeding, "front: feed loaded while busy")
+        free(m, dut.f_data)
+        for port, name in ((dut.start, "start"), (dut.rl_cfg, "rl_cfg")):
+            free(m, port.ready)
+            source_rule(m, port, Assert, name)
+        if self.cover:
+            takes = Counter(m, dut.take, 4, "takes").value
+            m.d.comb += Cover((takes == 1) & dut.take & dut.feed.payload.go)
+        return m
+
+
+# ---- the checks: passing properties, covers (non-vacuity, traces kept), injected bugs ---
+
+PROOFS = {                     # task: (wrapper, mode, depth)
+    "rx_ingress_prove": (RxIngressCheck, "prove", 2),
+    "rx_hold_prove": (RxHoldCheck, "prove", slow(4, 8)),
+    "rx_front_bmc": (RxFrontCheck, "bmc", slow(10, 20)),
+    "rx_feed_bmc": (RxFeedCheck, "bmc", slow(10, 20)),
+    "rx_back_bmc": (RxBackCheck, "bmc", slow(10, 24)),
+}
+
+COVERS = {                     # task: (wrapper, depth, traces)
+    # two frames through the front half, the second decompressed
+    "rx_front_cover": (RxFrontCheck, 20, 1),
+    # a frame fed from held and live beats to its FIN
+    "rx_feed_cover": (RxFeedCheck, 10, 1),
+    # two frames out with no idle clock between; a malformed decompressed frame
+    "rx_back_cover": (RxBackCheck, 12, 2),
+}
+
+BUGS = {                       # task: (wrapper, its bug, depth, messages that may catch it)
+    # the front half restarting HEAD without taking the held frame: the bank is
+    # overwritten (the next beats past the held ones, or a second done)
+    "bug_rx_hold_restart": (RxHoldCheck, {"restart_bug": True}, 10,
+                            ("written past", "done twice")),
+    "bug_rx_front_dropped_release": (RxFrontCheck, {"dropped_release": True}, 10,
+                                     ("written while full",)),
+    "bug_rx_feed_dropped_ready": (RxFeedCheck, {"dropped_ready": True}, 8, ("before ready",)),
+    "bug_rx_back_dropped_ready": (RxBackCheck, {"dropped_ready": True}, 10, ("before ready",)),
+}
+
+
+@pytest.mark.parametrize("task", PROOFS)
+def test_rx_stage(task):
+    wrapper, mode, depth = PROOFS[task]
+    run(wrapper(), task, mode=mode, depth=depth, script=[])
+
+
+@pytest.mark.parametrize("task", COVERS)
+def test_rx_stage_cover(task):
+    wrapper, depth, traces = COVERS[task]
+    res = run(wrapper(cover=True), task, mode="cover", depth=depth, script=[])
+    assert len(res.traces) >= traces, res.traces
+
+
+@pytest.mark.parametrize("task", BUGS)
+def test_bug_rx_stage_found(task):
+    wrapper, bug, depth, messages = BUGS[task]
+    run_bug(wrapper(**bug), task, depth, *messages)
