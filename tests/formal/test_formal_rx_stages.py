@@ -100,36 +100,36 @@ class RxHoldCheck(FormalTop):
         inb = dut.beats
         free_beat_stream(m, inb.valid, inb.payload, inb.ready, "beats")
         free(m, dut.enable)
-        free(m, dut.f_addr)
-        free(m, dut.o_addr)
+        free(m, dut.front.f_addr)
+        free(m, dut.egress.hdr_addr)
         wait_take = Signal()           # done seen, not taken yet
         wait_restart = Signal()        # taken, HEAD not restarted yet
         taken_now = Signal()
-        m.d.comb += [taken_now.eq(AnySeq(1) & wait_take), dut.take.eq(taken_now)]
-        restart_ok = wait_restart | taken_now | (self.restart_bug & ~dut.head)
-        m.d.comb += dut.restart.eq(AnySeq(1) & restart_ok)
-        with m.If(dut.done):
+        m.d.comb += [taken_now.eq(AnySeq(1) & wait_take), dut.front.take.eq(taken_now)]
+        restart_ok = wait_restart | taken_now | (self.restart_bug & ~dut.front.head)
+        m.d.comb += dut.front.restart.eq(AnySeq(1) & restart_ok)
+        with m.If(dut.front.done):
             m.d.sync += wait_take.eq(1)
         with m.If(taken_now):
             m.d.sync += [wait_take.eq(0), wait_restart.eq(1)]
-        with m.If(dut.restart):
+        with m.If(dut.front.restart):
             m.d.sync += wait_restart.eq(0)
         readers = Signal(3)
         free(m, readers)
         m.d.comb += [Assume((readers & (readers - 1)) == 0),
-                     Assume(~dut.head | (readers == 0)),
-                     dut.drain.eq(readers[0]), dut.pass_take.eq(readers[1]),
-                     dut.live_take.eq(readers[2])]
+                     Assume(~dut.front.head | (readers == 0)),
+                     dut.feed.drain.eq(readers[0]), dut.back.pass_take.eq(readers[1]),
+                     dut.feed.live_take.eq(readers[2])]
 
-        held = dut.held
+        held = dut.front.held
         m.d.comb += [
-            Assert(~dut.hdr_valid | (held.nheld < HOLD_BEATS),
+            Assert(~dut.restore.beat_valid | (held.nheld < HOLD_BEATS),
                    "hold: beat written past the held beats"),
             Assert(held.hsel == (C(1, HOLD_BEATS + 1) << held.nheld)[:HOLD_BEATS],
                    "hold: hsel is not nheld one-hot"),
-            Assert(~dut.head | inb.ready, "hold: input not ready in HEAD"),
-            Assert(~dut.done | dut.head, "hold: done outside HEAD"),
-            Assert(~dut.done | ~wait_take, "hold: done twice for a frame"),
+            Assert(~dut.front.head | inb.ready, "hold: input not ready in HEAD"),
+            Assert(~dut.front.done | dut.front.head, "hold: done outside HEAD"),
+            Assert(~dut.front.done | ~wait_take, "hold: done twice for a frame"),
         ]
         if not self.restart_bug:
             # the invariants the induction needs (of the contract above, so left out
@@ -137,9 +137,9 @@ class RxHoldCheck(FormalTop):
             # held) and waiting for HEAD again
             m.d.comb += [
                 Assert(held.nheld <= HOLD_BEATS, "hold: nheld out of range"),
-                Assert(dut.head ^ (wait_take | wait_restart), "hold: state out of step"),
+                Assert(dut.front.head ^ (wait_take | wait_restart), "hold: state out of step"),
                 Assert(~wait_take | ~wait_restart, "hold: state out of step"),
-                Assert(~dut.head | (held.nheld < HOLD_BEATS), "hold: HEAD with a full bank"),
+                Assert(~dut.front.head | (held.nheld < HOLD_BEATS), "hold: HEAD with a full bank"),
                 Assert(~wait_restart | (held.nheld == 0), "hold: taken frame still held"),
             ]
         lasts = Counter(m, inb.valid & inb.ready & inb.payload.last, 32, "lasts").value
@@ -209,13 +209,13 @@ class RxBackCheck(_StageCheck):
                          f_pass.eq(new.bypass & ~new.held_last)]
         with m.Elif(full & ~rdy):
             m.d.sync += rdy.eq(AnySeq(1))
-        with m.If(back.release):
+        with m.If(back.front.release):
             m.d.sync += [full.eq(0), rdy.eq(0)]
-        with m.If(back.end_live):
+        with m.If(back.front.end_live):
             m.d.sync += f_pass.eq(0)
-        m.d.comb += [back.pend.eq(slot), back.pend_ready.eq(rdy), back.f_pass.eq(f_pass)]
-        m.d.comb += [Assert(~back.release | full, "back: releases a free slot"),
-                     Assert(~back.end_live | f_pass, "back: PASS ends outside PASS")]
+        m.d.comb += [back.front.pend.eq(slot), back.front.pend_ready.eq(rdy), back.front.f_pass.eq(f_pass)]
+        m.d.comb += [Assert(~back.front.release | full, "back: releases a free slot"),
+                     Assert(~back.front.end_live | f_pass, "back: PASS ends outside PASS")]
 
         # The feed's end-of-input slot.
         fin_valid = Signal()
@@ -223,24 +223,24 @@ class RxBackCheck(_StageCheck):
         fin_trunc = Signal()
         with m.If(~fin_valid & AnySeq(1)):
             m.d.sync += [fin_valid.eq(1), fin_bad.eq(AnySeq(1)), fin_trunc.eq(AnySeq(1))]
-        with m.If(back.fin_clear):
+        with m.If(back.feed.fin_clear):
             m.d.sync += fin_valid.eq(0)
-        m.d.comb += [back.fin.valid.eq(fin_valid), back.fin.bad.eq(fin_bad),
-                     back.fin.trunc.eq(fin_trunc)]
-        m.d.comb += Assert(~back.fin_clear | fin_valid, "back: reads an empty end-of-input slot")
+        m.d.comb += [back.feed.fin.valid.eq(fin_valid), back.feed.fin.bad.eq(fin_bad),
+                     back.feed.fin.trunc.eq(fin_trunc)]
+        m.d.comb += Assert(~back.feed.fin_clear | fin_valid, "back: reads an empty end-of-input slot")
 
         # The input beats (taken by others only outside PASS) and the Realigner's beats.
         in_ready = Signal()
-        m.d.comb += in_ready.eq(back.pass_take | (AnySeq(1) & ~f_pass))
-        free_beat_stream(m, back.beat_valid, back.beat, in_ready, "beat")
+        m.d.comb += in_ready.eq(back.hold.pass_take | (AnySeq(1) & ~f_pass))
+        free_beat_stream(m, back.hold.beat_valid, back.hold.beat, in_ready, "beat")
         free(m, back.words.valid)
         free(m, back.words.payload)
         source_rule(m, back.words, Assume, "words")
 
         # The egress's other sources, unchanged under a stalled beat.
         stalled = eg.o.valid & ~eg.o.ready
-        for sig, name in ((eg.hdr_data, "hdr"), (eg.csum, "csum"), (eg.total, "total"),
-                          (eg.udp_len, "udp_len")):
+        for sig, name in ((eg.hold.hdr_data, "hdr"), (eg.restore.csum, "csum"), (eg.front.total, "total"),
+                          (eg.front.udp_len, "udp_len")):
             free(m, sig)
             stable_while(m, stalled, sig, name)
 
@@ -279,37 +279,37 @@ class RxFeedCheck(_StageCheck):
         m.submodules.dut = dut = Feed()
         busy = Signal()                # loaded with go, FIN not written yet
         load = Signal()
-        m.d.comb += [load.eq(AnySeq(1) & ~busy), dut.start.valid.eq(load)]
-        free(m, dut.start.payload)
+        m.d.comb += [load.eq(AnySeq(1) & ~busy), dut.front.start.valid.eq(load)]
+        free(m, dut.front.start.payload)
         pend = Signal(Pending)
         with m.If(load):
             m.d.sync += [pend.eq(AnySeq(len(Value.cast(pend)))),
-                         busy.eq(dut.start.payload.go)]
-        with m.If(dut.fin_done):
+                         busy.eq(dut.front.start.payload.go)]
+        with m.If(dut.front.fin_done):
             m.d.sync += busy.eq(0)
         if self.cover:
             # a frame fed: held beats, then live ones, its end-of-input slot written
-            lives = Counter(m, dut.live_take & dut.beat_valid, 4, "lives").value
-            m.d.comb += Cover(dut.fin_done & (lives != 0))
-        m.d.comb += dut.pend.eq(pend)
+            lives = Counter(m, dut.hold.live_take & dut.hold.beat_valid, 4, "lives").value
+            m.d.comb += Cover(dut.front.fin_done & (lives != 0))
+        m.d.comb += dut.front.pend.eq(pend)
         in_ready = Signal()
-        m.d.comb += in_ready.eq(dut.live_take | dut.drain | (AnySeq(1) & ~busy))
-        free_beat_stream(m, dut.beat_valid, dut.beat, in_ready, "beat")
-        free(m, dut.f_data)
+        m.d.comb += in_ready.eq(dut.hold.live_take | dut.hold.drain | (AnySeq(1) & ~busy))
+        free_beat_stream(m, dut.hold.beat_valid, dut.hold.beat, in_ready, "beat")
+        free(m, dut.hold.f_data)
         u_ready = Signal()
         free(m, u_ready)
         m.d.comb += dut.o.ready.eq(1 if self.dropped_ready else u_ready)
-        m.d.comb += dut.fin_clear.eq(AnySeq(1) & dut.fin.valid)
+        m.d.comb += dut.back.fin_clear.eq(AnySeq(1) & dut.back.fin.valid)
         o = dut.o
 
         class _Out:
             valid, payload, ready = o.valid, o.payload, u_ready
-        stable_while(m, o.valid & ~u_ready, dut.f_data, "f_data")
+        stable_while(m, o.valid & ~u_ready, dut.hold.f_data, "f_data")
         source_rule(m, _Out, Assert, "o")
         m.d.comb += [
-            Assert(~(dut.live_take & dut.drain), "feed: live input and DRAIN at once"),
+            Assert(~(dut.hold.live_take & dut.hold.drain), "feed: live input and DRAIN at once"),
             Assert(~o.valid | busy, "feed: a beat without a frame"),
-            Assert(~(dut.drain & o.valid), "feed: DRAIN while feeding"),
+            Assert(~(dut.hold.drain & o.valid), "feed: DRAIN while feeding"),
             Assert(o.payload.first < BEAT_BYTES, "feed: lane out of range"),
         ]
         return m
@@ -341,8 +341,8 @@ class RxFrontCheck(FormalTop):
         new = Signal(HeldFrame)
         free(m, new)
         done = Signal()
-        m.d.comb += [done.eq(AnySeq(1) & head), dut.done.eq(done), dut.head.eq(head),
-                     dut.held.eq(held)]
+        m.d.comb += [done.eq(AnySeq(1) & head), dut.hold.done.eq(done), dut.hold.head.eq(head),
+                     dut.hold.held.eq(held)]
         with m.If(done):
             m.d.comb += [Assume((new.nheld >= 1) & (new.nheld <= HOLD_BEATS)),
                          Assume(new.hsel == (C(1, HOLD_BEATS + 1) << new.nheld)[:HOLD_BEATS]),
@@ -353,65 +353,65 @@ class RxFrontCheck(FormalTop):
         wait_restart = Signal()
         with m.If(done):
             m.d.sync += held_wait.eq(1)
-        with m.If(dut.take):
+        with m.If(dut.hold.take):
             m.d.sync += [held_wait.eq(0), wait_restart.eq(1), held.bank.eq(~held.bank)]
-        with m.If(dut.restart):
+        with m.If(dut.hold.restart):
             m.d.sync += [head.eq(1), wait_restart.eq(0)]
-        m.d.comb += [Assert(~dut.take | held_wait, "front: takes a frame not held"),
-                     Assert(~dut.restart | wait_restart | dut.take,
+        m.d.comb += [Assert(~dut.hold.take | held_wait, "front: takes a frame not held"),
+                     Assert(~dut.hold.restart | wait_restart | dut.hold.take,
                             "front: restarts HEAD without a take")]
         # matcher
         reported = Signal()
         info = Signal(MatchInfo)
         mdone = Signal()
-        m.d.comb += [mdone.eq(AnySeq(1) & ~reported), dut.match_done.eq(mdone),
-                     dut.info.eq(info)]
+        m.d.comb += [mdone.eq(AnySeq(1) & ~reported), dut.matcher.done.eq(mdone),
+                     dut.matcher.info.eq(info)]
         with m.If(mdone):
             m.d.sync += [reported.eq(1), info.eq(AnySeq(len(Value.cast(info))))]
-        with m.If(dut.restart):
+        with m.If(dut.hold.restart):
             m.d.sync += reported.eq(0)
         # HeaderRestore
         restoring = Signal()
         rdone = Signal()
-        m.d.comb += [rdone.eq(AnySeq(1) & restoring), dut.restore_done.eq(rdone)]
-        with m.If(dut.restore_start):
+        m.d.comb += [rdone.eq(AnySeq(1) & restoring), dut.restore.done.eq(rdone)]
+        with m.If(dut.restore.start):
             m.d.sync += restoring.eq(1)
         with m.If(rdone):
             m.d.sync += restoring.eq(0)
         # back half
         busy = Signal()                # slot written, not released
         rel = Signal()
-        m.d.comb += [rel.eq(AnySeq(1) & dut.pend_ready),
-                     dut.release.eq(1 if self.dropped_release else rel),
-                     dut.end_live.eq(AnySeq(1) & dut.f_pass)]
-        with m.If(dut.take):
+        m.d.comb += [rel.eq(AnySeq(1) & dut.back.pend_ready),
+                     dut.back.release.eq(1 if self.dropped_release else rel),
+                     dut.back.end_live.eq(AnySeq(1) & dut.back.f_pass)]
+        with m.If(dut.hold.take):
             m.d.sync += busy.eq(1)
         with m.If(rel):
             m.d.sync += busy.eq(0)
-        m.d.comb += [Assert(~dut.take | ~busy, "front: pending slot written while full"),
+        m.d.comb += [Assert(~dut.hold.take | ~busy, "front: pending slot written while full"),
                      Assert(~rel | busy, "front: slot ready while free")]
-        pend_prev = past(m, dut.pend, name="pend_prev")
+        pend_prev = past(m, dut.back.pend, name="pend_prev")
         busy_prev = past(m, busy & ~rel, name="busy_prev")
         with m.If(busy_prev):
-            m.d.comb += Assert(Value.cast(dut.pend) == Value.cast(pend_prev),
+            m.d.comb += Assert(Value.cast(dut.back.pend) == Value.cast(pend_prev),
                                "front: pending slot changed before its release")
         # feed
         feeding = Signal()
         fdone = Signal()
-        m.d.comb += [fdone.eq(AnySeq(1) & feeding), dut.fin_done.eq(fdone),
-                     dut.ra_step.eq(AnySeq(1) & feeding), dut.ra_next.eq(AnySeq(3))]
-        with m.If(dut.feed.valid & dut.feed.payload.go):
+        m.d.comb += [fdone.eq(AnySeq(1) & feeding), dut.feed.fin_done.eq(fdone),
+                     dut.feed.ra_step.eq(AnySeq(1) & feeding), dut.feed.ra_next.eq(AnySeq(3))]
+        with m.If(dut.feed.start.valid & dut.feed.start.payload.go):
             m.d.sync += feeding.eq(1)
         with m.If(fdone):
             m.d.sync += feeding.eq(0)
-        m.d.comb += Assert(~dut.feed.valid | ~feeding, "front: feed loaded while busy")
-        free(m, dut.f_data)
+        m.d.comb += Assert(~dut.feed.start.valid | ~feeding, "front: feed loaded while busy")
+        free(m, dut.hold.f_data)
         for port, name in ((dut.start, "start"), (dut.rl_cfg, "rl_cfg")):
             free(m, port.ready)
             source_rule(m, port, Assert, name)
         if self.cover:
-            takes = Counter(m, dut.take, 4, "takes").value
-            m.d.comb += Cover((takes == 1) & dut.take & dut.feed.payload.go)
+            takes = Counter(m, dut.hold.take, 4, "takes").value
+            m.d.comb += Cover((takes == 1) & dut.hold.take & dut.feed.start.payload.go)
         return m
 
 

@@ -368,7 +368,7 @@ class TxFeederCheck(FormalTop):
             m.d.comb += [port.valid.eq(AnySeq(1)),
                          port.payload.eq(AnySeq(len(Value.cast(port.payload))))]
             source_rule(m, port, Assume, name)
-        m.d.comb += [dut.d_valid.eq(0), dut.o.ready.eq(AnySeq(1)),
+        m.d.comb += [dut.decoded.d_valid.eq(0), dut.o.ready.eq(AnySeq(1)),
                      clenq.o.ready.eq(AnySeq(1))]
         m.d.comb += Assert(~clenq.i.valid | clenq.i.ready, "feeder: clenq written while full")
         # The handshake rule on what the AlignmentUnit reads of a vector: length, last,
