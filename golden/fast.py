@@ -34,7 +34,7 @@ from numba import njit
 
 from .compression_block import TAG_WIDTH, as_bits, check_codec, check_k, encode_luts
 from .decompression_block import DEC_BASE, DEC_MASK, DEC_RAW, decode_table
-from .payload import make_shim, shim_codec
+from .payload import build_payload, shim_codec
 from .wire import GROUP_VALUES, SHIM_BYTES
 
 __all__ = ["fast_pack_groups", "fast_unpack_groups", "fast_compress_payload",
@@ -226,20 +226,10 @@ def fast_unpack_groups(buf, n, k=None, codec="paper"):
 
 
 def _compress(payload, k, with_decoded, codec):
-    """golden.payload's compress_payload, compiled: the same steps, the same results and errors."""
-    shim = make_shim(len(payload), k, codec)
-    n = len(payload) // 4
-    tail = payload[4 * n:]
-    if n == 0:
-        return shim + tail, (tail if with_decoded else None)
-    values = np.frombuffer(payload, dtype="<u4", count=n)
-    if not with_decoded:
-        return shim + _groups(values, k, codec) + tail, None
-    # D = the decoded values then the tail, filled in place: one copy into bytes.
-    dec = np.empty(4 * n + len(tail), np.uint8)
-    dec[4 * n:] = np.frombuffer(bytes(tail), np.uint8)
-    comp = shim + _groups(values, k, codec, dec[:4 * n].view(np.uint32)) + tail
-    return comp, dec.tobytes()
+    """golden.payload's compress_payload, compiled: the same steps (build_payload), the
+    same results and errors."""
+    return build_payload(payload, k, codec, with_decoded,
+                         lambda values, decoded: _groups(values, k, codec, decoded))
 
 
 def fast_compress_payload(payload, k, codec="paper"):

@@ -15,7 +15,7 @@ from .wire import (CODEC_MAGIC, EB_K_MAX, EB_K_MIN, MAGIC_CODEC, MAX_PAYLOAD, SH
 
 __all__ = ["SHIM_BYTES", "SHIM_MAGIC", "SHIM_MAGIC_V2", "MAX_PAYLOAD", "make_shim", "parse_shim",
            "shim_codec", "compress_payload", "compress_payload_with_decoded", "decompress_payload",
-           "decoded_payload", "min_compressed_len"]
+           "decoded_payload", "min_compressed_len", "build_payload"]
 
 
 def _values(payload):
@@ -60,19 +60,29 @@ def min_compressed_len(length):
     return SHIM_BYTES + 2 * -(-n // 8) + r
 
 
-def _compress(payload, k, with_decoded, codec):
-    """(C, D or None) for bytes ``payload``: one pass of the codec gives both (the TX
-    engine needs D for the L4 checksum)."""
+def build_payload(payload, k, codec, with_decoded, pack):
+    """(C, D or None) for bytes ``payload``, the groups from ``pack(values, decoded)``
+    (uint32[n] values; fills ``decoded``, uint32[n] or None, with the restored bit
+    patterns): the shim (make_shim's checks), the groups, the tail. One pass of the codec
+    gives both (the TX engine needs D for the L4 checksum); D is filled in place, the
+    decoded values then the tail, and copied into bytes once. The NumPy model and
+    golden.fast build C with it, each with its own ``pack``."""
     shim = make_shim(len(payload), k, codec)
     n = len(payload) // 4
     tail = payload[4 * n:]
     if n == 0:
         return shim + tail, (tail if with_decoded else None)
-    decoded = np.empty(n, np.uint32) if with_decoded else None
-    comp = shim + pack_values(_values(payload), k, decoded, codec) + tail
-    if with_decoded:
-        return comp, decoded.astype("<u4", copy=False).tobytes() + tail
-    return comp, None
+    if not with_decoded:
+        return shim + pack(_values(payload), None) + tail, None
+    dec = np.empty(4 * n + len(tail), np.uint8)
+    dec[4 * n:] = np.frombuffer(bytes(tail), np.uint8)
+    comp = shim + pack(_values(payload), dec[:4 * n].view(np.uint32)) + tail
+    return comp, dec.tobytes()
+
+
+def _compress(payload, k, with_decoded, codec):
+    return build_payload(payload, k, codec, with_decoded,
+                         lambda values, decoded: pack_values(values, k, decoded, codec))
 
 
 def compress_payload(payload, k, codec="paper"):
