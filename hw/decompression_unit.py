@@ -67,7 +67,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .burst_buffer import BurstBuffer, PieceLayout, WINDOW_BYTES
-from .primitives import AxisRegisterSlice, delay, shift_down
+from .primitives import AxisRegisterSlice, register, shift_down, stage_regs
 from .decompression_block import DecompressionBlock
 from .tag_decoder import GROUP_VALUES, tag_byte_bytes
 
@@ -81,13 +81,6 @@ _WSTEPS = (0, 1, 2, 4)       # a field's width by its tag
 
 def _bytes(sig, n):
     return [sig[8 * b:8 * b + 8] for b in range(n)]
-
-
-def _reg(m, en, sig, name):
-    r = Signal.like(sig, name=name)
-    with m.If(en):
-        m.d.sync += r.eq(sig)
-    return r
 
 
 class DecompressionUnit(wiring.Component):
@@ -170,16 +163,11 @@ class DecompressionUnit(wiring.Component):
             m.d.sync += running.eq(0)
 
         # ---- S1: the window; split off the second half ----------------------------
-        # A step's facts travel with it, one register per stage (``x1`` in S1, ...).
-        v1, v2, v3, v4, v5 = delay(m, go, 5, "v", en=adv)
-        final1, final2, final3, final4 = delay(m, final, 4, "final", en=adv)
-        cnt1, cnt2, cnt3 = delay(m, cnt, 3, "cnt", en=adv)
-        r1, r2, r3 = delay(m, Mux(final, tail_r, 0), 3, "r", en=adv)
-        none1, none2, none3 = delay(m, no_group, 3, "none", en=adv)
-        # bytes held from the step's start
-        rest1, rest2, rest3 = delay(m, bb.rest, 3, "rest", en=adv)
-        still1, still2, still3 = delay(m, ~bb.moved, 3, "still", en=adv)
-        fmt1, fmt2, fmt3 = delay(m, fmt, 3, "fmt", en=adv)
+        # A step's facts travel with it, one register per stage (s1.v in S1, s2.v, ...).
+        s1 = stage_regs(m, adv, 1, v=go, final=final, cnt=cnt, r=Mux(final, tail_r, 0),
+                        none=no_group,
+                        rest=bb.rest,          # bytes held from the step's start
+                        still=~bb.moved, fmt=fmt)
         win1 = _bytes(bb.window, WINDOW_BYTES)
 
         # The group's length from its tag word (two table lookups and an add; 0 for the
@@ -195,16 +183,18 @@ class DecompressionUnit(wiring.Component):
         m.d.comb += [sh[b].eq(Mux(h[4], fld[16 + b], sh_lo[b])) for b in range(19)]
 
         # ---- S2: halves; each half's fields split off value by value ---------------
-        fh2 = [_reg(m, adv, fld[b], f"fh2_{b}") for b in range(16)]
-        sh2 = [_reg(m, adv, sh[b], f"sh2_{b}") for b in range(19)]
-        tags2 = _reg(m, adv, Cat(win1[0], win1[1]), "tags2")
-        t0_2 = _reg(m, adv, Cat(*win1[:3]), "t0_2")     # the tail when there is no group
-        h2_2 = _reg(m, adv, h2, "h2_2")
-        h_2 = _reg(m, adv, h, "h_2")
+        fh2 = [register(m, adv, fld[b], f"fh2_{b}") for b in range(16)]
+        sh2 = [register(m, adv, sh[b], f"sh2_{b}") for b in range(19)]
+        tags2 = register(m, adv, Cat(win1[0], win1[1]), "tags2")
+        t0_2 = register(m, adv, Cat(*win1[:3]), "t0_2")     # the tail when there is no group
+        s2 = stage_regs(m, adv, 2, **vars(s1))
+        h2_2 = register(m, adv, h2, "h2_2")
+        h_2 = register(m, adv, h, "h_2")
         # S2 -> S3: the group's length (0 for the tail alone) and the bytes held past
         # the tail; compared in S3 (one adder or compare per stage, off the loop).
-        glen3 = _reg(m, adv, Mux(none2, 0, h_2 + h2_2 + 2), "glen3")
-        restr3 = _reg(m, adv, rest2 - r2, "restr3")     # bytes held minus the tail
+        glen3 = register(m, adv, Mux(s2.none, 0, h_2 + h2_2 + 2), "glen3")
+        restr3 = register(m, adv, s2.rest - s2.r, "restr3")     # bytes held minus the tail
+        s3 = stage_regs(m, adv, 3, rest=s2.rest, still=s2.still, fmt=s2.fmt)
 
         def w(tags, j):
             return tags[2 * j:2 * j + 2]
@@ -223,55 +213,60 @@ class DecompressionUnit(wiring.Component):
         tail_g = Cat(*cur)
 
         # ---- S3: fields registered, DecompressionBlocks' first half -----------------
-        fields3 = [_reg(m, adv, f, f"field3_{j}") for j, f in enumerate(fields)]
-        tags3 = _reg(m, adv, tags2, "tags3")
-        tail_g3 = _reg(m, adv, tail_g, "tail_g3")
-        t0_3 = _reg(m, adv, t0_2, "t0_3")
+        fields3 = [register(m, adv, f, f"field3_{j}") for j, f in enumerate(fields)]
+        tags3 = register(m, adv, tags2, "tags3")
+        tail_g3 = register(m, adv, tail_g, "tail_g3")
+        t0_3 = register(m, adv, t0_2, "t0_3")
+        vars(s3).update(vars(stage_regs(m, adv, 3, none=s2.none, v=s2.v, final=s2.final,
+                                        cnt=s2.cnt, r=s2.r)))
         # Errors of this payload so far: a non-final group that went while not all held
         # ran past the end; the final step must find exactly its group and tail held.
         err_acc = Signal()
-        with m.If(adv & v3):
-            m.d.sync += err_acc.eq(~final3 & (err_acc | (rest3 < glen3)))
+        with m.If(adv & s3.v):
+            m.d.sync += err_acc.eq(~s3.final & (err_acc | (s3.rest < glen3)))
         err3 = Signal()
-        m.d.comb += err3.eq(final3 & (err_acc | (restr3 != glen3)))
+        m.d.comb += err3.eq(s3.final & (err_acc | (restr3 != glen3)))
         # More than the final step's group and tail held, seen on a clock of a final
         # step that moved nothing (so it holds until that step goes).
         with m.If(adv):
-            m.d.sync += ov.eq(final3 & ~v3 & ~v2 & ~v1 & still3 & (restr3 > glen3))
+            m.d.sync += ov.eq(s3.final & ~s3.v & ~s2.v & ~s1.v & s3.still & (restr3 > glen3))
 
         values = []
         for j in range(GROUP_VALUES):
             db = DecompressionBlock(pipelined=True)
             m.submodules[f"db{j}"] = db
             m.d.comb += [db.tag.eq(w(tags3, j)), db.bits.eq(fields3[j]), db.en.eq(adv),
-                         db.v2.eq(fmt3[0]), db.k.eq(fmt3[1:6])]
+                         db.v2.eq(s3.fmt[0]), db.k.eq(s3.fmt[1:6])]
             values.append(db.value)
 
         # ---- S4: the DecompressionBlocks' own register; assemble the word -------------
-        err4 = _reg(m, adv, err3, "err4")
+        s4 = stage_regs(m, adv, 4, v=s3.v, final=s3.final)
+        err4 = register(m, adv, err3, "err4")
         tail3 = Signal(24)
-        m.d.comb += tail3.eq(Mux(none3, t0_3, tail_g3)
-                             & Cat(Mux(r3 > 0, 0xFF, 0), Mux(r3 > 1, 0xFF, 0),
-                                   Mux(r3 > 2, 0xFF, 0)))
-        tail4 = _reg(m, adv, tail3, "tail4")
+        m.d.comb += tail3.eq(Mux(s3.none, t0_3, tail_g3)
+                             & Cat(Mux(s3.r > 0, 0xFF, 0), Mux(s3.r > 1, 0xFF, 0),
+                                   Mux(s3.r > 2, 0xFF, 0)))
+        tail4 = register(m, adv, tail3, "tail4")
         keep4 = Signal(GROUP_VALUES)      # value j is in the word
         tslot4 = Signal(GROUP_VALUES)     # the tail goes in value slot j
         count4 = Signal(6)
         with m.If(adv):
-            m.d.sync += [keep4[j].eq(cnt3 > j) for j in range(GROUP_VALUES)]
-            m.d.sync += [tslot4[j].eq(cnt3 == j) for j in range(GROUP_VALUES)]
-            m.d.sync += count4.eq(Mux(final3, Cat(r3, cnt3), 32))
+            m.d.sync += [keep4[j].eq(s3.cnt > j) for j in range(GROUP_VALUES)]
+            m.d.sync += [tslot4[j].eq(s3.cnt == j) for j in range(GROUP_VALUES)]
+            m.d.sync += count4.eq(Mux(s3.final, Cat(s3.r, s3.cnt), 32))
         word = Signal(256)
         m.d.comb += word.eq(Cat(*((keep4[j].replicate(32) & values[j])
                                   | (tslot4[j].replicate(32) & Cat(tail4, C(0, 8)))
                                   for j in range(GROUP_VALUES))))
 
         # ---- S5: output register, then the slice (if any) ---------------------------
+        v5 = Signal()
         with m.If(adv):
             m.d.sync += [
+                v5.eq(s4.v),
                 ow.payload.data.eq(word),
                 ow.payload.count.eq(count4),
-                ow.payload.last.eq(final4),
+                ow.payload.last.eq(s4.final),
                 ow.payload.error.eq(err4),
             ]
         m.d.comb += ow.valid.eq(v5)

@@ -5,6 +5,8 @@ Each helper is written for the 6-LUT-level budget: it says how it maps (levels, 
 shape), because the blocks choose between them by that, not by function alone.
 """
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
@@ -16,27 +18,25 @@ from .axis import AxisBeat
 
 __all__ = [
     "keep_count", "greater_than", "switch_pick", "pick", "select_tree", "shift_down", "rotate",
-    "delay", "FastFifo", "FifoSlice", "StreamFifo", "AxisRegisterSlice", "add_fifo",
+    "register", "stage_regs", "FastFifo", "FifoSlice", "StreamFifo", "AxisRegisterSlice", "add_fifo",
 ]
 
 
 # -- pipeline registers ----------------------------------------------------------------
 
-def delay(m, sig, n, name, en=None):
-    """``sig`` through ``n`` registers in a row (each loaded when ``en``, if given):
-    the list of them, named ``name1`` .. ``name{n}``; item ``i - 1`` is ``sig`` delayed
-    by ``i`` clocks (of ``en``)."""
-    regs = []
-    for i in range(1, n + 1):
-        r = Signal.like(sig, name=f"{name}{i}")
-        upd = r.eq(regs[-1] if regs else sig)
-        if en is None:
-            m.d.sync += upd
-        else:
-            with m.If(en):
-                m.d.sync += upd
-        regs.append(r)
-    return regs
+def register(m, en, value, name):
+    """``value`` through one register named ``name``, loaded when ``en``."""
+    r = Signal.like(value, name=name)
+    with m.If(en):
+        m.d.sync += r.eq(value)
+    return r
+
+
+def stage_regs(m, en, stage, **values):
+    """The values a step carries into pipeline stage ``stage``: one ``register`` each,
+    named ``{name}{stage}`` (``v=...`` into stage 2 is ``v2``). Returns them by name;
+    ``stage_regs(m, en, 3, **vars(s2))`` carries them all on."""
+    return SimpleNamespace(**{n: register(m, en, v, f"{n}{stage}") for n, v in values.items()})
 
 
 # -- counts and compares ---------------------------------------------------------------
