@@ -26,7 +26,6 @@ from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
 from inceptionn import golden
-from inceptionn.golden import fast
 from inceptionn.golden.compression_block import check_k
 from inceptionn.golden.compressors import collectives, make
 
@@ -90,28 +89,20 @@ class Config:
             kw["layers"] = list(sizes)
         if k is not None:
             kw["k"] = k
-        comp = make(self.method, **kw)
         if self.wire == "frames":
             if self.method not in NIC_CODECS:
                 raise ValueError(f"wire='frames' carries INCEPTIONN's codecs only, not {self.method!r}")
             from .nic_path import FramesCodec
-            comp.codec = FramesCodec(comp.codec.k, NIC_CODECS[self.method])
+            kw["codec"] = FramesCodec(kw.get("k", 10), NIC_CODECS[self.method])
         elif self.wire != "codec":
             raise ValueError(f"wire must be 'codec' or 'frames', got {self.wire!r}")
-        elif self.method == "inceptionn" and _fast_path():
-            comp.codec = FastGoldenCodec(comp.codec.k)
-        return comp
+        elif self.method == "inceptionn":
+            kw["codec"] = FastGoldenCodec(kw.get("k", 10))
+        return make(self.method, **kw)
 
 
 # The NIC's wire format for each of the study's INCEPTIONN compressors.
 NIC_CODECS = {"inceptionn": "paper", "inceptionn_eb": "bounded"}
-
-
-def _fast_path():
-    """The golden model's compiled encode/decode of groups, where this checkout has it."""
-    pack = getattr(golden, "fast_pack_groups", None) or getattr(fast, "pack_groups", None)
-    unpack = getattr(golden, "fast_unpack_groups", None) or getattr(fast, "unpack_groups", None)
-    return (pack, unpack) if pack and unpack else None
 
 
 class FastGoldenCodec:
@@ -124,7 +115,7 @@ class FastGoldenCodec:
     def __init__(self, k: int):
         self.k = check_k(k)
         self.name = f"inc{self.k}"
-        self._pack, self._unpack = _fast_path()
+        self._pack, self._unpack = golden.fast_pack_groups, golden.fast_unpack_groups
 
     def encode(self, v: np.ndarray) -> bytes:
         return self._pack(np.ascontiguousarray(v, dtype=np.float32).view(np.uint32), self.k,

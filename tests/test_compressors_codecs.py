@@ -119,3 +119,13 @@ def test_terngrad_wire():
     assert payload.values == bytes([0b00_10_01_00, 0b01])
     assert payload.scale == np.array([2, 2], "<f4").tobytes() and payload.nbytes == 10
     assert (comp.decompress(payload, 5, state) == x).all()
+
+
+def test_a_codec_given_to_the_inceptionn_compressors_must_have_their_k():
+    from inceptionn.golden.compressors.inceptionn import GoldenCodec
+    from inceptionn.golden.compressors.inceptionn_eb import EBCodec
+    assert make("inceptionn", k=8, codec=GoldenCodec(8)).codec.k == 8
+    with pytest.raises(ValueError, match="2\\^-8"):
+        make("inceptionn", k=10, codec=GoldenCodec(8))
+    with pytest.raises(ValueError, match="2\\^-6"):
+        make("inceptionn_eb", k=10, codec=EBCodec(6))

@@ -12,7 +12,7 @@ from inceptionn import cli
 from inceptionn.commands import verilog
 
 TARGETS = verilog.engine_factories()
-BLOCKS, _ = verilog.available_blocks()
+BLOCKS = verilog.blocks()
 
 AXIS_PORTS = ["s_axis_tdata", "s_axis_tkeep", "s_axis_tlast", "s_axis_tuser", "s_axis_tvalid",
               "s_axis_tready", "m_axis_tdata", "m_axis_tkeep", "m_axis_tlast", "m_axis_tuser",

@@ -25,6 +25,14 @@ class GoldenCodec:
         return decode(buf, n, self.k, codec="paper").copy()
 
 
-def inceptionn(k: int = 10) -> DenseCodec:
-    """Dense INCEPTIONN: every value through the codec, re-coded on each ring hop."""
-    return DenseCodec(GoldenCodec(k), f"inceptionn_k{k}")
+def inceptionn(k: int = 10, codec=None) -> DenseCodec:
+    """Dense INCEPTIONN: every value through the codec, re-coded on each ring hop.
+    `codec`: another implementation of the same bytes (the study's compiled or per-frame
+    paths), which must say so by its k; default the golden model's."""
+    return DenseCodec(_same_k(codec, k) or GoldenCodec(k), f"inceptionn_k{k}")
+
+
+def _same_k(codec, k):
+    if codec is not None and codec.k != k:
+        raise ValueError(f"the codec is for 2^-{codec.k}, the compressor for 2^-{k}")
+    return codec

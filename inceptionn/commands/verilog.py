@@ -259,18 +259,11 @@ def engine_factories():
     return [(name, by_name[name]) for name, _, _ in ENGINES]
 
 
-def available_blocks():
+def blocks():
+    """(name, factory) of every major block (synth's DESIGNS, engines left out)."""
     from inceptionn.commands.synth import DESIGNS, design_factory
-    found, pending = [], {}
-    for name, module, cls, wrap, engine in DESIGNS:
-        if engine:
-            continue
-        factory, why = design_factory(module, cls, wrap)
-        if factory is None:
-            pending[name] = why
-        else:
-            found.append((name, factory))
-    return found, pending
+    return [(name, design_factory(module, cls, wrap))
+            for name, module, cls, wrap, engine in DESIGNS if not engine]
 
 
 def add_arguments(ap) -> None:
@@ -283,12 +276,8 @@ def add_arguments(ap) -> None:
 
 def run(args) -> int:
     jobs = [(name, f, args.out) for name, f in engine_factories()]
-    pending = {}
     if args.blocks:
-        blocks, pending = available_blocks()
-        jobs += [(name, f, args.out / "blocks") for name, f in blocks]
-    for name, why in pending.items():
-        print(f"{name:22s} pending: {why}")
+        jobs += [(name, f, args.out / "blocks") for name, f in blocks()]
     failed = 0
     for name, factory, out in jobs:
         out.mkdir(parents=True, exist_ok=True)
