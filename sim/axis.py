@@ -6,6 +6,7 @@ Both take pause generators: an iterable of bools, True meaning "idle this cycle"
 """
 
 import itertools
+import os
 import random
 
 import cocotb
@@ -14,11 +15,17 @@ from cocotb.triggers import RisingEdge
 from ..hw.wire import BEAT_BYTES
 
 __all__ = ["frame_to_beats", "beats_to_frame", "AxisDriver", "AxisMonitor",
-           "pause_generator", "PAUSE_MODES", "Clock", "start"]
+           "pause_generator", "PAUSE_MODES", "Clock", "start", "stress_count"]
 
 from cocotb.clock import Clock  # re-exported for testbenches
 
 PAUSE_MODES = ("none", "cyclic", "random")
+
+
+def stress_count(short, long):
+    """Frames of a random stress run: `short` in `make test` (every frame kind and pause
+    pattern still occurs), `long` under `make sim-stress` (INCEPTIONN_STRESS=1)."""
+    return long if os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0") else short
 
 
 def pause_generator(mode, seed=0):

@@ -17,6 +17,11 @@ configuration is fixed at elaboration, it can swap the engines for register slic
 test the test, and it is built for the board; this top is for simulation only, with a
 stalling FIFO as the link and the engines' configuration and counters as ports. What
 they share is the three ``connect`` lines of the chain itself.
+
+The engines enter this top as instances of their own Verilog modules (``inceptionn_tx``,
+``inceptionn_rx``), the conversions the engines' testbenches, the compiled loop and
+`make verilog` share: converting both engines again inside this top took longer than
+the loopback run itself.
 """
 
 from amaranth import *
@@ -27,8 +32,36 @@ from amaranth.lib.wiring import In, Out
 from ..hw.axis import AxisBeat, axis_signature
 from ..hw.compression_engine import CompressionEngine
 from ..hw.decompression_engine import DecompressionEngine
+from ..rtl.designs import DESIGNS
 
-__all__ = ["Loopback", "loopback_design"]
+__all__ = ["Loopback", "EngineInstance", "loopback_design"]
+
+
+class EngineInstance(wiring.Component):
+    """An engine with its own interface, elaborated as an instance of the engine's
+    Verilog module under AxisTop's port names (the module comes from the build's extra
+    sources: see ``loopback_design.instances``)."""
+
+    def __init__(self, module, engine_cls):
+        self._module = module
+        # The engine's declared ports (its class annotations), without building one.
+        super().__init__({name: member for name, member in engine_cls.__annotations__.items()
+                          if isinstance(member, wiring.Member)})
+
+    def elaborate(self, platform):
+        m = Module()
+        ports = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
+        for prefix, st, d_in, d_out in (("s_axis", self.i, "i_", "o_"),
+                                        ("m_axis", self.o, "o_", "i_")):
+            for field in ("data", "keep", "last", "user"):
+                ports[f"{d_in}{prefix}_t{field}"] = st.payload[field]
+            ports[f"{d_in}{prefix}_tvalid"] = st.valid
+            ports[f"{d_out}{prefix}_tready"] = st.ready
+        for name, member in self.signature.members.items():
+            if name not in ("i", "o"):
+                ports[("i_" if member.flow == In else "o_") + name] = getattr(self, name)
+        m.submodules.engine = Instance(self._module, **ports)
+        return m
 
 
 class Loopback(wiring.Component):
@@ -58,8 +91,8 @@ class Loopback(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.tx = tx = CompressionEngine()
-        m.submodules.rx = rx = DecompressionEngine()
+        m.submodules.tx = tx = EngineInstance(DESIGNS["tx"][0], CompressionEngine)
+        m.submodules.rx = rx = EngineInstance(DESIGNS["rx"][0], DecompressionEngine)
         m.submodules.link = link = SyncFIFOBuffered(width=AxisBeat.size, depth=self._depth)
 
         # 16-bit Fibonacci LFSR (taps 16, 14, 13, 11): a stall when its two low bits are 0.
@@ -102,3 +135,9 @@ class Loopback(wiring.Component):
 def loopback_design():
     from ..hw.axis import AxisTop
     return AxisTop(Loopback())
+
+
+# Designs whose Verilog modules this top instantiates: (module name, factory), added to
+# its build by the harness.
+loopback_design.instances = tuple((name, factory) for name, factory, _ in
+                                  (DESIGNS["tx"], DESIGNS["rx"]))

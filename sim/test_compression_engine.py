@@ -9,7 +9,6 @@ gradients, random stress, mid-frame reset). Counters are checked against the gol
 model's after every run.
 """
 
-import os
 import random
 
 import numpy as np
@@ -19,7 +18,7 @@ from cocotb.triggers import RisingEdge
 
 from inceptionn.rtl import harness
 from inceptionn.rtl.designs import DESIGNS
-from inceptionn.sim.axis import Clock, PAUSE_MODES, frame_to_beats, pause_generator
+from inceptionn.sim.axis import Clock, PAUSE_MODES, frame_to_beats, pause_generator, stress_count
 from inceptionn.sim.tb_engine_run import CODEC_NAMES, codec_port, configure, play, read_counters, reset
 
 DUT = DESIGNS["tx"][0]
@@ -279,7 +278,7 @@ async def real_gradients(dut):
 @cocotb.test()
 async def random_stress(dut):
     from inceptionn.rtl import frame_builders as F
-    count = 10000 if os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0") else 2000
+    count = stress_count(500, 10000)
     await start(dut)
     frames = F.mixed_frames(21, count)
     cfgs = mixed_cfgs(len(frames), seed=21)

@@ -7,7 +7,6 @@ format versions (the paper's codec, shim 0xC5, and the bounded codec, 0xC6 with 
 backpressure); the lean driver/monitor carries the multi-thousand-frame stress run.
 """
 
-import os
 import random
 
 import numpy as np
@@ -24,7 +23,7 @@ from inceptionn.rtl import frame_builders as F
 from inceptionn.rtl import harness
 from inceptionn.sim.engines import DESIGNS, rx_design  # the runner's factory: one shared model
 from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, PAUSE_MODES,
-                                 pause_generator)
+                                 pause_generator, stress_count)
 
 DUT = DESIGNS["rx"][0]
 COUNTERS = ("frames_in", "frames_out", "decompressed", "bypassed", "malformed",
@@ -172,7 +171,7 @@ async def _run_lean(dut, wire, idle="random", backpressure="random", seed=0):
 @cocotb.test()
 async def stress_mixed(dut):
     await _reset(dut)
-    count = 10000 if os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0") else 2000
+    count = stress_count(500, 10000)
     mixed = F.mixed_frames(21, count, jumbo=0.01)
     rng = random.Random(22)
     wire = []

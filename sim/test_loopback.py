@@ -5,7 +5,6 @@ checks a Linux receiver makes (scapy recomputes the IP and L4 checksums).
 The link between the engines is a FIFO whose output stalls at random (sim/loopback_top.py).
 """
 
-import os
 import random
 
 import cocotb
@@ -15,7 +14,7 @@ from inceptionn.golden.counters import Counters
 from inceptionn.golden import rx_frame, tx_frame
 from inceptionn.rtl import frame_builders as F
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, pause_generator
+from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, pause_generator, stress_count
 from inceptionn.sim.engines import loopback_design  # the runner's factory
 from inceptionn.sim.test_decompression_engine import DEMO_DIR
 
@@ -104,7 +103,7 @@ async def loopback_mixed(dut, codec):
     """TX -> link -> RX in one wire format version: the host frames out as golden's
     rx_frame(tx_frame(f)), restored checksums valid, counters as golden's."""
     await _reset(dut, codec=codec)
-    count = 3000 if os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0") else 250
+    count = stress_count(100, 3000)
     frames = _host_frames(80 + CODECS.index(codec), count)
     exp, counters = _expected(frames, codec=codec)
     mon, task = await _run(dut, frames, "random", "random", 81)

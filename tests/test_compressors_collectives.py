@@ -265,6 +265,11 @@ def test_every_method_on_the_real_communicator_equals_the_simulation(p, how):
                 assert sent == ex.sent[r], (name, kw, s, r, sent, ex.sent[r])
 
 
+# Short: a rank that is not the victim's neighbour may wait out the whole timeout (its
+# neighbour is still alive, reporting), and the steps here move 300 values.
+TIMEOUT = 4
+
+
 def _dies_mid_step(rank, world, port, name, victim, how, q):
     """The victim leaves after its first message of step 1."""
     import os
@@ -275,7 +280,7 @@ def _dies_mid_step(rank, world, port, name, victim, how, q):
     t0 = time.monotonic()
     try:
         dist, store = _init(rank, world, port)
-        t = socket_p2p.SocketTransport.from_store(store, rank, world, timeout=10) \
+        t = socket_p2p.SocketTransport.from_store(store, rank, world, timeout=TIMEOUT) \
             if how == "sockets" else None
         cls = torch_p2p.TorchTransport if t is None else socket_p2p.SocketTransport
         comp = make(name, k=20)
@@ -293,7 +298,7 @@ def _dies_mid_step(rank, world, port, name, victim, how, q):
                 cls.send = die
             t0 = time.monotonic()
             if t is None:
-                _, st, _ = step(comp, g, st, timeout=10)
+                _, st, _ = step(comp, g, st, timeout=TIMEOUT)
             else:
                 _, st = communicator.step(comp, g, st, t)
                 t.flush()
@@ -309,4 +314,4 @@ def test_a_rank_killed_mid_step_makes_the_others_raise_within_the_timeout(name, 
     assert set(res) == {0, 2, 3}, res
     for rank, (out, took) in res.items():
         assert out.startswith("CollectiveError"), (rank, out)
-        assert took < 10 + 5, (rank, took, out)
+        assert took < TIMEOUT + 5, (rank, took, out)

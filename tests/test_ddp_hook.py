@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "train_ddp.py"
-STEPS = 150
+STEPS = 80
 
 
 def _example():
@@ -82,9 +82,10 @@ def _train(rank, world, runs):
 
 
 def test_ring_trains_like_gloo_with_identical_ranks():
-    base = ["--model", "cnn", "--steps", str(STEPS)]
-    runs = [base + ["--hook", "gloo"], base + ["--hook", "inceptionn"],
-            base + ["--hook", "terngrad"], base + ["--hook", "gtopk"]]
+    # gTop-k sends 1% of the values and needs about twice the steps of the dense ones.
+    runs = [["--model", "cnn", "--steps", str(steps), "--hook", hook]
+            for hook, steps in (("gloo", STEPS), ("inceptionn", STEPS), ("terngrad", STEPS),
+                                ("gtopk", 2 * STEPS))]
     res = spawn(_train, 4, runs)
     for rank, (out, _) in res.items():
         assert isinstance(out, dict), (rank, out)

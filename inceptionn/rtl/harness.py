@@ -182,6 +182,12 @@ def build(design, name, *, extra_sources=(), build_args=()):
     with Lock(build_dir / ".lock"):
         src = verilog_source(design, name, build_dir)
         sources = [src, *map(Path, extra_sources)]
+        # Modules the design instantiates by name (a factory's `instances`: pairs of
+        # module name and factory), from their shared conversions.
+        for sub_name, sub_factory in getattr(design, "instances", ()):
+            sub = build_dir / f"{sub_name}.v"
+            _write_if_changed(sub, to_verilog(sub_factory, sub_name))
+            sources.append(sub)
         # Verilator skips itself when its inputs are unchanged (--skip-identical is its
         # default), and make then finds nothing to do, so an unchanged design costs ~1 s.
         runner = get_runner("verilator")
