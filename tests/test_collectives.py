@@ -2,13 +2,14 @@
 a fixed order, bit-identical ranks, the golden roundtrip per hop, failures that reach
 every rank, and the same numbers through the software NIC as emulated."""
 
-import multiprocessing as mp
 import os
 import threading
 import time
 
 import numpy as np
 import pytest
+
+import ranks
 from torch.distributed import FileStore, HashStore
 
 from inceptionn import golden
@@ -176,7 +177,7 @@ def _rank_proc(kind, path, r, p, die, n, q):
                                       ("wa", "hang"), ("ring-software", "exit")])
 def test_a_dead_or_silent_rank_makes_every_other_rank_raise(kind, how, tmp_path):
     p, victim = 4, 2
-    ctx = mp.get_context("spawn")
+    ctx = ranks.context()
     q = ctx.Queue()
     path = str(tmp_path / "store")
     procs = [ctx.Process(target=_rank_proc,

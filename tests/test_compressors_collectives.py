@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import ranks
+
 from inceptionn import golden
 from inceptionn.golden.compressors import collectives, make, topk_indices
 
@@ -175,12 +177,11 @@ def test_block_random_k_scaled_is_biased_at_a_scopes_edges():
 
 def _spawn(target, p, args, expect=None, timeout=240):
     """target(rank, world, port, *args, q) in p spawned ranks; {rank: what it put}."""
-    import multiprocessing as mp
     import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
+    ctx = ranks.context()
     q = ctx.Queue()
     procs = [ctx.Process(target=target, args=(r, p, port, *args, q)) for r in range(p)]
     for pr in procs:

@@ -5,13 +5,14 @@ Future and backward goes on; DDP's bucket rebuild keeps the compressors' state; 
 set up differently, or one killed mid-step, make every rank raise."""
 
 import importlib.util
-import multiprocessing as mp
 import os
 import socket
 import time
 from pathlib import Path
 
 import pytest
+
+import ranks
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "train_ddp.py"
 STEPS = 80
@@ -49,7 +50,7 @@ def _entry(fn, rank, world, port, args, q):
 
 def spawn(fn, world, *args, expect=None, timeout=240):
     """fn(rank, world, *args) in `world` spawned ranks; {rank: (result, seconds)}."""
-    ctx = mp.get_context("spawn")
+    ctx = ranks.context()
     q = ctx.Queue()
     port = _free_port()
     procs = [ctx.Process(target=_entry, args=(fn, r, world, port, args, q))

@@ -1,0 +1,25 @@
+"""Processes for the tests that run several ranks (torch.distributed, the socket ring).
+
+A fresh interpreter per rank ("spawn") imports torch and the package again, about 2.5 s
+of CPU each, and the regression starts about 80 ranks. The forkserver imports them once
+per test worker and forks every rank from that clean, single-threaded process: no rank
+inherits the test runner's threads or state, as with spawn.
+"""
+
+import multiprocessing as mp
+
+__all__ = ["context"]
+
+PRELOAD = ["numpy", "torch", "torch.distributed", "inceptionn.golden",
+           "inceptionn.drivers.collectives", "inceptionn.ddp_hook"]
+
+_ctx = None
+
+
+def context():
+    """The multiprocessing context the rank tests start their processes from."""
+    global _ctx
+    if _ctx is None:
+        _ctx = mp.get_context("forkserver")
+        _ctx.set_forkserver_preload(PRELOAD)
+    return _ctx
