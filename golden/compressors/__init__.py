@@ -9,7 +9,7 @@ or, for one worker, `payload, state = comp.compress(g, state)`,
 """
 
 from . import collectives
-from .base import (COLLECTIVES, Compressor, DenseCodec, Float32Codec, NoCompression, Payload,
+from .base import (COLLECTIVES, Compressor, DenseCompressor, Float32Codec, NoCompression, Payload,
                    Reducible, State, topk_indices)
 from .gtopk import GTopK
 from .inceptionn import GoldenCodec, inceptionn
@@ -20,7 +20,7 @@ from .terngrad import TernGrad
 from .topk import TopK
 from .truncation import TruncCodec, truncation
 
-__all__ = ["COLLECTIVES", "Compressor", "Reducible", "DenseCodec", "NoCompression", "Payload",
+__all__ = ["COLLECTIVES", "Compressor", "Reducible", "DenseCompressor", "NoCompression", "Payload",
            "State", "Float32Codec", "GoldenCodec", "EBCodec", "TruncCodec", "TernGrad", "TopK",
            "GTopK", "RandomK", "CLTK", "inceptionn", "inceptionn_eb", "truncation",
            "topk_indices", "collectives", "METHODS", "make"]

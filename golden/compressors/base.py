@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 __all__ = ["COLLECTIVES", "Payload", "State", "Float32Codec", "Compressor", "Reducible",
-           "DenseCodec", "NoCompression", "as_grad", "scopes", "counts", "topk_indices",
+           "DenseCompressor", "NoCompression", "as_grad", "scopes", "counts", "topk_indices",
            "scatter"]
 
 # What a method needs from the network; collectives.run simulates each one.
@@ -120,7 +120,7 @@ class Reducible(Compressor):
         return self.expand(vals, size, state)
 
 
-class DenseCodec(Reducible):
+class DenseCompressor(Reducible):
     """Every value, through a value codec; in a ring every hop re-codes its block."""
     collective = "ring_inc"
 
@@ -137,7 +137,7 @@ class DenseCodec(Reducible):
         return vals
 
 
-class NoCompression(DenseCodec):
+class NoCompression(DenseCompressor):
     """Baseline: plain float32 ring all-reduce."""
     collective = "allreduce"
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..api import decode, encode
 from ..compression_block import check_k
-from .base import DenseCodec
+from .base import DenseCompressor
 
 __all__ = ["GoldenCodec", "inceptionn"]
 
@@ -25,11 +25,11 @@ class GoldenCodec:
         return decode(buf, n, self.k, codec="paper").copy()
 
 
-def inceptionn(k: int = 10, codec=None) -> DenseCodec:
+def inceptionn(k: int = 10, codec=None) -> DenseCompressor:
     """Dense INCEPTIONN: every value through the codec, re-coded on each ring hop.
     `codec`: another implementation of the same bytes (the study's compiled or per-frame
     paths), which must say so by its k; default the golden model's."""
-    return DenseCodec(_same_k(codec, k) or GoldenCodec(k), f"inceptionn_k{k}")
+    return DenseCompressor(_same_k(codec, k) or GoldenCodec(k), f"inceptionn_k{k}")
 
 
 def _same_k(codec, k):

@@ -24,7 +24,7 @@ from ..api import decode, encode
 from ..compression_block import check_k, compression_block
 from ..decompression_block import decompression_block
 from ..wire import EB_K_MAX
-from .base import DenseCodec
+from .base import DenseCompressor
 from .inceptionn import _same_k
 
 __all__ = ["EB_K_MAX", "EBCodec", "inceptionn_eb"]
@@ -55,6 +55,6 @@ class EBCodec:
         return decompression_block(tag, f, self.k, "bounded").view(np.float32)
 
 
-def inceptionn_eb(k: int = 10, codec=None) -> DenseCodec:
+def inceptionn_eb(k: int = 10, codec=None) -> DenseCompressor:
     """Dense error-bounded INCEPTIONN on every ring hop (`codec`: as inceptionn's)."""
-    return DenseCodec(_same_k(codec, k) or EBCodec(k), f"inceptionn_eb_k{k}")
+    return DenseCompressor(_same_k(codec, k) or EBCodec(k), f"inceptionn_eb_k{k}")

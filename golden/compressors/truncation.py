@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from .base import DenseCodec
+from .base import DenseCompressor
 
 __all__ = ["TruncCodec", "truncation"]
 
@@ -34,6 +34,6 @@ class TruncCodec:
         return np.packbits(planes, axis=1).view(">u4").reshape(n).astype(np.uint32).view(np.float32)
 
 
-def truncation(bits: int) -> DenseCodec:
+def truncation(bits: int) -> DenseCompressor:
     """Dense truncation on every ring hop, as in the paper's Fig. 14 runs."""
-    return DenseCodec(TruncCodec(bits), f"trunc{int(bits)}")
+    return DenseCompressor(TruncCodec(bits), f"trunc{int(bits)}")
