@@ -29,9 +29,22 @@ from .frames import ip_checksum_ok, l4_checksum_ok, parse_frame
 from .compression_engine import tx_frame
 from .decompression_engine import RX_HEADER_WINDOW, rx_frame, shim_accepted
 from .stats import BAND_BITS, BandStats, band_stats
-from . import fast, pcap
-from .fast import (fast_compress_payload, fast_compress_payload_with_decoded,
-                   fast_decompress_payload, fast_pack_groups, fast_unpack_groups)
+from . import pcap
+
+# The compiled fast path (golden.fast) is loaded on first use: importing numba alone takes
+# seconds, and most processes (every testbench's simulator, most commands) need only the
+# NumPy model.
+_FAST = ("fast_compress_payload", "fast_compress_payload_with_decoded",
+         "fast_decompress_payload", "fast_pack_groups", "fast_unpack_groups")
+
+
+def __getattr__(name):
+    if name == "fast" or name in _FAST:
+        import importlib
+        fast = importlib.import_module(".fast", __name__)
+        return fast if name == "fast" else getattr(fast, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     # wire-format constants
