@@ -4,7 +4,8 @@ A float32 gradient buffer is sent as one TCP stream tagged for compression (ToS 
 i.e. DSCP 10): each segment carries at most MSS bytes (1448 = a 1500-byte MTU minus
 20 bytes IPv4, 20 bytes TCP and 12 bytes of timestamp option that a Linux host would
 add; the option itself is left out here, so the frames are 1502 bytes at most).
-scapy builds every frame, so the IP and TCP checksums are the ones a host stack writes.
+The IP and TCP checksums are the ones a host stack writes (golden.checksum's; the
+frames equal scapy's byte for byte, checked in the tests).
 Parsing and checksum checks are golden.frames' (frame_fields, checksums_ok).
 
 Timestamps are integer nanoseconds throughout; pcaps are written with nanosecond
@@ -14,11 +15,14 @@ writer are golden.pcap's).
 
 from __future__ import annotations
 
+import socket
+import struct
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..golden import pcap as _pcap
+from ..golden.checksum import ip_header_checksum, l4_checksum
 from ..golden.frames import FrameFields, checksums_ok
 from ..golden.frames import frame_fields
 from ..golden.wire import TOS_DEFAULT
@@ -70,11 +74,10 @@ def gradient_frames(
 
     Sequence numbers are consecutive (each segment starts where the previous ended,
     modulo 2^32); IP ids count up from `ip_id`. An empty buffer gives no frames.
+    The frames are the bytes scapy builds for the same fields (tests/test_drivers.py
+    holds them equal), put together here with struct: scapy took seconds per thousand
+    frames, most of the demo's time.
     """
-    from scapy.layers.inet import IP, TCP
-    from scapy.layers.l2 import Dot1Q, Ether
-    from scapy.packet import Raw
-
     data = _as_bytes(buf)
     if not 1 <= mss <= 9000:
         raise ValueError(f"mss must be in 1..9000, got {mss}")
@@ -82,18 +85,29 @@ def gradient_frames(
         raise ValueError(f"tos must be one byte, got {tos}")
     if vlan is not None and not 0 <= vlan < 4096:
         raise ValueError(f"vlan id must be in 0..4095, got {vlan}")
+    src, dst = socket.inet_aton(src_ip), socket.inet_aton(dst_ip)
+    eth = _mac(dst_mac) + _mac(src_mac)
+    eth += (b"\x81\x00" + vlan.to_bytes(2, "big") if vlan is not None else b"") + b"\x08\x00"
     frames = []
     for i, off in enumerate(range(0, len(data), mss)):
-        eth = Ether(src=src_mac, dst=dst_mac)
-        if vlan is not None:
-            eth = eth / Dot1Q(vlan=vlan)
-        pkt = (eth
-               / IP(src=src_ip, dst=dst_ip, tos=tos, id=(ip_id + i) & 0xFFFF, flags="DF", ttl=64)
-               / TCP(sport=sport, dport=dport, seq=(seq + off) & 0xFFFFFFFF, ack=ack,
-                     flags="PA", window=502)
-               / Raw(data[off:off + mss]))
-        frames.append(bytes(pkt))  # bytes() fills in lengths and checksums
+        payload = data[off:off + mss]
+        # TCP: data offset 5 words, flags PSH|ACK, window 502, urgent pointer 0.
+        tcp = bytearray(struct.pack("!HHIIBBHHH", sport, dport, (seq + off) & 0xFFFFFFFF,
+                                    ack, 5 << 4, 0x18, 502, 0, 0) + payload)
+        tcp[16:18] = l4_checksum(src, dst, 6, tcp, 16).to_bytes(2, "big")
+        # IPv4: no options, DF, TTL 64, protocol 6.
+        ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + len(tcp),
+                                   (ip_id + i) & 0xFFFF, 0x4000, 64, 6, 0, src, dst))
+        ip[10:12] = ip_header_checksum(ip).to_bytes(2, "big")
+        frames.append(eth + bytes(ip) + bytes(tcp))
     return frames
+
+
+def _mac(text: str) -> bytes:
+    b = bytes.fromhex(text.replace(":", ""))
+    if len(b) != 6:
+        raise ValueError(f"a MAC address has 6 bytes, got {text!r}")
+    return b
 
 
 def stream_payload(frames: Iterable[bytes]) -> bytes:

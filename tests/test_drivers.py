@@ -95,6 +95,42 @@ def test_gradient_frames_are_a_valid_tcp_stream():
     assert F.gradient_frames(np.zeros(0, np.float32)) == []
 
 
+def _scapy_frames(data, *, mss, tos, seq, ack, src_mac, dst_mac, src_ip, dst_ip, sport, dport,
+                  ip_id, vlan):
+    """What gradient_frames gives, built field by field by scapy."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Dot1Q, Ether
+    from scapy.packet import Raw
+    out = []
+    for i, off in enumerate(range(0, len(data), mss)):
+        eth = Ether(src=src_mac, dst=dst_mac)
+        if vlan is not None:
+            eth = eth / Dot1Q(vlan=vlan)
+        out.append(bytes(eth / IP(src=src_ip, dst=dst_ip, tos=tos, id=(ip_id + i) & 0xFFFF,
+                                  flags="DF", ttl=64)
+                         / TCP(sport=sport, dport=dport, seq=(seq + off) & 0xFFFFFFFF, ack=ack,
+                               flags="PA", window=502)
+                         / Raw(data[off:off + mss])))
+    return out
+
+
+@pytest.mark.parametrize("kw", [
+    {},
+    {"seq": 0xFFFFF000, "ip_id": 0xFFFE, "mss": 1000},
+    {"vlan": 7, "tos": 0x2B, "src_ip": "192.168.7.200", "dst_ip": "172.16.0.9",
+     "src_mac": "0a:1b:2c:3d:4e:5f", "sport": 65535, "dport": 1, "ack": 0xDEADBEEF},
+    {"mss": 8948},
+])
+def test_gradient_frames_equal_scapys_frames_byte_for_byte(kw):
+    g = _grads(3001, seed=5)          # an odd byte count in the last segment for mss 1000
+    data = g.tobytes()[:-1] if kw.get("mss") == 1000 else g.tobytes()
+    args = dict(mss=F.MSS, tos=0x28, seq=1000, ack=1, src_mac="02:00:00:00:00:01",
+                dst_mac="02:00:00:00:00:02", src_ip="10.0.0.1", dst_ip="10.0.0.2",
+                sport=40000, dport=5201, ip_id=1, vlan=None)
+    args.update(kw)
+    assert F.gradient_frames(data, **args) == _scapy_frames(data, **args)
+
+
 def test_checksums_ok_detects_corruption():
     f = bytearray(F.gradient_frames(_grads(100))[0])
     f[-1] ^= 0x01  # payload byte: TCP checksum now wrong, IP header still right
