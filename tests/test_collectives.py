@@ -243,6 +243,35 @@ def test_every_connection_has_nagle_off(kind):
     assert not errs, errs
 
 
+def test_accepted_connections_get_the_whole_timeout(monkeypatch):
+    """A late peer's connections wait, on the accepting side too, the full timeout per
+    operation, not what was left of the rendezvous when the peer arrived."""
+    from inceptionn.drivers.collectives.transport import SECRET_ENV
+    monkeypatch.setenv(SECRET_ENV, "a shared secret")   # rank 1 need not wait for rank 0's
+    store, rings, errs = HashStore(), {}, {}
+
+    def body(r, delay):
+        time.sleep(delay)
+        try:
+            rings[r] = Ring.from_store(store, r, 2, timeout=4.0)
+        except Exception as e:  # collected for the test
+            errs[r] = e
+
+    # Rank 1 accepts rank 0, which arrives 2 s into rank 1's 4 s rendezvous.
+    ts = [threading.Thread(target=body, args=(0, 2.0)), threading.Thread(target=body, args=(1, 0))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(30)
+    try:
+        assert not errs, errs
+        link = rings[1]._links[0]
+        assert link.ctrl.gettimeout() == link.data.gettimeout() == 4.0
+    finally:
+        for ring in rings.values():
+            ring.close()
+
+
 @pytest.mark.parametrize("kind", ["ring", "wa"])
 def test_a_rank_that_never_joins_fails_the_others_within_the_timeout(kind):
     """Rank 1 dies before publishing its address: rank 0 (which connects to it) raises

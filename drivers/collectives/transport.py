@@ -120,6 +120,11 @@ class Listener:
                     conn.close()
                     continue
                 out[rank] = (ctrl[rank][0], conn)
+            for c, d in out.values():
+                # The operations' timeout, as the connecting side has it; not what was
+                # left of the rendezvous when the peer arrived.
+                c.settimeout(timeout)
+                d.settimeout(timeout)
         except BaseException:
             for c, _ in ctrl.values():
                 c.close()
