@@ -3,7 +3,9 @@
 A fresh interpreter per rank ("spawn") imports torch and the package again, about 2.5 s
 of CPU each, and the regression starts about 80 ranks. The forkserver imports them once
 per test worker and forks every rank from that clean, single-threaded process: no rank
-inherits the test runner's threads or state, as with spawn.
+inherits the test runner's threads or state, as with spawn. One difference: a rank's
+environment is the forkserver's (the test worker's when its first rank started), not
+the caller's at start, so ranks set the variables they need themselves.
 """
 
 import multiprocessing as mp
