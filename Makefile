@@ -47,7 +47,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-# Python-only tests (no Verilator).
+# tests/ only: everything but the cocotb regression of sim/.
 test-fast: $(STAMP)
 	$(RUN) -m pytest -q tests
 
