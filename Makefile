@@ -49,7 +49,7 @@ lint: $(STAMP)
 
 # tests/ only: everything but the cocotb regression of sim/.
 test-fast: $(STAMP)
-	$(RUN) -m pytest -q tests
+	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q tests
 
 # The DDP hook with CUDA buckets, on a machine with a GPU (skipped where torch sees none).
 test-cuda: $(STAMP)
