@@ -60,7 +60,11 @@ def free_beat_stream(m, valid, payload, ready, name):
 
 
 class _StageCheck(FormalTop):
-    """A stage check with a dropped-ready bug to inject and covers to add."""
+    """A stage check with a dropped-ready bug to inject and covers to add. After
+    ``elaborate`` the stage and its neighbour models' signals are attributes (the
+    liveness checks, test_formal_liveness.py, add their properties to them)."""
+
+    stall_ready = False             # the stage never sees its consumer ready (liveness bug)
 
     def __init__(self, dropped_ready=False, cover=False):
         self.dropped_ready, self.cover = dropped_ready, cover
@@ -171,7 +175,9 @@ class RxBackCheck(_StageCheck):
         o_ready = Signal()
         free(m, o_ready)
         m.d.comb += [eg.o.ready.eq(o_ready),
-                     back.o.ready.eq(1 if self.dropped_ready else eg.ctl.ready)]
+                     back.o.ready.eq(0 if self.stall_ready else
+                                    1 if self.dropped_ready else eg.ctl.ready)]
+        self.back, self.eg, self.o_ready = back, eg, o_ready
 
         # The pending slot (front half).
         slot = Signal(Pending)
@@ -184,6 +190,8 @@ class RxBackCheck(_StageCheck):
         # (the front half takes the next frame only after the hold restarted HEAD, at
         # the end of PASS for a bypass not held in full)
         m.d.comb += load.eq(AnySeq(1) & ~full & ~f_pass)
+        rdy_set = Signal()             # the HeaderRestore done (a decompressed frame)
+        m.d.comb += rdy_set.eq(AnySeq(1))
         length = Signal(14)            # L of a decompressed frame
         free(m, length)
         span = Signal(15)
@@ -208,12 +216,13 @@ class RxBackCheck(_StageCheck):
             m.d.sync += [slot.eq(new), full.eq(1), rdy.eq(new.bypass),
                          f_pass.eq(new.bypass & ~new.held_last)]
         with m.Elif(full & ~rdy):
-            m.d.sync += rdy.eq(AnySeq(1))
+            m.d.sync += rdy.eq(rdy_set)
         with m.If(back.front.release):
             m.d.sync += [full.eq(0), rdy.eq(0)]
         with m.If(back.front.end_live):
             m.d.sync += f_pass.eq(0)
         m.d.comb += [back.front.pend.eq(slot), back.front.pend_ready.eq(rdy), back.front.f_pass.eq(f_pass)]
+        self.full, self.rdy, self.rdy_set, self.f_pass = full, rdy, rdy_set, f_pass
         m.d.comb += [Assert(~back.front.release | full, "back: releases a free slot"),
                      Assert(~back.front.end_live | f_pass, "back: PASS ends outside PASS")]
 
@@ -221,7 +230,9 @@ class RxBackCheck(_StageCheck):
         fin_valid = Signal()
         fin_bad = Signal()
         fin_trunc = Signal()
-        with m.If(~fin_valid & AnySeq(1)):
+        self.fin_set = fin_set = Signal()
+        m.d.comb += fin_set.eq(AnySeq(1))
+        with m.If(~fin_valid & fin_set):
             m.d.sync += [fin_valid.eq(1), fin_bad.eq(AnySeq(1)), fin_trunc.eq(AnySeq(1))]
         with m.If(back.feed.fin_clear):
             m.d.sync += fin_valid.eq(0)
@@ -251,6 +262,7 @@ class RxBackCheck(_StageCheck):
         lasts = Counter(m, o_last, 8, "lasts").value
         behind = Signal(8)
         m.d.comb += behind.eq(taken - lasts)
+        self.behind = behind
         m.d.comb += [Assert(behind <= 2, "back: last beats out of step with frames"),
                      Assert(eg.frames_out[:8] == lasts, "egress: frames counted wrong")]
         if self.cover:
@@ -298,7 +310,8 @@ class RxFeedCheck(_StageCheck):
         free(m, dut.hold.f_data)
         u_ready = Signal()
         free(m, u_ready)
-        m.d.comb += dut.o.ready.eq(1 if self.dropped_ready else u_ready)
+        m.d.comb += dut.o.ready.eq(0 if self.stall_ready else 1 if self.dropped_ready else u_ready)
+        self.dut, self.busy, self.u_ready = dut, busy, u_ready
         m.d.comb += dut.back.fin_clear.eq(AnySeq(1) & dut.back.fin.valid)
         o = dut.o
 
@@ -405,6 +418,9 @@ class RxFrontCheck(FormalTop):
         with m.If(fdone):
             m.d.sync += feeding.eq(0)
         m.d.comb += Assert(~dut.feed.start.valid | ~feeding, "front: feed loaded while busy")
+        self.dut, self.held_wait, self.reported, self.restoring = dut, held_wait, reported, restoring
+        self.busy, self.feeding = busy, feeding
+        self.mdone, self.rdone, self.rel, self.fdone = mdone, rdone, rel, fdone
         free(m, dut.hold.f_data)
         for port, name in ((dut.start, "start"), (dut.rl_cfg, "rl_cfg")):
             free(m, port.ready)

@@ -1,0 +1,217 @@
+"""Liveness of the RX stages, one at a time: while a stage holds work it makes progress
+within a stated number of clocks, so that no input (malformed frames, a reset at any
+clock) can hang it. The engine's per-frame bound is composed from these in
+docs/verification.md ("Liveness: what is proved").
+
+Each check is a stage check of test_formal_rx_stages.py (the same neighbour models, their
+contracts assumed, the stage's own asserted) with, added:
+
+- the neighbours' response times as assumptions (``bounded_wait(..., Assume)``): the
+  consumer's ready, the source's next beat, a slot freed, at least once every ``r``
+  clocks while the stage waits on it (``r = 1``: the downstream always ready);
+- a reset at any clock (the stage and its neighbour models reset together, as in the
+  engine), so a frame cut by a reset never leaves work that cannot finish;
+- the progress property: a wait counter, cleared by progress, below ``bound``;
+- a cover of the counter at ``bound - 1`` (the bound is tight: no smaller one holds).
+
+The bugs: the same check with ``bound - 1`` (it must fail: the bound is the measured
+tight value), and a stage that never sees its consumer's ready (a ready dropped).
+"""
+
+import pytest
+from amaranth import *
+
+from inceptionn.hw.decompression_unit import DecompressionUnit
+from inceptionn.hw.wire import BEAT_BYTES
+from stream_props import (AnySeq, Assume, Counter, Cover, FormalTop, bounded_wait, run,
+                          run_bug, slow, slow_only, source_rule)
+from test_formal_rx_stages import RxBackCheck, RxFeedCheck, RxFrontCheck, free
+
+
+class _Live:
+    """Mixin: a free reset, the neighbours' response times, the progress bound."""
+
+    def __init__(self, bound, r=1, reset=True, tight=False, stall=False):
+        super().__init__()
+        self.bound, self.r, self.reset, self.tight = bound, r, reset, tight
+        self.stall_ready = stall
+        if reset:
+            self.rst = Signal(name="rst_any")
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        if self.reset:
+            m.d.comb += self.rst.eq(AnySeq(1))
+        owed, progress = self.live(m)
+        now = bounded_wait(m, owed, progress, self.bound, self.stage)
+        if self.tight:
+            m.d.comb += Cover(now == self.bound - 1)
+        return m
+
+    def respond(self, m, waiting, event, name):
+        """Assume the neighbour's ``event`` within ``r`` clocks of ``waiting``."""
+        bounded_wait(m, waiting, event, self.r, name, Assume)
+
+
+class RxFeedLive(_Live, RxFeedCheck):
+    """Feed: while it has a frame (loaded to decompress, FIN not written), a beat into
+    the unit, a padding beat drained, or FIN written within ``bound`` clocks. The unit's
+    ready, the input's next beat (the frame was accepted: its beats are in the input
+    slice) and the end-of-input slot's release each come within ``r`` clocks."""
+
+    stage = "feed"
+
+    def live(self, m):
+        d = self.dut
+        self.respond(m, d.o.valid, self.u_ready, "unit_ready")
+        self.respond(m, self.busy, d.hold.beat_valid, "input")
+        self.respond(m, d.back.fin.valid, d.back.fin_clear, "fin_slot")
+        progress = ((d.o.valid & d.o.ready) | (d.hold.drain & d.hold.beat_valid)
+                    | d.front.fin_done)
+        return self.busy, progress
+
+
+class RxBackLive(_Live, RxBackCheck):
+    """Back half + egress: while a frame is loaded in the pending slot and its last beat
+    is not out, an output beat within ``bound`` clocks. The output's ready (the output
+    slice's), the header final (the HeaderRestore done), the live input in PASS, the
+    Realigner's next beat and the end-of-input slot each come within ``r`` clocks."""
+
+    stage = "back"
+
+    def live(self, m):
+        b = self.back
+        self.respond(m, self.eg.o.valid, self.o_ready, "out_ready")
+        self.respond(m, self.full & ~self.rdy, self.rdy_set, "header_final")
+        self.respond(m, self.f_pass, b.hold.beat_valid, "input")
+        self.respond(m, C(1), b.words.valid, "words")
+        self.respond(m, ~b.feed.fin.valid, self.fin_set, "fin_slot")
+        return self.behind != 0, b.o.valid & b.o.ready
+
+
+class RxFrontLive(_Live, RxFrontCheck):
+    """Front half: a held frame (the hold's ``done``) is taken (ACT) within ``bound``
+    clocks. The matcher's result, the HeaderRestore's done, the unit's and the
+    Realigner's ready, the back half's release of the slot, the feed's FIN and the end
+    of PASS each come within ``r`` clocks of being waited for."""
+
+    stage = "front"
+
+    def live(self, m):
+        d = self.dut
+        self.respond(m, self.held_wait & ~self.reported, self.mdone, "matcher")
+        self.respond(m, self.restoring, self.rdone, "restore")
+        self.respond(m, self.busy & d.back.pend_ready, self.rel, "release")
+        self.respond(m, self.feeding, self.fdone, "fin")
+        self.respond(m, d.back.f_pass, d.back.end_live, "pass_end")
+        for port, name in ((d.start, "start"), (d.rl_cfg, "rl_cfg")):
+            self.respond(m, port.valid, port.ready, f"{name}_ready")
+        return self.held_wait, d.hold.take
+
+
+class _DuCheck(FormalTop):
+    """DecompressionUnit (as the engine builds it: no output slice, the Realigner's
+    input slice behind it) with any payload (n, r, version, k) and any pieces
+    (malformed included: too few or too many bytes, any lanes and counts the feed can
+    send: a lane below 32, 0..32 bytes)."""
+
+    stall_ready = False
+
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.du = du = self.du = DecompressionUnit(out_slice=False)
+        for port in (du.start, du.i):
+            free(m, port.valid)
+            free(m, port.payload)
+            source_rule(m, port, Assume, "start" if port is du.start else "i")
+        with m.If(du.i.valid):
+            m.d.comb += [Assume(du.i.payload.first < BEAT_BYTES),
+                         Assume(du.i.payload.count <= BEAT_BYTES)]
+        self.o_ready = Signal()
+        free(m, self.o_ready)
+        m.d.comb += du.o.ready.eq(0 if self.stall_ready else self.o_ready)
+        starts = Counter(m, du.start.valid & du.start.ready, 8, "starts").value
+        lasts = Counter(m, du.o.valid & du.o.ready & du.o.payload.last, 8, "lasts").value
+        self.owed = Signal()
+        m.d.comb += self.owed.eq(starts != lasts)
+        if self.tight:
+            # non-vacuity: two payloads through, more words than payloads
+            words = Counter(m, du.o.valid & du.o.ready, 8, "words").value
+            m.d.comb += Cover((lasts == 2) & (words >= 4))
+        return m
+
+
+class DuLive(_Live, _DuCheck):
+    """DecompressionUnit: while a payload is started and its last word is not out, a
+    piece taken or a word out within ``bound`` clocks; each next piece within ``r``
+    clocks while the unit has a payload, the consumer's ready (the Realigner's input
+    slice's) within ``r`` clocks, whether or not a word is offered."""
+
+    stage = "du"
+
+    def live(self, m):
+        du = self.du
+        # every stage moves only with the consumer's ready, so it is wanted at any time
+        self.respond(m, C(1), self.o_ready, "out_ready")
+        self.respond(m, self.owed, du.i.valid, "pieces")
+        progress = (du.i.valid & du.i.ready) | (du.o.valid & du.o.ready)
+        return self.owed, progress
+
+
+# ---- the checks ------------------------------------------------------------------------
+
+# task: (wrapper, r, bound, depth). The bounds are the tight ones (the covers below reach
+# bound - 1, the bugs show bound - 1 fails); r = 1 is the downstream always ready.
+LIVE = {
+    "live_rx_feed": (RxFeedLive, 1, 2, slow(16, 30)),
+    "live_rx_back": (RxBackLive, 1, 2, slow(12, 30)),
+    "live_rx_front": (RxFrontLive, 1, 5, slow(14, 30)),
+    "live_rx_du": (DuLive, 1, 7, slow(12, 18)),
+}
+# neighbours slower (each response within 2 clocks): how the bounds grow (make formal)
+LIVE_R2 = {
+    "live_rx_feed_r2": (RxFeedLive, 2, 4, 20),
+    "live_rx_back_r2": (RxBackLive, 2, 4, 20),
+    "live_rx_front_r2": (RxFrontLive, 2, 6, 20),
+}
+# task: (wrapper, r, bound, depth) for the tightness covers (now == bound - 1 reached)
+TIGHT = {f"tight_{k[5:]}": (w, r, b, 16 if w is DuLive else 12)
+         for k, (w, r, b, _) in LIVE.items()}
+# injected bugs: the bound one below the tight one, and a stage that never sees its
+# consumer's ready (a dropped ready). task: (wrapper, kwargs, depth)
+BUGS = {
+    "bug_live_rx_feed_bound": (RxFeedLive, {"bound": 1}, 6),
+    "bug_live_rx_back_bound": (RxBackLive, {"bound": 1}, 6),
+    "bug_live_rx_front_bound": (RxFrontLive, {"bound": 4}, 8),
+    "bug_live_rx_du_bound": (DuLive, {"bound": 6}, 10),
+    "bug_live_rx_feed_stall": (RxFeedLive, {"bound": 2, "stall": True}, 8),
+    "bug_live_rx_back_stall": (RxBackLive, {"bound": 2, "stall": True}, 8),
+    "bug_live_rx_du_stall": (DuLive, {"bound": 7, "stall": True}, 12),
+}
+
+
+@pytest.mark.parametrize("task", LIVE)
+def test_live(task):
+    wrapper, r, bound, depth = LIVE[task]
+    run(wrapper(bound, r=r), task, mode="bmc", depth=depth, script=[])
+
+
+@pytest.mark.parametrize("task", LIVE_R2)
+def test_live_slower_neighbours(task):
+    slow_only("bounds with neighbours answering within 2 clocks")
+    wrapper, r, bound, depth = LIVE_R2[task]
+    run(wrapper(bound, r=r), task, mode="bmc", depth=depth, script=[])
+
+
+@pytest.mark.parametrize("task", TIGHT)
+def test_live_bound_tight(task):
+    wrapper, r, bound, depth = TIGHT[task]
+    res = run(wrapper(bound, r=r, tight=True), task, mode="cover", depth=depth, script=[])
+    assert res.traces, res.summary()
+
+
+@pytest.mark.parametrize("task", BUGS)
+def test_bug_live_found(task):
+    wrapper, kw, depth = BUGS[task]
+    run_bug(wrapper(**kw), task, depth, "no progress in")
