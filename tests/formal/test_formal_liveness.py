@@ -22,8 +22,9 @@ import pytest
 from amaranth import *
 
 from inceptionn.hw.decompression_unit import DecompressionUnit
+from inceptionn.hw.realigner import Realigner
 from inceptionn.hw.wire import BEAT_BYTES
-from stream_props import (AnySeq, Assume, Counter, Cover, FormalTop, bounded_wait, run,
+from stream_props import (AnySeq, Assume, Counter, Cover, FormalTop, bounded_wait, keep_rule, run,
                           run_bug, slow, slow_only, source_rule)
 from test_formal_rx_stages import RxBackCheck, RxFeedCheck, RxFrontCheck, free
 
@@ -49,8 +50,10 @@ class _Live:
         return m
 
     def respond(self, m, waiting, event, name):
-        """Assume the neighbour's ``event`` within ``r`` clocks of ``waiting``."""
-        bounded_wait(m, waiting, event, self.r, name, Assume)
+        """Assume the neighbour's ``event`` within ``r`` clocks of ``waiting`` (``r``: one
+        for all, or a dict by neighbour name with a default under None)."""
+        r = self.r.get(name, self.r[None]) if isinstance(self.r, dict) else self.r
+        bounded_wait(m, waiting, event, r, name, Assume)
 
 
 class RxFeedLive(_Live, RxFeedCheck):
@@ -159,7 +162,58 @@ class DuLive(_Live, _DuCheck):
         return self.owed, progress
 
 
+class _RealignerCheck(FormalTop):
+    """The Realigner as RX uses it (insert = P mod 32, skip 0, any length): any cfg
+    entries and any input frames (tkeep as AXI-stream has it, malformed lengths
+    included: an input shorter or longer than the cfg's length)."""
+
+    stall_ready = False
+
+    def elaborate(self, platform):
+        m = Module()
+        self.domain(m)
+        m.submodules.rl = rl = self.rl = Realigner()
+        for port, name in ((rl.cfg, "cfg"), (rl.i, "i")):
+            free(m, port.valid)
+            free(m, port.payload)
+            source_rule(m, port, Assume, name)
+        keep_rule(m, rl.i, "i", Assume)
+        m.d.comb += Assume(rl.cfg.payload.skip == 0)
+        self.o_ready = Signal()
+        free(m, self.o_ready)
+        m.d.comb += rl.o.ready.eq(0 if self.stall_ready else self.o_ready)
+        cfgs = Counter(m, rl.cfg.valid & rl.cfg.ready, 8, "cfgs").value
+        lasts = Counter(m, rl.o.valid & rl.o.ready & rl.o.payload.last, 8, "lasts").value
+        self.owed = Signal()
+        m.d.comb += self.owed.eq(cfgs != lasts)
+        if self.tight:
+            words = Counter(m, rl.o.valid & rl.o.ready, 8, "words").value
+            m.d.comb += Cover((lasts == 2) & (words >= 4))
+        return m
+
+
+class RealignerLive(_Live, _RealignerCheck):
+    """Realigner: while a frame's cfg is taken and its last beat is not out, an input
+    beat taken or a beat out within ``bound`` clocks; the next input beat within ``r``
+    clocks while a frame is owed, the output's ready within ``r`` clocks of a beat."""
+
+    stage = "realign"
+
+    def live(self, m):
+        rl = self.rl
+        self.respond(m, rl.o.valid, self.o_ready, "out_ready")
+        self.respond(m, self.owed, rl.i.valid, "beats")
+        progress = (rl.i.valid & rl.i.ready) | (rl.o.valid & rl.o.ready)
+        return self.owed, progress
+
+
 # ---- the checks ------------------------------------------------------------------------
+
+# The matcher's and the HeaderRestore's response times in the engine (their LATENCY:
+# the matcher's result 5 clocks after the beat that decides it, which for a frame of 1
+# or 2 beats is the hold's done beat; the checksum 3 clocks after start), the others
+# at once.
+ENGINE_R = {None: 1, "matcher": 5, "restore": 3}
 
 # task: (wrapper, r, bound, depth). The bounds are the tight ones (the covers below reach
 # bound - 1, the bugs show bound - 1 fails); r = 1 is the downstream always ready.
@@ -167,27 +221,35 @@ LIVE = {
     "live_rx_feed": (RxFeedLive, 1, 2, slow(16, 30)),
     "live_rx_back": (RxBackLive, 1, 2, slow(12, 30)),
     "live_rx_front": (RxFrontLive, 1, 5, slow(14, 30)),
+    "live_rx_front_engine": (RxFrontLive, ENGINE_R, 9, slow(14, 30)),
     "live_rx_du": (DuLive, 1, 7, slow(12, 18)),
+    "live_rx_realign": (RealignerLive, 1, 4, slow(12, 24)),
 }
-# neighbours slower (each response within 2 clocks): how the bounds grow (make formal)
-LIVE_R2 = {
+# neighbours slower (each response within 2 or 3 clocks): how the bounds grow (make
+# formal)
+LIVE_SLOWER = {
     "live_rx_feed_r2": (RxFeedLive, 2, 4, 20),
+    "live_rx_feed_r3": (RxFeedLive, 3, 6, 20),
     "live_rx_back_r2": (RxBackLive, 2, 4, 20),
     "live_rx_front_r2": (RxFrontLive, 2, 6, 20),
+    "live_rx_front_r3": (RxFrontLive, 3, 7, 20),
 }
-# task: (wrapper, r, bound, depth) for the tightness covers (now == bound - 1 reached)
+# the tightness covers (the wait counter reaches bound - 1)
 TIGHT = {f"tight_{k[5:]}": (w, r, b, 16 if w is DuLive else 12)
          for k, (w, r, b, _) in LIVE.items()}
-# injected bugs: the bound one below the tight one, and a stage that never sees its
-# consumer's ready (a dropped ready). task: (wrapper, kwargs, depth)
+# injected bugs: the bound one below the tight one (for the slower neighbours too), and
+# a stage that never sees its consumer's ready (a dropped ready). task: (wrapper,
+# kwargs, depth)
+def _bound_bugs(checks):
+    return {f"bug_{k}_bound": (w, {"bound": b - 1, "r": r}, b + 6) for k, (w, r, b, _) in checks.items()}
+
+
 BUGS = {
-    "bug_live_rx_feed_bound": (RxFeedLive, {"bound": 1}, 6),
-    "bug_live_rx_back_bound": (RxBackLive, {"bound": 1}, 6),
-    "bug_live_rx_front_bound": (RxFrontLive, {"bound": 4}, 8),
-    "bug_live_rx_du_bound": (DuLive, {"bound": 6}, 10),
+    **_bound_bugs(LIVE),
     "bug_live_rx_feed_stall": (RxFeedLive, {"bound": 2, "stall": True}, 8),
     "bug_live_rx_back_stall": (RxBackLive, {"bound": 2, "stall": True}, 8),
     "bug_live_rx_du_stall": (DuLive, {"bound": 7, "stall": True}, 12),
+    "bug_live_rx_realign_stall": (RealignerLive, {"bound": 4, "stall": True}, 10),
 }
 
 
@@ -197,10 +259,10 @@ def test_live(task):
     run(wrapper(bound, r=r), task, mode="bmc", depth=depth, script=[])
 
 
-@pytest.mark.parametrize("task", LIVE_R2)
+@pytest.mark.parametrize("task", LIVE_SLOWER)
 def test_live_slower_neighbours(task):
-    slow_only("bounds with neighbours answering within 2 clocks")
-    wrapper, r, bound, depth = LIVE_R2[task]
+    slow_only("bounds with neighbours answering within 2 or 3 clocks")
+    wrapper, r, bound, depth = LIVE_SLOWER[task]
     run(wrapper(bound, r=r), task, mode="bmc", depth=depth, script=[])
 
 
@@ -211,7 +273,17 @@ def test_live_bound_tight(task):
     assert res.traces, res.summary()
 
 
+BUGS_SLOWER = _bound_bugs(LIVE_SLOWER)
+
+
 @pytest.mark.parametrize("task", BUGS)
 def test_bug_live_found(task):
     wrapper, kw, depth = BUGS[task]
+    run_bug(wrapper(**kw), task, depth, "no progress in")
+
+
+@pytest.mark.parametrize("task", BUGS_SLOWER)
+def test_bug_live_slower_found(task):
+    slow_only("bounds with neighbours answering within 2 or 3 clocks")
+    wrapper, kw, depth = BUGS_SLOWER[task]
     run_bug(wrapper(**kw), task, depth, "no progress in")
