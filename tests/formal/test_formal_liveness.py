@@ -1,10 +1,11 @@
-"""Liveness of the RX stages, one at a time: while a stage holds work it makes progress
+"""Liveness of the RX stages (and the TX feeder), one at a time: while a stage holds work it makes progress
 within a stated number of clocks, so that no input (malformed frames, a reset at any
 clock) can hang it. The engine's per-frame bound is composed from these in
 docs/verification.md ("Liveness: what is proved").
 
 Each check is a stage check of test_formal_rx_stages.py (the same neighbour models, their
-contracts assumed, the stage's own asserted) with, added:
+contracts assumed, the stage's own asserted), or for the DecompressionUnit and the
+Realigner a wrapper here (any payloads and pieces, any cfgs and frames), with, added:
 
 - the neighbours' response times as assumptions (``bounded_wait(..., Assume)``): the
   consumer's ready, the source's next beat, a slot freed, at least once every ``r``
@@ -27,6 +28,7 @@ from inceptionn.hw.wire import BEAT_BYTES
 from stream_props import (AnySeq, Assume, Counter, Cover, FormalTop, bounded_wait, keep_rule, run,
                           run_bug, slow, slow_only, source_rule)
 from test_formal_rx_stages import RxBackCheck, RxFeedCheck, RxFrontCheck, free
+from test_formal_tx_stages import TxFeederCheck
 
 
 class _Live:
@@ -207,6 +209,33 @@ class RealignerLive(_Live, _RealignerCheck):
         return self.owed, progress
 
 
+class TxFeederLive(_Live, TxFeederCheck):
+    """TX feeder (with its clenq of 8): while a frame's shim entry is there (popped at
+    the frame's end), a vector into the AlignmentUnit or a group taken within ``bound``
+    clocks. The AlignmentUnit's ready, the next group, the tail entry and clenq's pop
+    each within ``r`` clocks. Any groups, shims and tails (a tail in the last group or
+    a vector of its own)."""
+
+    stage = "tx_feeder"
+
+    def __init__(self, bound, r=1, reset=True, tight=False, stall=False):
+        TxFeederCheck.__init__(self)
+        _Live.__init__(self, bound, r, reset, tight, stall)
+
+    def live(self, m):
+        d = self.dut
+        self.respond(m, d.o.valid, self.o_ready, "align_ready")
+        self.respond(m, d.shim.valid, d.groups.valid, "groups")
+        self.respond(m, d.shim.valid, d.tail.valid, "tail")
+        self.respond(m, self.clenq.o.valid, self.clenq_pop, "clenq_pop")
+        progress = (d.o.valid & d.o.ready) | (d.groups.valid & d.groups.ready)
+        if self.tight:
+            # non-vacuity: two frames through (their lengths pushed)
+            ends = Counter(m, self.clenq.i.valid & self.clenq.i.ready, 4, "ends").value
+            m.d.comb += Cover(ends == 2)
+        return d.shim.valid, progress
+
+
 # ---- the checks ------------------------------------------------------------------------
 
 # The matcher's and the HeaderRestore's response times in the engine (their LATENCY:
@@ -224,6 +253,7 @@ LIVE = {
     "live_rx_front_engine": (RxFrontLive, ENGINE_R, 9, slow(14, 30)),
     "live_rx_du": (DuLive, 1, 7, slow(12, 18)),
     "live_rx_realign": (RealignerLive, 1, 4, slow(12, 24)),
+    "live_tx_feeder": (TxFeederLive, 1, 1, slow(16, 30)),
 }
 # neighbours slower (each response within 2 or 3 clocks): how the bounds grow (make
 # formal)
@@ -233,6 +263,7 @@ LIVE_SLOWER = {
     "live_rx_back_r2": (RxBackLive, 2, 4, 20),
     "live_rx_front_r2": (RxFrontLive, 2, 6, 20),
     "live_rx_front_r3": (RxFrontLive, 3, 7, 20),
+    "live_tx_feeder_r2": (TxFeederLive, 2, 2, 20),
 }
 # the tightness covers (the wait counter reaches bound - 1)
 TIGHT = {f"tight_{k[5:]}": (w, r, b, 16 if w is DuLive else 12)
@@ -241,15 +272,19 @@ TIGHT = {f"tight_{k[5:]}": (w, r, b, 16 if w is DuLive else 12)
 # a stage that never sees its consumer's ready (a dropped ready). task: (wrapper,
 # kwargs, depth)
 def _bound_bugs(checks):
-    return {f"bug_{k}_bound": (w, {"bound": b - 1, "r": r}, b + 6) for k, (w, r, b, _) in checks.items()}
+    # depth: past the step where the counter first reaches b - 1 (the tightness cover's)
+    # (a bound of 1 has none below it: a stalled variant shows that check can fail)
+    return {f"bug_{k}_bound": (w, {"bound": b - 1, "r": r}, b + (3 if w is DuLive else 6))
+            for k, (w, r, b, _) in checks.items() if b > 1}
 
 
 BUGS = {
     **_bound_bugs(LIVE),
     "bug_live_rx_feed_stall": (RxFeedLive, {"bound": 2, "stall": True}, 8),
     "bug_live_rx_back_stall": (RxBackLive, {"bound": 2, "stall": True}, 8),
-    "bug_live_rx_du_stall": (DuLive, {"bound": 7, "stall": True}, 12),
+    "bug_live_rx_du_stall": (DuLive, {"bound": 7, "stall": True}, 10),
     "bug_live_rx_realign_stall": (RealignerLive, {"bound": 4, "stall": True}, 10),
+    "bug_live_tx_feeder_stall": (TxFeederLive, {"bound": 1, "stall": True}, 8),
 }
 
 
@@ -269,6 +304,8 @@ def test_live_slower_neighbours(task):
 @pytest.mark.parametrize("task", TIGHT)
 def test_live_bound_tight(task):
     wrapper, r, bound, depth = TIGHT[task]
+    if wrapper is DuLive:
+        slow_only("the unit's tightness cover (20 s)")
     res = run(wrapper(bound, r=r, tight=True), task, mode="cover", depth=depth, script=[])
     assert res.traces, res.summary()
 
