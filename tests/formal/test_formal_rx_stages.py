@@ -324,6 +324,9 @@ class RxFeedCheck(_StageCheck):
             Assert(~o.valid | busy, "feed: a beat without a frame"),
             Assert(~(dut.hold.drain & o.valid), "feed: DRAIN while feeding"),
             Assert(o.payload.first < BEAT_BYTES, "feed: lane out of range"),
+            # the front's view (loaded, FIN not written) is the feed's own state: the
+            # invariant that makes the induction close
+            Assert(busy == dut.formal_busy, "feed: busy out of step"),
         ]
         return m
 
