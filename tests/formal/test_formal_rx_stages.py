@@ -424,6 +424,20 @@ class RxFrontCheck(FormalTop):
         self.dut, self.held_wait, self.reported, self.restoring = dut, held_wait, reported, restoring
         self.busy, self.feeding = busy, feeding
         self.mdone, self.rdone, self.rel, self.fdone = mdone, rdone, rel, fdone
+        # the front half's state against the neighbour models' (the induction's invariants)
+        m.d.comb += [
+            Assert(busy == dut.formal_busy, "front: slot state out of step"),
+            Assert(held_wait == dut.formal_held, "front: held frame out of step"),
+            Assert(~dut.formal_ready | busy, "front: slot ready while free"),
+            Assert(~dut.formal_pm | reported, "front: matcher result out of step"),
+            Assert(~dut.formal_pm | head | dut.formal_match, "front: matcher result out of step"),
+            Assert(~reported | dut.formal_pm | wait_restart | (held_wait & ~dut.formal_match),
+                   "front: matcher result out of step"),
+            Assert(~busy | dut.formal_ready | restoring | dut.restore.start,
+                   "front: slot waits for no checksum"),
+            Assert(head + held_wait + wait_restart == 1, "front: hold model out of step"),
+            Assert(~wait_restart | reported, "front: matcher result out of step"),
+        ]
         free(m, dut.hold.f_data)
         for port, name in ((dut.start, "start"), (dut.rl_cfg, "rl_cfg")):
             free(m, port.ready)
