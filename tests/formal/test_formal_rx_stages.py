@@ -472,8 +472,9 @@ BUGS = {                       # task: (wrapper, its bug, depth, messages that m
     # overwritten (the next beats past the held ones, or a second done)
     "bug_rx_hold_restart": (RxHoldCheck, {"restart_bug": True}, 10,
                             ("written past", "done twice")),
+    # (the slot's state against the back half's model shows it a clock earlier)
     "bug_rx_front_dropped_release": (RxFrontCheck, {"dropped_release": True}, 10,
-                                     ("written while full",)),
+                                     ("written while full", "slot state out of step")),
     "bug_rx_feed_dropped_ready": (RxFeedCheck, {"dropped_ready": True}, 8, ("before ready",)),
     "bug_rx_back_dropped_ready": (RxBackCheck, {"dropped_ready": True}, 10, ("before ready",)),
 }
