@@ -246,14 +246,15 @@ ENGINE_R = {None: 1, "matcher": 5, "restore": 3}
 
 # task: (wrapper, r, bound, depth). The bounds are the tight ones (the covers below reach
 # bound - 1, the bugs show bound - 1 fails); r = 1 is the downstream always ready. The
-# feed's and the front's are proved by k-induction (depth: k; their invariants, each
-# stage's state against its neighbour models', are asserted in the stage checks), the
-# others are BMC.
+# feed's, the back half's and the front's are proved by k-induction (depth: k; their
+# invariants, each stage's state against its neighbour models', are asserted in the
+# stage checks), the others are BMC.
 PROVE = {"live_rx_feed", "live_rx_feed_r2", "live_rx_feed_r3", "live_rx_front",
-         "live_rx_front_engine", "live_rx_front_r2", "live_rx_front_r3"}
+         "live_rx_front_engine", "live_rx_front_r2", "live_rx_front_r3", "live_rx_back",
+         "live_rx_back_r2"}
 LIVE = {
     "live_rx_feed": (RxFeedLive, 1, 2, 4),
-    "live_rx_back": (RxBackLive, 1, 2, slow(12, 30)),
+    "live_rx_back": (RxBackLive, 1, 2, 6),
     "live_rx_front": (RxFrontLive, 1, 5, 6),
     "live_rx_front_engine": (RxFrontLive, ENGINE_R, 9, 10),
     "live_rx_du": (DuLive, 1, 7, slow(12, 18)),
@@ -265,7 +266,7 @@ LIVE = {
 LIVE_SLOWER = {
     "live_rx_feed_r2": (RxFeedLive, 2, 4, 6),
     "live_rx_feed_r3": (RxFeedLive, 3, 6, 6),
-    "live_rx_back_r2": (RxBackLive, 2, 4, 20),
+    "live_rx_back_r2": (RxBackLive, 2, 4, 12),
     "live_rx_front_r2": (RxFrontLive, 2, 6, 8),
     "live_rx_front_r3": (RxFrontLive, 3, 7, 12),
     "live_tx_feeder_r2": (TxFeederLive, 2, 2, 20),

@@ -194,25 +194,38 @@ class RxBackCheck(_StageCheck):
         m.d.comb += rdy_set.eq(AnySeq(1))
         length = Signal(14)            # L of a decompressed frame
         free(m, length)
-        span = Signal(15)
-        m.d.comb += span.eq(new.p + (BEAT_BYTES - 1) + length)
-        with m.If(load):
+        slot_len = Signal(14)
+
+        def well_formed(f, ln, check):
+            """``check`` the facts of a pending frame ``f`` of L = ``ln`` a CHECK can
+            produce (assumed as the front loads it, asserted while it is in the slot)."""
+            span = Signal(15, name=f"span_{check.__name__}")
+            m.d.comb += span.eq(f.p + (BEAT_BYTES - 1) + ln)
+            kind = check
+
+            def check(c):
+                return kind(c, "back: pending slot not a frame CHECK makes")
             m.d.comb += [
-                Assume((new.nheld >= 1) & (new.nheld <= HOLD_BEATS)),
-                Assume(new.nh1 == (new.nheld == 1)),
-                Assume(new.held_last | (new.nheld == HOLD_BEATS)),
-                Assume(~new.held_last | ((new.held_keep != 0) &
-                                         ((new.held_keep & (new.held_keep + 1)) == 0))),
-                Assume((new.ihl >= 5)),
+                check((f.nheld >= 1) & (f.nheld <= HOLD_BEATS)),
+                check(f.nh1 == (f.nheld == 1)),
+                check(f.held_last | (f.nheld == HOLD_BEATS)),
+                check(~f.held_last | ((f.held_keep != 0) &
+                                      ((f.held_keep & (f.held_keep + 1)) == 0))),
+                check((f.ihl >= 5)),
             ]
-            with m.If(~new.bypass):
+            with m.If(~f.bypass):
                 m.d.comb += [
-                    Assume((new.p >= 42) & (new.p <= HOLD_BEATS * BEAT_BYTES - 6) &
-                           (new.p[:2] == 2)),
-                    Assume((length >= 1) & (length <= MAX_FRAME_BYTES - new.p)),
-                    Assume(new.left == span[5:]), Assume(new.end_lane == span[:5]),
-                    Assume(new.one == (span[5:] == 1)),
+                    check((f.p >= 42) & (f.p <= HOLD_BEATS * BEAT_BYTES - 6) & (f.p[:2] == 2)),
+                    check((ln >= 1) & (ln <= MAX_FRAME_BYTES - f.p)),
+                    check(f.left == span[5:]), check(f.end_lane == span[:5]),
+                    check(f.one == (span[5:] == 1)),
                 ]
+        with m.If(load):
+            well_formed(new, length, Assume)
+        with m.If(full):
+            well_formed(slot, slot_len, Assert)
+        with m.If(load):
+            m.d.sync += slot_len.eq(length)
             m.d.sync += [slot.eq(new), full.eq(1), rdy.eq(new.bypass),
                          f_pass.eq(new.bypass & ~new.held_last)]
         with m.Elif(full & ~rdy):
@@ -258,11 +271,27 @@ class RxBackCheck(_StageCheck):
         source_rule(m, eg.o, Assert, "o")
         keep_rule(m, eg.o, "o")
         o_last = eg.o.valid & eg.o.ready & eg.o.payload.last
-        taken = Counter(m, full & ~past(m, full, name="full_prev"), 8, "frames_loaded").value
+        rise = full & ~past(m, full, name="full_prev")     # counted from the next clock
+        taken = Counter(m, rise, 8, "frames_loaded").value
         lasts = Counter(m, o_last, 8, "lasts").value
         behind = Signal(8)
         m.d.comb += behind.eq(taken - lasts)
         self.behind = behind
+        # the back half's frames against the slot's model (the induction's invariants)
+        m.d.comb += [
+            Assert(behind + rise == full + back.formal_after,
+                   "back: frames out of step with the slot"),
+            Assert(~back.formal_open | (full & rdy), "back: frame open without its slot"),
+            Assert(~back.formal_live | f_pass, "back: PASS out of step"),
+            Assert(~rdy | full, "back: slot ready while free"),
+            Assert(~f_pass | (full & slot.bypass & ~slot.held_last) | back.formal_live,
+                   "back: PASS out of step"),
+            Assert(~back.formal_open | (back.formal_frame == ~slot.bypass),
+                   "back: frame kind out of step with the slot"),
+            Assert(~(full & slot.bypass & ~slot.held_last) | f_pass, "back: PASS out of step"),
+            # (the front half takes no frame during PASS)
+            Assert(~(back.formal_live & ~back.formal_open) | ~full, "back: PASS out of step"),
+        ]
         m.d.comb += [Assert(behind <= 2, "back: last beats out of step with frames"),
                      Assert(eg.frames_out[:8] == lasts, "egress: frames counted wrong")]
         if self.cover:
