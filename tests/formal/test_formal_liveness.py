@@ -1,11 +1,12 @@
-"""Liveness of the RX stages (and the TX feeder), one at a time: while a stage holds work it makes progress
-within a stated number of clocks, so that no input (malformed frames, a reset at any
-clock) can hang it. The engine's per-frame bound is composed from these in
-docs/verification.md ("Liveness: what is proved").
+"""Liveness of the RX stages (and the TX feeder), one at a time: while a stage holds
+work it makes progress within a stated number of clocks, so that no input (malformed
+frames, a reset at any clock) can hang it. The engine's per-frame bound is composed
+from these in docs/verification.md ("Liveness: what is proved").
 
-Each check is a stage check of test_formal_rx_stages.py (the same neighbour models, their
-contracts assumed, the stage's own asserted), or for the DecompressionUnit and the
-Realigner a wrapper here (any payloads and pieces, any cfgs and frames), with, added:
+Each check is a stage check of test_formal_rx_stages.py or test_formal_tx_stages.py
+(the same neighbour models, their contracts assumed, the stage's own asserted), or for
+the DecompressionUnit and the Realigner a wrapper here (any payloads and pieces, any
+cfgs and frames), with, added:
 
 - the neighbours' response times as assumptions (``bounded_wait(..., Assume)``): the
   consumer's ready, the source's next beat, a slot freed, at least once every ``r``
@@ -15,8 +16,10 @@ Realigner a wrapper here (any payloads and pieces, any cfgs and frames), with, a
 - the progress property: a wait counter, cleared by progress, below ``bound``;
 - a cover of the counter at ``bound - 1`` (the bound is tight: no smaller one holds).
 
-The bugs: the same check with ``bound - 1`` (it must fail: the bound is the measured
-tight value), and a stage that never sees its consumer's ready (a ready dropped).
+The feed's, the back half's and the front's are proved by k-induction (with the state
+invariants their stage checks assert), the others by BMC. The bugs: the same check with
+``bound - 1`` (it must fail: the bound is the measured tight value), and a stage that
+never sees its consumer's ready (a ready dropped).
 """
 
 import pytest
@@ -25,8 +28,8 @@ from amaranth import *
 from inceptionn.hw.decompression_unit import DecompressionUnit
 from inceptionn.hw.realigner import Realigner
 from inceptionn.hw.wire import BEAT_BYTES
-from stream_props import (AnySeq, Assume, Counter, Cover, FormalTop, bounded_wait, keep_rule, run,
-                          run_bug, slow, slow_only, source_rule)
+from stream_props import (AnySeq, Assume, Counter, Cover, FormalTop, bounded_wait,
+                          keep_rule, run, run_bug, slow, slow_only, source_rule)
 from test_formal_rx_stages import RxBackCheck, RxFeedCheck, RxFrontCheck, free
 from test_formal_tx_stages import TxFeederCheck
 

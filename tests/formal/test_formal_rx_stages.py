@@ -19,6 +19,10 @@ abstract model of their contract (stated where it is built) and asserts the stag
   the one in progress behind); the slot released only while it holds a frame; the
   end-of-input slot read only while valid; PASS ended only while in PASS.
 
+The feed, front and back checks also assert each stage's state (its formal-only
+``formal_*`` signals) against their neighbour models: the invariants with which the
+liveness checks (test_formal_liveness.py) close by induction.
+
 Properties that k-induction proves are run in ``prove`` mode; the others are BMC, at a
 short depth in ``make test`` and a longer one under ``make formal``.
 """
