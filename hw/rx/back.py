@@ -1,6 +1,7 @@
 """RX back half: which beat goes out next, for a bypassed or a decompressed frame."""
 
 from amaranth import *
+from amaranth.hdl import Assert
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -36,6 +37,16 @@ class Back(wiring.Component):
     words: In(axis_signature())
     o: Out(stream.Signature(OutCtl))
     malformed: Out(32)
+
+    def __init__(self):
+        super().__init__()
+        # Driven only when elaborated for formal checks (platform "formal"): the frames
+        # the back half holds, which its check relates to the slot's model (induction).
+        self.formal_open = Signal()    # the slot's frame going out, slot not released yet
+        self.formal_after = Signal()   # a frame going out after releasing the slot
+        self.formal_frame = Signal()   # a decompressed frame going out
+        self.formal_live = Signal()    # PASS: the rest of a bypass from the input (or
+                                       # its held beats, PASS to follow)
 
     def elaborate(self, platform):
         m = Module()
@@ -178,4 +189,34 @@ class Back(wiring.Component):
                 o_hdr.eq(pend.p[5:] != 0),
                 o_last_keep.eq(Mux(pend.bypass, pend.held_keep, last_keep)),
             ]
+        if platform == "formal":
+            m.d.comb += [
+                self.formal_open.eq(b_held | (b_frame & (o_hdr | o_first))),
+                self.formal_after.eq(b_live | (b_frame & ~o_hdr & ~o_first)),
+                self.formal_live.eq(b_live | (b_held & ~o_held_last)),
+                self.formal_frame.eq(b_frame),
+                Assert(b_idle + b_held + b_live + b_frame == 1, "back: not one state"),
+            ]
+            with m.If(b_frame | (b_held & o_held_last)):
+                # the last beat's keep: 1..32 bytes from lane 0
+                m.d.comb += Assert((o_last_keep != 0) & ((o_last_keep & (o_last_keep + 1)) == 0),
+                                   "back: last keep not 1..32 bytes")
+            with m.If(b_frame):
+                # the counts: the beat holding P (after o_hleft header beats) is still to
+                # come while the header is, the last beat is the one with o_left == 1
+                m.d.comb += [
+                    Assert(o_last == (o_left == 1), "back: last flag out of step"),
+                    Assert(o_hdr == (o_hleft != 0), "back: header flag out of step"),
+                    Assert(~(o_hdr | o_first) | (o_left > o_hleft), "back: P beat past the end"),
+                    Assert(o_left != 0, "back: frame with no beat left"),
+                    Assert(~o_hdr | o_first, "back: header beat after the P beat"),
+                ]
+            with m.If(b_held):
+                m.d.comb += [
+                    Assert(o_idx < o_nheld, "back: held beat past the held ones"),
+                    Assert((o_nheld <= HOLD_BEATS) & (o_held_last | (o_nheld == HOLD_BEATS)),
+                           "back: held beats out of range"),
+                    Assert(o_end_held == (o_idx + 1 == o_nheld), "back: held end out of step"),
+                    Assert(o_last == (o_held_last & o_end_held), "back: last flag out of step"),
+                ]
         return m

@@ -1,6 +1,7 @@
 """RX feed: a frame's compressed bytes into the DecompressionUnit, then its input's end."""
 
 from amaranth import *
+from amaranth.hdl import Assert
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -38,6 +39,12 @@ class Feed(wiring.Component):
     hold: In(HoldFeed)
     o: Out(stream.Signature(PieceLayout))
     back: Out(FeedBack)
+
+    def __init__(self):
+        super().__init__()
+        # A frame in FEED, DRAIN or FIN: driven only when elaborated for formal checks
+        # (platform "formal"), whose induction relates it to the front half's loads.
+        self.formal_busy = Signal()
 
     def elaborate(self, platform):
         m = Module()
@@ -210,4 +217,8 @@ class Feed(wiring.Component):
         with m.If(fin_go):
             m.d.sync += [fin_valid.eq(1), fin_bad.eq(f_user), fin_trunc.eq(f_trunc),
                          s_fin.eq(0)]
+        if platform == "formal":
+            # One frame state at a time (the invariant the liveness induction needs).
+            m.d.comb += [self.formal_busy.eq(in_feed | s_drain | s_fin),
+                         Assert(in_feed + s_drain + s_fin <= 1, "feed: two states at once")]
         return m

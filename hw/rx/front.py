@@ -1,6 +1,7 @@
 """RX front half: per frame, decompress or pass, and everything the other stages need."""
 
 from amaranth import *
+from amaranth.hdl import Assert
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -56,6 +57,16 @@ class Front(wiring.Component):
     bypassed: Out(32)
     payload_bytes_in: Out(48)
     payload_bytes_out: Out(48)
+
+    def __init__(self):
+        super().__init__()
+        # Driven only when elaborated for formal checks (platform "formal"): the state
+        # the front half's check relates to its neighbour models (its induction).
+        self.formal_busy = Signal()        # the pending slot written, not released
+        self.formal_ready = Signal()       # ... and its header final
+        self.formal_held = Signal()        # MATCH, SH2, CHECK or ACT: a frame not taken
+        self.formal_match = Signal()       # MATCH
+        self.formal_pm = Signal()          # the matcher's result kept, not taken
 
     def elaborate(self, platform):
         m = Module()
@@ -352,4 +363,11 @@ class Front(wiring.Component):
             m.d.sync += [pend_busy.eq(0), pend_ready.eq(0)]
         with m.If(back.end_live):
             m.d.sync += f_pass.eq(0)
+        if platform == "formal":
+            m.d.comb += [
+                self.formal_busy.eq(pend_busy), self.formal_ready.eq(pend_ready),
+                self.formal_held.eq(s_match | s_sh2 | s_check | s_act),
+                self.formal_pm.eq(pm_have), self.formal_match.eq(s_match),
+                Assert(s_match + s_sh2 + s_check + s_act <= 1, "front: two states at once"),
+            ]
         return m

@@ -16,7 +16,7 @@ from amaranth.hdl import Assert, Assume, Cover
 from inceptionn.rtl import formal
 
 __all__ = ["FormalTop", "past", "source_rule", "keep_rule", "stable_while", "Counter",
-           "frame_latency", "run", "run_bug", "slow", "slow_only", "SLOW",
+           "frame_latency", "bounded_wait", "run", "run_bug", "slow", "slow_only", "SLOW",
            "AnyConst", "AnySeq", "Assert", "Assume", "Cover", "Initial"]
 
 # Proofs that take minutes run only under `make formal` (INCEPTIONN_FORMAL=1).
@@ -146,6 +146,20 @@ def frame_latency(m, in_last, out_frames, bound, name="lat"):
     m.d.comb += Assert(~tracking | (age <= bound),
                        f"{name}: a frame waits more than {bound} clocks")
     return tracking, age
+
+
+def bounded_wait(m, waiting, progress, bound, name, check=Assert):
+    """Progress within ``bound`` clocks: ``check`` that ``waiting`` is never high for
+    ``bound`` clocks in a row without ``progress`` (a wait counter, cleared by progress or
+    by the wait ending). ``check=Assume`` states a neighbour's response time instead.
+    Returns the current run of waiting clocks, progress-free (for covers of tightness)."""
+    run_r = Signal(8, name=f"{name}_wait")
+    now = Signal(8, name=f"{name}_wait_now")
+    # saturates, so that an induction step cannot start from a wrapped count
+    m.d.comb += now.eq(Mux(waiting & ~progress, Mux(run_r == 255, 255, run_r + 1), 0))
+    m.d.sync += run_r.eq(now)
+    m.d.comb += check(now < bound, f"{name}: no progress in {bound} clocks")
+    return now
 
 
 def run_bug(top, name, depth, *messages, mode="bmc", **kw):

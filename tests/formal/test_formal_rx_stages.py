@@ -19,6 +19,10 @@ abstract model of their contract (stated where it is built) and asserts the stag
   the one in progress behind); the slot released only while it holds a frame; the
   end-of-input slot read only while valid; PASS ended only while in PASS.
 
+The feed, front and back checks also assert each stage's state (its formal-only
+``formal_*`` signals) against their neighbour models: the invariants with which the
+liveness checks (test_formal_liveness.py) close by induction.
+
 Properties that k-induction proves are run in ``prove`` mode; the others are BMC, at a
 short depth in ``make test`` and a longer one under ``make formal``.
 """
@@ -60,7 +64,11 @@ def free_beat_stream(m, valid, payload, ready, name):
 
 
 class _StageCheck(FormalTop):
-    """A stage check with a dropped-ready bug to inject and covers to add."""
+    """A stage check with a dropped-ready bug to inject and covers to add. After
+    ``elaborate`` the stage and its neighbour models' signals are attributes (the
+    liveness checks, test_formal_liveness.py, add their properties to them)."""
+
+    stall_ready = False             # the stage never sees its consumer ready (liveness bug)
 
     def __init__(self, dropped_ready=False, cover=False):
         self.dropped_ready, self.cover = dropped_ready, cover
@@ -171,7 +179,9 @@ class RxBackCheck(_StageCheck):
         o_ready = Signal()
         free(m, o_ready)
         m.d.comb += [eg.o.ready.eq(o_ready),
-                     back.o.ready.eq(1 if self.dropped_ready else eg.ctl.ready)]
+                     back.o.ready.eq(0 if self.stall_ready else
+                                    1 if self.dropped_ready else eg.ctl.ready)]
+        self.back, self.eg, self.o_ready = back, eg, o_ready
 
         # The pending slot (front half).
         slot = Signal(Pending)
@@ -184,36 +194,52 @@ class RxBackCheck(_StageCheck):
         # (the front half takes the next frame only after the hold restarted HEAD, at
         # the end of PASS for a bypass not held in full)
         m.d.comb += load.eq(AnySeq(1) & ~full & ~f_pass)
+        rdy_set = Signal()             # the HeaderRestore done (a decompressed frame)
+        m.d.comb += rdy_set.eq(AnySeq(1))
         length = Signal(14)            # L of a decompressed frame
         free(m, length)
-        span = Signal(15)
-        m.d.comb += span.eq(new.p + (BEAT_BYTES - 1) + length)
-        with m.If(load):
+        slot_len = Signal(14)
+
+        def well_formed(f, ln, check):
+            """``check`` the facts of a pending frame ``f`` of L = ``ln`` a CHECK can
+            produce (assumed as the front loads it, asserted while it is in the slot)."""
+            span = Signal(15, name=f"span_{check.__name__}")
+            m.d.comb += span.eq(f.p + (BEAT_BYTES - 1) + ln)
+            kind = check
+
+            def check(c):
+                return kind(c, "back: pending slot not a frame CHECK makes")
             m.d.comb += [
-                Assume((new.nheld >= 1) & (new.nheld <= HOLD_BEATS)),
-                Assume(new.nh1 == (new.nheld == 1)),
-                Assume(new.held_last | (new.nheld == HOLD_BEATS)),
-                Assume(~new.held_last | ((new.held_keep != 0) &
-                                         ((new.held_keep & (new.held_keep + 1)) == 0))),
-                Assume((new.ihl >= 5)),
+                check((f.nheld >= 1) & (f.nheld <= HOLD_BEATS)),
+                check(f.nh1 == (f.nheld == 1)),
+                check(f.held_last | (f.nheld == HOLD_BEATS)),
+                check(~f.held_last | ((f.held_keep != 0) &
+                                      ((f.held_keep & (f.held_keep + 1)) == 0))),
+                check((f.ihl >= 5)),
             ]
-            with m.If(~new.bypass):
+            with m.If(~f.bypass):
                 m.d.comb += [
-                    Assume((new.p >= 42) & (new.p <= HOLD_BEATS * BEAT_BYTES - 6) &
-                           (new.p[:2] == 2)),
-                    Assume((length >= 1) & (length <= MAX_FRAME_BYTES - new.p)),
-                    Assume(new.left == span[5:]), Assume(new.end_lane == span[:5]),
-                    Assume(new.one == (span[5:] == 1)),
+                    check((f.p >= 42) & (f.p <= HOLD_BEATS * BEAT_BYTES - 6) & (f.p[:2] == 2)),
+                    check((ln >= 1) & (ln <= MAX_FRAME_BYTES - f.p)),
+                    check(f.left == span[5:]), check(f.end_lane == span[:5]),
+                    check(f.one == (span[5:] == 1)),
                 ]
+        with m.If(load):
+            well_formed(new, length, Assume)
+        with m.If(full):
+            well_formed(slot, slot_len, Assert)
+        with m.If(load):
+            m.d.sync += slot_len.eq(length)
             m.d.sync += [slot.eq(new), full.eq(1), rdy.eq(new.bypass),
                          f_pass.eq(new.bypass & ~new.held_last)]
         with m.Elif(full & ~rdy):
-            m.d.sync += rdy.eq(AnySeq(1))
+            m.d.sync += rdy.eq(rdy_set)
         with m.If(back.front.release):
             m.d.sync += [full.eq(0), rdy.eq(0)]
         with m.If(back.front.end_live):
             m.d.sync += f_pass.eq(0)
         m.d.comb += [back.front.pend.eq(slot), back.front.pend_ready.eq(rdy), back.front.f_pass.eq(f_pass)]
+        self.full, self.rdy, self.rdy_set, self.f_pass = full, rdy, rdy_set, f_pass
         m.d.comb += [Assert(~back.front.release | full, "back: releases a free slot"),
                      Assert(~back.front.end_live | f_pass, "back: PASS ends outside PASS")]
 
@@ -221,7 +247,9 @@ class RxBackCheck(_StageCheck):
         fin_valid = Signal()
         fin_bad = Signal()
         fin_trunc = Signal()
-        with m.If(~fin_valid & AnySeq(1)):
+        self.fin_set = fin_set = Signal()
+        m.d.comb += fin_set.eq(AnySeq(1))
+        with m.If(~fin_valid & fin_set):
             m.d.sync += [fin_valid.eq(1), fin_bad.eq(AnySeq(1)), fin_trunc.eq(AnySeq(1))]
         with m.If(back.feed.fin_clear):
             m.d.sync += fin_valid.eq(0)
@@ -247,10 +275,27 @@ class RxBackCheck(_StageCheck):
         source_rule(m, eg.o, Assert, "o")
         keep_rule(m, eg.o, "o")
         o_last = eg.o.valid & eg.o.ready & eg.o.payload.last
-        taken = Counter(m, full & ~past(m, full, name="full_prev"), 8, "frames_loaded").value
+        rise = full & ~past(m, full, name="full_prev")     # counted from the next clock
+        taken = Counter(m, rise, 8, "frames_loaded").value
         lasts = Counter(m, o_last, 8, "lasts").value
         behind = Signal(8)
         m.d.comb += behind.eq(taken - lasts)
+        self.behind = behind
+        # the back half's frames against the slot's model (the induction's invariants)
+        m.d.comb += [
+            Assert(behind + rise == full + back.formal_after,
+                   "back: frames out of step with the slot"),
+            Assert(~back.formal_open | (full & rdy), "back: frame open without its slot"),
+            Assert(~back.formal_live | f_pass, "back: PASS out of step"),
+            Assert(~rdy | full, "back: slot ready while free"),
+            Assert(~f_pass | (full & slot.bypass & ~slot.held_last) | back.formal_live,
+                   "back: PASS out of step"),
+            Assert(~back.formal_open | (back.formal_frame == ~slot.bypass),
+                   "back: frame kind out of step with the slot"),
+            Assert(~(full & slot.bypass & ~slot.held_last) | f_pass, "back: PASS out of step"),
+            # (the front half takes no frame during PASS)
+            Assert(~(back.formal_live & ~back.formal_open) | ~full, "back: PASS out of step"),
+        ]
         m.d.comb += [Assert(behind <= 2, "back: last beats out of step with frames"),
                      Assert(eg.frames_out[:8] == lasts, "egress: frames counted wrong")]
         if self.cover:
@@ -298,7 +343,8 @@ class RxFeedCheck(_StageCheck):
         free(m, dut.hold.f_data)
         u_ready = Signal()
         free(m, u_ready)
-        m.d.comb += dut.o.ready.eq(1 if self.dropped_ready else u_ready)
+        m.d.comb += dut.o.ready.eq(0 if self.stall_ready else 1 if self.dropped_ready else u_ready)
+        self.dut, self.busy, self.u_ready = dut, busy, u_ready
         m.d.comb += dut.back.fin_clear.eq(AnySeq(1) & dut.back.fin.valid)
         o = dut.o
 
@@ -311,6 +357,9 @@ class RxFeedCheck(_StageCheck):
             Assert(~o.valid | busy, "feed: a beat without a frame"),
             Assert(~(dut.hold.drain & o.valid), "feed: DRAIN while feeding"),
             Assert(o.payload.first < BEAT_BYTES, "feed: lane out of range"),
+            # the front's view (loaded, FIN not written) is the feed's own state: the
+            # invariant that makes the induction close
+            Assert(busy == dut.formal_busy, "feed: busy out of step"),
         ]
         return m
 
@@ -405,6 +454,23 @@ class RxFrontCheck(FormalTop):
         with m.If(fdone):
             m.d.sync += feeding.eq(0)
         m.d.comb += Assert(~dut.feed.start.valid | ~feeding, "front: feed loaded while busy")
+        self.dut, self.held_wait, self.reported, self.restoring = dut, held_wait, reported, restoring
+        self.busy, self.feeding = busy, feeding
+        self.mdone, self.rdone, self.rel, self.fdone = mdone, rdone, rel, fdone
+        # the front half's state against the neighbour models' (the induction's invariants)
+        m.d.comb += [
+            Assert(busy == dut.formal_busy, "front: slot state out of step"),
+            Assert(held_wait == dut.formal_held, "front: held frame out of step"),
+            Assert(~dut.formal_ready | busy, "front: slot ready while free"),
+            Assert(~dut.formal_pm | reported, "front: matcher result out of step"),
+            Assert(~dut.formal_pm | head | dut.formal_match, "front: matcher result out of step"),
+            Assert(~reported | dut.formal_pm | wait_restart | (held_wait & ~dut.formal_match),
+                   "front: matcher result out of step"),
+            Assert(~busy | dut.formal_ready | restoring | dut.restore.start,
+                   "front: slot waits for no checksum"),
+            Assert(head + held_wait + wait_restart == 1, "front: hold model out of step"),
+            Assert(~wait_restart | reported, "front: matcher result out of step"),
+        ]
         free(m, dut.hold.f_data)
         for port, name in ((dut.start, "start"), (dut.rl_cfg, "rl_cfg")):
             free(m, port.ready)
@@ -439,8 +505,9 @@ BUGS = {                       # task: (wrapper, its bug, depth, messages that m
     # overwritten (the next beats past the held ones, or a second done)
     "bug_rx_hold_restart": (RxHoldCheck, {"restart_bug": True}, 10,
                             ("written past", "done twice")),
+    # (the slot's state against the back half's model shows it a clock earlier)
     "bug_rx_front_dropped_release": (RxFrontCheck, {"dropped_release": True}, 10,
-                                     ("written while full",)),
+                                     ("written while full", "slot state out of step")),
     "bug_rx_feed_dropped_ready": (RxFeedCheck, {"dropped_ready": True}, 8, ("before ready",)),
     "bug_rx_back_dropped_ready": (RxBackCheck, {"dropped_ready": True}, 10, ("before ready",)),
 }

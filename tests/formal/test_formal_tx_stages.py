@@ -352,6 +352,8 @@ class TxFeederCheck(FormalTop):
     its argument is the unit's own occupancy.) ``dropped_ready``: the feeder sees
     clenq always ready."""
 
+    stall_ready = False             # the feeder never sees the AlignmentUnit ready
+
     def __init__(self, dropped_ready=False, clenq_depth=8):
         self.dropped_ready, self.clenq_depth = dropped_ready, clenq_depth
 
@@ -368,8 +370,13 @@ class TxFeederCheck(FormalTop):
             m.d.comb += [port.valid.eq(AnySeq(1)),
                          port.payload.eq(AnySeq(len(Value.cast(port.payload))))]
             source_rule(m, port, Assume, name)
-        m.d.comb += [dut.decoded.d_valid.eq(0), dut.o.ready.eq(AnySeq(1)),
-                     clenq.o.ready.eq(AnySeq(1))]
+        # (named, for the liveness check's response times: test_formal_liveness.py)
+        self.dut, self.clenq = dut, clenq
+        self.o_ready, self.clenq_pop = Signal(), Signal()
+        m.d.comb += [self.o_ready.eq(AnySeq(1)), self.clenq_pop.eq(AnySeq(1))]
+        m.d.comb += [dut.decoded.d_valid.eq(0),
+                     dut.o.ready.eq(0 if self.stall_ready else self.o_ready),
+                     clenq.o.ready.eq(self.clenq_pop)]
         m.d.comb += Assert(~clenq.i.valid | clenq.i.ready, "feeder: clenq written while full")
         # The handshake rule on what the AlignmentUnit reads of a vector: length, last,
         # fill and the bytes below length (4 for a fill vector). The bytes above are
