@@ -327,6 +327,8 @@ BUGS_SLOWER = _bound_bugs(LIVE_SLOWER)
 @pytest.mark.parametrize("task", BUGS)
 def test_bug_live_found(task):
     wrapper, kw, depth = BUGS[task]
+    if wrapper is DuLive:
+        slow_only("the unit's bugs (17 s each)")
     run_bug(wrapper(**kw), task, depth, "no progress in")
 
 
