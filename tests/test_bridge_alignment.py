@@ -56,6 +56,21 @@ def _misaligned(counters):
     return counters["misaligned"]
 
 
+def _assert_delivered(got, c, mtu):
+    """What the NIC owes the receiver: every float its 2^-10 roundtrip, except in
+    segments TX sent uncompressed (fall-back: compressing a segment of a few floats, as
+    TCP sometimes cuts under load, does not save bytes), whose floats arrive exact; no
+    more of those than the fall-back frames (host 0's counter) can hold."""
+    g = np.frombuffer(bytes(got), "<u4") if not isinstance(got, np.ndarray) else got.view(np.uint32)
+    rt, x = golden.roundtrip(X, 10).view(np.uint32), X.view(np.uint32)
+    assert g.size == x.size
+    wrong = (g != rt) & (g != x)
+    assert not wrong.any(), (f"{int(wrong.sum())} floats are neither the roundtrip nor the "
+                             f"original, the first at {int(np.argmax(wrong))}")
+    exact = int(((g != rt) & (g == x)).sum())
+    assert exact <= (mtu // 4) * c["tx_fallback"], (exact, c["tx_fallback"])
+
+
 def test_a_write_that_is_not_whole_floats_shifts_every_later_segment():
     b = X.tobytes()
     with Bridge(2, mtu=1500) as br:
@@ -95,7 +110,7 @@ def test_jumbo_first_flight_is_cut_at_the_unscaled_window():
         res = stream_floats(br, 0, 1, X)
         c = br.counters()[0]
     assert _misaligned(c) == 0
-    assert np.array_equal(res.received.view(np.uint32), golden.roundtrip(X, 10).view(np.uint32))
+    _assert_delivered(res.received, c, 9000)
 
 
 @pytest.mark.parametrize("case", ["nagle", "small send buffer", "odd float counts"])
@@ -111,7 +126,7 @@ def test_cases_that_stay_aligned(case):
     with Bridge(2, mtu=1500, rate_gbps=rate) as br:
         got, c = _send(br, writes, sender=sender)
     assert _misaligned(c) == 0
-    assert got == golden.roundtrip(X, 10).tobytes()
+    _assert_delivered(got, c, 1500)
 
 
 def test_a_gradient_socket_refuses_writes_that_are_not_whole_floats():
@@ -145,4 +160,4 @@ def test_a_gradient_socket_refuses_writes_that_are_not_whole_floats():
         res = stream_floats(br, 0, 1, X)
         c = br.counters()[0]
     assert _misaligned(c) == 0
-    assert np.array_equal(res.received.view(np.uint32), golden.roundtrip(X, 10).view(np.uint32))
+    _assert_delivered(res.received, c, 1500)

@@ -8,7 +8,9 @@
 for those values (no shim: a ring hop frames them itself), `decode(buf, n)` the float32
 values a receiver restores, and `roundtrip(values)` what a receiving NIC delivers. Both
 codecs are per value, so the roundtrip of a buffer is the same however it is cut into
-chunks or TCP segments: the ring, the NIC and the emulation agree bit for bit.
+chunks or TCP segments: the ring, the NIC and the emulation agree bit for bit, except
+where the NIC's TX sends a segment uncompressed (fall-back: a segment of a few floats
+that coding does not shrink, which TCP can cut under load), whose floats arrive exact.
 
 Encoding and decoding run in golden.fast's compiled loops, which release the GIL, so
 several threads code several chunks at once.
