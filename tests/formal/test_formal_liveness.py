@@ -117,6 +117,23 @@ class RxFrontLive(_Live, RxFrontCheck):
         return self.held_wait, d.hold.take
 
 
+def _consumer_and_owed(top, m, o, started):
+    """The consumer's ready on ``o`` (free, or never with ``stall_ready``) as
+    ``top.o_ready``, and ``top.owed``: a frame started (``started``) whose last beat is not
+    out yet. With ``tight``, the non-vacuity cover: two frames through, more beats than
+    frames."""
+    top.o_ready = Signal()
+    free(m, top.o_ready)
+    m.d.comb += o.ready.eq(0 if top.stall_ready else top.o_ready)
+    ins = Counter(m, started, 8, "ins").value
+    lasts = Counter(m, o.valid & o.ready & o.payload.last, 8, "lasts").value
+    top.owed = Signal()
+    m.d.comb += top.owed.eq(ins != lasts)
+    if top.tight:
+        words = Counter(m, o.valid & o.ready, 8, "words").value
+        m.d.comb += Cover((lasts == 2) & (words >= 4))
+
+
 class _DuCheck(FormalTop):
     """DecompressionUnit (as the engine builds it: no output slice, the Realigner's
     input slice behind it) with any payload (n, r, version, k) and any pieces
@@ -136,17 +153,7 @@ class _DuCheck(FormalTop):
         with m.If(du.i.valid):
             m.d.comb += [Assume(du.i.payload.first < BEAT_BYTES),
                          Assume(du.i.payload.count <= BEAT_BYTES)]
-        self.o_ready = Signal()
-        free(m, self.o_ready)
-        m.d.comb += du.o.ready.eq(0 if self.stall_ready else self.o_ready)
-        starts = Counter(m, du.start.valid & du.start.ready, 8, "starts").value
-        lasts = Counter(m, du.o.valid & du.o.ready & du.o.payload.last, 8, "lasts").value
-        self.owed = Signal()
-        m.d.comb += self.owed.eq(starts != lasts)
-        if self.tight:
-            # non-vacuity: two payloads through, more words than payloads
-            words = Counter(m, du.o.valid & du.o.ready, 8, "words").value
-            m.d.comb += Cover((lasts == 2) & (words >= 4))
+        _consumer_and_owed(self, m, du.o, du.start.valid & du.start.ready)
         return m
 
 
@@ -184,16 +191,7 @@ class _RealignerCheck(FormalTop):
             source_rule(m, port, Assume, name)
         keep_rule(m, rl.i, "i", Assume)
         m.d.comb += Assume(rl.cfg.payload.skip == 0)
-        self.o_ready = Signal()
-        free(m, self.o_ready)
-        m.d.comb += rl.o.ready.eq(0 if self.stall_ready else self.o_ready)
-        cfgs = Counter(m, rl.cfg.valid & rl.cfg.ready, 8, "cfgs").value
-        lasts = Counter(m, rl.o.valid & rl.o.ready & rl.o.payload.last, 8, "lasts").value
-        self.owed = Signal()
-        m.d.comb += self.owed.eq(cfgs != lasts)
-        if self.tight:
-            words = Counter(m, rl.o.valid & rl.o.ready, 8, "words").value
-            m.d.comb += Cover((lasts == 2) & (words >= 4))
+        _consumer_and_owed(self, m, rl.o, rl.cfg.valid & rl.cfg.ready)
         return m
 
 
