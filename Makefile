@@ -20,7 +20,9 @@ $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory debs
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	# --no-compile: bytecode for all of torch took half the install; what runs is
+	# compiled on first import (RUN lets Python cache it).
+	$(PY) -m pip install -q --no-compile -e '.[dev]'
 	@touch $@
 
 setup: $(STAMP)
@@ -39,10 +41,15 @@ debs:
 	  else echo "note: not root or no apt-get: install nftables for inceptionn mark"; fi; \
 	fi
 
-# Every test: lint and types first, then the golden model, CLI, demo, drivers, the formal
-# checks that take seconds, and the cocotb regression on Verilator.
-test: lint
-	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q --durations=10
+# Every test: ruff, then the golden model, CLI, demo, drivers, the formal checks that take
+# seconds, and the cocotb regression on Verilator. mypy (~20 s cold) runs beside them,
+# which leave part of a core idle; its report follows theirs and either failing fails.
+test: $(STAMP)
+	$(PY) -m ruff check .
+	@mkdir -p build; $(PY) -m mypy > build/mypy.log 2>&1 & lint=$$!; \
+	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q --durations=10; rc=$$?; \
+	wait $$lint; lrc=$$?; echo "mypy:"; cat build/mypy.log; \
+	[ $$rc = 0 ] && [ $$lrc = 0 ]
 
 # ruff on every Python file, mypy on the public API (settings in pyproject.toml).
 lint: $(STAMP)
