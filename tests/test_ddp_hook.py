@@ -39,13 +39,25 @@ def _entry(fn, rank, world, port, args, q):
     torch.set_num_threads(1)
     t0 = time.monotonic()
     try:
-        dist.init_process_group("gloo", rank=rank, world_size=world)
+        store = dist.TCPStore("127.0.0.1", port, world, rank == 0)
+        dist.init_process_group("gloo", rank=rank, world_size=world, store=store)
         try:
             q.put((rank, fn(rank, world, *args), time.monotonic() - t0))
+            _leave_together(store, rank, world)
         finally:
             dist.destroy_process_group()
     except BaseException as e:  # reported to the test
         q.put((rank, f"{type(e).__name__}: {e}", time.monotonic() - t0))
+
+
+def _leave_together(store, rank, world, wait_s=30.0):
+    """The store's server lives in rank 0: had rank 0 left first, a slower rank still
+    reading the store (the hook's settings check) would see its connection reset. Ranks
+    whose function returned count themselves out; rank 0 waits for all of them."""
+    store.add("ranks_finished", 1)
+    end = time.monotonic() + wait_s
+    while rank == 0 and store.add("ranks_finished", 0) < world and time.monotonic() < end:
+        time.sleep(0.05)
 
 
 def spawn(fn, world, *args, expect=None, timeout=240):
