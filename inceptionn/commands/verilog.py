@@ -272,10 +272,13 @@ def add_arguments(ap) -> None:
     ap.add_argument("--blocks", action="store_true",
                     help="also write each major block to <out>/blocks/")
     ap.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
+    ap.add_argument("--only", choices=("tx", "rx"),
+                    help="write one engine (inceptionn_tx or inceptionn_rx), not both")
 
 
 def run(args) -> int:
-    jobs = [(name, f, args.out) for name, f in engine_factories()]
+    jobs = [(name, f, args.out) for name, f in engine_factories()
+            if args.only is None or name.endswith("_" + args.only)]
     if args.blocks:
         jobs += [(name, f, args.out / "blocks") for name, f in blocks()]
     failed = 0
