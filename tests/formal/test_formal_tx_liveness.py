@@ -309,14 +309,23 @@ LIVE = {
     "live_tx_cwriter": (CompWriterLive, 1, 1, 2, True),
     "live_tx_finisher": (FinisherLive, 1, 8, 10, True),
 }
+# neighbours slower (each response within 2 or 3 clocks): the bounds grow by r - 1 (make
+# formal)
+LIVE_SLOWER = {
+    "live_tx_cu_r2": (CuLive, 2, 6, 8, True),
+    "live_tx_cu_r3": (CuLive, 3, 7, 9, True),
+    "live_tx_au_r2": (AuLive, 2, 3, 12, False),
+    "live_tx_finisher_r2": (FinisherLive, 2, 9, 12, True),
+    "live_tx_finisher_r3": (FinisherLive, 3, 10, 13, True),
+}
 # the step where the counter first reaches bound - 1, where later than 2 bound (the front:
 # three short frames queued in its Realigner's input slice)
 REACH = {"live_tx_front": 14}
 TIGHT = {f"tight_{k[5:]}": (w, r, b, max(2 * b + 8, REACH.get(k, 0) + 2))
-         for k, (w, r, b, _, _) in LIVE.items()}
+         for k, (w, r, b, _, _) in {**LIVE, **LIVE_SLOWER}.items()}
 BUGS = {
     **{f"bug_{k}_bound": (w, {"bound": b - 1, "r": r}, max(b + 6, REACH.get(k, 0) + 2))
-       for k, (w, r, b, _, _) in LIVE.items() if b > 1},
+       for k, (w, r, b, _, _) in {**LIVE, **LIVE_SLOWER}.items() if b > 1},
     # (the front's Realigner and its input slice take a few beats before it stalls)
     **{f"bug_{k}_stall": (w, {"bound": b, "r": r, "stall": True},
                           14 if w is FrontLive else b + 6)
@@ -333,6 +342,13 @@ def test_live(task):
 # make test runs the progress checks and two of the bugs (about 25 s in all); the
 # covers and the other bugs (1-5 s each) run under make formal.
 QUICK_BUGS = {"bug_live_tx_dispatcher_stall", "bug_live_tx_grouper_stall"}
+
+
+@pytest.mark.parametrize("task", LIVE_SLOWER)
+def test_live_slower_neighbours(task):
+    slow_only("bounds with neighbours answering within 2 or 3 clocks")
+    wrapper, r, bound, depth, prove = LIVE_SLOWER[task]
+    run(wrapper(bound, r=r), task, mode="prove" if prove else "bmc", depth=depth, script=[])
 
 
 @pytest.mark.parametrize("task", TIGHT)
