@@ -28,6 +28,8 @@ from test_formal_rx_stages import free
 
 
 class _Build(FormalTop):
+    """Owns the domain; ``build(m)`` (the stage check's) adds the stage and its models."""
+
     def elaborate(self, platform):
         m = Module()
         self.domain(m)
@@ -54,6 +56,7 @@ class _Stage(Live, _Build):
         return r
 
     def room(self, m, name):
+        """A free ready the stage reads (a FIFO's room, a ring entry), returned."""
         r = Signal(name=f"{name}_ready")
         free(m, r)
         return r
