@@ -49,6 +49,7 @@ compression engine's egress does), which saves the AND behind the read mux.
 """
 
 from amaranth import *
+from amaranth.hdl import Assert
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -132,6 +133,10 @@ class AlignmentUnit(wiring.Component):
     def __init__(self, clear_stale=True):
         self.clear_stale = clear_stale
         super().__init__()
+        # Driven only when elaborated for formal checks (platform "formal"): the slots
+        # marked last (stage B's pending mark included) and the open packet's bytes.
+        self.formal_lasts = Signal(range(SLOTS + 2))
+        self.formal_bytes = Signal()
 
     def elaborate(self, platform):
         m = Module()
@@ -365,4 +370,33 @@ class AlignmentUnit(wiring.Component):
             last_clr.eq(Mux(emit, C(1, SLOTS) << rd, 0)),
         ]
         m.d.sync += slot_last.eq((slot_last & ~last_clr) | last_set)
+        if platform == "formal":
+            # The ring's state, asserted for the liveness induction: at most RING bytes
+            # held, none with an open packet's bytes; wp_neg = -wp mod 32; wp on a slot
+            # boundary unless a packet's bytes are open; rel (as stage B leaves it) the
+            # slot of the open packet's newest byte, else wp's; the slots marked last in
+            # [rp, rel), a pending mark on the slot before its rel.
+            held = Signal(3)
+            rel_b = Signal(3)
+            newest = Signal(8)
+            m.d.comb += [held.eq(wp[5:8] - rp), newest.eq(wp - 1),
+                         rel_b.eq(Mux(a_valid & a_rel_upd, a_rel, rel))]
+            r_d, b_d = (rel - rp)[:3], (rel_b - rp)[:3]
+            m.d.comb += [
+                Assert((held < SLOTS) | ((held == SLOTS) & (wp[0:5] == 0)), "au: ring over-full"),
+                Assert(~pkt_bytes | (held != 0) | (wp[0:5] != 0), "au: open bytes not held"),
+                Assert(wp_neg == (0 - wp[0:5])[:5], "au: wp_neg is not -wp"),
+                Assert(pkt_bytes | (wp[0:5] == 0), "au: wp inside a slot between packets"),
+                Assert(rel_b == Mux(pkt_bytes, newest[5:8], wp[5:8]), "au: rel out of step"),
+                Assert((r_d <= b_d) & (b_d <= held), "au: rel outside [rp, wp]"),
+                Assert(~(a_valid & a_mark) | (a_rel_upd & (a_last_slot == (a_rel - 1)[:2]) &
+                                               (b_d != 0) & ~slot_last.bit_select(a_last_slot, 1)),
+                       "au: pending last mark"),
+            ]
+            for sl in range(SLOTS):
+                with m.If(slot_last[sl]):
+                    m.d.comb += Assert((C(sl, 2) - rp[0:2])[:2] < r_d, "au: last mark outside [rp, rel)")
+            m.d.comb += [self.formal_lasts.eq(sum(slot_last[sl] for sl in range(SLOTS)) +
+                                              (a_valid & a_mark)),
+                         self.formal_bytes.eq(pkt_bytes)]
         return m

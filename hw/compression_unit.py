@@ -82,6 +82,12 @@ class CompressionUnit(wiring.Component):
 
     latency = LATENCY
 
+    def __init__(self):
+        super().__init__()
+        # Groups in the pipeline: driven only when elaborated for formal checks (platform
+        # "formal"), whose induction relates it to the groups in and out.
+        self.formal_level = Signal(range(LATENCY + 1))
+
     def elaborate(self, platform):
         m = Module()
         en = Signal()
@@ -192,13 +198,17 @@ class CompressionUnit(wiring.Component):
         ]
 
         v, side = v2, Cat(last2, tags2, r2)
+        valids = []
         for n in range(tree.latency):
             v_next = Signal(name=f"v{3 + n}")
             side_next = Signal(len(side), name=f"side{3 + n}", reset_less=True)
             with m.If(en):
                 m.d.sync += [v_next.eq(v), side_next.eq(side)]
             v, side = v_next, side_next
+            valids.append(v_next)
         v5 = v
+        if platform == "formal":
+            m.d.comb += self.formal_level.eq(v1 + v2 + sum(valids))
         last5, tags5, r5 = side[0], side[1:17], side[17:19]
         # The group length: the tag word, the tree's length (a tail's slot counted as 4
         # bytes there) and r - 4 for a tail: r - 4 = r + 60 (mod 64) is Cat(r, 0b1111).

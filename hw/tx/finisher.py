@@ -1,6 +1,7 @@
 """TX finisher: per frame, the output decision and the header patches."""
 
 from amaranth import *
+from amaranth.hdl import Assert
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,6 +48,9 @@ class Finisher(wiring.Component):
             "payload_bytes_in": Out(48),
             "payload_bytes_out": Out(48),
         })
+        # A frame taken, its descriptor not pushed: driven only when elaborated for
+        # formal checks (platform "formal").
+        self.formal_busy = Signal()
 
     def elaborate(self, platform):
         m = Module()
@@ -80,7 +84,7 @@ class Finisher(wiring.Component):
             self.dsum.ready.eq(fin_take & fr.compress),
             self.region.ready.eq(fin_take & fr.compress),
         ]
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(fin_ready):
                     m.d.sync += fin_idle.eq(0)
@@ -126,6 +130,10 @@ class Finisher(wiring.Component):
                             with m.Else():
                                 m.d.sync += self.bypassed.eq(self.bypassed + 1)
                     m.next = "IDLE"
+        if platform == "formal":
+            # The IDLE flag is the FSM's IDLE (the liveness induction's invariant).
+            m.d.comb += [self.formal_busy.eq(~fin_idle),
+                         Assert(fin_idle == fsm.ongoing("IDLE"), "finisher: idle flag out of step")]
         # One's-complement fold of x_ds: two end-around carries (< 2^18 needs two).
         d_fold1 = Signal(17)
         d_fold2 = Signal(16)

@@ -32,6 +32,13 @@ class GroupFormer(wiring.Component):
     cu_k: Out(CuCodec)
     tail: Out(stream.Signature(TailInfo))
 
+    def __init__(self):
+        super().__init__()
+        # The held beat and its last flag: driven only when elaborated for formal checks
+        # (platform "formal"), where "holds work" is seen.
+        self.formal_held = Signal()
+        self.formal_last = Signal()
+
     def elaborate(self, platform):
         m = Module()
         B = BEAT_BITS
@@ -79,4 +86,6 @@ class GroupFormer(wiring.Component):
         with m.Elif(gi.ready):
             m.d.sync += [g_valid.eq(gi.valid), g_data.eq(gi.payload.data), g_nb.eq(rl_nb),
                          g_last.eq(gi.payload.last)]
+        if platform == "formal":
+            m.d.comb += [self.formal_held.eq(g_valid), self.formal_last.eq(g_last)]
         return m

@@ -16,7 +16,7 @@ from amaranth.hdl import Assert, Assume, Cover
 from inceptionn.rtl import formal
 
 __all__ = ["FormalTop", "past", "source_rule", "keep_rule", "stable_while", "Counter",
-           "frame_latency", "bounded_wait", "run", "run_bug", "slow", "slow_only", "SLOW",
+           "frame_latency", "bounded_wait", "Live", "run", "run_bug", "slow", "slow_only", "SLOW",
            "AnyConst", "AnySeq", "Assert", "Assume", "Cover", "Initial"]
 
 # Proofs that take minutes run only under `make formal` (INCEPTIONN_FORMAL=1).
@@ -160,6 +160,35 @@ def bounded_wait(m, waiting, progress, bound, name, check=Assert):
     m.d.sync += run_r.eq(now)
     m.d.comb += check(now < bound, f"{name}: no progress in {bound} clocks")
     return now
+
+
+class Live:
+    """Mixin of the liveness checks: a free reset, the neighbours' response times, the
+    progress bound. The class it mixes into builds the check; this one's subclass names
+    the ``stage`` and gives ``live(m)``: (holds work, progress)."""
+
+    def __init__(self, bound, r=1, reset=True, tight=False, stall=False):
+        super().__init__()
+        self.bound, self.r, self.reset, self.tight = bound, r, reset, tight
+        self.stall_ready = stall
+        if reset:
+            self.rst = Signal(name="rst_any")
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        if self.reset:
+            m.d.comb += self.rst.eq(AnySeq(1))
+        owed, progress = self.live(m)
+        now = bounded_wait(m, owed, progress, self.bound, self.stage)
+        if self.tight:
+            m.d.comb += Cover(now == self.bound - 1)
+        return m
+
+    def respond(self, m, waiting, event, name):
+        """Assume the neighbour's ``event`` within ``r`` clocks of ``waiting`` (``r``: one
+        for all, or a dict by neighbour name with a default under None)."""
+        r = self.r.get(name, self.r[None]) if isinstance(self.r, dict) else self.r
+        bounded_wait(m, waiting, event, r, name, Assume)
 
 
 def run_bug(top, name, depth, *messages, mode="bmc", **kw):

@@ -28,40 +28,13 @@ from amaranth import *
 from inceptionn.hw.decompression_unit import DecompressionUnit
 from inceptionn.hw.realigner import Realigner
 from inceptionn.hw.wire import BEAT_BYTES
-from stream_props import (AnySeq, Assume, Counter, Cover, FormalTop, bounded_wait,
-                          keep_rule, run, run_bug, slow, slow_only, source_rule)
+from stream_props import (Assume, Counter, Cover, FormalTop, Live, keep_rule, run, run_bug,
+                          slow, slow_only, source_rule)
 from test_formal_rx_stages import RxBackCheck, RxFeedCheck, RxFrontCheck, free
 from test_formal_tx_stages import TxFeederCheck
 
 
-class _Live:
-    """Mixin: a free reset, the neighbours' response times, the progress bound."""
-
-    def __init__(self, bound, r=1, reset=True, tight=False, stall=False):
-        super().__init__()
-        self.bound, self.r, self.reset, self.tight = bound, r, reset, tight
-        self.stall_ready = stall
-        if reset:
-            self.rst = Signal(name="rst_any")
-
-    def elaborate(self, platform):
-        m = super().elaborate(platform)
-        if self.reset:
-            m.d.comb += self.rst.eq(AnySeq(1))
-        owed, progress = self.live(m)
-        now = bounded_wait(m, owed, progress, self.bound, self.stage)
-        if self.tight:
-            m.d.comb += Cover(now == self.bound - 1)
-        return m
-
-    def respond(self, m, waiting, event, name):
-        """Assume the neighbour's ``event`` within ``r`` clocks of ``waiting`` (``r``: one
-        for all, or a dict by neighbour name with a default under None)."""
-        r = self.r.get(name, self.r[None]) if isinstance(self.r, dict) else self.r
-        bounded_wait(m, waiting, event, r, name, Assume)
-
-
-class RxFeedLive(_Live, RxFeedCheck):
+class RxFeedLive(Live, RxFeedCheck):
     """Feed: while it has a frame (loaded to decompress, FIN not written), a beat into
     the unit, a padding beat drained, or FIN written within ``bound`` clocks. The unit's
     ready, the input's next beat (the frame was accepted: its beats are in the input
@@ -79,7 +52,7 @@ class RxFeedLive(_Live, RxFeedCheck):
         return self.busy, progress
 
 
-class RxBackLive(_Live, RxBackCheck):
+class RxBackLive(Live, RxBackCheck):
     """Back half + egress: while a frame is loaded in the pending slot and its last beat
     is not out, an output beat within ``bound`` clocks. The output's ready (the output
     slice's), the header final (the HeaderRestore done), the live input in PASS, the
@@ -97,7 +70,7 @@ class RxBackLive(_Live, RxBackCheck):
         return self.behind != 0, b.o.valid & b.o.ready
 
 
-class RxFrontLive(_Live, RxFrontCheck):
+class RxFrontLive(Live, RxFrontCheck):
     """Front half: a held frame (the hold's ``done``) is taken (ACT) within ``bound``
     clocks. The matcher's result, the HeaderRestore's done, the unit's and the
     Realigner's ready, the back half's release of the slot, the feed's FIN and the end
@@ -157,7 +130,7 @@ class _DuCheck(FormalTop):
         return m
 
 
-class DuLive(_Live, _DuCheck):
+class DuLive(Live, _DuCheck):
     """DecompressionUnit: while a payload is started and its last word is not out, a
     piece taken or a word out within ``bound`` clocks; each next piece within ``r``
     clocks while the unit has a payload, the consumer's ready (the Realigner's input
@@ -195,7 +168,7 @@ class _RealignerCheck(FormalTop):
         return m
 
 
-class RealignerLive(_Live, _RealignerCheck):
+class RealignerLive(Live, _RealignerCheck):
     """Realigner: while a frame's cfg is taken and its last beat is not out, an input
     beat taken or a beat out within ``bound`` clocks; the next input beat within ``r``
     clocks while a frame is owed, the output's ready within ``r`` clocks of a beat."""
@@ -210,7 +183,7 @@ class RealignerLive(_Live, _RealignerCheck):
         return self.owed, progress
 
 
-class TxFeederLive(_Live, TxFeederCheck):
+class TxFeederLive(Live, TxFeederCheck):
     """TX feeder (with its clenq of 8): while a frame's shim entry is there (popped at
     the frame's end), a vector into the AlignmentUnit or a group taken within ``bound``
     clocks. The AlignmentUnit's ready, the next group, the tail entry and clenq's pop
@@ -221,7 +194,7 @@ class TxFeederLive(_Live, TxFeederCheck):
 
     def __init__(self, bound, r=1, reset=True, tight=False, stall=False):
         TxFeederCheck.__init__(self)
-        _Live.__init__(self, bound, r, reset, tight, stall)
+        Live.__init__(self, bound, r, reset, tight, stall)
 
     def live(self, m):
         d = self.dut
