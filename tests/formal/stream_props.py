@@ -17,6 +17,7 @@ from inceptionn.rtl import formal
 
 __all__ = ["FormalTop", "past", "source_rule", "keep_rule", "stable_while", "Counter",
            "frame_latency", "bounded_wait", "Live", "run", "run_bug", "slow", "slow_only", "SLOW",
+           "from_step",
            "AnyConst", "AnySeq", "Assert", "Assume", "Cover", "Initial"]
 
 # Proofs that take minutes run only under `make formal` (INCEPTIONN_FORMAL=1).
@@ -33,6 +34,14 @@ def slow_only(what):
     if not SLOW:
         import pytest
         pytest.skip(f"{what}: make formal (INCEPTIONN_FORMAL=1)")
+
+
+def from_step(step, solver="yices"):
+    """The smtbmc engine, checking only from ``step`` on (for a deep cover): the steps
+    before are unrolled, not solved, so a trace found is still one from the initial
+    state, but a cover reachable only earlier is reported unreached. (The flow's own
+    ``-t depth`` comes after these options and sets only the depth.)"""
+    return f"smtbmc {solver} -- -t {step}:{step + 1}"
 
 
 def past(m, value, name=None, init=0):

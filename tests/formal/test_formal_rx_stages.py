@@ -38,9 +38,10 @@ from inceptionn.hw.rx.hold import Hold
 from inceptionn.hw.rx.ingress import Ingress
 from inceptionn.hw.rx.layouts import HOLD_BEATS, HeldFrame, Pending
 from inceptionn.hw.packet_matcher import MatchInfo
-from inceptionn.hw.wire import BEAT_BYTES, MAX_FRAME_BYTES
+from inceptionn.hw.wire import BEAT_BYTES, MAX_FRAME_BEATS, MAX_FRAME_BYTES
 from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, keep_rule,
-                          past, run, run_bug, slow, source_rule, stable_while)
+                          past, run, run_bug, slow, slow_only, source_rule, stable_while,
+                          from_step)
 
 
 def free(m, sig):
@@ -193,7 +194,9 @@ class RxBackCheck(_StageCheck):
         free(m, new)
         # (the front half takes the next frame only after the hold restarted HEAD, at
         # the end of PASS for a bypass not held in full)
-        m.d.comb += load.eq(AnySeq(1) & ~full & ~f_pass)
+        want = Signal()
+        m.d.comb += [want.eq(AnySeq(1)), load.eq(want & ~full & ~f_pass)]
+        self.new, self.want = new, want
         rdy_set = Signal()             # the HeaderRestore done (a decompressed frame)
         m.d.comb += rdy_set.eq(AnySeq(1))
         length = Signal(14)            # L of a decompressed frame
@@ -305,6 +308,44 @@ class RxBackCheck(_StageCheck):
             m.d.comb += [Cover(prev_last & eg.o.valid & eg.o.ready),
                          Cover(o_last & eg.o.payload.user & ~eg.ctl.payload.live &
                                ~eg.ctl.payload.held)]
+        return m
+
+
+class RxBackMaxBackToBack(RxBackCheck):
+    """Two decompressed frames of MAX_FRAME_BYTES (MAX_FRAME_BEATS beats out each), a beat
+    every clock, no idle clock between them: the second one's last beat. To keep ~580
+    steps affordable the neighbours are narrowed (the front half loads a maximum-size
+    decompressed frame whenever the slot is free and its header is at once ready, the
+    Realigner and the end-of-input slot always there, the output always ready, the data
+    zeros: these drives replace the free ones); a cover of a narrower environment is
+    still a real trace. No reset."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        eg, new, back = self.eg, self.new, self.back
+        m.d.comb += [Value.cast(back.words.payload).eq(0), back.hold.beat_valid.eq(0),
+                     Value.cast(back.hold.beat).eq(0), eg.hold.hdr_data.eq(0),
+                     eg.restore.csum.eq(0), eg.front.total.eq(0), eg.front.udp_len.eq(0)]
+        m.d.comb += [Assume(self.want), Assume(self.rdy_set), Assume(self.fin_set),
+                     Assume(self.o_ready), Assume(self.back.words.valid),
+                     Assume(~new.bypass & (new.left == MAX_FRAME_BEATS))]
+        o = eg.o
+        beat = o.valid & o.ready
+        nb = Signal(10, name="nb")
+        first = Signal(10, name="first_beats")
+        n_last = Signal(2, name="n_last")
+        gapless = Signal(init=1, name="gapless")
+        started = Signal(name="started")
+        with m.If(beat):
+            m.d.sync += [started.eq(1), nb.eq(Mux(o.payload.last, 0, nb + 1))]
+            with m.If(o.payload.last & (n_last != 3)):
+                m.d.sync += n_last.eq(n_last + 1)
+            with m.If(o.payload.last & (n_last == 0)):
+                m.d.sync += first.eq(nb + 1)
+        with m.Elif(started):
+            m.d.sync += gapless.eq(0)
+        m.d.comb += Cover(beat & o.payload.last & (n_last == 1) & gapless &
+                          (first == MAX_FRAME_BEATS) & (nb + 1 == MAX_FRAME_BEATS))
         return m
 
 
@@ -530,3 +571,10 @@ def test_rx_stage_cover(task):
 def test_bug_rx_stage_found(task):
     wrapper, bug, depth, messages = BUGS[task]
     run_bug(wrapper(**bug), task, depth, *messages)
+
+
+def test_rx_back_max_back_to_back_cover():
+    slow_only("a cover about 580 clocks deep")
+    res = run(RxBackMaxBackToBack(), "rx_back_cover_max_b2b", mode="cover",
+              depth=2 * MAX_FRAME_BEATS + 8, script=[], engine=from_step(2 * MAX_FRAME_BEATS))
+    assert res.traces

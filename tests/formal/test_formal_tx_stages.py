@@ -27,10 +27,10 @@ from inceptionn.hw.tx.dispatcher import Dispatcher
 from inceptionn.hw.tx.egress import Egress
 from inceptionn.hw.tx.finisher import Finisher
 from inceptionn.hw.tx.ingress import Ingress
-from inceptionn.hw.tx.layouts import MODE_DROP, FrameCfg
+from inceptionn.hw.tx.layouts import MODE_DROP, MODE_PASS, FrameCfg
 from inceptionn.hw.wire import MAX_FRAME_BEATS
 from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, keep_rule,
-                          past, run, run_bug, slow, slow_only, source_rule)
+                          past, run, run_bug, slow, slow_only, source_rule, from_step)
 
 
 # ---- egress ---------------------------------------------------------------------------
@@ -285,6 +285,49 @@ class EgressBackToBack(EgressCheck):
 def test_egress_back_to_back_cover():
     res = run(EgressBackToBack(always_ready=True), "tx_egress_cover_b2b", mode="cover",
               depth=12, script=[])
+    assert res.traces
+
+
+class EgressMaxBackToBack(EgressCheck):
+    """Two maximum-size frames (MAX_FRAME_BEATS beats each) out of the egress, a beat
+    every clock, no idle clock between them: the second one's last beat. To keep ~580
+    steps affordable the inputs are fixed (these drives replace the free ones): one
+    maximum-size bypass descriptor always offered, the stores read as zeros, the output
+    always ready; a cover of a narrower environment is still a real trace. No reset."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        dut = self.dut_ref
+        d, o = dut.desc, dut.o
+        m.d.comb += [d.valid.eq(1), Value.cast(d.payload).eq(0),
+                     d.payload.nbeats.eq(MAX_FRAME_BEATS), d.payload.last_bytes.eq(32),
+                     d.payload.mode.eq(MODE_PASS),
+                     dut.orig.r_data.eq(0), dut.comp.r_data.eq(0)]
+        beat = o.valid & o.ready
+        # beats of the frame going out, the first frame's beats, a gap-free run
+        nb = Signal(10, name="nb")
+        first = Signal(10, name="first_beats")
+        n_last = Signal(2, name="n_last")
+        gapless = Signal(init=1, name="gapless")
+        started = Signal(name="started")
+        with m.If(beat):
+            m.d.sync += [started.eq(1), nb.eq(Mux(o.payload.last, 0, nb + 1))]
+            with m.If(o.payload.last & (n_last != 3)):
+                m.d.sync += n_last.eq(n_last + 1)
+            with m.If(o.payload.last & (n_last == 0)):
+                m.d.sync += first.eq(nb + 1)
+        with m.Elif(started):
+            m.d.sync += gapless.eq(0)
+        m.d.comb += Cover(beat & o.payload.last & (n_last == 1) & gapless &
+                          (first == MAX_FRAME_BEATS) & (nb + 1 == MAX_FRAME_BEATS))
+        return m
+
+
+def test_egress_max_back_to_back_cover():
+    slow_only("a cover about 580 clocks deep")
+    res = run(EgressMaxBackToBack(always_ready=True), "tx_egress_cover_max_b2b",
+              mode="cover", depth=2 * MAX_FRAME_BEATS + 8, script=[],
+              engine=from_step(2 * MAX_FRAME_BEATS))
     assert res.traces
 
 
