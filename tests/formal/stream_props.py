@@ -17,7 +17,7 @@ from inceptionn.rtl import formal
 
 __all__ = ["FormalTop", "past", "source_rule", "keep_rule", "stable_while", "Counter",
            "frame_latency", "bounded_wait", "Live", "run", "run_bug", "slow", "slow_only", "SLOW",
-           "from_step",
+           "from_step", "check_tight", "check_live_bug",
            "AnyConst", "AnySeq", "Assert", "Assume", "Cover", "Initial"]
 
 # Proofs that take minutes run only under `make formal` (INCEPTIONN_FORMAL=1).
@@ -207,3 +207,18 @@ def run_bug(top, name, depth, *messages, mode="bmc", **kw):
     res = run(top, name, mode=mode, depth=depth, expect="FAIL", **kw)
     assert any(msg in f for f in res.failed for msg in messages), res.failed
     return res
+
+
+def check_tight(task, wrapper, r, bound, depth):
+    """A liveness bound's tightness cover (make formal): the wait reaches ``bound - 1``."""
+    slow_only("the tightness covers")
+    res = run(wrapper(bound, r=r, tight=True), task, mode="cover", depth=depth, script=[])
+    assert res.traces, res.summary()
+
+
+def check_live_bug(task, wrapper, kw, depth, quick):
+    """An injected liveness bug must fail; make test runs those in ``quick`` (make formal
+    all of them)."""
+    if task not in quick:
+        slow_only("the liveness bugs but one")
+    run_bug(wrapper(**kw), task, depth, "no progress in")

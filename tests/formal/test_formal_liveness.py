@@ -28,8 +28,8 @@ from amaranth import *
 from inceptionn.hw.decompression_unit import DecompressionUnit
 from inceptionn.hw.realigner import Realigner
 from inceptionn.hw.wire import BEAT_BYTES
-from stream_props import (Assume, Counter, Cover, FormalTop, Live, keep_rule, run, run_bug,
-                          slow, slow_only, source_rule)
+from stream_props import (Assume, Counter, Cover, FormalTop, Live, check_live_bug, check_tight,
+                          keep_rule, run, run_bug, slow, slow_only, source_rule)
 from test_formal_rx_stages import RxBackCheck, RxFeedCheck, RxFrontCheck, free
 from test_formal_tx_stages import TxFeederCheck
 
@@ -285,10 +285,7 @@ def test_live_slower_neighbours(task):
 
 @pytest.mark.parametrize("task", TIGHT)
 def test_live_bound_tight(task):
-    slow_only("the tightness covers")
-    wrapper, r, bound, depth = TIGHT[task]
-    res = run(wrapper(bound, r=r, tight=True), task, mode="cover", depth=depth, script=[])
-    assert res.traces, res.summary()
+    check_tight(task, *TIGHT[task])
 
 
 BUGS_SLOWER = _bound_bugs(LIVE_SLOWER)
@@ -299,10 +296,7 @@ QUICK_BUGS = {"bug_live_rx_feed_stall"}
 
 @pytest.mark.parametrize("task", BUGS)
 def test_bug_live_found(task):
-    if task not in QUICK_BUGS:
-        slow_only("the liveness bugs but one")
-    wrapper, kw, depth = BUGS[task]
-    run_bug(wrapper(**kw), task, depth, "no progress in")
+    check_live_bug(task, *BUGS[task], QUICK_BUGS)
 
 
 @pytest.mark.parametrize("task", BUGS_SLOWER)

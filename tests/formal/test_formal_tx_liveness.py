@@ -22,8 +22,8 @@ from inceptionn.hw.tx.finisher import Finisher
 from inceptionn.hw.tx.front import Front
 from inceptionn.hw.tx.group_former import GroupFormer
 from inceptionn.hw.tx.ingress import Ingress
-from stream_props import (Assert, Assume, Counter, Cover, FormalTop, Live, keep_rule, run,
-                          run_bug, slow, slow_only, source_rule)
+from stream_props import (Assert, Assume, Counter, Cover, FormalTop, Live, check_live_bug,
+                          check_tight, keep_rule, run, slow, slow_only, source_rule)
 from test_formal_rx_stages import free
 
 
@@ -360,15 +360,9 @@ def test_live_slower_neighbours(task):
 
 @pytest.mark.parametrize("task", TIGHT)
 def test_live_bound_tight(task):
-    slow_only("the tightness covers")
-    wrapper, r, bound, depth = TIGHT[task]
-    res = run(wrapper(bound, r=r, tight=True), task, mode="cover", depth=depth, script=[])
-    assert res.traces, res.summary()
+    check_tight(task, *TIGHT[task])
 
 
 @pytest.mark.parametrize("task", BUGS)
 def test_bug_live_found(task):
-    if task not in QUICK_BUGS:
-        slow_only("the liveness bugs but one")
-    wrapper, kw, depth = BUGS[task]
-    run_bug(wrapper(**kw), task, depth, "no progress in")
+    check_live_bug(task, *BUGS[task], QUICK_BUGS)
