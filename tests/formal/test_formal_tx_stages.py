@@ -325,6 +325,7 @@ class EgressMaxBackToBack(EgressCheck):
 
 def test_egress_max_back_to_back_cover():
     slow_only("a cover about 580 clocks deep")
+    # solved from step 576 on: every step would take over 15 min (3-4 s a step past 360)
     res = run(EgressMaxBackToBack(always_ready=True), "tx_egress_cover_max_b2b",
               mode="cover", depth=2 * MAX_FRAME_BEATS + 8, script=[],
               engine=from_step(2 * MAX_FRAME_BEATS))
