@@ -17,7 +17,7 @@ from inceptionn.rtl import formal
 
 __all__ = ["FormalTop", "past", "source_rule", "keep_rule", "stable_while", "Counter",
            "frame_latency", "bounded_wait", "Live", "run", "run_bug", "slow", "slow_only", "SLOW",
-           "from_step", "check_tight", "check_live_bug",
+           "from_step", "check_tight", "check_live_bug", "cover_back_to_back",
            "AnyConst", "AnySeq", "Assert", "Assume", "Cover", "Initial"]
 
 # Proofs that take minutes run only under `make formal` (INCEPTIONN_FORMAL=1).
@@ -222,3 +222,25 @@ def check_live_bug(task, wrapper, kw, depth, quick):
     if task not in quick:
         slow_only("the liveness bugs but one")
     run_bug(wrapper(**kw), task, depth, "no progress in")
+
+
+def cover_back_to_back(m, o, beats):
+    """Cover: two frames of ``beats`` (< 1024) beats each out of stream ``o``, a beat every clock
+    from the first beat to the second frame's last (counted at the port, so a gap, a short
+    or a long frame each miss it)."""
+    beat = o.valid & o.ready
+    nb = Signal(10, name="nb")                  # beats of the frame going out
+    first = Signal(10, name="first_beats")      # the first frame's beats
+    n_last = Signal(2, name="n_last")
+    gapless = Signal(init=1, name="gapless")
+    started = Signal(name="started")
+    with m.If(beat):
+        m.d.sync += [started.eq(1), nb.eq(Mux(o.payload.last, 0, nb + 1))]
+        with m.If(o.payload.last & (n_last != 3)):
+            m.d.sync += n_last.eq(n_last + 1)
+        with m.If(o.payload.last & (n_last == 0)):
+            m.d.sync += first.eq(nb + 1)
+    with m.Elif(started):
+        m.d.sync += gapless.eq(0)
+    m.d.comb += Cover(beat & o.payload.last & (n_last == 1) & gapless &
+                      (first == beats) & (nb + 1 == beats))

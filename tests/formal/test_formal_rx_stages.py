@@ -39,8 +39,8 @@ from inceptionn.hw.rx.ingress import Ingress
 from inceptionn.hw.rx.layouts import HOLD_BEATS, HeldFrame, Pending
 from inceptionn.hw.packet_matcher import MatchInfo
 from inceptionn.hw.wire import BEAT_BYTES, MAX_FRAME_BEATS, MAX_FRAME_BYTES
-from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, keep_rule,
-                          past, run, run_bug, slow, slow_only, source_rule, stable_while)
+from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, cover_back_to_back,
+                          keep_rule, past, run, run_bug, slow, slow_only, source_rule, stable_while)
 
 
 def free(m, sig):
@@ -328,23 +328,7 @@ class RxBackMaxBackToBack(RxBackCheck):
         m.d.comb += [Assume(self.want), Assume(self.rdy_set), Assume(self.fin_set),
                      Assume(self.o_ready), Assume(self.back.words.valid),
                      Assume(~new.bypass & (new.left == MAX_FRAME_BEATS))]
-        o = eg.o
-        beat = o.valid & o.ready
-        nb = Signal(10, name="nb")
-        first = Signal(10, name="first_beats")
-        n_last = Signal(2, name="n_last")
-        gapless = Signal(init=1, name="gapless")
-        started = Signal(name="started")
-        with m.If(beat):
-            m.d.sync += [started.eq(1), nb.eq(Mux(o.payload.last, 0, nb + 1))]
-            with m.If(o.payload.last & (n_last != 3)):
-                m.d.sync += n_last.eq(n_last + 1)
-            with m.If(o.payload.last & (n_last == 0)):
-                m.d.sync += first.eq(nb + 1)
-        with m.Elif(started):
-            m.d.sync += gapless.eq(0)
-        m.d.comb += Cover(beat & o.payload.last & (n_last == 1) & gapless &
-                          (first == MAX_FRAME_BEATS) & (nb + 1 == MAX_FRAME_BEATS))
+        cover_back_to_back(m, eg.o, MAX_FRAME_BEATS)
         return m
 
 

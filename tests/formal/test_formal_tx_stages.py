@@ -29,8 +29,8 @@ from inceptionn.hw.tx.finisher import Finisher
 from inceptionn.hw.tx.ingress import Ingress
 from inceptionn.hw.tx.layouts import MODE_DROP, MODE_PASS, FrameCfg
 from inceptionn.hw.wire import MAX_FRAME_BEATS
-from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, keep_rule,
-                          past, run, run_bug, slow, slow_only, source_rule, from_step)
+from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, cover_back_to_back,
+                          keep_rule, past, run, run_bug, slow, slow_only, source_rule, from_step)
 
 
 # ---- egress ---------------------------------------------------------------------------
@@ -303,23 +303,7 @@ class EgressMaxBackToBack(EgressCheck):
                      d.payload.nbeats.eq(MAX_FRAME_BEATS), d.payload.last_bytes.eq(32),
                      d.payload.mode.eq(MODE_PASS),
                      dut.orig.r_data.eq(0), dut.comp.r_data.eq(0)]
-        beat = o.valid & o.ready
-        # beats of the frame going out, the first frame's beats, a gap-free run
-        nb = Signal(10, name="nb")
-        first = Signal(10, name="first_beats")
-        n_last = Signal(2, name="n_last")
-        gapless = Signal(init=1, name="gapless")
-        started = Signal(name="started")
-        with m.If(beat):
-            m.d.sync += [started.eq(1), nb.eq(Mux(o.payload.last, 0, nb + 1))]
-            with m.If(o.payload.last & (n_last != 3)):
-                m.d.sync += n_last.eq(n_last + 1)
-            with m.If(o.payload.last & (n_last == 0)):
-                m.d.sync += first.eq(nb + 1)
-        with m.Elif(started):
-            m.d.sync += gapless.eq(0)
-        m.d.comb += Cover(beat & o.payload.last & (n_last == 1) & gapless &
-                          (first == MAX_FRAME_BEATS) & (nb + 1 == MAX_FRAME_BEATS))
+        cover_back_to_back(m, o, MAX_FRAME_BEATS)
         return m
 
 
