@@ -55,7 +55,7 @@ test: $(STAMP)
 # Run it after `make test` in a fresh clone, whose times are what CI sees.
 durations:
 	@test -f build/test-times.txt || { echo "run make test first"; exit 1; }
-	{ echo "# seconds per test file, make test in a fresh clone (conftest.py orders by it)"; \
+	{ echo "# seconds per test file in make test (conftest.py runs the longest first; make durations rewrites it)"; \
 	  cat build/test-times.txt; } > tests/durations.txt
 
 # ruff on every Python file, mypy on the public API (settings in pyproject.toml).
