@@ -155,7 +155,7 @@ def test_verilog(installed):
     # A conversion in another process, from the installed package, gives the checkout's
     # bytes: the Verilog is reproducible and independent of where the package lives.
     from inceptionn.commands import verilog
-    for name, factory in verilog.engine_factories()[:1]:
+    for name, factory in [(n, f) for n, f in verilog.engine_factories() if n.endswith("_tx")]:
         text = (out_dir / f"{name}.v").read_text()
         assert f"module {name}(" in text
         assert text == verilog.generate(factory, name), f"{name}: the wheel's Verilog differs"
