@@ -267,14 +267,17 @@ def _malformed(seed):
     golden exactly either way. alt is None for every other case."""
     rng = random.Random(seed)
     cases = []
-    good = [_tx(F.payload_frame(rng, n, kind=kind), i)
-            for i, (n, kind) in enumerate([(400, "udp"), (1000, "tcp"), (64, "vlan"), (200, "tcpopt"),
-                                           (37, "ipopt"), (1460, "udp0"), (5000, "udp"),
-                                           (700, "udp"), (333, "tcp"), (90, "vlan")])]
+    sizes = [(400, "udp"), (1000, "tcp"), (64, "vlan"), (200, "tcpopt"), (37, "ipopt"),
+             (1460, "udp0"), (5000, "udp"), (700, "udp"), (333, "tcp"), (90, "vlan")]
+    good = [_tx(F.payload_frame(rng, n, kind=kind), i) for i, (n, kind) in enumerate(sizes)]
+    # The good frame after each case shows the engine recovered. Mostly a short one: the
+    # 5000- and 8972-byte frames restore to 158 and 282 beats, which made up half of the
+    # output beats when drawn as often as the others (they are still cases themselves).
+    short = [w for w, (n, _) in zip(good, sizes) if n <= 1500]
     good += [_tx(F.udp_frame(_grad_payload(8972, 40)), i) for i in range(2)]
 
     def ok():
-        return (rng.choice(good), False, None)
+        return (rng.choice(good if rng.random() < 0.1 else short), False, None)
 
     for w in good:
         info = packet_matcher(w)

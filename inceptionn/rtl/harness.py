@@ -14,8 +14,8 @@ from pathlib import Path
 
 from .. import hw as _hw
 
-__all__ = ["REPO", "BUILD", "HW", "verilator_bin", "to_verilog", "convert_uncached", "verilog_source", "build", "run",
-           "SimulationFailed", "Lock"]
+__all__ = ["REPO", "BUILD", "HW", "verilator_bin", "to_verilog", "convert_uncached",
+           "verilog_source", "build", "run", "relative_to", "SimulationFailed", "Lock"]
 
 # The package's gateware (hw/ in a checkout, inceptionn/hw when installed), whose sources
 # key the Verilog cache.
@@ -103,6 +103,11 @@ def to_verilog(design, name):
         tmp.write_text(text)
         tmp.replace(path)
     return text
+
+
+def relative_to(path, folder):
+    """`path` as seen from `folder` (through .. where it lies outside), for tools run there."""
+    return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
 
 
 def _write_if_changed(path, text):
@@ -196,10 +201,14 @@ def build(design, name, *, extra_sources=(), build_args=()):
             sources.append(sub)
         # Verilator skips itself when its inputs are unchanged (--skip-identical is its
         # default), and make then finds nothing to do, so an unchanged design costs ~1 s.
+        # The sources go to Verilator by their paths from the build folder it runs in, not
+        # as the runner's absolute `sources`: Verilator writes the path into the model's
+        # C++ (its DIDNOTCONVERGE messages), so an absolute one made every clone's model a
+        # ccache miss, most of a fresh clone's C++ time.
         runner = get_runner("verilator")
-        runner.build(sources=sources, hdl_toplevel=name, build_dir=build_dir,
-                     build_args=args, waves=waves, timescale=("1ns", "1ps"),
-                     log_file=build_dir / "build.log")
+        runner.build(sources=[], hdl_toplevel=name, build_dir=build_dir,
+                     build_args=[*args, *(relative_to(p, build_dir) for p in sources)],
+                     waves=waves, timescale=("1ns", "1ps"), log_file=build_dir / "build.log")
     return runner
 
 
@@ -220,7 +229,8 @@ def run(design, name, test_module, *, testcase=None, env=None, seed=None, tag=No
     extra_env.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
     extra_env.setdefault("COCOTB_LOG_LEVEL", os.environ.get("COCOTB_LOG_LEVEL", "WARNING"))
     try:
-        runner.test(test_module=test_module, hdl_toplevel=name, testcase=testcase,
+        runner.test(test_module=test_module, hdl_toplevel=name, hdl_toplevel_lang="verilog",
+                    testcase=testcase,
                     test_dir=test_dir, build_dir=runner.build_dir, extra_env=extra_env,
                     waves=_waves(), results_xml=str(results), seed=seed,
                     log_file=test_dir / "sim.log")
