@@ -251,7 +251,7 @@ class Counter(wiring.Component):
 
 
 @needs_yosys
-@pytest.mark.parametrize("depth", [3, 5])
+@pytest.mark.parametrize("depth", [5])     # other depths: the netlist tests above (each run ~10 s)
 def test_synthesized_lut_chain(tmp_path, depth):
     r = synth.report_design(lambda: LutChain(depth), f"chain{depth}", tmp_path)
     assert r["levels"] == depth

@@ -111,30 +111,19 @@ def _engine_info(res):
             "latency_min": lo, "latency_max": hi, "counters": res.counters}
 
 
-def rtl_codecs():
-    """The codecs the Verilated engines of this tree can run: version 1 always; version 2
-    where the compiled loop takes a codec select."""
-    import inspect
-
-    from inceptionn.rtl.rtl_loop import run_frames
-    return golden.CODECS if "codec" in inspect.signature(run_frames).parameters else ("paper",)
-
-
 def rtl_nic_stage(frames, k: int, codec: str = "paper", *, dscp: int = golden.DSCP_DEFAULT):
     """The NIC pair as the Verilated RTL: CompressionEngine, then DecompressionEngine.
 
     Both engines run in the compiled loop (inceptionn/rtl/rtl_loop.py). Their outputs are checked
     byte for byte (and tuser) against the golden model; any difference raises
-    RuntimeError. info adds the clock counts under "rtl". A codec the engines cannot run
-    (rtl_codecs) raises ValueError.
+    RuntimeError. info adds the clock counts under "rtl". An unknown codec raises ValueError.
     """
     from inceptionn.rtl.rtl_loop import run_frames
 
-    if codec not in rtl_codecs():
-        raise ValueError(f"the RTL engines here run {', '.join(rtl_codecs())} only, not {codec!r}")
+    if codec not in golden.CODECS:
+        raise ValueError(f"the RTL engines run {', '.join(golden.CODECS)}, not {codec!r}")
     wire_g, host_g, info = golden_nic_stage(frames, k, codec, dscp=dscp)
-    extra = {} if codec == "paper" and rtl_codecs() == ("paper",) else {"codec": codec}
-    tx = run_frames("tx", frames, k=k, dscp=dscp, **extra)
+    tx = run_frames("tx", frames, k=k, dscp=dscp, codec=codec)
     wire = [f for f, _ in tx.frames_out]
     if wire != wire_g or any(u for _, u in tx.frames_out):
         raise RuntimeError(f"RTL TX differs from golden.tx_frame: {_first_difference(wire, wire_g)}")
@@ -235,8 +224,7 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
 
     Every (codec, bound, capture) goes through `nic` (default: the golden model), except
     those that `rtl` selects, which go through the Verilated engines checked against
-    golden: "first-bound" (every capture at ks[0]), "full" (all) or "none", for each
-    codec the engines can run (rtl_codecs()).
+    golden: "first-bound" (every capture at ks[0]), "full" (all) or "none", for every codec.
     The default is "first-bound", or "none" when a `nic` is given.
     `max_frames` sends only the start of each capture (that many full frames), for NIC
     stages slower than the golden model; the table then covers what was sent.
@@ -275,13 +263,12 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
     times = F.line_rate_timestamps(sent)
 
     rows = []
-    on_rtl_codecs = rtl_codecs() if rtl != "none" else ()
     bar = _progress(len(codecs) * len(ks) * len(sending), "NIC stage (codec x bound x capture)", quiet)
     for codec, ki, k in ((c, ki, k) for c in codecs for ki, k in enumerate(ks)):
         wire_all, host_all = [], []
         for name, g in sending.items():
             orig = streams[name]
-            on_rtl = codec in on_rtl_codecs and (rtl == "full" or (rtl == "first-bound" and ki == 0))
+            on_rtl = rtl == "full" or (rtl == "first-bound" and ki == 0)
             bar.set_postfix_str(f"{codec} 2^-{k} {name} {'RTL' if on_rtl else 'golden'}")
             wire, host, info = (rtl_nic_stage if on_rtl else nic)(orig, k, codec)
             bar.update()
