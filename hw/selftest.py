@@ -13,6 +13,9 @@ Without the engines (``engines=False``) the chain is generator -> register slice
 checker, and the checker expects every frame back unchanged; this tests the test.
 ``codec`` picks the TX engine's wire format version (and the reference's decode): "bounded"
 (version 2, k in 1..16; the default) or "paper" (version 1, k in 1..126).
+``engine_modules`` (TX, RX module names) puts the engines in as instances of their own
+Verilog modules (hw/engine_instance.py), which the build then adds: `make vc709` does,
+so the tree holds the very engine files `make verilog` writes.
 
 sim/loopback_top.py (``Loopback``) is the simulation's TX -> link -> RX top; it is not
 this one's building block, nor this one its: there the link is a FIFO that stalls at
@@ -59,7 +62,7 @@ class SelfTest(wiring.Component):
     tx_beats_out: Out(32)
 
     def __init__(self, *, engines=True, k=10, pass_frames=64, heartbeat_bit=26,
-                 codec="bounded"):
+                 codec="bounded", engine_modules=None):
         if codec not in ("paper", "bounded"):
             raise ValueError(f"codec must be 'paper' or 'bounded', not {codec!r}")
         k_max = EB_K_MAX if codec == "bounded" else K_MAX
@@ -67,7 +70,10 @@ class SelfTest(wiring.Component):
             raise ValueError(f"k must be in {K_MIN}..{k_max} for the {codec} codec, not {k}")
         if pass_frames < 1:
             raise ValueError("pass_frames must be at least 1")
+        if engine_modules is not None and (not engines or len(engine_modules) != 2):
+            raise ValueError("engine_modules names the TX and RX modules of a top with engines")
         self.engines = engines
+        self.engine_modules = engine_modules
         self.k = k
         self.codec = codec
         self.pass_frames = pass_frames
@@ -86,8 +92,13 @@ class SelfTest(wiring.Component):
         if self.engines:
             from .compression_engine import CompressionEngine
             from .decompression_engine import DecompressionEngine
-            m.submodules.tx = tx = CompressionEngine()
-            m.submodules.rx = rx = DecompressionEngine()
+            if self.engine_modules:
+                from .engine_instance import EngineInstance
+                m.submodules.tx = tx = EngineInstance(self.engine_modules[0], CompressionEngine)
+                m.submodules.rx = rx = EngineInstance(self.engine_modules[1], DecompressionEngine)
+            else:
+                m.submodules.tx = tx = CompressionEngine()
+                m.submodules.rx = rx = DecompressionEngine()
             m.d.comb += [tx.enable.eq(1), tx.dscp.eq(10), tx.k.eq(self.k), tx.codec.eq(v2),
                          rx.enable.eq(1), rx.dscp.eq(10)]
         else:
@@ -148,8 +159,10 @@ class VC709SelfTestTop(Elaboratable):
     MMCM_DIV = 4.0
     FREQ = 250e6
 
-    def __init__(self, *, engines=True, k=10, pass_frames=1024, codec="bounded"):
+    def __init__(self, *, engines=True, k=10, pass_frames=1024, codec="bounded",
+                 engine_modules=None):
         self.engines = engines
+        self.engine_modules = engine_modules
         self.k = k
         self.pass_frames = pass_frames
         self.codec = codec
@@ -180,7 +193,8 @@ class VC709SelfTestTop(Elaboratable):
 
         m.submodules.selftest = st = SelfTest(
             engines=self.engines, k=self.k, pass_frames=self.pass_frames,
-            heartbeat_bit=26, codec=self.codec)       # 2^27 / 250 MHz = 0.54 s per half period
+            heartbeat_bit=26, codec=self.codec,       # 2^27 / 250 MHz = 0.54 s per half period
+            engine_modules=self.engine_modules)
         m.submodules.fault_sw = fault_sw = io.Buffer(
             "i", platform.request("dip_switch", 0, dir="-"))
         fault = Signal()

@@ -19,9 +19,8 @@ stalling FIFO as the link and the engines' configuration and counters as ports. 
 they share is the three ``connect`` lines of the chain itself.
 
 The engines enter this top as instances of their own Verilog modules (``inceptionn_tx``,
-``inceptionn_rx``), the conversions the engines' testbenches, the compiled loop and
-`make verilog` share: converting both engines again inside this top took longer than
-the loopback run itself.
+``inceptionn_rx``; hw/engine_instance.py), the conversions the engines' testbenches, the
+compiled loop, `make verilog` and `make vc709` share.
 """
 
 from amaranth import *
@@ -32,36 +31,10 @@ from amaranth.lib.wiring import In, Out
 from ..hw.axis import AxisBeat, axis_signature
 from ..hw.compression_engine import CompressionEngine
 from ..hw.decompression_engine import DecompressionEngine
+from ..hw.engine_instance import EngineInstance
 from ..rtl.designs import DESIGNS
 
-__all__ = ["Loopback", "EngineInstance", "loopback_design"]
-
-
-class EngineInstance(wiring.Component):
-    """An engine with its own interface, elaborated as an instance of the engine's
-    Verilog module under AxisTop's port names (the module comes from the build's extra
-    sources: see ``loopback_design.instances``)."""
-
-    def __init__(self, module, engine_cls):
-        self._module = module
-        # The engine's declared ports (its class annotations), without building one.
-        super().__init__({name: member for name, member in engine_cls.__annotations__.items()
-                          if isinstance(member, wiring.Member)})
-
-    def elaborate(self, platform):
-        m = Module()
-        ports = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
-        for prefix, st, d_in, d_out in (("s_axis", self.i, "i_", "o_"),
-                                        ("m_axis", self.o, "o_", "i_")):
-            for field in ("data", "keep", "last", "user"):
-                ports[f"{d_in}{prefix}_t{field}"] = st.payload[field]
-            ports[f"{d_in}{prefix}_tvalid"] = st.valid
-            ports[f"{d_out}{prefix}_tready"] = st.ready
-        for name, member in self.signature.members.items():
-            if name not in ("i", "o"):
-                ports[("i_" if member.flow == In else "o_") + name] = getattr(self, name)
-        m.submodules.engine = Instance(self._module, **ports)
-        return m
+__all__ = ["Loopback", "loopback_design"]
 
 
 class Loopback(wiring.Component):

@@ -1,6 +1,7 @@
 """`make vc709`: the Vivado build tree of the VC709 board self-test.
 
-Writes build/vc709/ (top.v, top.xdc, top.tcl, build_top.sh) for hw.selftest's
+Writes build/vc709/ (top.v, top.xdc, top.tcl, build_top.sh, and with the engines
+inceptionn_tx.v and inceptionn_rx.v, which top.v instantiates) for hw.selftest's
 VC709SelfTestTop: frame generator -> TX engine -> RX engine -> checker at 250 MHz.
 If AMARANTH_ENV_VIVADO names Vivado's settings script (settings64.sh), or --bitstream is
 given with vivado on PATH, Vivado also runs and produces top.bit.
@@ -23,7 +24,15 @@ def build_tree(out=OUT, *, engines=True, do_build=False, pass_frames=1024, name=
     from inceptionn.hw.platform import VC709Platform
     from inceptionn.hw.selftest import VC709SelfTestTop
     platform = VC709Platform()
-    top = VC709SelfTestTop(engines=engines, pass_frames=pass_frames, codec=codec)
+    modules = None
+    if engines:
+        # The engines as their own modules, the shared conversions `make verilog` writes.
+        from inceptionn.rtl.designs import DESIGNS
+        modules = (DESIGNS["tx"][0], DESIGNS["rx"][0])
+        for module, factory, _ in (DESIGNS["tx"], DESIGNS["rx"]):
+            platform.add_file(f"{module}.v", harness.to_verilog(factory, module))
+    top = VC709SelfTestTop(engines=engines, pass_frames=pass_frames, codec=codec,
+                           engine_modules=modules)
     plan = platform.build(top, name=name, build_dir=str(out), do_build=do_build,
                           emit_src=False)   # no source paths: the same tree gives the same files
     if not do_build:
