@@ -32,4 +32,5 @@ def run(args) -> int:
         from inceptionn.rtl import bench_rx
         print("RX DecompressionEngine (Verilator, cycle-accurate) ...", flush=True)
         _print_table("RX DecompressionEngine", bench_rx.measure())
+        print("\n" + bench_rx.TWO_GROUPS)
     return 0

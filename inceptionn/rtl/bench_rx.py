@@ -16,11 +16,9 @@ Every output frame is also checked against golden.rx_frame.
 ``TWO_GROUPS``: where the two-groups-per-clock measurement is.
 """
 
-import sys
-
 import numpy as np
 
-__all__ = ["measure", "TWO_GROUPS", "main"]
+__all__ = ["measure", "TWO_GROUPS"]
 
 TWO_GROUPS = (
     "2 groups/clock: built and measured separately, see docs/rx-two-groups.md "
@@ -80,19 +78,3 @@ def measure(sizes=(1514, 9014), cases=CASES, counts=None):
                 "payload": source,
             })
     return rows
-
-
-def main():
-    rows = measure()
-    cols = list(rows[0])
-    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
-    print("RX DecompressionEngine (measured)")
-    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
-    for r in rows:
-        print("  ".join(str(r[c]).ljust(w) for c, w in zip(cols, widths)))
-    print("\n" + TWO_GROUPS)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,8 +1,8 @@
 """TX hardware benchmark: the CompressionEngine RTL measured in simulation (Verilator).
 
-``measure()`` returns rows for the benchmark table; ``python -m inceptionn.rtl.bench_tx``
-prints them. Every output frame is also checked against golden.tx_frame, so a number is
-only reported for a run that was right.
+``measure()`` returns rows for the benchmark table; ``inceptionn bench hw`` prints them.
+Every output frame is also checked against golden.tx_frame, so a number is only
+reported for a run that was right.
 
 Rows, in both wire format versions (the codec port: the paper's codec, version 1, and
 the bounded one, version 2; k = 10): input beats accepted per clock on back-to-back
@@ -18,7 +18,7 @@ from . import frame_builders as F
 from .rtl_loop import CODECS, run_frames
 from .harness import BUILD
 
-__all__ = ["measure", "format_table"]
+__all__ = ["measure"]
 
 DEMO_DIR = BUILD / "demo"
 
@@ -91,20 +91,3 @@ def _measure_codec(codec, count_1514, count_9014, synth, synth_src):
                      round(res.counters["payload_bytes_out"] / res.counters["payload_bytes_in"], 4),
                      src))
     return rows
-
-
-def format_table(rows):
-    head = ("version", "codec", "case", "metric", "value", "note")
-    table = [head] + [tuple(str(r[h]) for h in head) for r in rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
-    lines = []
-    for n, r in enumerate(table):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print("CompressionEngine (TX) RTL, Verilator simulation, 256-bit beats")
-    print(format_table(measure()))
