@@ -62,3 +62,23 @@ def test_bad_arguments_and_closed_engine():
     eng.close()
     with pytest.raises(RuntimeError, match="closed"):
         eng.run([F.arp_frame()])
+
+
+@pytest.mark.parametrize("kind", ["tx", "rx"])
+def test_models_name_their_verilog_from_the_build_folder(kind):
+    # Verilator writes the Verilog's path into the model's C++; an absolute one made every
+    # model a ccache miss in a clone at another path. The cocotb models and the compiled
+    # loop both hand it the name from the build folder they run in.
+    from inceptionn.rtl import harness
+    from inceptionn.rtl.designs import DESIGNS
+    from inceptionn.rtl.rtl_loop import build_loop
+    name, factory, _ = DESIGNS[kind]
+    loop = build_loop(kind)[0].parent
+    model = harness.build(factory, name).build_dir
+    for folder in (loop, model):
+        cpp = list(folder.glob("*.cpp"))
+        assert cpp, f"no generated C++ in {folder}"
+        for f in cpp:
+            text = f.read_text(errors="replace")
+            assert str(harness.BUILD.resolve()) not in text, f"{f} names the build folder"
+        assert any(f'"{name}.v"' in f.read_text(errors="replace") for f in cpp), folder

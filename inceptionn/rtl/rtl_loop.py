@@ -88,8 +88,19 @@ def build_loop(kind: str) -> tuple[Path, list[str]]:
         _write_if_changed(build_dir / "rtl_loop_ports.h", header)
         counters = header.rsplit("// counters: ", 1)[1].split()
         exe = build_dir / "obj" / f"{name}_loop"
+        # One compile unit, as the cocotb models (see harness): a cold RX loop at -O1 took
+        # 24 s this way, 27 s split with precompiled headers.
+        makeflags = (f"VM_PARALLEL_BUILDS=0 CFG_CXXFLAGS_PCH_I=-include "
+                     f"OPT_FAST={OPT} OPT_SLOW={OPT} OPT_GLOBAL={OPT}")
+        # Run in the build folder with the Verilog named from there: its path ends up in
+        # the model's C++, and an absolute one would make every clone's build a ccache miss.
+        cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 2),
+               "-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial",
+               "fast", "-O3", "--top-module", name, "--Mdir", "obj",
+               "-CFLAGS", "-I..", "-o", exe.name, src.name, str(CPP)]
+        # The recipe is part of the key: a changed command or flag rebuilds the loop.
         key = hashlib.sha256(src.read_bytes() + header.encode() + CPP.read_bytes()
-                             + str(CPP).encode() + OPT.encode()).hexdigest()
+                             + " ".join([makeflags, *cmd]).encode()).hexdigest()
         stamp = build_dir / ".loop-key"
         if exe.exists() and stamp.exists() and stamp.read_text() == key:
             return exe, counters
@@ -104,16 +115,7 @@ def build_loop(kind: str) -> tuple[Path, list[str]]:
             env.setdefault("OBJCACHE", "ccache")
             if harness.REPO is not None:
                 env.setdefault("CCACHE_BASEDIR", str(harness.REPO))
-        # One compile unit, as the cocotb models (see harness): a cold RX loop at -O1 took
-        # 24 s this way, 27 s split with precompiled headers.
-        env["MAKEFLAGS"] = (f"VM_PARALLEL_BUILDS=0 CFG_CXXFLAGS_PCH_I=-include "
-                            f"OPT_FAST={OPT} OPT_SLOW={OPT} OPT_GLOBAL={OPT}")
-        # Run in the build folder with the Verilog named from there: its path ends up in
-        # the model's C++, and an absolute one would make every clone's build a ccache miss.
-        cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 2),
-               "-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial",
-               "fast", "-O3", "--top-module", name, "--Mdir", "obj",
-               "-CFLAGS", "-I..", "-o", exe.name, src.name, str(CPP)]
+        env["MAKEFLAGS"] = makeflags
         log = build_dir / "build.log"
         with open(log, "w") as fh:
             proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
