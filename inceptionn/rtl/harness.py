@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import hw as _hw
 
 __all__ = ["REPO", "BUILD", "HW", "verilator_bin", "to_verilog", "convert_uncached",
-           "verilog_source", "build", "run", "relative_to", "SimulationFailed", "Lock"]
+           "verilog_source", "build", "run", "SimulationFailed", "Lock"]
 
 # The package's gateware (hw/ in a checkout, inceptionn/hw when installed), whose sources
 # key the Verilog cache.
@@ -105,7 +105,7 @@ def to_verilog(design, name):
     return text
 
 
-def relative_to(path, folder):
+def _relative_to(path, folder):
     """`path` as seen from `folder` (through .. where it lies outside), for tools run there."""
     return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
 
@@ -207,7 +207,7 @@ def build(design, name, *, extra_sources=(), build_args=()):
         # ccache miss, most of a fresh clone's C++ time.
         runner = get_runner("verilator")
         runner.build(sources=[], hdl_toplevel=name, build_dir=build_dir,
-                     build_args=[*args, *(relative_to(p, build_dir) for p in sources)],
+                     build_args=[*args, *(_relative_to(p, build_dir) for p in sources)],
                      waves=waves, timescale=("1ns", "1ps"), log_file=build_dir / "build.log")
     return runner
 
