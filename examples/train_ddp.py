@@ -75,7 +75,7 @@ def train(args, store=None) -> dict:
                                                 "scalecom") else None
         state = IncState(mode=args.mode, method=args.hook, codec=args.codec,
                          error_bound=args.error_bound, wire=args.wire, density=density,
-                         seed=args.seed, store=store)
+                         seed=args.seed, store=store, bound=args.bound)
         net.register_comm_hook(state, inc_allreduce_hook)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr / args.batch, momentum=0.9)
     gen = torch.Generator().manual_seed(args.seed + rank)
@@ -113,6 +113,10 @@ def parser():
     ap.add_argument("--mode", choices=("inc", "wa"), default="inc")
     ap.add_argument("--error-bound", default="2^-10", help="the codec's error bound 2^-k")
     ap.add_argument("--codec", choices=("bounded", "paper"), default="bounded")
+    ap.add_argument("--bound", choices=("scaled", "absolute"), default=None,
+                    help="scaled: 2^-k of each chunk's own scale, with error feedback (the "
+                         "default with the bounded codec on the software wire); absolute: "
+                         "2^-k whatever the scale (the paper's)")
     ap.add_argument("--wire", choices=("software", "nic", "emulate"), default="software",
                     help="software: the codec's bytes on plain sockets (default); nic: "
                          "float32 on tagged sockets for an INCEPTIONN NIC on the path; "

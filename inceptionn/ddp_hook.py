@@ -6,7 +6,12 @@ paper's ring, its values coded on every hop (or through a companion paper's comp
 
     dist.init_process_group("gloo")                      # torchrun sets the rendezvous
     model = DDP(model)
-    model.register_comm_hook(IncState(), inc_allreduce_hook)   # bounded codec, 2^-10
+    model.register_comm_hook(IncState(), inc_allreduce_hook)
+
+By default (`IncState()`) the bound follows the gradients' scale (each chunk scaled by
+2^-s, s from its values, so a quarter of them or more are coded with bits; |error| <=
+2^(s-10)), and what the codec drops is fed back into the next step (error feedback,
+per parameter): docs/compressors.md, "Absolute or scale-following bound".
 
 As PyTorch's own hooks do, the hook returns at once a Future that completes when the
 bucket's exchange does; the exchange runs on one background worker per state, bucket
@@ -37,16 +42,19 @@ import torch.distributed as dist
 from . import golden
 from .drivers import sockets
 from .drivers.collectives import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring,
-                                  WorkerAggregator)
+                                  WorkerAggregator, make_codec)
 from .drivers.collectives.agreement import agree_via_store
+from .drivers.collectives.codecs import DEFAULT_SHARE, ScaledCodec
 from .drivers.collectives.compressed import step as compressed_step
+from .drivers.collectives.memory import LossRecorder, Memory
 from .golden import compressors
 
-__all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS"]
+__all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS", "BOUNDS"]
 
 MODES = ("inc", "wa")
 WIRES = ("software", "nic", "emulate")
 CODECS = ("bounded", "paper")
+BOUNDS = ("scaled", "absolute")
 RING_METHODS = ("inceptionn", "none")
 # Every compressor of golden.compressors, on its own collective.
 METHODS = RING_METHODS + tuple(m for m in compressors.METHODS if m not in RING_METHODS)
@@ -85,6 +93,14 @@ class IncState:
     codec: "bounded" (inceptionn_eb: |error| < error_bound) or "paper" (the paper's
     codec, which drops values below 2^-7 whatever the bound).
     error_bound: 2^-k, as a number (2**-10) or text ("2^-10").
+    bound: "scaled" (each chunk times 2^-s before coding, 2^s after, s from its values
+    so that at least `share` of them are coded with bits: |error| <= 2^(s-k); the
+    default with the bounded codec on the software wire) or "absolute" (|error| <
+    error_bound whatever the gradients' scale: the paper's; the default elsewhere).
+    error_feedback: keep what the codec dropped and add it to the next step, per
+    parameter (drivers/collectives/memory.py); on by default with bound "scaled".
+    Available for "inceptionn" on the software wire, the only place its loss is seen
+    (the sparsifiers keep their own memory).
     wire: "software" (the codec's bytes on plain sockets: the bytes are saved without a
     NIC), "nic" (float32 on tagged sockets, an INCEPTIONN NIC on the path codes them;
     the NIC's codec must be `codec`), or "emulate" (float32 on the wire, the roundtrip
@@ -103,7 +119,8 @@ class IncState:
                  mode: str = "inc", density: float | None = None, method_kw: dict | None = None,
                  chunk_floats: int = DEFAULT_CHUNK, mss_bytes: int = sockets.GRADIENT_MSS,
                  timeout_s: float = DEFAULT_TIMEOUT, host: str | None = None, store=None,
-                 seed: int = 0, codec_threads: int | None = None):
+                 seed: int = 0, codec_threads: int | None = None, bound: str | None = None,
+                 share: float = DEFAULT_SHARE, error_feedback: bool | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if method not in METHODS:
@@ -129,6 +146,9 @@ class IncState:
         elif method in _DENSITY:
             raise ValueError(f"method {method!r} needs density= (the fraction of values kept)")
         self.k = _error_bound_k(error_bound)
+        self.bound, self.share, self.error_feedback = _bound_and_feedback(
+            method, codec, wire, mode, bound, share, error_feedback)
+        self.memory = Memory() if self.error_feedback else None
         if method not in RING_METHODS:
             compressors.make(method, **kw)      # bad parameters fail here
         self.method_kw, self.seed = kw, seed
@@ -155,6 +175,8 @@ class IncState:
         return {"method": self.method, "method_params": params,
                 "codec": self.codec if self.method == "inceptionn" else None,
                 "error_bound_log2": -self.k if self.method == "inceptionn" else None,
+                "bound": self.bound, "share": self.share if self.bound == "scaled" else None,
+                "error_feedback": self.error_feedback,
                 "mode": self.mode if ring else None, "wire": self.wire if ring else None,
                 "chunk_floats": self.chunk, "seed": self.seed,
                 "mss_bytes": self.mss if self.wire == "nic" else None}
@@ -196,6 +218,10 @@ class IncState:
                 chunk=self.chunk, timeout=self.timeout)
             return
         codec = self.codec
+        if self.bound == "scaled":
+            codec = ScaledCodec(self.k, self.share)
+        if self.memory is not None:
+            codec = LossRecorder(make_codec(codec, self.k))
         if self.method not in RING_METHODS:
             codec = compressors.make(self.method, **self._kw_for(None)).codec
         self.collective = Ring.from_store(
@@ -250,7 +276,17 @@ class IncState:
     def _exchange(self, arr, params):
         if self.method in RING_METHODS:
             before = self.collective.bytes_sent
-            self.collective.allreduce(arr)
+            if self.memory is None:
+                self.collective.allreduce(arr)
+            else:       # compensate, exchange recording each hop's loss, keep it
+                self.memory.compensate(arr, params)
+                rec = self.collective.codec
+                rec.start(arr)
+                try:
+                    self.collective.allreduce(arr)
+                finally:
+                    loss = rec.stop()
+                self.memory.update(params, loss)
             self.bytes_sent += self.collective.bytes_sent - before
             return arr
         return self._buckets.step(arr, params)
@@ -263,6 +299,31 @@ class IncState:
         if self.collective is not None:
             self.collective.close()
             self.collective = None
+
+
+def _bound_and_feedback(method, codec, wire, mode, bound, share, feedback):
+    """The bound ("scaled" / "absolute") and whether error feedback is on: defaults where
+    None, a clear error where the choice cannot apply."""
+    coded_ring = method == "inceptionn" and mode == "inc"
+    scalable = coded_ring and wire == "software" and codec == "bounded"
+    if bound is None:
+        bound = "scaled" if scalable else "absolute"
+    if bound not in BOUNDS:
+        raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
+    if bound == "scaled" and not scalable:
+        raise ValueError("bound='scaled' needs method 'inceptionn' with the bounded codec on "
+                         "the software wire (the paper's codec and the NIC path take "
+                         "bound='absolute')")
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share!r}")
+    recordable = coded_ring and wire == "software"
+    if feedback is None:        # the absolute bound alone is the paper's exchange
+        feedback = bound == "scaled"
+    if feedback and not recordable:
+        raise ValueError("error_feedback needs method 'inceptionn' on the software wire "
+                         "(elsewhere the codec's loss is not seen on this rank; topk, gtopk, "
+                         "randomk, blockk and scalecom keep their own memory)")
+    return bound, float(share), bool(feedback)
 
 
 class _BucketStates:

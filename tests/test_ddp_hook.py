@@ -116,8 +116,9 @@ def _weights_by_wire(rank, world):
     hashes = {}
     for codec in ("bounded", "paper"):
         for wire in ("emulate", "software"):
+            # The absolute bound on both: the scaled one is the software wire's alone.
             args = ex.parser().parse_args(["--model", "hdc", "--steps", "6", "--codec", codec,
-                                           "--wire", wire])
+                                           "--wire", wire, "--bound", "absolute"])
             hashes[(codec, wire)] = ex.train(args)["weights"]
     return hashes
 

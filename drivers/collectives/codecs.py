@@ -14,6 +14,11 @@ that coding does not shrink, which TCP can cut under load), whose floats arrive 
 
 Encoding and decoding run in golden.fast's compiled loops, which release the GIL, so
 several threads code several chunks at once.
+
+`ScaledCodec` makes the bound follow the data (docs/compressors.md, "Absolute or
+scale-following bound"): each chunk is multiplied by 2^-s before the bounded codec and
+by 2^s after it, s chosen from the chunk's values and sent as the frame's first byte.
+The engines' k stays fixed; the bound becomes |error| <= 2^(s-k) per value.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import numpy as np
 from ... import golden
 from ...golden import fast
 
-__all__ = ["CODECS", "WireCodec", "ObjectCodec", "make_codec"]
+__all__ = ["CODECS", "WireCodec", "ScaledCodec", "ObjectCodec", "make_codec", "choose_scale",
+           "SCALE_MIN", "SCALE_MAX", "DEFAULT_SHARE"]
 
 CODECS = ("paper", "bounded")
 
@@ -57,6 +63,77 @@ class WireCodec:
         return self.decode(self.encode(values), values.size)
 
 
+# s fits one byte (s - SCALE_MIN). SCALE_MIN: the decoded values times 2^s keep every bit
+# (their lowest bit, 2^(s-24) at worst, stays >= 2^-149, the smallest subnormal).
+# SCALE_MAX: no finite float32 (< 2^128) reaches 1 at 2^-129, so no value of a chunk
+# needs the 32-bit band and a frame is never longer than the receiver's limit.
+SCALE_MIN, SCALE_MAX = -126, 129
+# Coded with bits (not in the 0-bit band): at least this share of each chunk's values.
+DEFAULT_SHARE = 0.25
+_EXP_BIAS, _EXP_NONFINITE = 127, 255
+
+
+def choose_scale(values: np.ndarray, k: int, share: float = DEFAULT_SHARE) -> int:
+    """s for one chunk: the largest s at which at least `share` of the finite values
+    (one at least) reach the 8-bit band, |v| 2^-s >= 2^-k; i.e. the octave of the
+    ceil(share n)-th largest |v|, plus k.
+
+    Only octaves of |v| are counted, and the bounded codec keeps every value at 2^-k or
+    above in its octave (its steps are powers of two); so the decoded chunk gives the
+    same s again and re-coding it changes nothing (a ring forwards decoded values)."""
+    bits = np.ascontiguousarray(values, np.float32).view(np.uint32)
+    exp = (bits >> np.uint32(23)) & np.uint32(0xFF)
+    hist = np.bincount(exp, minlength=256)[:_EXP_NONFINITE]      # inf and NaN left out
+    finite = int(hist.sum())
+    if finite == 0 or finite == hist[0] and not np.any(bits[exp == 0] << np.uint32(1)):
+        return 0                                                  # nothing but zeros
+    m = max(1, int(np.ceil(share * finite)))
+    at_least = np.cumsum(hist[::-1])[::-1]          # at_least[e]: values of octave >= e
+    e_m = int(np.flatnonzero(at_least >= m)[-1])
+    e_max = int(np.flatnonzero(hist)[-1])
+    s = e_m - _EXP_BIAS + k if e_m > 0 else SCALE_MIN             # subnormal: finest
+    # The largest value stays far from overflow once scaled up.
+    s = max(s, e_max - _EXP_BIAS - 120, SCALE_MIN)
+    return min(s, SCALE_MAX)
+
+
+class ScaledCodec:
+    """The bounded codec at 2^-k on values scaled by 2^-s per chunk: a frame is one byte,
+    s - SCALE_MIN, then the groups of the scaled values. Scaling by a power of two is
+    exact in float32 both ways within SCALE_MIN..SCALE_MAX (tested), so the error is
+    the codec's at 2^-k, times 2^s: |error| <= 2^(s-k). The paper's codec cannot be
+    scaled: it decodes its 8-bit band below 2^-7 to 0, so a decoded chunk would choose
+    another s and a forwarded chunk would change."""
+
+    def __init__(self, k: int, share: float = DEFAULT_SHARE):
+        if isinstance(share, bool) or not isinstance(share, (int, float)) \
+                or not 0 < share <= 1:
+            raise ValueError(f"share must be in (0, 1], got {share!r}")
+        self.inner = WireCodec("bounded", k)
+        self.k, self.share = self.inner.k, float(share)
+        self.name = f"bounded-scaled-{self.share:g}"
+
+    def __repr__(self):
+        return f"<ScaledCodec bounded 2^(s-{self.k}), share {self.share:g}>"
+
+    def scale(self, values: np.ndarray) -> int:
+        return choose_scale(values, self.k, self.share)
+
+    def encode(self, values: np.ndarray) -> bytes:
+        v = np.ascontiguousarray(values, np.float32)
+        s = self.scale(v)
+        return bytes([s - SCALE_MIN]) + self.inner.encode(np.ldexp(v, -s).astype(np.float32))
+
+    def decode(self, buf, n: int) -> np.ndarray:
+        if len(buf) < 1:
+            raise ValueError(f"a scaled frame of {n} values has no scale byte")
+        s = buf[0] + SCALE_MIN            # every byte is a scale of the range
+        return np.ldexp(self.inner.decode(memoryview(buf)[1:], n), s).astype(np.float32)
+
+    def roundtrip(self, values: np.ndarray) -> np.ndarray:
+        return self.decode(self.encode(values), values.size)
+
+
 class ObjectCodec:
     """A golden.compressors value codec (Float32Codec, TruncCodec, GoldenCodec, EBCodec)
     as a ring hop's codec: the bytes its encode() gives, as the simulated ring counts."""
@@ -81,6 +158,8 @@ def make_codec(codec, k: int):
     """A codec by name ("paper", "bounded") at 2^-k, or a golden.compressors codec object."""
     if isinstance(codec, str):
         return WireCodec(codec, k)
+    if isinstance(codec, (WireCodec, ScaledCodec)) or getattr(codec, "wire_codec", False):
+        return codec                     # already a hop's codec (bytes-like frames)
     if hasattr(codec, "encode") and hasattr(codec, "decode"):
         return ObjectCodec(codec)
     raise ValueError(f"codec must be one of {CODECS} or a codec object, got {codec!r}")

@@ -1,0 +1,114 @@
+"""Error feedback for the ring: what the codec dropped or rounded this step is added to
+the next step's values (GRACE's memory: `compensate` before the exchange, `update`
+after it), per rank and per parameter.
+
+The ring codes partial sums, not only this rank's values, so "what this rank lost" is
+the error of every hop it coded: its own block on the first hop, each partial sum it
+passed on, and, as a block's owner, the final sum. `LossRecorder` wraps the ring's
+codec and adds each encoded chunk's error (values - decode(encode(values))) at the
+chunk's place in the buffer. Summed over ranks these errors are exactly the exchange's
+total error (the sums telescope; forwarding decoded values re-codes them unchanged), so
+with the memory the sum of every value any rank computed reaches the model, late
+rather than never.
+
+The memory is keyed by parameter, not by bucket: DDP rebuilds its buckets after the
+first step (other parameters under the same index, in another order), and a parameter
+keeps its residual in whichever bucket it lands.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+__all__ = ["Memory", "LossRecorder"]
+
+
+def _layout(params, size: int):
+    """(key, offset, n) per parameter of a bucket given as [(key, n), ...] in order."""
+    out, off = [], 0
+    for key, n in params:
+        out.append((key, off, int(n)))
+        off += int(n)
+    if off != size:
+        raise ValueError(f"the bucket's parameters hold {off} values, its buffer {size}")
+    return out
+
+
+class Memory:
+    """Residuals per parameter (float32). `compensate(x, params)` adds them to the bucket
+    x in place; `update(params, residual)` keeps the new ones (GRACE's split)."""
+
+    def __init__(self):
+        self.residual: dict = {}
+
+    def compensate(self, x: np.ndarray, params) -> np.ndarray:
+        for key, off, n in _layout(params, x.size):
+            r = self.residual.get(key)
+            if r is not None:
+                if r.size != n:
+                    raise ValueError(f"parameter {key!r} had {r.size} values, now {n}")
+                x[off:off + n] += r
+        return x
+
+    def update(self, params, residual: np.ndarray) -> None:
+        for key, off, n in _layout(params, residual.size):
+            self.residual[key] = np.array(residual[off:off + n], np.float32)
+
+    def norm(self) -> float:
+        """The residuals' L2 norm, all parameters together (for reports)."""
+        return float(np.sqrt(sum(float(np.dot(r, r)) for r in self.residual.values())))
+
+
+class LossRecorder:
+    """A ring codec that also accumulates, while `recording(x)` is on, each chunk's coding
+    error at its offset in x (the ring encodes views of x). Anything encoded from outside
+    x is an error: a ring that coded copies would otherwise lose the feedback silently."""
+
+    wire_codec = True           # make_codec passes it through as a hop's codec
+
+    def __init__(self, codec):
+        self.inner = codec
+        self.name, self.k = codec.name, codec.k
+        self._base: np.ndarray | None = None
+        self._loss: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self):
+        return f"<LossRecorder of {self.inner!r}>"
+
+    def start(self, x: np.ndarray) -> None:
+        self._base, self._loss = x, np.zeros(x.size, np.float32)
+
+    def stop(self) -> np.ndarray:
+        loss, self._base, self._loss = self._loss, None, None
+        if loss is None:
+            raise RuntimeError("the recorder was not started")
+        return loss
+
+    def encode(self, values: np.ndarray) -> bytes:
+        body = self.inner.encode(values)
+        base = self._base
+        if base is not None:
+            off = _offset(values, base)
+            err = values - self.inner.decode(body, values.size)
+            with self._lock:      # chunks are coded on several threads
+                self._loss[off:off + values.size] += err
+        return body
+
+    def decode(self, buf, n: int) -> np.ndarray:
+        return self.inner.decode(buf, n)
+
+    def roundtrip(self, values: np.ndarray) -> np.ndarray:
+        return self.inner.roundtrip(values)
+
+
+def _offset(view: np.ndarray, base: np.ndarray) -> int:
+    """Where the contiguous float32 `view` starts inside `base`."""
+    d = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    if (view.dtype != np.float32 or not view.flags.c_contiguous or d % 4
+            or not 0 <= d // 4 <= base.size - view.size):
+        raise RuntimeError("the ring coded values outside the buffer it was given: the "
+                           "error feedback cannot place their loss")
+    return d // 4

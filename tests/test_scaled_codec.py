@@ -1,0 +1,117 @@
+"""The scale-following bound (codecs.ScaledCodec): 2^-s before the bounded codec, 2^s
+after, s from the chunk's values and sent in the frame's first byte. Exact scaling,
+|error| <= 2^(s-k), the share of values coded, idempotence (a ring forwards decoded
+chunks), the frame never past the receiver's limit, and the edge cases: zeros,
+subnormals, huge values, inf and NaN, bad frames."""
+
+import numpy as np
+import pytest
+
+from inceptionn.drivers.collectives.codecs import (SCALE_MAX, SCALE_MIN, ScaledCodec,
+                                                   WireCodec, choose_scale, make_codec)
+
+
+def _bits(a):
+    return np.asarray(a, np.float32).view(np.uint32)
+
+
+def _chunks():
+    rng = np.random.default_rng(3)
+    yield "normal 1e-6", (rng.standard_normal(5000) * 1e-6).astype(np.float32)
+    yield "normal 1e3", (rng.standard_normal(4099) * 1e3).astype(np.float32)
+    yield "heavy tail", (rng.standard_t(1.5, 3000) * 1e-4).astype(np.float32)
+    yield "subnormals", (rng.standard_normal(1000) * 1e-41).astype(np.float32)
+    yield "near max", (rng.uniform(-1, 1, 777) * 3e38).astype(np.float32)
+    yield "mixed", np.concatenate([rng.standard_normal(500) * 1e-30,
+                                   rng.standard_normal(500) * 1e20]).astype(np.float32)
+    yield "one value", np.array([-2.5e-7], np.float32)
+    yield "zeros", np.zeros(17, np.float32)
+    yield "mostly zeros", np.array([0] * 30 + [1e-3, -4e-9], np.float32)
+
+
+@pytest.mark.parametrize("k", [4, 10, 16])
+@pytest.mark.parametrize("name,x", list(_chunks()), ids=[n for n, _ in _chunks()])
+def test_error_within_2_to_the_s_minus_k_and_recoding_changes_nothing(k, name, x):
+    c = ScaledCodec(k)
+    s = c.scale(x)
+    assert SCALE_MIN <= s <= SCALE_MAX
+    body = c.encode(x)
+    assert body[0] == s - SCALE_MIN
+    y = c.decode(body, x.size)
+    assert y.dtype == np.float32 and y.shape == x.shape
+    assert np.all(np.abs(y.astype(np.float64) - x) <= 2.0 ** (s - k)), name
+    # The frame fits the software wire's per-chunk limit (2 tag bytes per 8, 4 per value).
+    assert len(body) <= 2 * -(-x.size // 8) + 4 * x.size
+    # A decoded chunk picks the same s (unless all of it fell below 2^(SCALE_MIN-k))
+    # and codes to the same values, bit for bit.
+    assert c.scale(y) == s or not np.any(y)
+    assert np.array_equal(_bits(c.roundtrip(y)), _bits(y))
+
+
+def test_the_scale_puts_a_set_share_in_the_coded_bands():
+    rng = np.random.default_rng(0)
+    for scale in (1e-9, 1e-3, 1.0, 1e4):
+        x = (rng.standard_normal(20000) * scale).astype(np.float32)
+        for share in (0.1, 0.25, 0.5):
+            c = ScaledCodec(10, share)
+            s = c.scale(x)
+            coded = np.mean(np.abs(x) >= 2.0 ** (s - 10))
+            assert coded >= share, (scale, share, coded)
+            # s is the largest such: one more and fewer than the share are coded.
+            assert np.mean(np.abs(x) >= 2.0 ** (s + 1 - 10)) < share
+
+
+def test_the_bound_follows_the_scale_where_the_absolute_one_drops_everything():
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(8192) * 1e-5).astype(np.float32)     # all below 2^-10
+    absolute, scaled = WireCodec("bounded", 10), ScaledCodec(10)
+    assert not np.any(absolute.roundtrip(x))
+    y = scaled.roundtrip(x)
+    assert np.mean(y != 0) >= 0.25
+    assert np.linalg.norm(y - x) < 0.5 * np.linalg.norm(x)
+    # Multiplying the chunk by 2^j moves s by j and the decoded values by 2^j exactly.
+    for j in (-40, 7, 60):
+        xj = np.ldexp(x, j).astype(np.float32)
+        assert scaled.scale(xj) == scaled.scale(x) + j
+        assert np.array_equal(_bits(scaled.roundtrip(xj)), _bits(np.ldexp(y, j)))
+
+
+def test_scaling_is_exact_at_both_ends_of_the_range():
+    c = ScaledCodec(16)
+    tiny = np.array([2.0 ** -149, -(2.0 ** -140), 2.0 ** -127, 0.0], np.float32)
+    assert c.scale(tiny) == SCALE_MIN
+    y = c.roundtrip(tiny)
+    assert np.all(np.abs(y.astype(np.float64) - tiny) <= 2.0 ** (SCALE_MIN - 16))
+    big = np.array([3.4e38, -3.0e38, 1e38, 5.0], np.float32)
+    y = c.roundtrip(big)
+    assert np.all(np.isfinite(y))
+    assert np.all(np.abs(y.astype(np.float64) - big) <= 2.0 ** (c.scale(big) - 16))
+
+
+def test_inf_and_nan_pass_and_do_not_set_the_scale():
+    x = np.array([np.inf, -np.inf, np.nan, 1e-4, -3e-4, 2e-4, 5e-5, 0.0], np.float32)
+    c = ScaledCodec(10)
+    assert c.scale(x) == c.scale(x[3:])
+    y = c.roundtrip(x)
+    assert y[0] == np.inf and y[1] == -np.inf and np.isnan(y[2])
+    assert ScaledCodec(10).scale(np.array([np.nan, np.inf], np.float32)) == 0
+
+
+def test_bad_frames_and_settings_are_clear_errors():
+    c = ScaledCodec(10)
+    x = np.linspace(-1e-3, 1e-3, 64, dtype=np.float32)
+    body = c.encode(x)
+    with pytest.raises(ValueError, match="no scale byte"):
+        c.decode(b"", 4)
+    # Another scale byte decodes to the same values times a power of two.
+    assert np.array_equal(c.decode(bytes([body[0] + 3]) + body[1:], x.size),
+                          np.ldexp(c.decode(body, x.size), 3))
+    with pytest.raises(ValueError, match="left over"):
+        c.decode(body + b"\0", x.size)
+    with pytest.raises(ValueError, match="run out"):
+        c.decode(body[:-1], x.size)
+    for share in (0, 1.5, True, "half"):
+        with pytest.raises(ValueError, match="share"):
+            ScaledCodec(10, share)
+    assert make_codec(c, 10) is c
+    assert choose_scale(np.zeros(0, np.float32), 10) == 0
