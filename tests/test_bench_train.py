@@ -1,6 +1,8 @@
 """make bench-train's report (the full run needs root and half an hour): the targets
 printed with their miss ratios, from figures given here."""
 
+import pytest
+
 from inceptionn.commands import bench_train
 
 
@@ -27,3 +29,22 @@ def test_report_prints_every_target_with_its_ratio(tmp_path):
     assert "P=2 1 Gb/s: NIC path vs fp16 step time 0.90 (vs gloo 0.45)" in text
     bench_train.plot(res, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_the_accuracy_comparison_flags_each_missed_target():
+    res = {(2, "mlp", "mean"): {"gloo": _row(1, 1, 100e6, 0.900), "ours": _row(1, 1, 10e6, 0.897)},
+           (2, "cnn", "sum"): {"gloo": _row(1, 1, 1e6, 0.950), "ours": _row(1, 1, 0.25e6, 0.950)},
+           (2, "cnn", "mean"): {"gloo": _row(1, 1, 1e6, 0.950), "ours": _row(1, 1, 0.1e6, 0.930)}}
+    lines = []
+    bench_train.report_compare(res, {"mlp": 60, "cnn": 300}, out=lines.append)
+    text = "\n".join(lines)
+    assert "P=2 mlp loss mean: 89.7% vs gloo 90.0% (+0.3 points below), 10.0x fewer bytes\n" \
+        in text + "\n"
+    assert "P=2 cnn loss sum: 95.0% vs gloo 95.0% (+0.0 points below), 4.0x fewer bytes  MISSED" \
+        in text
+    assert "P=2 cnn loss mean: 93.0% vs gloo 95.0% (+2.0 points below), 10.0x fewer bytes  MISSED" \
+        in text
+    assert bench_train._compare_steps("mlp:60,cnn:300") == {"mlp": 60, "cnn": 300}
+    for bad in ("mlp", "mlp:x", "rnn:5", "cnn:0"):
+        with pytest.raises(ValueError, match="compare-steps"):
+            bench_train._compare_steps(bad)
