@@ -20,6 +20,13 @@ bridge`'s namespaces, its per-port token bucket at the rate instead of tc) at th
 in NIC_RATES. A rate limit needs the bridge's Python switch (one thread); unlimited, the
 compiled switch runs (make bench-nic measures both). Its wire bytes are the hosts'
 float32 bytes divided by the wire ratio the bridge counted over the run.
+
+The accuracy comparison (first, on the unlimited wire; `--only-compare` runs it alone):
+the hook's defaults (`IncState()`: scale-following bound, error feedback) and the
+absolute bound alone, next to gloo, fp16 and PowerSGD, with the loss summed and
+averaged over the batch (the same update: the mean's learning rate is `batch` times the
+sum's), on the MLP and on the study's LeNet-like CNN (study/models.py), the same seed
+and batches for every method; test accuracy after `--compare-steps` and wire bytes.
 """
 
 from __future__ import annotations
