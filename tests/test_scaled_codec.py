@@ -115,3 +115,15 @@ def test_bad_frames_and_settings_are_clear_errors():
             ScaledCodec(10, share)
     assert make_codec(c, 10) is c
     assert choose_scale(np.zeros(0, np.float32), 10) == 0
+
+
+def test_the_fast_scaling_rounds_as_ldexp_at_every_scale():
+    from inceptionn.drivers.collectives.codecs import _times_2_to
+    rng = np.random.default_rng(5)
+    v = np.concatenate([rng.standard_normal(200) * 10.0 ** rng.integers(-44, 38, 200),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 2.0 ** -149, 3.4e38]])
+    v = v.astype(np.float32)
+    for s in range(-2 * SCALE_MAX, 2 * SCALE_MAX + 1):
+        with np.errstate(over="ignore"):        # past the codec's range, on purpose
+            assert np.array_equal(_bits(_times_2_to(v, s)),
+                                  _bits(np.ldexp(v, s).astype(np.float32))), s
