@@ -1,6 +1,7 @@
 """Train with PyTorch DDP through the INCEPTIONN ring.
 
-    torchrun --nproc-per-node 4 examples/train_ddp.py                  # bounded codec, 2^-10
+    torchrun --nproc-per-node 4 examples/train_ddp.py      # bounded, 2^-10 of the scale, EF
+    torchrun --nproc-per-node 4 examples/train_ddp.py --bound absolute  # 2^-10 whatever the scale
     torchrun --nproc-per-node 4 examples/train_ddp.py --codec paper --error-bound 2^-10
     torchrun --nproc-per-node 4 examples/train_ddp.py --hook gloo       # DDP's own all-reduce
     torchrun --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 ... examples/train_ddp.py --wire nic
