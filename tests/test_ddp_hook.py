@@ -343,6 +343,31 @@ def test_hook_rejects_bad_configuration():
         IncState(mode="wa")
 
 
+
+def test_the_bound_and_error_feedback_defaults_and_refusals():
+    from inceptionn.ddp_hook import IncState
+    on = [(st.bound, st.error_feedback) for st in (
+        IncState(), IncState(codec="paper"), IncState(bound="absolute"), IncState(wire="nic"),
+        IncState(wire="emulate"), IncState(method="none"), IncState(method="topk", density=0.1),
+        IncState(bound="absolute", error_feedback=True))]
+    assert on == [("scaled", True), ("absolute", False), ("absolute", False),
+                  ("absolute", False), ("absolute", False), ("absolute", False),
+                  ("absolute", False), ("absolute", True)]
+    assert IncState().settings()["share"] == 0.25
+    with pytest.raises(ValueError, match="bound must be"):
+        IncState(bound="relative")
+    for kw in ({"codec": "paper"}, {"wire": "nic"}, {"mode": "wa", "wire": "emulate"},
+               {"method": "terngrad"}):
+        with pytest.raises(ValueError, match="bound='scaled' needs"):
+            IncState(bound="scaled", **kw)
+    for kw in ({"wire": "emulate"}, {"method": "none"}, {"method": "topk", "density": 0.1}):
+        with pytest.raises(ValueError, match="error_feedback needs"):
+            IncState(error_feedback=True, **kw)
+    for share in (0, 1.5, "1/4"):
+        with pytest.raises(ValueError, match="share"):
+            IncState(share=share)
+
+
 def test_example_refuses_to_run_without_torchrun(capsys):
     assert _example().main([]) == 2
     assert "torchrun" in capsys.readouterr().err
