@@ -433,12 +433,13 @@ def report_compare(results, steps, out=print):
     out(f"\nAccuracy after the same steps ({', '.join(f'{m} {n}' for m, n in steps.items())}), "
         "unlimited wire; bytes vs gloo's")
     out(f"{'P':>2} {'model':>5} {'loss':>4} {'method':>13} {'acc':>6} {'wire MB/step':>13} "
-        f"{'x fewer':>8}")
+        f"{'x fewer':>8} {'hook s':>7}")
     for (w, model, red), res in sorted(results.items()):
         gb = res["gloo"]["tx_bytes_per_step"]
         for m, r in res.items():
             out(f"{w:>2} {model:>5} {red:>4} {m:>13} {r['accuracy']:6.1%} "
-                f"{r['tx_bytes_per_step'] / 1e6:13.3f} {gb / r['tx_bytes_per_step']:8.2f}")
+                f"{r['tx_bytes_per_step'] / 1e6:13.3f} {gb / r['tx_bytes_per_step']:8.2f} "
+                f"{r['hook_s']:7.3f}")
     out("\nTargets for IncState() (\"ours\"): within 0.5 points of gloo, >= 5x fewer bytes:")
     for (w, model, red), res in sorted(results.items()):
         ours, gloo = res["ours"], res["gloo"]
