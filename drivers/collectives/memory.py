@@ -89,12 +89,12 @@ class LossRecorder:
 
     def encode(self, values: np.ndarray) -> bytes:
         body = self.inner.encode(values)
-        base = self._base
-        if base is not None:
+        base, loss = self._base, self._loss      # one recording, even if stopped meanwhile
+        if base is not None and loss is not None:
             off = _offset(values, base)
             err = values - self.inner.decode(body, values.size)
             with self._lock:      # chunks are coded on several threads
-                self._loss[off:off + values.size] += err
+                loss[off:off + values.size] += err
         return body
 
     def decode(self, buf, n: int) -> np.ndarray:
