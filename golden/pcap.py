@@ -110,21 +110,22 @@ _RECORD = 16          # ts seconds, ts fraction, captured length, original lengt
 
 def _read_classic(path, data):
     if len(data) < 24:
-        raise PcapError(f"{path}: not a pcap or pcapng file ({len(data)} bytes, shorter "
-                        f"than a pcap header)")
+        raise PcapError(f"cannot read {path}: not a pcap or pcapng file ({len(data)} "
+                        f"bytes, shorter than a pcap header)")
     for end in "<>":
         magic = struct.unpack_from(end + "I", data)[0]
         if magic in (_MAGIC_NS, _MAGIC_US):
             break
     else:
-        raise PcapError(f"{path}: not a pcap or pcapng file (magic {data[:4].hex()})")
+        raise PcapError(f"cannot read {path}: not a pcap or pcapng file (magic "
+                        f"{data[:4].hex()})")
     nano = magic == _MAGIC_NS
     major, _, _, _, snaplen, network = struct.unpack_from(end + "HHiIII", data, 4)
     if major != 2:
         raise PcapError(f"{path}: pcap version {major} (2 expected)")
     linktype = network & 0xFFFF       # the upper bits may flag an FCS
     limit = max(snaplen, SNAPLEN)
-    unit, top = (1, 10**9) if nano else (1000, 10**6)
+    unit = 1 if nano else 1000
     frames, times, pos = [], [], 24
     while pos < len(data):
         i = len(frames) + 1
@@ -136,14 +137,11 @@ def _read_classic(path, data):
         if caplen > limit:
             raise PcapError(f"{path}: damaged capture: packet {i} claims {caplen} bytes "
                             f"(more than the snaplen {limit})")
-        if frac >= top:
-            raise PcapError(f"{path}: damaged capture: packet {i}'s timestamp fraction "
-                            f"{frac} is out of range")
         frame = data[pos:pos + caplen]
         pos += caplen
         if len(frame) < caplen:
             raise PcapError(f"{path}: packet {i} was captured truncated ({len(frame)} of "
-                            f"{caplen} bytes: the file ends inside it)")
+                            f"{caplen} bytes): the file ends inside it")
         if linktype != LINKTYPE_ETHERNET:
             raise PcapError(f"{path}: link type {linktype} is not Ethernet")
         if caplen < wirelen:
