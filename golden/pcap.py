@@ -34,10 +34,11 @@ class PcapWriter:
     read by Wireshark, tcpdump and read_pcap()."""
 
     def __init__(self, path, snaplen: int = SNAPLEN, *, nano: bool = True):
+        self.path = path
         self._f = open(path, "wb")
         # magic, version 2.4, tz 0, sigfigs 0, snaplen, link type 1 (Ethernet)
-        self._f.write(struct.pack("<IHHiIII", _MAGIC_NS if nano else _MAGIC_US, 2, 4, 0, 0,
-                                  snaplen, LINKTYPE_ETHERNET))
+        self._put(struct.pack("<IHHiIII", _MAGIC_NS if nano else _MAGIC_US, 2, 4, 0, 0,
+                              snaplen, LINKTYPE_ETHERNET))
         self._snaplen = snaplen
         self._unit = 1 if nano else 1000
 
@@ -49,8 +50,13 @@ class PcapWriter:
         sec, frac = divmod(ts, 1_000_000_000)
         if sec > 0xFFFFFFFF:   # the classic pcap header keeps seconds in 32 bits
             raise PcapError(f"timestamp {ts} ns is past what a pcap holds (2^32 s)")
-        self._f.write(struct.pack("<IIII", sec, frac // self._unit, len(data), len(frame)))
-        self._f.write(data)
+        self._put(struct.pack("<IIII", sec, frac // self._unit, len(data), len(frame)) + data)
+
+    def _put(self, b):
+        try:
+            self._f.write(b)
+        except OSError as exc:          # a full disk shows here or at close
+            raise PcapError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def write_many(self, frames) -> None:
         ts = time.time_ns()
@@ -58,8 +64,12 @@ class PcapWriter:
             self.write(f, ts)
 
     def close(self) -> None:
+        """Flush and close; a failed flush (a full disk) is a PcapError, the file closed."""
         if not self._f.closed:
-            self._f.close()
+            try:
+                self._f.close()
+            except OSError as exc:
+                raise PcapError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def __enter__(self):
         return self

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from .checks import int_list
 
 RATES = (0.1, 0.5, 1.0, 2.5, 10.0, None)        # Gb/s per host; None: unlimited
 WORLDS = (2, 4)
@@ -344,7 +345,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--accuracy-steps", type=int, default=60,
                     help="steps on the unlimited wire, after which the accuracy is taken")
     ap.add_argument("--batch", type=int, default=32, help="per rank")
-    ap.add_argument("--worlds", default="2,4")
+    ap.add_argument("--worlds", type=int_list(2, 64), default="2,4")
     ap.add_argument("--rates", default="0.1,0.5,1,2.5,10,unlimited")
     ap.add_argument("--nic-rates", default=",".join("unlimited" if g is None else f"{g:g}"
                                                     for g in NIC_RATES),
@@ -365,7 +366,7 @@ def run(args) -> int:
         return 2
     rates = [None if r == "unlimited" else float(r) for r in args.rates.split(",")]
     results, port = {}, 29600
-    for world in (int(w) for w in args.worlds.split(",")):
+    for world in args.worlds:
         net = Network(world)
         try:
             for g in rates:
