@@ -92,7 +92,7 @@ def writable(path, option: str) -> None:
     only when written: the writer reports it (one_line)."""
     existed = os.path.lexists(path)
     if os.path.isdir(path):
-        raise ValueError(f"{option} {path}: is a folder, not a file")
+        raise ValueError(f"{option} {path}: cannot write there: it is a folder")
     try:
         with open(path, "ab"):
             pass
