@@ -87,13 +87,15 @@ class _Delta:
         return self.s
 
 
-def _connect(port, n=1):
-    out = []
+def _connect(port, n=1, into=None):
+    """n connected sockets (appended to `into` as they connect, so that a failure part-way
+    leaves none unclosed with the caller)."""
+    out = [] if into is None else into
     for _ in range(n):
         s = socket.socket()
+        out.append(s)
         s.settimeout(5)
         s.connect(("127.0.0.1", port))
-        out.append(s)
     return out
 
 
@@ -157,6 +159,34 @@ def test_idle_floods_of_both_ports_do_not_stop_the_ring():
         for s in idle:
             s.close()
     _report(f"{len(idle)} idle connections", took, base)
+
+
+def test_a_flood_while_the_peer_connects_does_not_push_it_out():
+    """Idle control connections keep arriving, far more than MAX_PENDING, while rank 0
+    connects: the pending connection dropped for a new one is the one that sent least,
+    never the real peer part-way through its handshake."""
+    base = _baseline()
+    job = _Job()
+    stop, socks = threading.Event(), []
+
+    def flood():
+        while not stop.is_set() and len(socks) < 2000:
+            try:
+                _connect(job.cport, 10, into=socks)
+            except OSError:
+                return
+
+    t = threading.Thread(target=flood, daemon=True)
+    t.start()
+    time.sleep(0.2)
+    try:
+        took = job.finish()
+    finally:
+        stop.set()
+        t.join(10)
+        for s in socks:
+            s.close()
+    _report(f"a flood of {len(socks)} idle connections under way", took, base)
 
 
 def test_garbage_and_a_replayed_handshake_are_refused():

@@ -74,8 +74,8 @@ def _ranks(a: int, b: int) -> bytes:
 # A real peer sends its hello and proof within milliseconds of connecting: a control
 # connection gets this long for the whole handshake, however its bytes trickle in.
 HANDSHAKE_S = 5.0
-# Unauthenticated control connections served at once; past it the oldest is dropped
-# (a real peer speaks at once, so it is never the oldest for long).
+# Unauthenticated control connections served at once; past it the one that sent the
+# least, oldest first, is dropped (a real peer sends its hello at once).
 MAX_PENDING = 16
 # The kernel's queue of connections not yet accepted: room for a flood to sit in while
 # this rank is busy connecting to its higher peers (the system caps it at somaxconn).
@@ -89,6 +89,11 @@ class _Pending:
         self.conn, self.addr, self.deadline = conn, addr, deadline
         self.buf, self.want = bytearray(), _HELLO.size
         self.rank = self.port = self.nonce_a = self.nonce_c = None
+
+    def progress(self):
+        """What to drop first when too many are pending: the fewest bytes received (an
+        idle connection before a real peer part-way through), then the oldest."""
+        return (len(self.buf) + (_HELLO.size if self.rank is not None else 0), self.deadline)
 
 
 class Listener:
@@ -148,10 +153,15 @@ class Listener:
                         f"only {len(out)} of the connections from ranks {sorted(ranks)} "
                         f"arrived in time ({self.refused} other connections refused)")
                 wake = min([deadline] + [p.deadline for p in pending.values()])
-                for key, _ in sel.select(max(0.0, wake - now)):
+                # Pending connections first: a real peer's hello is read before a flood's
+                # new connections can push it out.
+                events = sorted(sel.select(max(0.0, wake - now)),
+                                key=lambda e: isinstance(e[0].data, str))
+                for key, _ in events:
                     if key.data == "ctrl":
                         self._take_ctrl(pending, sel, min(deadline, time.monotonic()
-                                                          + HANDSHAKE_S))
+                                                          + HANDSHAKE_S),
+                                        (my_rank, ranks, secret, ctrl, pending, sel))
                     elif key.data == "data":
                         self._take_data(ctrl, out)
                     else:
@@ -173,9 +183,10 @@ class Listener:
             sel.close()
         return out
 
-    def _take_ctrl(self, pending, sel, handshake_deadline):
-        """Accept every queued control connection into the handshake."""
-        while True:
+    def _take_ctrl(self, pending, sel, handshake_deadline, peer):
+        """Accept queued control connections into the handshake, MAX_PENDING at most per
+        round, so that those already pending are read between rounds of a flood."""
+        for _ in range(MAX_PENDING):
             try:
                 conn, addr = self.ctrl.accept()
             except (BlockingIOError, InterruptedError):
@@ -189,10 +200,11 @@ class Listener:
                 conn.close()
                 continue
             if len(pending) >= MAX_PENDING:
-                self._drop(min(pending.values(), key=lambda p: p.deadline), pending, sel)
+                self._drop(min(pending.values(), key=_Pending.progress), pending, sel)
             p = _Pending(conn, addr, handshake_deadline)
             pending[conn] = p
             sel.register(conn, selectors.EVENT_READ, p)
+            self._step(p, *peer)        # a hello sent with the connect is there already
 
     def _take_data(self, ctrl, out):
         """Accept every queued data connection: kept if an authenticated peer named its
@@ -226,6 +238,8 @@ class Listener:
     def _step(self, p, my_rank, ranks, secret, ctrl, pending, sel):
         """Read what the pending connection sent; answer when its hello or proof is
         whole. A wrong hello or proof, or a closed connection, drops it."""
+        if pending.get(p.conn) is not p:       # dropped earlier in this round
+            return
         try:
             chunk = p.conn.recv(p.want - len(p.buf))
         except (BlockingIOError, InterruptedError):
