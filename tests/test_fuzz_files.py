@@ -200,6 +200,14 @@ def test_damaged_npy_files_are_one_line_errors(tmp_path, capsys, name):
         assert rc == 2 and str(p) in err, (name, err)
 
 
+def test_infinities_and_nans_are_one_line_of_output(tmp_path, capsys):
+    """Found by make fuzz: Inf - Inf in the error statistics printed a RuntimeWarning."""
+    p = tmp_path / "x.npy"
+    np.save(p, np.array([np.nan, np.inf, -np.inf, 3e38, 0], np.float32))
+    for argv in (["stats", p], ["roundtrip", p, tmp_path / "o.npy"]):
+        assert _run(capsys, argv) == (0, "")
+
+
 @fuzz_settings(40)
 @given(edits=_edits)
 @example(edits=[("cut", 40, 0)])
