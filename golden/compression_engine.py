@@ -5,6 +5,7 @@ Per frame, plain Python on bytes; the payload work is the vectorized codec.
 
 import numbers
 
+from .arguments import as_flag, as_frame
 from .checksum import l4_checksum
 from .compression_block import check_codec, k_range
 from .counters import Counters
@@ -36,8 +37,9 @@ def tx_frame(frame, *, k=K_DEFAULT, dscp=DSCP_DEFAULT, enable=True, tuser=False,
     ``impl``: None for this NumPy model, or golden.fast.FAST (the same bytes, compiled).
     """
     k, dscp, codec = check_k_port(k), check_dscp(dscp), check_codec(codec)
+    enable, tuser = as_flag(enable, "enable"), as_flag(tuser, "tuser")
+    frame = as_frame(frame)
     c = counters if counters is not None else Counters()
-    frame = bytes(frame)
     c.frames_in += 1
     if len(frame) > MAX_FRAME_BYTES:
         # Store-and-forward: a frame that does not fit the frame store is dropped.

@@ -3,6 +3,7 @@
 Per frame, plain Python on bytes; the payload work is the vectorized codec.
 """
 
+from .arguments import as_flag, as_frame
 from .counters import Counters
 from .frames import be16, fix_ip_checksum, set_be16
 from .packet_matcher import IPPROTO_UDP, check_dscp, packet_matcher
@@ -54,8 +55,9 @@ def rx_frame(frame, *, dscp=DSCP_DEFAULT, enable=True, tuser=False, counters=Non
     dscp = check_dscp(dscp)
     if not versions or any(v not in VERSIONS for v in versions):
         raise ValueError(f"versions must name wire versions among {sorted(VERSIONS)}, got {versions!r}")
+    enable, tuser = as_flag(enable, "enable"), as_flag(tuser, "tuser")
+    frame = as_frame(frame)
     c = counters if counters is not None else Counters()
-    frame = bytes(frame)
     c.frames_in += 1
     c.frames_out += 1
     info = packet_matcher(frame, dscp, window=RX_HEADER_WINDOW) if enable else None

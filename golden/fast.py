@@ -28,10 +28,12 @@ the model. `FAST` is an implementation for golden.tx_frame / rx_frame
 from __future__ import annotations
 
 import functools
+import numbers
 
 import numpy as np
 from numba import njit
 
+from .arguments import check_fits
 from .compression_block import TAG_WIDTH, as_bits, check_codec, check_k, encode_luts
 from .decompression_block import DEC_BASE, DEC_MASK, DEC_RAW, decode_table
 from .payload import build_payload, shim_codec
@@ -210,7 +212,9 @@ def fast_unpack_groups(buf, n, k=None, codec="paper"):
     """golden.unpack_groups, compiled: ``(bits uint32[n], consumed, ok)``.
 
     ``buf``: groups as fast_pack_groups / golden.encode give them (bytes-like); ``n``:
-    the number of values; the bounded codec needs the k they were encoded with.
+    the number of values, at most what buf can hold (8 per 2 bytes; more is a ValueError
+    where golden.unpack_groups decodes the missing groups as zeros); the bounded codec
+    needs the k they were encoded with.
     ``consumed`` is the groups' byte length, ``ok`` False when they run past the end of
     buf (missing bytes read as zeros). ``bits.view(np.float32)`` are the values.
     Releases the GIL while it runs."""
@@ -220,6 +224,10 @@ def fast_unpack_groups(buf, n, k=None, codec="paper"):
     data = np.frombuffer(buf if isinstance(buf, bytes) else bytes(buf), dtype=np.uint8)
     if -(-n // GROUP_VALUES) == 0:
         return np.zeros(0, np.uint32), 0, True
+    if isinstance(n, numbers.Integral):
+        # Before the n values are allocated: a count past what buf can hold would only
+        # decode zeros (ok False), and 2^40 of them do not fit in memory.
+        check_fits(n, data.size)
     out = np.empty(-(-n // GROUP_VALUES) * GROUP_VALUES + 1, np.uint32)
     consumed = int(_unpack(data, int(n), 0, out, table))
     return out[:n], consumed, consumed <= data.size

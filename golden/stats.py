@@ -44,7 +44,8 @@ def band_stats(x, k, codec=CODEC_DEFAULT):
     bits = a.view(np.uint32)
     tag, _, _, decoded = compression_block(bits, k, codec)
     out = BandStats(k=k, n=int(a.size), codec=codec)
-    err = np.abs(decoded.view(np.float32).astype(np.float64) - a.astype(np.float64))
+    with np.errstate(invalid="ignore"):     # Inf - Inf: NaN, left out below (finite)
+        err = np.abs(decoded.view(np.float32).astype(np.float64) - a.astype(np.float64))
     finite = np.isfinite(a)
     total_bits = 0
     for t, nbits in BAND_BITS.items():

@@ -40,11 +40,21 @@ def dscp_arg(text):
         raise argparse.ArgumentTypeError(f"DSCP must be an integer in 0..63, got {text!r}") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """Option errors as one line that names the option (argparse's "argument --seed:
+    ..."), without the usage block; --help still prints it. Subcommands' parsers are
+    of this class too (add_subparsers uses the parent's)."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser(argv=None):
     """The argparse parser with every registered command (the options of the one that
     `argv` names)."""
     from .commands import register_all
-    parser = argparse.ArgumentParser(prog="inceptionn", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="inceptionn", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     register_all(sub, sys.argv[1:] if argv is None else argv)
     return parser
@@ -60,5 +70,13 @@ def main(argv=None):
     try:
         return args.func(args)
     except (CliError, ValueError) as exc:
-        print(f"inceptionn: error: {exc}", file=sys.stderr)
+        print(f"inceptionn: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except OSError as exc:      # a file the command writes: a full disk, a folder gone
+        from .commands.checks import one_line
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"inceptionn: error: {one_line(exc)}{where}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("inceptionn: error: not enough memory for this input", file=sys.stderr)
         return 2

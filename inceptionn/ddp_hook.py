@@ -267,6 +267,8 @@ class IncState:
                 t = torch.from_numpy(out).view(snap.shape)
                 fut.set_result(t if device.type == "cpu" else t.to(device))
             except BaseException as e:  # handed to DDP through the future
+                if self._failed is None and self.collective is None:
+                    _release_waiting_ranks(e, self.store)
                 self._failed = self._failed or e
                 if self.collective is not None:
                     self.collective.close()
@@ -324,6 +326,17 @@ def _bound_and_feedback(method, codec, wire, mode, bound, share, feedback):
                          "(elsewhere the codec's loss is not seen on this rank; topk, gtopk, "
                          "randomk, blockk and scalecom keep their own memory)")
     return bound, float(share), bool(feedback)
+
+
+def _release_waiting_ranks(error, store) -> None:
+    """The ring could not be set up (a peer never joined: no hook, or it died): a rank
+    without the hook waits in gloo for this rank, so this process's connections but the
+    store's are ended and that rank raises too (inceptionn/group_teardown.py). Not on a
+    SettingsMismatch: every rank raises that itself, and the group stays usable."""
+    from .drivers.collectives import SettingsMismatch
+    from .group_teardown import shut_down_connections
+    if isinstance(error, CollectiveError) and not isinstance(error, SettingsMismatch):
+        shut_down_connections([os.environ.get("MASTER_PORT"), getattr(store, "port", None)])
 
 
 class _BucketStates:

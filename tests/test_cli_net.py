@@ -161,6 +161,8 @@ def _late_pcap(tmp_path):
     (lambda t: ["nic", "tx", _late_pcap(t), str(t / "o.pcap")], "past what a pcap holds"),
     (lambda t: ["nic", "bridge", "--pcap-wire", str(t / "missing" / "w.pcap")], "does not exist"),
     (lambda t: ["nic", "bridge", "--pcap-host", str(t)], "cannot write there"),
+    (lambda t: ["nic", "bridge", "--pcap-wire", "/proc/x.pcap"], "cannot write there"),
+    (lambda t: ["nic", "bridge", "--pcap-host", "/sys/x.pcap"], "cannot write there"),
     (lambda t: ["nic", "bridge", "--duration", "nan"], "--duration"),
     (lambda t: ["nic", "bridge", "--duration", "-1"], "--duration"),
     (lambda t: ["nic", "bridge", "--rate", "1e-12"], "--rate"),
@@ -173,6 +175,15 @@ def test_bad_numbers_and_files_are_one_line_before_any_host_exists(tmp_path, mak
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert res.stderr.count("\n") == 1 and message in res.stderr, res.stderr
     assert "bridge up" not in res.stdout        # no namespace was built
+
+
+def test_a_full_disk_under_a_capture_is_one_line():
+    """--pcap-wire /dev/full: the capture's header fails at the bridge's teardown (the
+    write is buffered); one line naming the file, status 2, no traceback."""
+    res = subprocess.run(CLI + ["nic", "bridge", "--pcap-wire", "/dev/full", "--duration", "0.3"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, (res.returncode, res.stderr)
+    assert res.stderr.count("\n") == 1 and "cannot write /dev/full" in res.stderr, res.stderr
 
 
 @pytest.mark.skipif(shutil.which("nft") is None,

@@ -28,6 +28,7 @@ import hashlib
 import hmac
 import json
 import os
+import selectors
 import socket
 import struct
 import time
@@ -70,14 +71,46 @@ def _ranks(a: int, b: int) -> bytes:
     return struct.pack("!II", a, b)
 
 
+# A real peer sends its hello and proof within milliseconds of connecting: a control
+# connection gets this long for the whole handshake, however its bytes trickle in.
+HANDSHAKE_S = 5.0
+# Unauthenticated control connections served at once; past it the one that sent the
+# least, oldest first, is dropped (a real peer sends its hello at once).
+MAX_PENDING = 16
+# The kernel's queue of connections not yet accepted: room for a flood to sit in while
+# this rank is busy connecting to its higher peers (the system caps it at somaxconn).
+BACKLOG = 4096
+
+
+class _Pending:
+    """A control connection in its handshake: hello, then proof, read without blocking."""
+
+    def __init__(self, conn, addr, deadline):
+        self.conn, self.addr, self.deadline = conn, addr, deadline
+        self.buf, self.want = bytearray(), _HELLO.size
+        self.rank = self.port = self.nonce_a = self.nonce_c = None
+
+    def progress(self):
+        """What to drop first when too many are pending: the fewest bytes received (an
+        idle connection before a real peer part-way through), then the oldest."""
+        return (len(self.buf) + (_HELLO.size if self.rank is not None else 0), self.deadline)
+
+
 class Listener:
     """Where a rank accepts its peers: a control port and a data port.
 
     Data connections carry floats from their first byte (a hello would shift every later
     float, and break the first-flight rule of send_floats), so a peer names its data
-    connection in the hello on its control connection: by the data socket's local port.
-    Accepted sockets inherit the listener's options, so the data listener is a gradient
-    socket when the data is tagged (the MSS is fixed in the handshake).
+    connection in the hello on its control connection: by the data socket's local port,
+    which it connects only once the handshake has succeeded. Accepted sockets inherit the
+    listener's options, so the data listener is a gradient socket when the data is
+    tagged (the MSS is fixed in the handshake).
+
+    Hostile connections cannot stall the rendezvous: handshakes are served concurrently
+    (one event loop over both ports and every pending connection), each within its own
+    HANDSHAKE_S for hello and proof together, at most MAX_PENDING at once; a data
+    connection that no authenticated peer named is closed as soon as it arrives, so idle
+    connections never fill the data port's queue.
     """
 
     def __init__(self, host: str, *, compress: bool, mss: int, dscp: int):
@@ -89,37 +122,50 @@ class Listener:
             for s in (self.ctrl, self.data):
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 s.bind((host, 0))
-                s.listen(64)
+                s.listen(BACKLOG)
         except OSError as e:
             self.close()
             raise CollectiveError(f"cannot listen on {host}: {e}") from None
         self.address = f"{host}:{self.ctrl.getsockname()[1]}:{self.data.getsockname()[1]}"
-        self.refused = 0          # connections that failed the handshake
+        self.refused = 0          # connections that failed the handshake or were not named
 
     def accept(self, my_rank: int, ranks, secret: bytes, timeout: float) -> dict:
         """Accept an authenticated control and a data connection from each of `ranks`;
-        {rank: (ctrl, data)}. A connection that fails the handshake is closed and
-        counted in `refused`; the wait goes on until the deadline."""
+        {rank: (ctrl, data)}. A connection that fails the handshake, or is not named by
+        an authenticated peer, is closed and counted in `refused`; the wait goes on until
+        the deadline."""
         deadline = time.monotonic() + timeout
-        ctrl, out = {}, {}
+        ranks = set(ranks)
+        ctrl: dict = {}                   # rank -> (socket, (address, data port))
+        out: dict = {}
+        pending: dict = {}                # socket -> _Pending
+        sel = selectors.DefaultSelector()
         try:
-            while len(ctrl) < len(ranks):
-                conn, addr = self._accept(self.ctrl, deadline, ranks, ctrl)
-                got = self._handshake(conn, my_rank, ranks, secret, deadline)
-                if got is None or got[0] in ctrl:
-                    self.refused += 1
-                    conn.close()
-                    continue
-                ctrl[got[0]] = (conn, (addr[0], got[1]))
-            want = {where: rank for rank, (_, where) in ctrl.items()}
+            for lsock, what in ((self.ctrl, "ctrl"), (self.data, "data")):
+                lsock.setblocking(False)
+                sel.register(lsock, selectors.EVENT_READ, what)
             while len(out) < len(ranks):
-                conn, addr = self._accept(self.data, deadline, ranks, out)
-                rank = want.get(addr[:2])
-                if rank is None or rank in out:     # not named by an authenticated peer
-                    self.refused += 1
-                    conn.close()
-                    continue
-                out[rank] = (ctrl[rank][0], conn)
+                now = time.monotonic()
+                for p in [p for p in pending.values() if p.deadline <= now]:
+                    self._drop(p, pending, sel)
+                if now >= deadline:
+                    raise CollectiveError(
+                        f"only {len(out)} of the connections from ranks {sorted(ranks)} "
+                        f"arrived in time ({self.refused} other connections refused)")
+                wake = min([deadline] + [p.deadline for p in pending.values()])
+                # Pending connections first: a real peer's hello is read before a flood's
+                # new connections can push it out.
+                events = sorted(sel.select(max(0.0, wake - now)),
+                                key=lambda e: isinstance(e[0].data, str))
+                for key, _ in events:
+                    if key.data == "ctrl":
+                        self._take_ctrl(pending, sel, min(deadline, time.monotonic()
+                                                          + HANDSHAKE_S),
+                                        (my_rank, ranks, secret, ctrl, pending, sel))
+                    elif key.data == "data":
+                        self._take_data(ctrl, out)
+                    else:
+                        self._step(key.data, my_rank, ranks, secret, ctrl, pending, sel)
             for c, d in out.values():
                 # The operations' timeout, as the connecting side has it; not what was
                 # left of the rendezvous when the peer arrived.
@@ -131,51 +177,113 @@ class Listener:
             for _, d in out.values():
                 d.close()
             raise
+        finally:
+            for p in list(pending.values()):
+                p.conn.close()
+            sel.close()
         return out
 
-    @staticmethod
-    def _handshake(conn, my_rank, ranks, secret, deadline):
-        """(rank, data port) of a peer that proved the secret, or None."""
-        try:
-            conn.settimeout(max(0.01, min(5.0, deadline - time.monotonic())))
-            magic, rank, to, port, nonce_c = _HELLO.unpack(_recv_raw(conn, _HELLO.size))
-            if magic != _MAGIC or rank not in ranks or to != my_rank:
-                return None
-            nonce_a = os.urandom(_NONCE)
-            conn.sendall(_PROOF.pack(nonce_a, _mac(secret, b"A", nonce_c, nonce_a,
-                                                   _ranks(my_rank, rank))))
-            proof = _recv_raw(conn, 32)
-            if not hmac.compare_digest(proof, _mac(secret, b"C", nonce_a, nonce_c,
-                                                   _ranks(rank, my_rank))):
-                return None
-            conn.sendall(_ACCEPTED)
-            conn.settimeout(max(1.0, deadline - time.monotonic()))
-            return rank, port
-        except (OSError, EOFError, struct.error):
-            return None
+    def _take_ctrl(self, pending, sel, handshake_deadline, peer):
+        """Accept queued control connections into the handshake, MAX_PENDING at most per
+        round, so that those already pending are read between rounds of a flood."""
+        for _ in range(MAX_PENDING):
+            try:
+                conn, addr = self.ctrl.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                raise CollectiveError(f"accepting connections failed: {e}") from None
+            try:
+                conn.setblocking(False)
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                conn.close()
+                continue
+            if len(pending) >= MAX_PENDING:
+                self._drop(min(pending.values(), key=_Pending.progress), pending, sel)
+            p = _Pending(conn, addr, handshake_deadline)
+            pending[conn] = p
+            sel.register(conn, selectors.EVENT_READ, p)
+            self._step(p, *peer)        # a hello sent with the connect is there already
 
-    @staticmethod
-    def _accept(listener, deadline, ranks, got):
-        listener.settimeout(max(0.01, deadline - time.monotonic()))
+    def _take_data(self, ctrl, out):
+        """Accept every queued data connection: kept if an authenticated peer named its
+        address and port, else closed at once."""
+        named = {where: rank for rank, (_, where) in ctrl.items()}
+        while True:
+            try:
+                conn, addr = self.data.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                raise CollectiveError(f"accepting connections failed: {e}") from None
+            rank = named.get(addr[:2])
+            if rank is None or rank in out:
+                self.refused += 1
+                conn.close()
+                continue
+            try:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                conn.close()
+                continue
+            out[rank] = (ctrl[rank][0], conn)
+
+    def _drop(self, p, pending, sel):
+        self.refused += 1
+        del pending[p.conn]
+        sel.unregister(p.conn)
+        p.conn.close()
+
+    def _step(self, p, my_rank, ranks, secret, ctrl, pending, sel):
+        """Read what the pending connection sent; answer when its hello or proof is
+        whole. A wrong hello or proof, or a closed connection, drops it."""
+        if pending.get(p.conn) is not p:       # dropped earlier in this round
+            return
         try:
-            conn, addr = listener.accept()
-        except TimeoutError:
-            raise CollectiveError(f"only {len(got)} of the connections from ranks "
-                                  f"{sorted(ranks)} arrived in time") from None
-        except OSError as e:
-            raise CollectiveError(f"accepting connections failed: {e}") from None
-        try:
-            conn.settimeout(max(1.0, deadline - time.monotonic()))
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            chunk = p.conn.recv(p.want - len(p.buf))
+        except (BlockingIOError, InterruptedError):
+            return
         except OSError:
-            conn.close()
-            return Listener._accept(listener, deadline, ranks, got)
-        return conn, addr
+            chunk = b""
+        if not chunk:
+            self._drop(p, pending, sel)
+            return
+        p.buf += chunk
+        if len(p.buf) < p.want:
+            return
+        try:
+            if p.rank is None:
+                magic, rank, to, port, p.nonce_c = _HELLO.unpack(bytes(p.buf))
+                if magic != _MAGIC or rank not in ranks or to != my_rank or rank in ctrl:
+                    raise ValueError("not a hello to this rank")
+                p.nonce_a = os.urandom(_NONCE)
+                _send_small(p.conn, _PROOF.pack(p.nonce_a, _mac(
+                    secret, b"A", p.nonce_c, p.nonce_a, _ranks(my_rank, rank))))
+                p.rank, p.port, p.buf, p.want = rank, port, bytearray(), 32
+                return
+            if not hmac.compare_digest(bytes(p.buf), _mac(
+                    secret, b"C", p.nonce_a, p.nonce_c, _ranks(p.rank, my_rank))):
+                raise ValueError("a wrong proof")
+            _send_small(p.conn, _ACCEPTED)
+        except (OSError, ValueError):
+            self._drop(p, pending, sel)
+            return
+        del pending[p.conn]
+        sel.unregister(p.conn)
+        p.conn.setblocking(True)
+        ctrl[p.rank] = (p.conn, (p.addr[0], p.port))
 
     def close(self):
         for s in (self.ctrl, self.data):
             if s is not None:
                 s.close()
+
+
+def _send_small(conn, msg):
+    """A few bytes on a fresh connection: they fit its empty send buffer at once."""
+    if conn.send(msg) != len(msg):
+        raise OSError("the peer does not read")
 
 
 def _recv_raw(sock, n):
@@ -200,8 +308,8 @@ def _recv_exact(sock, n, what):
         raise CollectiveError(f"connection lost while waiting for {what}: {e}") from None
 
 
-def _connect_one(host, port, tagged, mss, dscp, timeout):
-    s = sockets.gradient_socket(mss=mss, dscp=dscp) if tagged else _plain_socket()
+def _connect_one(host, port, s, timeout):
+    """Connect socket `s`, retrying while the port is not listening yet."""
     s.settimeout(timeout)
     deadline = time.monotonic() + timeout
     while True:
@@ -220,12 +328,15 @@ def _connect_one(host, port, tagged, mss, dscp, timeout):
 
 def _connect(address: str, my_rank: int, peer: int, secret: bytes, *, compress: bool, mss: int,
              dscp: int, timeout: float):
-    """(ctrl, data) sockets to rank `peer` listening at `address`, both ends proven."""
+    """(ctrl, data) sockets to rank `peer` listening at `address`, both ends proven. The
+    data socket is bound first (the hello names its port) and connects only once the
+    handshake has succeeded: the peer admits no data connection before that."""
     host, cport, dport = address.rsplit(":", 2)
-    data = _connect_one(host, int(dport), compress, mss, dscp, timeout)
-    ctrl = None
+    ctrl = _connect_one(host, int(cport), _plain_socket(), timeout)
+    data = None
     try:
-        ctrl = _connect_one(host, int(cport), False, mss, dscp, timeout)
+        data = sockets.gradient_socket(mss=mss, dscp=dscp) if compress else _plain_socket()
+        data.bind((ctrl.getsockname()[0], 0))
         nonce_c = os.urandom(_NONCE)
         ctrl.sendall(_HELLO.pack(_MAGIC, my_rank, peer, data.getsockname()[1], nonce_c))
         nonce_a, proof = _PROOF.unpack(_recv_exact(ctrl, _PROOF.size, f"rank {peer}'s proof"))
@@ -236,16 +347,17 @@ def _connect(address: str, my_rank: int, peer: int, secret: bytes, *, compress: 
         ctrl.sendall(_mac(secret, b"C", nonce_a, nonce_c, _ranks(my_rank, peer)))
         if _recv_exact(ctrl, 1, f"rank {peer}'s verdict") != _ACCEPTED:
             raise CollectiveError(f"rank {peer} refused this rank's proof")
+        _connect_one(host, int(dport), data, timeout)
         return ctrl, data
     except OSError as e:
-        data.close()
-        if ctrl is not None:
-            ctrl.close()
+        ctrl.close()
+        if data is not None:
+            data.close()
         raise CollectiveError(f"handshake with rank {peer} at {address} failed: {e}") from None
     except BaseException:
-        data.close()
-        if ctrl is not None:
-            ctrl.close()
+        ctrl.close()
+        if data is not None:
+            data.close()
         raise
 
 

@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import gradients
-from ..drivers.bridge import Bridge
+from ..drivers.bridge import RATE_GBPS, Bridge
 from ..drivers.collectives import Ring, WorkerAggregator
 from ..drivers.netns import netns_available
+from .checks import float_in, int_in
 
 __all__ = ["MODES", "Point", "measure", "fit_model", "sweep", "add_arguments", "run"]
 
@@ -202,8 +203,8 @@ def plots(points, out: Path):
 
 def add_arguments(ap) -> None:
     """`inceptionn bench collectives`'s options."""
-    ap.add_argument("--rate", type=float, default=0.05, help="wire Gb/s per port (default 0.05)")
-    ap.add_argument("--iters", type=int, default=2)
+    ap.add_argument("--rate", type=float_in(*RATE_GBPS), default=0.05, help="wire Gb/s per port (default 0.05)")
+    ap.add_argument("--iters", type=int_in(1), default=2)
     ap.add_argument("--full", action="store_true", help="25 MB at P = 8 too (slow)")
     ap.add_argument("--out", type=Path, default=Path("build/bench_collectives"))
 

@@ -22,6 +22,7 @@ import numpy as np
 from inceptionn import golden
 from inceptionn.golden.packet_matcher import IPPROTO_TCP, IPPROTO_UDP
 from ..cli import CliError
+from .checks import int_in
 
 __all__ = ["foreign_frame", "measure", "expected_rates", "add_arguments", "run"]
 
@@ -91,8 +92,8 @@ def expected_rates():
 
 def add_arguments(ap) -> None:
     """`inceptionn bench foreign`'s options."""
-    ap.add_argument("--frames", type=int, default=100_000)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--frames", type=int_in(1), default=100_000)
+    ap.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0)
 
 
 def run(args) -> int:

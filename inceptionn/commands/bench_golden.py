@@ -37,6 +37,7 @@ import numpy as np
 
 from inceptionn import golden
 from ..cli import CliError
+from .checks import int_in, size_in_memory
 
 __all__ = ["DEFAULT_SIZE", "Result", "parse_size", "bench_buffer", "run_bench", "format_table", "add_arguments", "run"]
 
@@ -247,11 +248,11 @@ def format_versions(results) -> str:
 
 def add_arguments(ap) -> None:
     """`inceptionn bench golden`'s options."""
-    ap.add_argument("--size", default="64M", help="synthetic buffer size, e.g. 64M, 256K (default %(default)s)")
+    ap.add_argument("--size", type=size_in_memory(parse_size, 4), default="64M", help="synthetic buffer size, e.g. 64M, 256K (default %(default)s)")
     ap.add_argument("--k", type=int, default=golden.K_DEFAULT,
                     help="error bound 2^-k, 1..16 (both codecs run; default %(default)s)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per method, best kept (default %(default)s)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int_in(1), default=3, help="runs per method, best kept (default %(default)s)")
+    ap.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0)
     ap.add_argument("--no-real", action="store_true", help="skip the demo's real gradients")
     ap.add_argument("--real-steps", type=int, default=None,
                     help="training steps for the real gradients (default: the demo's)")
@@ -262,7 +263,7 @@ def run(args) -> int:
     if args.repeat < 1:
         raise CliError("--repeat must be >= 1")
     try:
-        size = parse_size(args.size)
+        size = args.size
         golden.check_k(args.k, "bounded")
     except ValueError as e:
         raise CliError(str(e))

@@ -37,6 +37,7 @@ from .bench_golden import parse_size
 from ..drivers.bridge import Bridge
 from ..drivers.netns import Namespace, netns_available, open_tap
 from ..drivers.nic_stream import gradient_mss
+from .checks import int_in, size_in_memory
 
 __all__ = ["Row", "VethPair", "BareForwarder", "run_bench_nic", "format_rows", "add_arguments", "run"]
 
@@ -286,13 +287,13 @@ def _uptime():
 
 def add_arguments(p) -> None:
     """`inceptionn bench nic`'s options."""
-    p.add_argument("--size", default="64M", help="stream size (default 64M)")
+    p.add_argument("--size", type=size_in_memory(parse_size, 4), default="64M", help="stream size (default 64M)")
     p.add_argument("--mtu", type=int, action="append", choices=(1500, 9000),
                    help="MTU, repeatable (default both)")
     p.add_argument("--error-bound", type=golden.parse_error_bound, default=golden.K_DEFAULT,
                    metavar="2^-K")
     p.add_argument("--codec", choices=golden.CODECS, default=golden.CODEC_DEFAULT)
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=int_in(1, 2), default=None,
                    help="the bridge's worker threads (default one per port)")
     # The peer processes (internal).
     p.add_argument("--peer", choices=("send", "recv"), help=argparse.SUPPRESS)
@@ -312,7 +313,7 @@ def run(args) -> int:
         print(f"bench-nic needs network namespaces: {why}", file=sys.stderr)
         return 2
     try:
-        size = parse_size(args.size)
+        size = args.size
         golden.check_k(args.error_bound, args.codec)
     except ValueError as e:
         print(f"bench-nic: {e}", file=sys.stderr)

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from .checks import int_list
 
 RATES = (0.1, 0.5, 1.0, 2.5, 10.0, None)        # Gb/s per host; None: unlimited
 WORLDS = (2, 4)
@@ -376,7 +377,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--accuracy-steps", type=int, default=60,
                     help="steps on the unlimited wire, after which the accuracy is taken")
     ap.add_argument("--batch", type=int, default=32, help="per rank")
-    ap.add_argument("--worlds", default="2,4")
+    ap.add_argument("--worlds", type=int_list(2, 64), default="2,4")
     ap.add_argument("--rates", default="0.1,0.5,1,2.5,10,unlimited")
     ap.add_argument("--nic-rates", default=",".join("unlimited" if g is None else f"{g:g}"
                                                     for g in NIC_RATES),
@@ -385,7 +386,8 @@ def add_arguments(ap) -> None:
     ap.add_argument("--model", choices=MODELS, default="mlp", help=argparse.SUPPRESS)
     ap.add_argument("--reduction", choices=REDUCTIONS, default="sum", help=argparse.SUPPRESS)
     ap.add_argument("--lr", type=float, default=0.05, help="per example (the sum's)")
-    ap.add_argument("--compare-worlds", default="2",
+    ap.add_argument("--compare-worlds", type=lambda t: int_list(2, 64)(t) if t else [],
+                    default="2",
                     help="ranks of the accuracy comparison (the loss summed and averaged, "
                          "both models, ACCURACY_METHODS, unlimited wire); empty: none")
     ap.add_argument("--compare-steps", default="mlp:60,cnn:300",
@@ -466,8 +468,7 @@ def run(args) -> int:
         return 2
     rates = [None if r == "unlimited" else float(r) for r in args.rates.split(",")]
     results, port = {}, 29600
-    cworlds = [int(w) for w in args.compare_worlds.split(",") if w]
-    compared = compare(cworlds, steps, args.warmup, args.batch, 29400)
+    compared = compare(args.compare_worlds, steps, args.warmup, args.batch, 29400)
     if compared:
         report_compare(compared, steps)
     if args.only_compare:
@@ -475,7 +476,7 @@ def run(args) -> int:
         Path(args.json).with_name("bench_train_accuracy.json").write_text(json.dumps(
             {f"{w}/{m}/{r}": res for (w, m, r), res in compared.items()}, indent=1))
         return 0
-    for world in (int(w) for w in args.worlds.split(",")):
+    for world in args.worlds:
         net = Network(world)
         try:
             for g in rates:

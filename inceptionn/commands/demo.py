@@ -47,6 +47,7 @@ from inceptionn.gradients import DEFAULT_CACHE, DEFAULT_STEPS, Gradients, real_g
 from inceptionn.gradients import log as _log
 from inceptionn.gradients import progress_bar as _progress
 from ..cli import CliError
+from .checks import int_in
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -361,14 +362,14 @@ def _rtl_table(rows) -> str:
 def add_arguments(ap) -> None:
     """`inceptionn demo`'s options."""
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default %(default)s)")
-    ap.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="training steps (default %(default)s)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--steps", type=int_in(1), default=DEFAULT_STEPS, help="training steps (default %(default)s)")
+    ap.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0)
     ap.add_argument("--k", dest="ks", default=",".join(map(str, DEFAULT_KS)),
                     help="comma-separated error-bound exponents (default %(default)s)")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
                     help="where trained gradients are cached (default %(default)s)")
     ap.add_argument("--refresh", action="store_true", help="retrain even if cached")
-    ap.add_argument("--max-frames", type=int, default=None,
+    ap.add_argument("--max-frames", type=int_in(1), default=None,
                     help="send only this many frames of each capture (for slow NIC stages)")
     ap.add_argument("--nic", choices=sorted(NIC_STAGES), default="rtl",
                     help="NIC stage: the Verilated engines checked against the golden model "

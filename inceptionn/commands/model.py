@@ -11,24 +11,44 @@ import numpy as np
 
 from .. import golden
 from ..cli import CliError, dscp_arg as _dscp, error_bound_arg as _error_bound
+from .checks import one_line, writable
 
 __all__ = ["register"]
 
 DEFAULT_STATS_BOUNDS = ("2^-6", "2^-8", "2^-10")
 
 
+def _npy_header(path):
+    """(shape, dtype, data bytes the file holds) from an .npy's header, or None when the
+    file is not an .npy (np.load then says why)."""
+    import os
+    with open(path, "rb") as f:
+        try:
+            version = np.lib.format.read_magic(f)
+        except ValueError:
+            return None
+        read = {(1, 0): np.lib.format.read_array_header_1_0,
+                (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+        if read is None:
+            raise ValueError(f"unsupported .npy format version {version}")
+        shape, _, dtype = read(f)
+        return shape, dtype, os.fstat(f.fileno()).st_size - f.tell()
+
+
 def _npy_claims_too_much(path):
     """A message if the .npy header claims more data than the file holds (numpy would
-    try to allocate it all first), else None."""
-    import os
+    try to allocate it all first), else None. A damaged header is a CliError: numpy's
+    header reader raises many classes (ValueError, SyntaxError, tokenize's TokenError,
+    OverflowError), so every one is taken as "damaged"."""
     try:
-        with open(path, "rb") as f:
-            read = {(1, 0): np.lib.format.read_array_header_1_0,
-                    (2, 0): np.lib.format.read_array_header_2_0}[np.lib.format.read_magic(f)]
-            shape, _, dtype = read(f)
-            have = os.fstat(f.fileno()).st_size - f.tell()
-    except Exception:  # not an .npy: np.load below says why
+        got = _npy_header(path)
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {one_line(exc)}") from None
+    except Exception as exc:  # any failure of the header's parse is a damaged file
+        raise CliError(f"cannot read {path}: a damaged .npy header: {one_line(exc)}") from None
+    if got is None:
         return None
+    shape, dtype, have = got
     want = int(np.prod(shape, dtype=object)) * dtype.itemsize
     if want > have:
         return f"{path}: the header claims shape {shape} ({want} bytes), the file holds {have}"
@@ -46,8 +66,8 @@ def _load_float32(path):
         raise CliError(why)
     try:
         a = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, MemoryError) as exc:
-        raise CliError(f"cannot read {path}: {exc}") from None
+    except Exception as exc:  # numpy raises many classes on a damaged file; one line each
+        raise CliError(f"cannot read {path}: {one_line(exc)}") from None
     if not isinstance(a, np.ndarray):
         raise CliError(f"{path}: expected a single .npy array, not an .npz archive")
     if a.dtype != np.float32:
@@ -59,13 +79,14 @@ def _load_float32(path):
 
 def _cmd_roundtrip(args):
     k = _k_for(args)
+    writable(args.output, "OUT.npy")
     a = _load_float32(args.input)
     out = golden.roundtrip(a, k, args.codec)
     try:
         with open(args.output, "wb") as f:
             np.save(f, out, allow_pickle=False)
     except OSError as exc:
-        raise CliError(f"cannot write {args.output}: {exc}") from None
+        raise CliError(f"cannot write {args.output}: {one_line(exc)}") from None
     st = golden.band_stats(a, k, args.codec)
     print(f"{a.size} values, error bound 2^-{k}, {args.codec} codec: ratio {st.ratio:.3f} "
           f"(bytes {st.byte_ratio:.3f}), max |error| {max(st.max_error.values()):.3g}")
@@ -116,6 +137,7 @@ def _print_counters(c, extra=""):
 
 def _cmd_nic(args):
     k = _k_for(args) if args.direction == "tx" else None
+    writable(args.output, "OUT.pcap")
     frames, nano = _read_pcap(args.input)
     c = golden.Counters()
     out, bad = [], 0

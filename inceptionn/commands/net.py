@@ -21,8 +21,9 @@ import time
 
 from .. import golden
 from ..drivers import mark as marks
-from ..drivers.bridge import MAX_HOSTS, MTUS, RATE_GBPS, Bridge
+from ..drivers.bridge import MAX_HOSTS, MTUS, RATE_GBPS, Bridge, BridgeError
 from ..drivers.netns import netns_available
+from .checks import writable
 
 __all__ = ["add_bridge", "add_mark"]
 
@@ -69,7 +70,10 @@ def _cmd_bridge(args, error):
             if want_report:
                 want_report.clear()
                 print(br.report(), flush=True)
-            br.counters()                      # raises if the switch stopped on an error
+            try:
+                br.counters()                  # raises if the switch stopped on an error
+            except BridgeError:
+                break                          # reported below, from br.close()
             if procs and all(p.poll() is not None for _, _, p in procs):
                 break
             if end is not None and time.monotonic() >= end:
@@ -93,7 +97,7 @@ def _cmd_bridge(args, error):
             status = status or 1
     if err is not None:
         print(f"inceptionn: bridge stopped on an error: {err}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, golden.pcap.PcapError) else 1   # a capture not written
     return status
 
 
@@ -189,8 +193,10 @@ def _fix_run(args, error):
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise error(f"--{opt.replace('_', '-')} {path}: folder {folder} does not exist")
-        if not os.access(folder, os.W_OK) or os.path.isdir(path):
-            raise error(f"--{opt.replace('_', '-')} {path}: cannot write there")
+        try:    # opened, not only looked at: /proc and /sys look writable to root
+            writable(path, f"--{opt.replace('_', '-')}")
+        except ValueError as e:
+            raise error(str(e)) from None
     return args
 
 
