@@ -34,8 +34,8 @@ from numba import njit
 
 from .compression_block import TAG_WIDTH, as_bits, check_codec, check_k, encode_luts
 from .decompression_block import DEC_BASE, DEC_MASK, DEC_RAW, decode_table
-from .payload import build_payload, shim_codec
-from .wire import GROUP_VALUES, SHIM_BYTES
+from .payload import build_payload, shim_codec, shim_version
+from .wire import GROUP_VALUES, shim_bytes
 
 __all__ = ["fast_pack_groups", "fast_unpack_groups", "fast_compress_payload",
            "fast_compress_payload_with_decoded", "fast_decompress_payload", "ones_sum", "FAST",
@@ -225,22 +225,22 @@ def fast_unpack_groups(buf, n, k=None, codec="paper"):
     return out[:n], consumed, consumed <= data.size
 
 
-def _compress(payload, k, with_decoded, codec):
+def _compress(payload, k, with_decoded, codec, version=None):
     """golden.payload's compress_payload, compiled: the same steps (build_payload), the
     same results and errors."""
     return build_payload(payload, k, codec, with_decoded,
-                         lambda values, decoded: _groups(values, k, codec, decoded))
+                         lambda values, decoded: _groups(values, k, codec, decoded), version)
 
 
-def fast_compress_payload(payload, k, codec="paper"):
+def fast_compress_payload(payload, k, codec="paper", version=None):
     """golden.compress_payload, compiled: C = shim || groups || tail bytes."""
-    return _compress(bytes(payload), k, False, codec)[0]
+    return _compress(bytes(payload), k, False, codec, version)[0]
 
 
-def fast_compress_payload_with_decoded(payload, k, codec="paper"):
+def fast_compress_payload_with_decoded(payload, k, codec="paper", version=None):
     """golden.payload.compress_payload_with_decoded, compiled: (C, D) from one pass, D being
     what the receiver restores (the TX engine needs it for the L4 checksum)."""
-    return _compress(bytes(payload), k, True, codec)
+    return _compress(bytes(payload), k, True, codec, version)
 
 
 def fast_decompress_payload(comp):
@@ -248,7 +248,7 @@ def fast_decompress_payload(comp):
     the codec (and, version 2, the k) its shim names."""
     comp = bytes(comp)
     length, codec, k = shim_codec(comp)
-    stream = np.frombuffer(comp, dtype=np.uint8)[SHIM_BYTES:]
+    stream = np.frombuffer(comp, dtype=np.uint8)[shim_bytes(shim_version(comp)):]
     n, r = length // 4, length % 4
     out, consumed = _unpack_into(stream, n, r, k, codec)
     return out.view(np.uint8)[:length].tobytes(), consumed + r != stream.size
@@ -261,8 +261,8 @@ def ones_sum(data, start=0):
 
 
 class _Impl:
-    """What tx_frame / rx_frame call for the payload work (``compress(payload, k, codec)``
-    -> (C, D), ``decompress(comp)`` -> (D, bad)) and the L4 checksum."""
+    """What tx_frame / rx_frame call for the payload work (``compress(payload, k, codec,
+    version)`` -> (C, D), ``decompress(comp)`` -> (D, bad)) and the L4 checksum."""
 
     def __init__(self, name, compress, decompress, csum):
         self.name, self.compress, self.decompress, self.ones_sum = name, compress, decompress, csum
