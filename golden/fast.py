@@ -39,7 +39,7 @@ from .wire import GROUP_VALUES, shim_bytes
 
 __all__ = ["fast_pack_groups", "fast_unpack_groups", "fast_compress_payload",
            "fast_compress_payload_with_decoded", "fast_decompress_payload", "ones_sum", "FAST",
-           "warm_up"]
+           "warm_up", "CRC32_TABLE", "check_word_at"]
 
 _U1, _U2, _U3 = np.uint64(1), np.uint64(2), np.uint64(3)
 _MAX_GROUP = 2 + 4 * GROUP_VALUES   # 34 bytes: a tag word and 8 raw floats
@@ -172,6 +172,50 @@ def _ones_sum(data, start):
     while total > np.uint64(0xFFFF):
         total = (total & np.uint64(0xFFFF)) + (total >> np.uint64(16))
     return total
+
+
+def _crc32_table():
+    """The byte-at-a-time table of the reflected CRC-32 (polynomial 0xEDB88320 reversed)."""
+    t = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        t = np.where(t & 1, (t >> np.uint32(1)) ^ np.uint32(0xEDB88320), t >> np.uint32(1))
+    return t.astype(np.uint32)
+
+
+CRC32_TABLE = _crc32_table()
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _crc_byte(c, b, table):
+    return table[(c ^ np.uint32(b)) & np.uint32(0xFF)] ^ (c >> np.uint32(8))
+
+
+@njit(cache=True, nogil=True)
+def _crc_bytes(c, f, start, count, table):
+    for i in range(count):
+        c = _crc_byte(c, f[start + i], table)
+    return c
+
+
+@njit(cache=True, nogil=True)
+def check_word_at(f, l3, l4, proto, comp_len, p, table):
+    """golden.shim_check.check_word of the frame f (uint8) read in place: the check
+    message's fields from the headers at l3 / l4, |C| = comp_len, the shim at p."""
+    c = np.uint32(0xFFFFFFFF)
+    c = _crc_bytes(c, f, l3 + 12, 8, table)          # source, destination address
+    c = _crc_bytes(c, f, l3 + 4, 2, table)           # IP identification
+    c = _crc_byte(c, proto, table)
+    c = _crc_byte(c, 0, table)
+    c = _crc_bytes(c, f, l4, 4, table)               # ports
+    if proto == 6:
+        c = _crc_bytes(c, f, l4 + 4, 4, table)       # TCP sequence number
+    else:
+        for _ in range(4):
+            c = _crc_byte(c, 0, table)
+    c = _crc_byte(c, (comp_len >> 8) & 0xFF, table)
+    c = _crc_byte(c, comp_len & 0xFF, table)
+    c = _crc_bytes(c, f, p, 4, table)                # shim bytes 0..3
+    return c ^ np.uint32(0xFFFFFFFF)
 
 
 _NO_DECODED = np.zeros(0, np.uint32)
