@@ -20,8 +20,8 @@ bridge with the engines disabled: its own overhead), `deliver_flagged` (hand fra
 RX engine flags bad to the host instead of dropping them, as a driver would), `codec`
 ("bounded", the default, or "paper": version 1, the paper's codec), `version` (the wire
 version TX writes: the codec's by default, 3 for bounded, 2 for a receiver that predates
-version 3), `versions` (those RX accepts: version 3 only by default; the paper's
-reproductions name (1,); the RTL engine implements 1 and 2 and defaults to them), `impl` ("fast": the golden engine's payload work compiled, byte for
+version 3), `versions` (those RX accepts: by default the one TX writes, so version 3
+only, or 1 with codec="paper"; the RTL engine implements 1 and 2 and defaults to them), `impl` ("fast": the golden engine's payload work compiled, byte for
 byte the NumPy model; "numpy": the NumPy model itself).
 
 The switch: by default the compiled one (drivers/nic_workers.py, drivers/fastpath.py):

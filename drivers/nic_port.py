@@ -59,14 +59,16 @@ class NicPort:
         if impl not in IMPLS:
             raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
         self.codec = golden.check_codec(codec)
-        # The wire version TX writes and those RX accepts (golden's defaults: the codec's
-        # version, version 3 only). The RTL engines implement versions 1 and 2: with them
-        # the defaults are version 2 and (1, 2), and version 3 is refused.
+        # The wire version TX writes (the codec's: bounded 3, paper 1) and those RX accepts
+        # (by default the one TX writes: version 3 only, or 1 for the paper's
+        # reproductions, which name the paper's codec). The RTL engines implement
+        # versions 1 and 2: with them the defaults are the codec's of those and (1, 2),
+        # and version 3 is refused.
         rtl = engine == "rtl"
         self.version = golden.payload.check_version(
             (2 if rtl and self.codec == "bounded" else golden.CODEC_VERSION[self.codec])
             if version is None else version, self.codec)
-        self.versions = golden.check_versions(((1, 2) if rtl else golden.RX_VERSIONS_DEFAULT)
+        self.versions = golden.check_versions(((1, 2) if rtl else (self.version,))
                                               if versions is None else versions)
         if rtl and (self.version == 3 or 3 in self.versions):
             raise ValueError("the RTL engines implement wire versions 1 and 2, not 3")
