@@ -211,3 +211,27 @@ def test_the_fast_implementation_gives_the_same_frames():
         w = tx_frame(f, k=1 + i % 16)
         assert tx_frame(f, k=1 + i % 16, impl=golden.fast.FAST) == w
         assert rx_frame(w, impl=golden.fast.FAST) == rx_frame(w)
+
+
+def test_repeated_4_byte_patterns_pass_the_check_for_at_most_two_patterns_per_header():
+    """A payload of one repeated 4-byte word w has shim bytes 0..3 = check word = w. The
+    check is affine in w over GF(2), so check(w) = w is a linear system; its rank, 31,
+    leaves at most 2 of the 2^32 words per header (docs/wire-format.md section 10)."""
+    f = frame(bytes(1448), "tcp", seq=99)
+    info = packet_matcher(f)
+
+    def defect(word):
+        shim = word.to_bytes(4, "big")
+        return golden.check_word(f, info.l3, info.l4, info.proto, 1448, shim) ^ word
+
+    zero = defect(0)
+    rows = [defect(1 << b) ^ zero for b in range(32)]
+    rank = 0
+    for bit in range(32):
+        piv = next((i for i in range(rank, 32) if rows[i] >> bit & 1), None)
+        if piv is None:
+            continue
+        rows[rank], rows[piv] = rows[piv], rows[rank]
+        rows = [r ^ rows[rank] if i != rank and r >> bit & 1 else r for i, r in enumerate(rows)]
+        rank += 1
+    assert rank == 31
