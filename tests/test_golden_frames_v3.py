@@ -235,3 +235,25 @@ def test_repeated_4_byte_patterns_pass_the_check_for_at_most_two_patterns_per_he
         rows = [r ^ rows[rank] if i != rank and r >> bit & 1 else r for i, r in enumerate(rows)]
         rank += 1
     assert rank == 31
+
+
+def test_payload_functions_of_version_3_and_their_errors():
+    x = gradients(203, seed=6)
+    c2 = golden.compress_payload(x, 10, "bounded")                  # the payload default: 2
+    c3 = golden.compress_payload(x, 10, "bounded", 3)
+    assert c2[2] == 0xC6 and c3[:4] == c2[:2] + bytes([0xC7, 10]) and c3[4:8] == bytes(4)
+    assert c3[8:] == c2[4:]
+    assert golden.fast.fast_compress_payload(x, 10, "bounded", 3) == c3
+    assert golden.shim_version(c3) == 3 and golden.shim_codec(c3) == (203, "bounded", 10)
+    assert golden.decompress_payload(c3) == golden.decompress_payload(c2)
+    assert golden.fast.fast_decompress_payload(c3) == golden.decompress_payload(c3)
+    assert golden.min_compressed_len(203, 3) == golden.min_compressed_len(203) + 4
+    for codec, version in (("paper", 3), ("bounded", 1), ("bounded", 0), ("paper", True)):
+        with pytest.raises(ValueError, match="version"):
+            golden.make_shim(100, 10, codec, version)
+    with pytest.raises(ValueError, match="8-byte shim"):
+        golden.decompress_payload(c3[:6])
+    with pytest.raises(ValueError, match="k = 0"):
+        golden.decompress_payload(c3[:3] + b"\0" + c3[4:])
+    with pytest.raises(ValueError, match="magic"):
+        golden.shim_version(c3[:2] + b"\xc8" + c3[3:])
