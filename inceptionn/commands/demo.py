@@ -1,6 +1,6 @@
 """End-to-end demo (`make demo`): real HDC gradients through the NIC engines, with both
-value codecs side by side: the bounded one (wire format version 2, the default) and the
-paper's (version 1).
+value codecs side by side: the bounded one (wire format version 3, the default; the RTL
+stage writes version 2, all the RTL implements with version 1) and the paper's (version 1).
 
 1. Train the paper's HDC network (inceptionn.gradients) and capture its gradients early,
    mid-way and late in training.
