@@ -18,8 +18,10 @@ compression shows up as time saved), `drop` (lose that fraction of wire frames, 
 hosts sent and received), `engine` ("golden" or "rtl"), `compress=False` (the same
 bridge with the engines disabled: its own overhead), `deliver_flagged` (hand frames the
 RX engine flags bad to the host instead of dropping them, as a driver would), `codec`
-("bounded": wire format version 2, the default; "paper": version 1, the paper's codec;
-RX decodes both), `impl` ("fast": the golden engine's payload work compiled, byte for
+("bounded", the default, or "paper": version 1, the paper's codec), `version` (the wire
+version TX writes: the codec's by default, 3 for bounded, 2 for a receiver that predates
+version 3), `versions` (those RX accepts: by default the one TX writes, so version 3
+only, or 1 with codec="paper"; the RTL engine implements 1 and 2 and defaults to them), `impl` ("fast": the golden engine's payload work compiled, byte for
 byte the NumPy model; "numpy": the NumPy model itself).
 
 The switch: by default the compiled one (drivers/nic_workers.py, drivers/fastpath.py):
@@ -111,7 +113,7 @@ class Bridge:
                  drop: float = 0.0, seed: int = 0, deliver_flagged: bool = False,
                  codec: str | None = None, impl: str = "fast", mac_limit: int = 1024,
                  mac_age: float = 300.0, switch: str = "auto", check_every: int = 0,
-                 workers: int | None = None):
+                 workers: int | None = None, version: int | None = None, versions=None):
         if isinstance(hosts, bool) or not isinstance(hosts, int) or not 2 <= hosts <= MAX_HOSTS:
             raise ValueError(f"hosts must be an integer in 2..{MAX_HOSTS}, got {hosts!r}")
         if mtu not in MTUS:
@@ -127,6 +129,10 @@ class Bridge:
         codec = golden.CODEC_DEFAULT if codec is None else codec
         self.codec = golden.check_codec(codec)
         self.hosts, self.mtu, self.k, self.dscp = hosts, mtu, golden.check_k(k, codec), golden.check_dscp(dscp)
+        # Checked now (NicPort checks them again against the engine) so bad options fail
+        # before any namespace exists.
+        self.version = None if version is None else golden.payload.check_version(version, self.codec)
+        self.versions = None if versions is None else golden.check_versions(versions)
         self.rate_gbps, self.engine, self.compress, self.drop = rate_gbps, engine, compress, float(drop)
         self.deliver_flagged = bool(deliver_flagged)
         if impl not in IMPLS:
@@ -201,7 +207,8 @@ class Bridge:
                         self.ifnames[-1], "nodad"])
                 self.ports.append(NicPort(i, k=self.k, dscp=self.dscp, engine=self.engine,
                                           enable=self.compress, impl=self.impl,
-                                          codec=self.codec))
+                                          codec=self.codec, version=self.version,
+                                          versions=self.versions))
             self._macs = MacTable({bytes.fromhex(self.mac(i).replace(":", "")): i
                                    for i in range(self.hosts)},
                                   limit=self._macs.limit, age=self._macs.age)
@@ -212,7 +219,8 @@ class Bridge:
                     macs_table=self._macs, lock=self._lock, k=self.k, codec=self.codec,
                     dscp=self.dscp, enable=self.compress, deliver_flagged=self.deliver_flagged,
                     check_every=self.check_every, stop_fd=self._stop_r,
-                    pcaps=tuple(self._pcaps), workers=self.workers)
+                    pcaps=tuple(self._pcaps), workers=self.workers,
+                    version=self.ports[0].version, versions=self.ports[0].versions)
                 self._cs.start()
             else:
                 self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",

@@ -5,8 +5,10 @@ golden.tx_frame / rx_frame stay the readable reference; these kernels give the s
 bytes, the same `bad` flag and the same counters for every frame (tests/
 test_bridge_fastpath.py checks it frame for frame on generated and mangled frames; the
 bridge can re-check a sample of live frames, `Bridge(check_every=N)`). The codec's inner
-loops are golden.fast's own (_encode, _unpack, _ones_sum and their tables), so both
-wire versions (1: the paper's codec, 2: the bounded one) come with them.
+loops are golden.fast's own (_encode, _unpack, _ones_sum, check_word_at and their
+tables), so every wire version (1: the paper's codec, 2: the bounded one, 3: the bounded
+one with the checked shim) comes with them. RX accepts the versions its mask names
+(bit v - 1 for version v, golden.versions_mask).
 
 `pump` is what a bridge worker calls: it reads frames from one host's TAP until the TAP
 is empty or a frame needs Python (a broadcast, an unknown or learned MAC: the slow
@@ -28,9 +30,9 @@ from numba import njit, types
 
 from ..golden.counters import Counters
 from ..golden.decompression_block import decode_table
-from ..golden.fast import _encode, _lut, _ones_sum, _unpack
+from ..golden.fast import CRC32_TABLE, _encode, _lut, _ones_sum, _unpack, check_word_at
 from ..golden.wire import (EB_K_MAX, EB_K_MIN, GROUP_VALUES, K_MAX, K_MIN, MAX_FRAME_BYTES,
-                           SHIM_MAGIC_V1, SHIM_MAGIC_V2)
+                           SHIM_MAGIC_V1, SHIM_MAGIC_V2, SHIM_MAGIC_V3)
 
 __all__ = ["COLUMNS", "ENGINE_COLUMNS", "FlowTable", "Buffers", "tables", "tx_into", "rx_into",
            "observe", "pump", "counters_dict", "RX_WINDOW", "FRAME_ROOM"]
@@ -48,16 +50,18 @@ _C = {c: i for i, c in enumerate(COLUMNS)}
 _E = {c: i for i, c in enumerate(ENGINE_COLUMNS)}
 # The kernels below use these column numbers as constants; a change to golden's Counters
 # that moves them fails here, at import, not in a wrong count.
-assert ENGINE_COLUMNS[:12] == ("frames_in", "frames_out", "compressed", "decompressed", "bypassed",
+assert ENGINE_COLUMNS[:14] == ("frames_in", "frames_out", "compressed", "decompressed", "bypassed",
                                "fallback", "malformed", "dropped", "payload_bytes_in",
-                               "payload_bytes_out", "version1", "version2"), ENGINE_COLUMNS
+                               "payload_bytes_out", "version1", "version2", "version3",
+                               "check_failed"), ENGINE_COLUMNS
 NP = len(PORT_COLUMNS)
 TX0, RX0 = NP, NP + len(ENGINE_COLUMNS)
 (FROM_HOST_FRAMES, FROM_HOST_BYTES, TO_WIRE_FRAMES, TO_WIRE_BYTES, TO_HOST_FRAMES, TO_HOST_BYTES,
  HOST_QUEUE_DROPS, HOST_ERRORS, FORGED, FLAGGED, TRACKED, MISALIGNED, UNTRACKED, TO_SELF,
  MAC_TABLE_FULL) = range(NP)
 (E_IN, E_OUT, E_COMP, E_DECOMP, E_BYP, E_FALLBACK, E_MALFORMED, E_DROPPED, E_PIN, E_POUT, E_V1,
- E_V2) = range(12)
+ E_V2, E_V3, E_CHECK_FAILED) = range(14)
+_CRC = CRC32_TABLE
 
 _c_read = types.ExternalFunction("read", types.intp(types.intc, types.voidptr, types.uintp))
 _c_write = types.ExternalFunction("write", types.intp(types.intc, types.voidptr, types.uintp))
@@ -170,7 +174,7 @@ def _sum_words(words, nv, start):
 @njit(cache=True, nogil=True)
 def tx_into(f, n, out, k, version, lut, dscp, enable, cnt, row, dec):
     """golden.tx_frame of f[:n] into out; returns its length, -1 if dropped (oversize).
-    version: 1 (paper's codec) or 2 (bounded); lut: encode_lut(k, codec); k_ok: k in the
+    version: 1 (paper's codec), 2 (bounded) or 3 (bounded, checked shim); lut: encode_lut(k, codec); k_ok: k in the
     codec's range is folded into enable by the caller. Counters go to cnt[row, TX0 + ...];
     dec: uint32 scratch of at least MAX_FRAME_BYTES / 4 + 8 words."""
     c = TX0
@@ -188,11 +192,12 @@ def tx_into(f, n, out, k, version, lut, dscp, enable, cnt, row, dec):
         return n
     nv = length // 4
     r = length - 4 * nv
+    sh = 8 if version == 3 else 4                  # the shim's length
     g = 0
     if nv > 0:
         # The payload's words in place (x86-64 and AArch64 load unaligned words).
-        g = np.int64(_encode(f[p:p + 4 * nv].view(np.uint32), lut, out[p + 4:], dec, True))
-    comp = 4 + g + r
+        g = np.int64(_encode(f[p:p + 4 * nv].view(np.uint32), lut, out[p + sh:], dec, True))
+    comp = sh + g + r
     if comp >= length:
         # Not worth it: the frame as it came, DSCP cleared (golden: fall-back).
         out[:n] = f[:n]
@@ -202,10 +207,14 @@ def tx_into(f, n, out, k, version, lut, dscp, enable, cnt, row, dec):
         return n
     out[:p] = f[:p]
     for i in range(r):
-        out[p + 4 + g + i] = f[p + 4 * nv + i]
+        out[p + sh + g + i] = f[p + 4 * nv + i]
     _set16(out, p, length)
-    out[p + 2] = np.uint8(SHIM_MAGIC_V1 if version == 1 else SHIM_MAGIC_V2)
+    out[p + 2] = np.uint8(SHIM_MAGIC_V1 if version == 1 else SHIM_MAGIC_V2 if version == 2 else SHIM_MAGIC_V3)
     out[p + 3] = np.uint8(k)
+    if version == 3:
+        word = check_word_at(out, l3, l4, proto, comp, p, _CRC)
+        for i in range(4):
+            out[p + 4 + i] = np.uint8((word >> np.uint32(24 - 8 * i)) & np.uint32(0xFF))
     coff = l4 + (16 if proto == 6 else 6)
     if proto == 6 or _be16(f, l4 + 6) != 0:
         # L4 checksum of the packet as the receiver restores it: pseudo header, the L4
@@ -227,16 +236,16 @@ def tx_into(f, n, out, k, version, lut, dscp, enable, cnt, row, dec):
         _set16(out, l4 + 4, 8 + comp)
     _fix_ip_checksum(out, l3, ihl)
     cnt[row, c + E_COMP] += 1
-    cnt[row, c + (E_V1 if version == 1 else E_V2)] += 1
+    cnt[row, c + (E_V1 if version == 1 else E_V2 if version == 2 else E_V3)] += 1
     cnt[row, c + E_PIN] += length
     cnt[row, c + E_POUT] += comp
     return p + comp
 
 
 @njit(cache=True, nogil=True)
-def rx_into(f, n, out, dscp, enable, cnt, row, tabs):
+def rx_into(f, n, out, dscp, enable, cnt, row, tabs, vmask):
     """golden.rx_frame of f[:n] into out (room for MAX_FRAME_BYTES + 64 bytes): (length,
-    bad). tabs: tables()."""
+    bad). tabs: tables(); vmask: the accepted versions (bit v - 1 for version v)."""
     c = RX0
     cnt[row, c + E_IN] += 1
     cnt[row, c + E_OUT] += 1
@@ -254,19 +263,30 @@ def rx_into(f, n, out, dscp, enable, cnt, row, tabs):
             version = 1
         elif magic == SHIM_MAGIC_V2:
             version = 2
-        if version and (length <= received or p + length > MAX_FRAME_BYTES):
+        elif magic == SHIM_MAGIC_V3:
+            version = 3
+        if version and ((vmask >> (version - 1)) & 1 == 0 or length <= received
+                        or p + length > MAX_FRAME_BYTES):
             version = 0
-        if version == 2:
+        if version >= 2:
             nn = length // 4
-            if not (EB_K_MIN <= kk <= EB_K_MAX and 4 + 2 * ((nn + 7) // 8) + (length - 4 * nn) <= received):
+            sh = 8 if version == 3 else 4
+            if not (EB_K_MIN <= kk <= EB_K_MAX and sh + 2 * ((nn + 7) // 8) + (length - 4 * nn) <= received):
                 version = 0
+        if version == 3:
+            word = check_word_at(f, l3, l4, proto, received, p, _CRC)
+            got = ((np.uint32(f[p + 4]) << np.uint32(24)) | (np.uint32(f[p + 5]) << np.uint32(16))
+                   | (np.uint32(f[p + 6]) << np.uint32(8)) | np.uint32(f[p + 7]))
+            if got != word:
+                version = 0
+                cnt[row, c + E_CHECK_FAILED] += 1
     if version == 0:
         cnt[row, c + E_BYP] += 1
         out[:n] = f[:n]
         return n, False
     nv = length // 4
     r = length - 4 * nv
-    stream = f[p + 4:p + avail]
+    stream = f[p + (8 if version == 3 else 4):p + avail]
     table = tabs[0] if version == 1 else tabs[kk]
     # Decoded straight into the output frame (room for whole groups and a tail word).
     dst = out[p:p + 4 * (8 * ((nv + 7) // 8) + 1)].view(np.uint32)
@@ -278,7 +298,7 @@ def rx_into(f, n, out, dscp, enable, cnt, row, tabs):
         _set16(out, l4 + 4, 8 + length)
     _fix_ip_checksum(out, l3, ihl)
     cnt[row, c + E_DECOMP] += 1
-    cnt[row, c + (E_V1 if version == 1 else E_V2)] += 1
+    cnt[row, c + (E_V1 if version == 1 else E_V2 if version == 2 else E_V3)] += 1
     cnt[row, c + E_MALFORMED] += np.int64(bad)
     cnt[row, c + E_PIN] += received
     cnt[row, c + E_POUT] += length
@@ -425,7 +445,7 @@ DRAINED, SLOW, SAMPLE, READ_ERROR = 0, 1, 2, 3
 @njit(cache=True, nogil=True)
 def pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_enable,
          deliver_flagged, check_every, tabs, keys, isn, fstate, cnt,
-         inbuf, wire, host, dec, st):
+         inbuf, wire, host, dec, st, vmask):
     """Up to max_frames frames from host `port`'s TAP (fd) through TX, the wire and RX to
     the host their destination MAC names. Returns (code, frames): DRAINED (the TAP is
     empty or max_frames done), SLOW (the frame in inbuf[:st[0]] needs Python: a group,
@@ -484,7 +504,7 @@ def pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_e
             continue
         cnt[port, TO_WIRE_FRAMES] += 1
         cnt[port, TO_WIRE_BYTES] += w
-        h, bad = rx_into(wire, w, host, dscp, rx_enable, cnt, to, tabs)
+        h, bad = rx_into(wire, w, host, dscp, rx_enable, cnt, to, tabs, vmask)
         st[2] = h
         if bad:
             cnt[to, FLAGGED] += 1

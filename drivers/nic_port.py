@@ -52,12 +52,26 @@ class PortStats:
 
 class NicPort:
     def __init__(self, index: int, *, k: int, dscp: int, engine: str = "golden",
-                 enable: bool = True, impl: str = "fast", codec: str = golden.CODEC_DEFAULT):
+                 enable: bool = True, impl: str = "fast", codec: str = golden.CODEC_DEFAULT,
+                 version: int | None = None, versions=None):
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         if impl not in IMPLS:
             raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
         self.codec = golden.check_codec(codec)
+        # The wire version TX writes (the codec's: bounded 3, paper 1) and those RX accepts
+        # (by default the one TX writes: version 3 only, or 1 for the paper's
+        # reproductions, which name the paper's codec). The RTL engines implement
+        # versions 1 and 2: with them the defaults are the codec's of those and (1, 2),
+        # and version 3 is refused.
+        rtl = engine == "rtl"
+        self.version = golden.payload.check_version(
+            (2 if rtl and self.codec == "bounded" else golden.CODEC_VERSION[self.codec])
+            if version is None else version, self.codec)
+        self.versions = golden.check_versions(((1, 2) if rtl else (self.version,))
+                                              if versions is None else versions)
+        if rtl and (self.version == 3 or 3 in self.versions):
+            raise ValueError("the RTL engines implement wire versions 1 and 2, not 3")
         # The golden engine's payload work: the compiled fast path (byte for byte the
         # NumPy model, tests/test_golden_fast.py) or the NumPy model itself. The RTL is
         # always checked against the NumPy model.
@@ -83,7 +97,8 @@ class NicPort:
             st.from_host_bytes += len(f)
             self.offsets.observe(f, self.dscp if self.enable else None)
             want.append(golden.tx_frame(f, k=self.k, dscp=self.dscp, enable=self.enable,
-                                        counters=st.tx, impl=self._codec, codec=self.codec))
+                                        counters=st.tx, impl=self._codec, codec=self.codec,
+                                        version=self.version))
         if self._tx_rtl is not None:
             got = self._tx_rtl.run(frames)
             for i, (g, w) in enumerate(zip(got, want)):
@@ -100,7 +115,7 @@ class NicPort:
         """RX: frames off the wire -> (frame, bad) for the host (RX never drops)."""
         st = self.stats
         want = [golden.rx_frame(f, dscp=self.dscp, enable=self.enable, counters=st.rx,
-                                impl=self._codec) for f in frames]
+                                impl=self._codec, versions=self.versions) for f in frames]
         if self._rx_rtl is not None:
             got = self._rx_rtl.run(frames)
             if got != [(f, bool(b)) for f, b in want]:

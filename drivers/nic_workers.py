@@ -34,7 +34,8 @@ class GoldenMismatch(RuntimeError):
 
 class CompiledSwitch:
     def __init__(self, *, fds, macs, macs_table, lock, k, codec, dscp, enable, deliver_flagged,
-                 check_every, stop_fd, pcaps=(None, None), workers=None):
+                 check_every, stop_fd, pcaps=(None, None), workers=None, version=None,
+                 versions=golden.RX_VERSIONS_DEFAULT):
         n = len(fds)
         # Worker threads: one per port by default; fewer (each polling several ports)
         # where cores are few, so a frame does not wait for a thread to be scheduled.
@@ -47,7 +48,10 @@ class CompiledSwitch:
         self.check_every = int(check_every or 0)
         lo, hi = golden.k_range(codec)
         self.tx_enable = self.enable and lo <= k <= hi      # golden bypasses a k out of range
-        self.version = 1 if codec == "paper" else 2
+        self.version = golden.payload.check_version(
+            golden.CODEC_VERSION[codec] if version is None else version, codec)
+        self.versions = golden.check_versions(versions)
+        self.vmask = golden.versions_mask(self.versions)
         self.lut = fp.encode_lut(k, codec)
         self.tabs = fp.tables()
         self.macs = np.array([int(m.replace(":", ""), 16) for m in macs], np.uint64)
@@ -79,7 +83,7 @@ class CompiledSwitch:
             fp.pump(r, 0, self.fds_arr, self.macs, 1, self.k, self.version, self.lut, self.dscp,
                     self.tx_enable, self.enable, self.deliver_flagged, 0, self.tabs, fl.keys,
                     fl.isn, fl.state, scratch, b.inbuf, b.wire, b.host, b.dec,
-                    b.state)
+                    b.state, self.vmask)
             # The slow path calls the kernels from Python: load them now too.
             n = 60
             b.inbuf[:n] = 0
@@ -87,7 +91,7 @@ class CompiledSwitch:
                        fl.state, scratch, 0)
             m = fp.tx_into(b.inbuf, n, b.wire, self.k, self.version, self.lut, self.dscp,
                            self.tx_enable, scratch, 0, b.dec)
-            fp.rx_into(b.wire, m, b.host, self.dscp, self.enable, scratch, 0, self.tabs)
+            fp.rx_into(b.wire, m, b.host, self.dscp, self.enable, scratch, 0, self.tabs, self.vmask)
         finally:
             os.close(r)
             os.close(w)
@@ -132,7 +136,7 @@ class CompiledSwitch:
             args[i] = (self.fds_arr, self.macs, 1 if self.capture else _BATCH, self.k,
                        self.version, self.lut, self.dscp, self.tx_enable, self.enable,
                        self.deliver_flagged, self.check_every, self.tabs, fl.keys, fl.isn,
-                       fl.state, cnt, b.inbuf, b.wire, b.host, b.dec, b.state)
+                       fl.state, cnt, b.inbuf, b.wire, b.host, b.dec, b.state, self.vmask)
         poller.register(self.stop_fd, select.POLLIN)
         while True:
             for efd, ev in poller.poll():
@@ -205,7 +209,7 @@ class CompiledSwitch:
             self._deliver(j, b.wire, w, b, cnt)
 
     def _deliver(self, j, wire, w, b, cnt):
-        h, bad = fp.rx_into(wire, w, b.host, self.dscp, self.enable, cnt, j, self.tabs)
+        h, bad = fp.rx_into(wire, w, b.host, self.dscp, self.enable, cnt, j, self.tabs, self.vmask)
         if bad:
             cnt[j, fp.FLAGGED] += 1
             if not self.deliver_flagged:
@@ -234,11 +238,12 @@ class CompiledSwitch:
         wire = bytes(b.wire[:b.state[1]])
         host = bytes(b.host[:b.state[2]])
         want = golden.tx_frame(frame, k=self.k, dscp=self.dscp, enable=self.enable,
-                               codec=self.codec)
+                               codec=self.codec, version=self.version)
         if want != wire:
             raise GoldenMismatch(f"port {i}: compiled TX differs from golden.tx_frame on a "
                                  f"{len(frame)}-byte frame")
-        want_host, _ = golden.rx_frame(want, dscp=self.dscp, enable=self.enable)
+        want_host, _ = golden.rx_frame(want, dscp=self.dscp, enable=self.enable,
+                                       versions=self.versions)
         if want_host != host:
             raise GoldenMismatch(f"port {i}: compiled RX differs from golden.rx_frame on a "
                                  f"{len(wire)}-byte frame")

@@ -1,5 +1,6 @@
 """Bit-exact NumPy model of the INCEPTIONN wire format (docs/wire-format.md), versions 1
-(the paper's codec, shim 0xC5) and 2 (the bounded codec, shim 0xC6).
+(the paper's codec, shim 0xC5), 2 (the bounded codec, shim 0xC6) and 3 (the bounded
+codec, shim 0xC7 with a check word over the frame's invariant header fields).
 
 Block names follow the paper (Figs. 9 and 10), and each block's model is in the module
 of the same name as its RTL in hw/ (golden/compression_unit.py beside
@@ -9,7 +10,8 @@ wire-format constants.
 
 from .wire import (BEAT_BYTES, CODEC_DEFAULT, CODEC_MAGIC, CODECS, DSCP_DEFAULT, TOS_DEFAULT, EB_K_MAX, EB_K_MIN, GROUP_VALUES,
                    K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BYTES, MAX_PAYLOAD, SHIM_BYTES, SHIM_MAGIC,
-                   SHIM_MAGIC_V1, SHIM_MAGIC_V2)
+                   SHIM_MAGIC_V1, SHIM_MAGIC_V2, SHIM_MAGIC_V3, SHIM_BYTES_V3, VERSIONS,
+                   CODEC_VERSION, RX_VERSIONS_DEFAULT, shim_bytes)
 from .compression_block import (TAG_16BIT, TAG_8BIT, TAG_RAW, TAG_WIDTH, TAG_ZERO, as_bits,
                                 band_limits, check_codec, check_k, compression_block, k_range)
 from .decompression_block import decode_table, decompression_block
@@ -21,13 +23,16 @@ from .api import as_float32, decode, encode, parse_error_bound, roundtrip
 from .alignment_unit import alignment_unit
 from .burst_buffer import BurstBuffer
 from .payload import (compress_payload, compress_payload_with_decoded, decoded_payload,
-                      decompress_payload, make_shim, min_compressed_len, parse_shim, shim_codec)
+                      decompress_payload, make_shim, min_compressed_len, parse_shim, shim_codec,
+                      shim_version)
+from .shim_check import check_message, check_word
 from .checksum import internet_checksum, ip_header_checksum, l4_checksum, ones_sum
 from .packet_matcher import FrameInfo, check_dscp, packet_matcher
 from .counters import BYTE_COUNTER_BITS, FRAME_COUNTER_BITS, Counters
 from .frames import ip_checksum_ok, l4_checksum_ok, parse_frame
 from .compression_engine import tx_frame
-from .decompression_engine import RX_HEADER_WINDOW, rx_frame, shim_accepted
+from .decompression_engine import (RX_HEADER_WINDOW, check_versions, rx_frame, shim_accepted,
+                                   versions_mask)
 from .stats import BAND_BITS, BandStats, band_stats
 from . import pcap
 
@@ -64,6 +69,8 @@ __all__ = [
     "min_compressed_len", "compress_payload", "compress_payload_with_decoded",
     "decoded_payload",
     "decompress_payload", "make_shim", "parse_shim",
+    "SHIM_MAGIC_V3", "SHIM_BYTES_V3", "VERSIONS", "CODEC_VERSION", "RX_VERSIONS_DEFAULT",
+    "shim_bytes", "shim_version", "check_message", "check_word", "check_versions", "versions_mask",
     # frames
     "internet_checksum", "ip_header_checksum", "l4_checksum", "ones_sum",
     "FrameInfo", "check_dscp", "packet_matcher",

@@ -25,6 +25,8 @@ class Counters:
     payload_bytes_out: int = 0   # ... and out of them
     version1: int = 0            # of compressed (TX) / decompressed (RX): wire version 1 (paper's codec)
     version2: int = 0            # ... wire version 2 (bounded codec)
+    version3: int = 0            # ... wire version 3 (bounded codec, checked shim)
+    check_failed: int = 0        # RX: of bypassed, version-3 shims whose check word did not match
 
     def as_dict(self):
         """Counter name -> value."""

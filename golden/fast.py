@@ -36,12 +36,12 @@ from numba import njit
 from .arguments import check_fits
 from .compression_block import TAG_WIDTH, as_bits, check_codec, check_k, encode_luts
 from .decompression_block import DEC_BASE, DEC_MASK, DEC_RAW, decode_table
-from .payload import build_payload, shim_codec
-from .wire import GROUP_VALUES, SHIM_BYTES
+from .payload import build_payload, shim_codec, shim_version
+from .wire import GROUP_VALUES, shim_bytes
 
 __all__ = ["fast_pack_groups", "fast_unpack_groups", "fast_compress_payload",
            "fast_compress_payload_with_decoded", "fast_decompress_payload", "ones_sum", "FAST",
-           "warm_up"]
+           "warm_up", "CRC32_TABLE", "check_word_at"]
 
 _U1, _U2, _U3 = np.uint64(1), np.uint64(2), np.uint64(3)
 _MAX_GROUP = 2 + 4 * GROUP_VALUES   # 34 bytes: a tag word and 8 raw floats
@@ -176,6 +176,50 @@ def _ones_sum(data, start):
     return total
 
 
+def _crc32_table():
+    """The byte-at-a-time table of the reflected CRC-32 (polynomial 0xEDB88320 reversed)."""
+    t = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        t = np.where(t & 1, (t >> np.uint32(1)) ^ np.uint32(0xEDB88320), t >> np.uint32(1))
+    return t.astype(np.uint32)
+
+
+CRC32_TABLE = _crc32_table()
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _crc_byte(c, b, table):
+    return table[(c ^ np.uint32(b)) & np.uint32(0xFF)] ^ (c >> np.uint32(8))
+
+
+@njit(cache=True, nogil=True)
+def _crc_bytes(c, f, start, count, table):
+    for i in range(count):
+        c = _crc_byte(c, f[start + i], table)
+    return c
+
+
+@njit(cache=True, nogil=True)
+def check_word_at(f, l3, l4, proto, comp_len, p, table):
+    """golden.shim_check.check_word of the frame f (uint8) read in place: the check
+    message's fields from the headers at l3 / l4, |C| = comp_len, the shim at p."""
+    c = np.uint32(0xFFFFFFFF)
+    c = _crc_bytes(c, f, l3 + 12, 8, table)          # source, destination address
+    c = _crc_bytes(c, f, l3 + 4, 2, table)           # IP identification
+    c = _crc_byte(c, proto, table)
+    c = _crc_byte(c, 0, table)
+    c = _crc_bytes(c, f, l4, 4, table)               # ports
+    if proto == 6:
+        c = _crc_bytes(c, f, l4 + 4, 4, table)       # TCP sequence number
+    else:
+        for _ in range(4):
+            c = _crc_byte(c, 0, table)
+    c = _crc_byte(c, (comp_len >> 8) & 0xFF, table)
+    c = _crc_byte(c, comp_len & 0xFF, table)
+    c = _crc_bytes(c, f, p, 4, table)                # shim bytes 0..3
+    return c ^ np.uint32(0xFFFFFFFF)
+
+
 _NO_DECODED = np.zeros(0, np.uint32)
 
 
@@ -233,22 +277,22 @@ def fast_unpack_groups(buf, n, k=None, codec="paper"):
     return out[:n], consumed, consumed <= data.size
 
 
-def _compress(payload, k, with_decoded, codec):
+def _compress(payload, k, with_decoded, codec, version=None):
     """golden.payload's compress_payload, compiled: the same steps (build_payload), the
     same results and errors."""
     return build_payload(payload, k, codec, with_decoded,
-                         lambda values, decoded: _groups(values, k, codec, decoded))
+                         lambda values, decoded: _groups(values, k, codec, decoded), version)
 
 
-def fast_compress_payload(payload, k, codec="paper"):
+def fast_compress_payload(payload, k, codec="paper", version=None):
     """golden.compress_payload, compiled: C = shim || groups || tail bytes."""
-    return _compress(bytes(payload), k, False, codec)[0]
+    return _compress(bytes(payload), k, False, codec, version)[0]
 
 
-def fast_compress_payload_with_decoded(payload, k, codec="paper"):
+def fast_compress_payload_with_decoded(payload, k, codec="paper", version=None):
     """golden.payload.compress_payload_with_decoded, compiled: (C, D) from one pass, D being
     what the receiver restores (the TX engine needs it for the L4 checksum)."""
-    return _compress(bytes(payload), k, True, codec)
+    return _compress(bytes(payload), k, True, codec, version)
 
 
 def fast_decompress_payload(comp):
@@ -256,7 +300,7 @@ def fast_decompress_payload(comp):
     the codec (and, version 2, the k) its shim names."""
     comp = bytes(comp)
     length, codec, k = shim_codec(comp)
-    stream = np.frombuffer(comp, dtype=np.uint8)[SHIM_BYTES:]
+    stream = np.frombuffer(comp, dtype=np.uint8)[shim_bytes(shim_version(comp)):]
     n, r = length // 4, length % 4
     out, consumed = _unpack_into(stream, n, r, k, codec)
     return out.view(np.uint8)[:length].tobytes(), consumed + r != stream.size
@@ -269,8 +313,8 @@ def ones_sum(data, start=0):
 
 
 class _Impl:
-    """What tx_frame / rx_frame call for the payload work (``compress(payload, k, codec)``
-    -> (C, D), ``decompress(comp)`` -> (D, bad)) and the L4 checksum."""
+    """What tx_frame / rx_frame call for the payload work (``compress(payload, k, codec,
+    version)`` -> (C, D), ``decompress(comp)`` -> (D, bad)) and the L4 checksum."""
 
     def __init__(self, name, compress, decompress, csum):
         self.name, self.compress, self.decompress, self.ones_sum = name, compress, decompress, csum

@@ -50,6 +50,25 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def versions_arg(text):
+    """argparse type: wire versions RX accepts, comma-separated (``3``, ``1,2,3``; ``none``:
+    none, every frame forwarded unchanged)."""
+    try:
+        if text.strip().lower() == "none":
+            return ()
+        return golden.check_versions(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"versions must be wire versions among 1, 2, 3, comma-separated "
+                                         f"(or none), got {text!r}") from None
+
+
+def wire_version_arg(text):
+    """argparse type: the wire version TX writes (1, 2 or 3)."""
+    if text not in ("1", "2", "3"):
+        raise argparse.ArgumentTypeError(f"wire version must be 1, 2 or 3, got {text!r}")
+    return int(text)
+
+
 def build_parser(argv=None):
     """The argparse parser with every registered command (the options of the one that
     `argv` names)."""

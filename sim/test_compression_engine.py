@@ -20,6 +20,7 @@ from inceptionn.rtl import harness
 from inceptionn.rtl.designs import DESIGNS
 from inceptionn.sim.axis import Clock, PAUSE_MODES, frame_to_beats, pause_generator, stress_count
 from inceptionn.sim.tb_engine_run import CODEC_NAMES, codec_port, configure, play, read_counters, reset
+from inceptionn.rtl.rtl_golden import rtl_version
 
 DUT = DESIGNS["tx"][0]
 TX_COUNTERS = ("frames_in", "frames_out", "compressed", "bypassed", "fallback", "dropped",
@@ -32,6 +33,7 @@ def _golden_cfg(cfg, frame_cfg=None):
     """The engine's configuration as golden.tx_frame takes it (the codec by name)."""
     kw = {**cfg, **(frame_cfg or {})}
     kw["codec"] = CODEC_NAMES[codec_port(kw.get("codec", "bounded"))]
+    kw["version"] = rtl_version(kw["codec"])      # the RTL writes versions 1 and 2
     return kw
 
 
@@ -241,7 +243,8 @@ async def config_changes_per_frame(dut):
         res = await play(dut, [(frame, False)], drain=4)
         outs.extend(res["frames_out"])
     for (frame, k, codec), (got, _) in zip(jobs, outs):
-        assert got == golden.tx_frame(frame, k=k, codec=CODECS[codec]), f"k={k} codec={codec}"
+        assert got == golden.tx_frame(frame, k=k, codec=CODECS[codec],
+                                      version=rtl_version(CODECS[codec])), f"k={k} codec={codec}"
 
 
 @cocotb.test()

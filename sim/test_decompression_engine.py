@@ -16,7 +16,8 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from inceptionn.golden.checksum import ip_header_checksum
 from inceptionn.golden.counters import MAX_FRAME_BYTES, Counters
-from inceptionn.golden import RX_HEADER_WINDOW, rx_frame, tx_frame
+from inceptionn.golden import RX_HEADER_WINDOW
+from inceptionn.rtl.rtl_golden import rx_frame, tx_frame   # the RTL's wire versions, 1 and 2
 from inceptionn.golden.packet_matcher import packet_matcher
 from inceptionn.golden.wire import SHIM_MAGIC, SHIM_MAGIC_V2
 from inceptionn.rtl import frame_builders as F

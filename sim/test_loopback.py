@@ -11,7 +11,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from inceptionn.golden.counters import Counters
-from inceptionn.golden import rx_frame, tx_frame
+from inceptionn.rtl.rtl_golden import rx_frame, tx_frame   # the RTL's wire versions, 1 and 2
 from inceptionn.rtl import frame_builders as F
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, pause_generator, stress_count

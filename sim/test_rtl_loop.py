@@ -7,6 +7,7 @@ from inceptionn import golden
 from inceptionn.sim import engines
 from inceptionn.rtl import frame_builders as F
 from inceptionn.rtl.rtl_loop import FastEngine, run_frames
+from inceptionn.rtl import rtl_golden   # golden at the RTL's wire versions, 1 and 2
 
 
 def _oversize():
@@ -19,7 +20,7 @@ def test_tx_then_rx_match_golden_across_batches(k, codec):
     """The TX loop's codec argument (the software NIC's --codec) in both wire versions."""
     frames = F.mixed_frames(seed=k, count=300) + [(_oversize(), False)]
     tx_c, rx_c = golden.Counters(), golden.Counters()
-    want_wire = [golden.tx_frame(f, k=k, tuser=u, counters=tx_c, codec=codec) for f, u in frames]
+    want_wire = [rtl_golden.tx_frame(f, k=k, tuser=u, counters=tx_c, codec=codec) for f, u in frames]
     with FastEngine("tx", k=k, codec=codec) as tx, FastEngine("rx") as rx:
         # Two batches on one engine: state and counters carry over.
         got = tx.run(frames[:120]) + tx.run(frames[120:])
@@ -27,7 +28,7 @@ def test_tx_then_rx_match_golden_across_batches(k, codec):
         assert got[-1] is None and tx.counters()["dropped"] == 1
         assert tx.counters() == {n: v for n, v in tx_c.as_dict().items() if n in tx.counters()}
         wire = [g for g in got if g is not None]
-        want_host = [golden.rx_frame(f, tuser=u, counters=rx_c) for f, u in wire]
+        want_host = [rtl_golden.rx_frame(f, tuser=u, counters=rx_c) for f, u in wire]
         host = rx.run(wire)
         assert host == [(f, bool(b)) for f, b in want_host]
         assert rx.counters() == {n: v for n, v in rx_c.as_dict().items() if n in rx.counters()}
@@ -39,7 +40,7 @@ def test_tx_then_rx_match_golden_across_batches(k, codec):
 def test_clock_counts_equal_the_cocotb_path(kind, codec):
     frames = [f for f, _ in F.mixed_frames(seed=7, count=40)]
     if kind == "rx":
-        frames = [w for w in (golden.tx_frame(f, codec=codec) for f in frames) if w is not None]
+        frames = [w for w in (rtl_golden.tx_frame(f, codec=codec) for f in frames) if w is not None]
     fast = run_frames(kind, frames, codec=codec)
     slow = engines.run_frames(kind, frames, codec=codec, tag=f"rtl_loop_{kind}")
     assert fast.frames_out == slow.frames_out

@@ -75,7 +75,8 @@ class FramesCodec:
             body = buf[pos + 2:pos + 2 + (word & 0x7FFF)]
             pos += 2 + len(body)
             tos = self.tos if word & _COMPRESSED else 0
-            host, bad = golden.rx_frame(_frame(body, tos), impl=golden.fast.FAST)
+            host, bad = golden.rx_frame(_frame(body, tos), impl=golden.fast.FAST,
+                                        versions=(golden.CODEC_VERSION[self.codec],))
             if bad:
                 raise ValueError("the RX engine flagged a frame of the ring as malformed")
             payload, _ = _payload(host)

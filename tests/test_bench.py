@@ -78,20 +78,37 @@ def test_bench_rejects_bad_options(capsys):
 
 
 def test_foreign_dscp_measurement_counts_what_the_rules_accept():
-    """inceptionn bench foreign on a few frames: every receiver's count is what
-    golden.rx_frame gives, and the exact expected rates are those of the rules."""
+    """inceptionn bench foreign on a few frames through the compiled RX: the counts are
+    consistent, golden.rx_frame agrees frame for frame, and the exact expected rates are
+    those of the rules."""
     from inceptionn.commands import bench_foreign
-    res = bench_foreign.measure(400, seed=3)
-    assert set(res) == set(bench_foreign.RECEIVERS)
-    for name, (hits, bad, n) in res.items():
-        assert n == 400 and 0 <= bad <= hits <= n
-    assert res["both (the engine)"][0] == res["version 1 only"][0] + res["version 2 only"][0]
+    res = bench_foreign.measure(4000, seed=3)
+    assert set(res) == set(bench_foreign.RECEIVERS) | {bench_foreign.FORCED}
+    for name, (hits, bad, refused, n) in res.items():
+        assert 0 <= bad <= hits <= n and (n == 4000 or name == bench_foreign.FORCED)
+    one, two, three, every = (res[name][0] for name in bench_foreign.RECEIVERS)
+    assert every == one + two + three and one > 0 and three == 0
+    # The forced row: every frame of 12 payload bytes or more reaches the check word,
+    # and is refused by it.
+    hits, bad, refused, n = res[bench_foreign.FORCED]
+    assert n > 3900 and hits == 0 and refused == n
+    assert bench_foreign.golden_agrees(100, seed=3) == 100
     exp = bench_foreign.expected_rates()
     assert 4e-4 < exp["version 1 only"] < 6e-4                  # the issue's 5-6e-4
     assert exp["version 2 only"] < exp["version 1 only"] / 15
+    assert exp["version 3 only (default)"] < 1e-9 * 1e-4        # the target: at most 1e-9
     # A shim-looking foreign payload is taken when 100 bytes can restore its L, not otherwise.
     for length, taken in ((1024, 1), (0x4000, 0)):
         f = bench_foreign.foreign_frame(length.to_bytes(2, "big") + b"\xc6\x0a" + bytes(100), "udp")
         c = golden.Counters()
-        golden.rx_frame(f, counters=c)
+        golden.rx_frame(f, counters=c, versions=(2,))
         assert c.version2 == taken
+
+
+def test_bench_foreign_cli_runs_and_rejects_bad_options(capsys):
+    from inceptionn import cli
+    assert cli.main(["bench", "foreign", "--frames", "2000", "--golden-check", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "version 3 only (default)" in out and "v3 check word alone" in out
+    for bad in (["--frames", "0"], ["--threads", "0"], ["--golden-check", "-1"]):
+        assert cli.main(["bench", "foreign"] + bad) == 2

@@ -164,7 +164,7 @@ def test_captures_of_the_compiled_switch_hold_every_frame(tmp_path):
     handed = set(host)
     restored = [golden.rx_frame(w)[0] for w in wire]
     assert sum(f in handed for f in restored) >= sum(p["to_host_frames"] for p in c)
-    assert sum(golden.packet_matcher(w) is not None and w[golden.packet_matcher(w).payload_offset + 2] == 0xC6
+    assert sum(golden.packet_matcher(w) is not None and w[golden.packet_matcher(w).payload_offset + 2] == 0xC7
                for w in wire) == c[0]["tx_compressed"] > 0
 
 

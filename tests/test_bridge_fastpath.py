@@ -16,20 +16,22 @@ BUF = fp.Buffers()
 TABS = fp.tables()
 
 
-def _tx(frame, k, codec, dscp=10, enable=True):
+def _tx(frame, k, codec, dscp=10, enable=True, version=None):
     cnt = np.zeros((1, len(fp.COLUMNS)), np.int64)
     BUF.inbuf[:len(frame)] = np.frombuffer(frame, np.uint8)
     lo, hi = golden.k_range(codec)
-    w = fp.tx_into(BUF.inbuf, len(frame), BUF.wire, k, 1 if codec == "paper" else 2,
+    w = fp.tx_into(BUF.inbuf, len(frame), BUF.wire, k,
+                   golden.CODEC_VERSION[codec] if version is None else version,
                    fp.encode_lut(k, codec), dscp, enable and lo <= k <= hi, cnt, 0,
                    BUF.dec)
     return (None if w < 0 else bytes(BUF.wire[:w])), cnt[0, fp.TX0:fp.RX0]
 
 
-def _rx(frame, dscp=10, enable=True):
+def _rx(frame, dscp=10, enable=True, versions=golden.RX_VERSIONS_DEFAULT):
     cnt = np.zeros((1, len(fp.COLUMNS)), np.int64)
     BUF.wire[:len(frame)] = np.frombuffer(frame, np.uint8)
-    h, bad = fp.rx_into(BUF.wire, len(frame), BUF.host, dscp, enable, cnt, 0, TABS)
+    h, bad = fp.rx_into(BUF.wire, len(frame), BUF.host, dscp, enable, cnt, 0, TABS,
+                        golden.versions_mask(versions))
     return (bytes(BUF.host[:h]), bool(bad)), cnt[0, fp.RX0:]
 
 
@@ -90,26 +92,31 @@ def _mangle(draw, frame):
     elif how == "shim" and len(b) > 60:
         i = draw(st.integers(40, min(len(b) - 4, 100)))
         b[i:i + 4] = draw(st.sampled_from([b"\x7f\xff\xc5\x0a", b"\xff\xff\xc6\x10",
-                                           b"\x10\x00\xc6\x00", b"\x00\x05\xc6\x07"]))
+                                           b"\x10\x00\xc6\x00", b"\x00\x05\xc6\x07",
+                                           b"\x7f\xff\xc7\x0a", b"\x10\x00\xc7\x00"]))
     elif how == "random":
         b = bytearray(draw(st.binary(min_size=0, max_size=200)))
     return bytes(b)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(frames(), st.sampled_from(["bounded", "paper"]), st.integers(0, 20), st.data())
-def test_compiled_tx_and_rx_equal_golden(frame, codec, k, data):
+@given(frames(), st.sampled_from([("bounded", 3), ("bounded", 2), ("paper", 1)]),
+       st.integers(0, 20), st.sets(st.sampled_from([1, 2, 3])), st.data())
+def test_compiled_tx_and_rx_equal_golden(frame, cv, k, versions, data):
+    codec, version = cv
     k = k if k else 10
     lo, hi = golden.k_range(codec)
     gc = golden.Counters()
-    want = golden.tx_frame(frame, k=k, codec=codec, counters=gc)
-    got, cnt = _tx(frame, k, codec)
+    want = golden.tx_frame(frame, k=k, codec=codec, counters=gc, version=version)
+    got, cnt = _tx(frame, k, codec, version=version)
     assert got == want
     assert cnt.tolist() == _golden_counts(gc).tolist()
     wire = _mangle(data.draw, want if want is not None else frame)
+    # The receiver accepts the version sent, and a drawn set of others (any mask).
+    versions = tuple(versions | {version}) if data.draw(st.booleans()) else tuple(versions)
     gc = golden.Counters()
-    want_rx = golden.rx_frame(wire, counters=gc)
-    got_rx, cnt = _rx(wire)
+    want_rx = golden.rx_frame(wire, counters=gc, versions=versions)
+    got_rx, cnt = _rx(wire, versions=versions)
     assert got_rx == want_rx
     assert cnt.tolist() == _golden_counts(gc).tolist()
 
@@ -136,7 +143,7 @@ def test_a_stream_through_both_engines_is_the_golden_roundtrip():
         out = []
         for f in gradient_frames(x, mss=8948):
             w, _ = _tx(f, 10, codec)
-            (h, bad), _ = _rx(w)
+            (h, bad), _ = _rx(w, versions=(golden.CODEC_VERSION[codec],))
             assert not bad
             out.append(h)
         assert stream_payload(out) == golden.roundtrip(x, 10, codec).tobytes()

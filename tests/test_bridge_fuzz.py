@@ -76,8 +76,8 @@ def _bad_frames(rng, br, me):
             ip[2:4] = struct.pack("!H", int(rng.integers(0, 0xFFFF)))
         elif kind == 4:                                 # a fragment
             ip[6:8] = struct.pack("!H", 0x2000 | int(rng.integers(0, 0x1FFF)))
-        elif kind == 5:                                 # a fake shim, either version
-            shim = struct.pack("!HBB", int(rng.integers(0, 0xFFFF)), int(rng.choice([0xC5, 0xC6])),
+        elif kind == 5:                                 # a fake shim, any version
+            shim = struct.pack("!HBB", int(rng.integers(0, 0xFFFF)), int(rng.choice([0xC5, 0xC6, 0xC7])),
                                int(rng.integers(0, 20)))
             payload = shim + payload[4:]
         elif kind == 6:                                 # a broadcast storm

@@ -74,6 +74,11 @@ def test_stats(grads, capsys):
     (["stats", "{x}", "--error-bound", "2^-20"], "1..16 for the bounded codec"),
     (["nic", "tx", "{x}", "{o}", "--error-bound", "2^-17"], "1..16 for the bounded codec"),
     (["nic", "rx", "{x}", "{o}", "--codec", "v2"], "invalid choice"),
+    (["nic", "rx", "{x}", "{o}", "--versions", "4"], "wire versions among"),
+    (["nic", "rx", "{x}", "{o}", "--versions", "1;2"], "wire versions among"),
+    (["nic", "rx", "{x}", "{o}", "--versions", "3", "--codec", "any"], "not both"),
+    (["nic", "tx", "{x}", "{o}", "--version", "4"], "1, 2 or 3"),
+    (["nic", "tx", "{x}", "{o}", "--codec", "paper", "--version", "3"], "--version"),
     (["roundtrip", "{x}", "{o}", "--error-bound", "banana"], "cannot parse"),
     (["stats", "{x}", "--error-bound", "3"], "power of two"),
     (["roundtrip", "{missing}", "{o}"], "cannot read"),
@@ -135,8 +140,8 @@ def test_nic_tx_rx(tmp_path, capsys, codec):
     argv = ["nic", "tx", src, mid, "--error-bound", "2^-10"] + (["--codec", codec] if codec else [])
     assert main(argv) == 0
     codec = codec or "bounded"
-    version = "version1" if codec == "paper" else "version2"
-    other = "version2" if codec == "paper" else "version1"
+    version = "version1" if codec == "paper" else "version3"
+    other = "version3" if codec == "paper" else "version1"
     out = capsys.readouterr().out
     assert "compressed: 2" in out and "dropped: 1" in out and "fallback: 1" in out
     assert "frames_in: 6" in out and "frames_out: 5" in out
@@ -154,11 +159,16 @@ def test_nic_tx_rx(tmp_path, capsys, codec):
         magic, major, minor, _, _, snaplen, linktype = struct.unpack("<IHHiIII", f.read(24))
     assert (magic, major, minor, linktype) == (0xA1B2C3D4, 2, 4, 1) and snaplen >= 9216
 
+    # RX accepts version 3 only by default: the paper's frames are forwarded unchanged
+    # unless the receiver names version 1.
     assert main(["nic", "rx", mid, dst]) == 0
+    out = capsys.readouterr().out
+    assert f"decompressed: {2 if codec == 'bounded' else 0}" in out
+    assert main(["nic", "rx", mid, dst] + (["--versions", "1"] if codec == "paper" else [])) == 0
     out = capsys.readouterr().out
     assert "decompressed: 2" in out and "bad frames out: 0" in out and f"{version}: 2" in out
     back = [bytes(p) for p in rdpcap(dst)]
-    assert back == [golden.rx_frame(w)[0] for w in wire if w is not None]
+    assert back == [golden.rx_frame(w, versions=(1, 2, 3))[0] for w in wire if w is not None]
     assert back[1] == raw[1] and back[4] == raw[4]
     assert Ether(back[0])[Raw].load == golden.decoded_payload(bytes(pkts[0][Raw]), 10, codec)
     # An RX restricted to the other version forwards every frame unchanged.

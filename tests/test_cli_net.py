@@ -65,8 +65,12 @@ def test_bridge_carries_an_unmodified_program_tagged_by_mark(tmp_path):
                                 "--run", "0", f"{mark} && {send}"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    got = np.fromfile(tmp_path / "got.bin", dtype=np.float32)
-    assert np.array_equal(got.view(np.uint32), golden.roundtrip(x, 10).view(np.uint32))
+    got = np.fromfile(tmp_path / "got.bin", dtype=np.float32).view(np.uint32)
+    # Each value went through the codec, or (a segment too short to be worth compressing:
+    # TX's fall-back) arrived exact.
+    rt = golden.roundtrip(x, 10).view(np.uint32)
+    assert got.size == x.size and np.all((got == rt) | (got == x.view(np.uint32)))
+    assert np.mean(got == rt) > 0.99
     # Both directions were tagged (data one way, ACKs the other), and nothing else.
     frames, _ = read_pcap(tmp_path / "host.pcap")
     tos = {f[15] for f in frames if f[12:14] == b"\x08\x00" and f[23] == 6}

@@ -63,13 +63,16 @@ def test_demo_training_and_summary(demo_run):
         assert r["max_error_by_band"]["2"] <= 2.0 ** -r["k"]
         if r["codec"] == "bounded":
             assert r["max_abs_error"] <= 2.0 ** -r["k"] and r["zeroed_8bit"] == 0.0
-    # Side by side: the same code shares and the same bytes on the wire; only the paper's
-    # codec zeroes 8-bit codes and leaves the bound at 2^-10.
+    # Side by side: the same code shares and the same bytes on the wire but for version
+    # 3's 4-byte check word per compressed frame; only the paper's codec zeroes 8-bit
+    # codes and leaves the bound at 2^-10.
     by = {(r["codec"], r["k"], r["capture"]): r for r in s["rows"]}
     for (codec, k, cap), r in by.items():
         if codec == "paper":
             b = by[("bounded", k, cap)]
-            assert r["share"] == b["share"] and r["payload_out"] == b["payload_out"]
+            comp = b["counters"]["tx"]["compressed"]
+            assert r["share"] == b["share"] and r["counters"]["tx"]["compressed"] == comp
+            assert b["payload_out"] == r["payload_out"] + 4 * comp
     assert max(r["zeroed_8bit"] for r in s["rows"] if r["codec"] == "paper" and r["k"] == 10) > 0.5
     assert max(r["max_abs_error"] for r in s["rows"] if r["codec"] == "paper" and r["k"] == 10) > 2.0**-10
     by_k = {k: [r for r in s["rows"] if r["k"] == k and r["codec"] == "bounded"] for k in (6, 8, 10)}
@@ -107,7 +110,9 @@ def test_pcaps_have_tos_checksums_and_the_roundtrip(demo_run):
     wire, t_wire = F.read_pcap(out / "wire_bounded_k10.pcap")
     host, t_host = F.read_pcap(out / "host_bounded_k10.pcap")
     wire1, _ = F.read_pcap(out / "wire_paper_k10.pcap")
-    assert len(wire1) == len(wire) and list(map(len, wire1)) == list(map(len, wire))
+    # Version 3 (bounded) frames are version 1's plus the 4-byte check word when compressed.
+    assert len(wire1) == len(wire)
+    assert {a - b for a, b in zip(map(len, wire), map(len, wire1))} <= {0, 4}
     assert len(sent) == len(wire) == len(host) == 3 * 2180
     assert t_sent == t_wire == t_host and t_sent == sorted(t_sent)
     assert sum(map(len, wire)) < sum(map(len, sent)) / 4
@@ -121,7 +126,7 @@ def test_pcaps_have_tos_checksums_and_the_roundtrip(demo_run):
         assert F.checksums_ok(host[i]) == (True, True)
         # The wire frame carries the checksum of the packet as the receiver restores it.
         assert pkts[i][TCP].chksum == int.from_bytes(host[i][50:52], "big")
-        assert bytes(pkts[i][TCP].payload)[2:4] == b"\xc6\x0a"       # version 2, k = 10
+        assert bytes(pkts[i][TCP].payload)[2:4] == b"\xc7\x0a"       # version 3, k = 10
         assert F.frame_fields(wire1[i]).payload[2:4] == b"\xc5\x0a"     # version 1
 
     grads = {name: np.load(out / f"grad_{name}.npy") for name in ("early", "mid", "late")}

@@ -202,7 +202,7 @@ def test_shim_of_each_version():
         with pytest.raises(ValueError, match="version-2 shim carries k"):
             golden.decompress_payload(comp[:3] + bytes([bad_k]) + comp[4:])
     with pytest.raises(ValueError, match="magic"):
-        golden.decompress_payload(comp[:2] + b"\xC7" + comp[3:])
+        golden.decompress_payload(comp[:2] + b"\xC8" + comp[3:])
 
 
 def test_min_compressed_len():

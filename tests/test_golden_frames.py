@@ -1,4 +1,8 @@
-"""Frame transforms (spec section 4) and counters (section 5), frames built with scapy."""
+"""Frame transforms (spec section 4) and counters (section 5), frames built with scapy.
+
+The bounded codec's frames are wire version 3 (tx_frame's default: the checked shim);
+tests of the version-1/2 frame rules that rewrite a compressed payload (which version 3's
+check word refuses) name version 2 and a receiver that accepts it."""
 
 import numpy as np
 import pytest
@@ -12,6 +16,7 @@ from inceptionn.golden import Counters, MAX_FRAME_BYTES, packet_matcher, rx_fram
 from inceptionn.golden.decompression_engine import RX_HEADER_WINDOW
 
 SRC, DST = "10.1.2.3", "10.9.8.7"
+ALL = golden.VERSIONS                     # a receiver that accepts every wire version
 
 
 def gradients(nbytes, seed=0, scale=1e-2):
@@ -64,15 +69,16 @@ def check_roundtrip(orig, payload, k=10, dscp=10, codec="bounded"):
     """TX then RX; returns 'compressed', 'fallback' or 'bypass' after checking each case."""
     c_tx, c_rx = Counters(), Counters()
     wire = tx_frame(orig, k=k, dscp=dscp, counters=c_tx, codec=codec)
-    host, bad = rx_frame(wire, dscp=dscp, counters=c_rx)
+    host, bad = rx_frame(wire, dscp=dscp, counters=c_rx, versions=ALL)
     assert not bad
     info = packet_matcher(orig, dscp)
     if info is None:
         assert wire == orig and host == orig
         assert c_tx.bypassed == 1 and c_rx.bypassed == 1
         return "bypass"
-    comp = golden.compress_payload(payload, k, codec)
-    assert comp[2] == (0xC5 if codec == "paper" else 0xC6) and comp[3] == k
+    vnum = golden.CODEC_VERSION[codec]
+    comp = golden.compress_payload(payload, k, codec, vnum)
+    assert comp[2] == (0xC5 if codec == "paper" else 0xC7) and comp[3] == k
     if len(comp) >= len(payload):
         assert c_tx.fallback == 1 and c_rx.bypassed == 1
         assert len(wire) == len(orig) and host == wire
@@ -82,12 +88,16 @@ def check_roundtrip(orig, payload, k=10, dscp=10, codec="bounded"):
         assert set(diff) <= {info.l3 + 1, info.l3 + 10, info.l3 + 11}
         return "fallback"
     assert c_tx.compressed == 1 and c_rx.decompressed == 1
-    version = "version1" if codec == "paper" else "version2"
+    version = f"version{vnum}"
     assert getattr(c_tx, version) == 1 == getattr(c_rx, version)
-    assert c_tx.version1 + c_tx.version2 == 1 == c_rx.version1 + c_rx.version2
+    assert c_tx.version1 + c_tx.version2 + c_tx.version3 == 1 == c_rx.version1 + c_rx.version2 + c_rx.version3
     assert c_tx.payload_bytes_in == len(payload) == c_rx.payload_bytes_out
     assert c_tx.payload_bytes_out == len(comp) == c_rx.payload_bytes_in
     p = info.payload_offset
+    if vnum == 3:
+        # The check word over the header as it goes on the wire (golden.shim_check).
+        word = golden.check_word(wire, info.l3, info.l4, info.proto, len(comp), comp[:4])
+        comp = comp[:4] + word.to_bytes(4, "big") + comp[8:]
     assert wire == wire[:p] + comp and len(wire) == p + len(comp)
     assert golden.ip_checksum_ok(wire)
     assert len(host) == p + len(payload)
@@ -152,10 +162,10 @@ def test_header_variants(variant, codec):
         f = frame(payload, **variant)
         assert check_roundtrip(f, payload, codec=codec) == "compressed"
         if variant.get("udp_chksum") == 0:
-            wire = tx_frame(f)
+            wire = tx_frame(f, codec=codec)
             info = packet_matcher(f)
             assert wire[info.l4 + 6:info.l4 + 8] == b"\0\0"
-            assert rx_frame(wire)[0][info.l4 + 6:info.l4 + 8] == b"\0\0"
+            assert rx_frame(wire, versions=ALL)[0][info.l4 + 6:info.l4 + 8] == b"\0\0"
 
 
 def test_fallback_keeps_ecn():
@@ -246,7 +256,7 @@ def test_ethernet_padding():
     info = packet_matcher(f)
     assert info.payload_len == 16
     wire = tx_frame(f)
-    assert len(wire) == info.payload_offset + 6            # shim + one zero tag word
+    assert len(wire) == info.payload_offset + 10           # 8-byte shim + one zero tag word
     host, bad = rx_frame(wire)
     assert not bad and host == f[:58]                       # padding dropped
     # The MAC pads the short compressed frame on the wire; RX ignores the padding.
@@ -305,14 +315,14 @@ def test_oversize_dropped_and_limits():
 
 def test_rx_shim_rejected():
     payload = gradients(400)
-    wire = tx_frame(frame(payload))
+    wire = tx_frame(frame(payload), version=2)
     p = packet_matcher(wire).payload_offset
     for off, val in ((2, b"\xC4"), (0, (len(wire) - p).to_bytes(2, "big")),
                      (0, (len(wire) - p - 1).to_bytes(2, "big"))):
         b = bytearray(wire)
         b[p + off:p + off + len(val)] = val
         c = Counters()
-        assert rx_frame(bytes(b), counters=c) == (bytes(b), False)
+        assert rx_frame(bytes(b), counters=c, versions=ALL) == (bytes(b), False)
         assert c.bypassed == 1 and c.decompressed == 0
 
 
@@ -325,24 +335,26 @@ def _reframe(wire, comp):
 
 
 def test_rx_malformed():
+    """Version 2 (version 3 refuses these rewritten payloads by their check word:
+    tests/test_golden_frames_v3.py)."""
     payload = gradients(401)
     orig = frame(payload)
-    wire = tx_frame(orig)
+    wire = tx_frame(orig, version=2)
     info = packet_matcher(wire)
     comp = wire[info.payload_offset:]
-    good, _ = rx_frame(wire)
+    good, _ = rx_frame(wire, versions=(2,))
     cases = [comp + b"\x00",                  # a byte left over
              comp[:-1],                       # the tail runs out
              comp[:4] + b"\xff\xff" + comp[6:],   # first tag word says 8 raw floats
              comp[:40]]                       # groups run out
     for bad_comp in cases:
         c = Counters()
-        host, bad = rx_frame(_reframe(wire, bad_comp), counters=c)
+        host, bad = rx_frame(_reframe(wire, bad_comp), counters=c, versions=(2,))
         assert bad and c.malformed == 1 and c.decompressed == 1
         assert len(host) == len(orig) and host[:info.payload_offset] == good[:info.payload_offset]
         assert host[info.payload_offset:] == golden.decompress_payload(bad_comp)[0]
     # Groups that ran out restore as zeros, to the full length.
-    host, bad = rx_frame(_reframe(wire, comp[:40]))
+    host, bad = rx_frame(_reframe(wire, comp[:40]), versions=(2,))
     assert host[-100:] == bytes(100) and good[-100:] != bytes(100)
 
 
@@ -384,13 +396,13 @@ def test_counters_batch():
     assert tx.as_dict() == dict(frames_in=16, frames_out=15, compressed=10, decompressed=0,
                                 bypassed=3, fallback=2, malformed=0, dropped=1,
                                 payload_bytes_in=expect_in, payload_bytes_out=tx.payload_bytes_out,
-                                version1=0, version2=10)
+                                version1=0, version2=0, version3=10, check_failed=0)
     comp_bytes = sum(len(w) - packet_matcher(w).payload_offset for w in wire[:10])
     assert tx.payload_bytes_out == comp_bytes == rx.payload_bytes_in
     assert rx.as_dict() == dict(frames_in=15, frames_out=15, compressed=0, decompressed=10,
                                 bypassed=5, fallback=0, malformed=0, dropped=0,
                                 payload_bytes_in=comp_bytes, payload_bytes_out=expect_in,
-                                version1=0, version2=10)
+                                version1=0, version2=0, version3=10, check_failed=0)
     assert not any(bad for _, bad in outs)
 
 
@@ -428,17 +440,23 @@ def test_rx_truncated_long_frame_flagged():
         assert (c.payload_bytes_in, c.payload_bytes_out) == (lr, len(orig) - p)
         # input tuser changes nothing but is propagated
         assert rx_frame(cut, tuser=True) == (host, True)
-    # A TCP frame whose IP total length claims 40 bytes more than it has: every group
-    # decodes, but the frame is still bad (bytes are missing).
-    wire = tx_frame(frame(gradients(1000, seed=4), "tcp"))
+    # A version-2 TCP frame whose IP total length claims 40 bytes more than it has: every
+    # group decodes, but the frame is still bad (bytes are missing).
+    wire = tx_frame(frame(gradients(1000, seed=4), "tcp"), version=2)
     info = packet_matcher(wire)
     lying = bytearray(wire)
     lying[info.l3 + 2:info.l3 + 4] = (info.ip_total_len + 40).to_bytes(2, "big")
     c = Counters()
-    host, bad = rx_frame(bytes(lying), counters=c)
+    host, bad = rx_frame(bytes(lying), counters=c, versions=(2,))
     assert not golden.decompress_payload(wire[info.payload_offset:])[1]
-    assert (host, bad) == (rx_frame(wire)[0], True) and c.malformed == 1
-    assert c.payload_bytes_in == info.payload_len + 40
+    assert (host, bad) == (rx_frame(wire, versions=(2,))[0], True) and c.malformed == 1
+    # In version 3 the check word covers |C| as the IP header gives it: the lie is refused.
+    wire = tx_frame(frame(gradients(1000, seed=4), "tcp"))
+    lying = bytearray(wire)
+    lying[info.l3 + 2:info.l3 + 4] = (packet_matcher(wire).ip_total_len + 40).to_bytes(2, "big")
+    c = Counters()
+    assert rx_frame(bytes(lying), counters=c) == (bytes(lying), False)
+    assert (c.bypassed, c.check_failed, c.decompressed) == (1, 1, 0)
     # TX is not cut-through: it keeps the full rule.
     assert tx_frame(bytes(lying)) == bytes(lying)
 

@@ -1,7 +1,8 @@
 """Frames of wire format version 2 (docs/wire-format.md section 8): the TX codec select
 and its k range, RX accepting both versions by the shim, the per-version counters, a
 receiver that knows only version 1, and RX's version-2 acceptance rule against foreign
-DSCP-10 payloads that merely look like a shim."""
+DSCP-10 payloads that merely look like a shim. Version 2 is no longer the default: the
+frames here name it (TX ``version=2``, RX ``versions``)."""
 
 import numpy as np
 import pytest
@@ -25,16 +26,19 @@ def frame(payload, proto="tcp", tos=0x28):
     return bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2", tos=tos) / l4 / Raw(payload))
 
 
-def test_tx_default_is_version_2_and_paper_one_argument_away():
+def test_tx_version_2_and_paper_one_argument_away():
     f = frame(gradients(1000))
     p = packet_matcher(f).payload_offset
-    v2, v1 = tx_frame(f), tx_frame(f, codec="paper")
+    v2, v1 = tx_frame(f, version=2), tx_frame(f, codec="paper")
     assert v2[p:p + 4] == bytes([0x03, 0xE8, 0xC6, 10]) and v1[p:p + 4] == bytes([0x03, 0xE8, 0xC5, 10])
     assert len(v1) == len(v2)                                    # same bytes on the wire
     assert v2[p:] == golden.compress_payload(gradients(1000), 10, "bounded")
     assert v1[p:] == golden.compress_payload(gradients(1000), 10, "paper")
     with pytest.raises(ValueError, match="codec"):
         tx_frame(f, codec="v2")
+    for codec, version in (("paper", 2), ("paper", 3), ("bounded", 1), ("bounded", 4)):
+        with pytest.raises(ValueError, match="version"):
+            tx_frame(f, codec=codec, version=version)
 
 
 @pytest.mark.parametrize("k,codec,compressed", [
@@ -45,7 +49,7 @@ def test_tx_default_is_version_2_and_paper_one_argument_away():
 def test_tx_k_range_per_codec_bypasses_and_counts(k, codec, compressed):
     f = frame(gradients(800, seed=k))
     c = Counters()
-    out = tx_frame(f, k=k, codec=codec, counters=c)
+    out = tx_frame(f, k=k, codec=codec, counters=c, version=None if codec == "paper" else 2)
     assert (out != f) == compressed
     assert (c.compressed, c.bypassed) == ((1, 0) if compressed else (0, 1))
     assert (c.version1, c.version2) == ((int(compressed), 0) if codec == "paper" else (0, int(compressed)))
@@ -58,8 +62,8 @@ def test_mixed_versions_back_to_back_and_counters():
         codec = ("bounded", "paper", "paper", "bounded")[i % 4]
         k = 4 + i
         f = frame(gradients(300 + 41 * i, seed=i), "udp" if i % 3 else "tcp")
-        w = tx_frame(f, k=k, codec=codec, counters=tx)
-        host, bad = rx_frame(w, counters=rx)
+        w = tx_frame(f, k=k, codec=codec, counters=tx, version=None if codec == "paper" else 2)
+        host, bad = rx_frame(w, counters=rx, versions=(1, 2))
         p = packet_matcher(f).payload_offset
         assert not bad and len(host) == len(f) and w[p + 2] == golden.CODEC_MAGIC[codec]
         assert golden.l4_checksum_ok(host) and golden.ip_checksum_ok(host)
@@ -73,13 +77,13 @@ def test_mixed_versions_back_to_back_and_counters():
 
 def test_a_receiver_that_knows_only_version_1_forwards_version_2():
     f = frame(gradients(600))
-    w2, w1 = tx_frame(f), tx_frame(f, codec="paper")
+    w2, w1 = tx_frame(f, version=2), tx_frame(f, codec="paper")
     c = Counters()
     assert rx_frame(w2, versions=(1,), counters=c) == (w2, False)
     assert c.bypassed == 1 and c.decompressed == 0
-    assert rx_frame(w1, versions=(1,))[0] == rx_frame(w1)[0] != w1
+    assert rx_frame(w1, versions=(1,))[0] == rx_frame(w1, versions=(1, 2))[0] != w1
     assert rx_frame(w1, versions=(2,)) == (w1, False)
-    for bad in ((), (3,), (1, 4)):
+    for bad in ((4,), (1, 4), (0,), "1", None):
         with pytest.raises(ValueError, match="versions"):
             rx_frame(w1, versions=bad)
 
@@ -107,18 +111,18 @@ def test_rx_version_2_acceptance_rule():
     ]
     for (length, k), accept in cases:
         shim = length.to_bytes(2, "big") + bytes([0xC6, k])
-        assert (golden.shim_accepted(shim, received, p) == 2) == accept, (length, k)
+        assert (golden.shim_accepted(shim, received, p, (1, 2)) == 2) == accept, (length, k)
         c = Counters()
-        out, _ = rx_frame(_with_shim(f, shim), counters=c)
+        out, _ = rx_frame(_with_shim(f, shim), counters=c, versions=(1, 2))
         assert (c.decompressed, c.bypassed, c.version2) == ((1, 0, 1) if accept else (0, 1, 0))
         if not accept:
             assert out == _with_shim(f, shim)
     # Version 1: the same shims with 0xC5 are accepted whenever L > received (and fits).
     for length, k in ((lmax + 1, 10), (9000, 0), (9000, 127)):
         shim = length.to_bytes(2, "big") + bytes([0xC5, k])
-        assert golden.shim_accepted(shim, received, p) == 1
-    assert golden.shim_accepted((9216 - p + 1).to_bytes(2, "big") + b"\xC5\x0a", received, p) is None
-    assert golden.shim_accepted((9216 - p + 1).to_bytes(2, "big") + b"\xC6\x0a", 9000, p) is None
+        assert golden.shim_accepted(shim, received, p, (1, 2)) == 1
+    assert golden.shim_accepted((9216 - p + 1).to_bytes(2, "big") + b"\xC5\x0a", received, p, (1, 2)) is None
+    assert golden.shim_accepted((9216 - p + 1).to_bytes(2, "big") + b"\xC6\x0a", 9000, p, (1, 2)) is None
 
 
 def test_foreign_dscp10_payloads_follow_the_rule_and_version_2_takes_far_fewer():
@@ -139,7 +143,7 @@ def test_foreign_dscp10_payloads_follow_the_rule_and_version_2_takes_far_fewer()
             pl[2] = magic
             f = frame(bytes(pl))
             c = Counters()
-            rx_frame(f, counters=c)
+            rx_frame(f, counters=c, versions=(1, 2))
             assert c.decompressed == int(want[version]), (version, length, k, size)
             acc[version] += c.decompressed
     assert acc[1] > 0.05 * n

@@ -44,10 +44,21 @@ def test_wire_format_version_2_constants():
     assert golden_wire.SHIM_MAGIC_V2 == 0xC6
     assert (golden_wire.EB_K_MIN, golden_wire.EB_K_MAX) == (1, 16)
     assert golden_wire.CODEC_MAGIC == {"paper": 0xC5, "bounded": 0xC6}
-    assert golden_wire.MAGIC_CODEC == {0xC5: "paper", 0xC6: "bounded"}
+    assert golden_wire.MAGIC_CODEC == {0xC5: "paper", 0xC6: "bounded", 0xC7: "bounded"}
     assert golden_wire.CODEC_DEFAULT == "bounded" and golden_wire.CODECS == ("paper", "bounded")
     # Where the gateware defines the version-2 names, they agree (also checked name by
     # name above for everything hw.wire lists).
     for name in ("SHIM_MAGIC_V1", "SHIM_MAGIC_V2", "EB_K_MIN", "EB_K_MAX"):
         if hasattr(hw_wire, name):
             assert getattr(hw_wire, name) == getattr(golden_wire, name), name
+
+
+def test_wire_format_version_3_constants():
+    """Version 3: magic 0xC7, an 8-byte shim, the bounded codec; TX writes it for the
+    bounded codec and RX accepts it alone unless told otherwise."""
+    assert golden_wire.SHIM_MAGIC_V3 == 0xC7 and golden_wire.SHIM_BYTES_V3 == 8
+    assert golden_wire.VERSION_MAGIC == {1: 0xC5, 2: 0xC6, 3: 0xC7}
+    assert golden_wire.VERSION_CODEC == {1: "paper", 2: "bounded", 3: "bounded"}
+    assert golden_wire.CODEC_VERSION == {"paper": 1, "bounded": 3}
+    assert golden_wire.RX_VERSIONS_DEFAULT == (3,)
+    assert [golden_wire.shim_bytes(v) for v in (1, 2, 3)] == [4, 4, 8]

@@ -2,17 +2,23 @@
 
 A host without the TX engine that marks its traffic with the compression DSCP (10 by
 default) sends ordinary payloads. RX decompresses such a frame whenever its first payload
-bytes pass the shim check; the frame is then mangled (a TCP segment fails its checksum,
-is dropped and retransmitted with the same bytes, so it may be mangled again and again).
-This measures the share of random TCP and UDP payloads that golden.rx_frame decompresses,
-for a receiver that knows wire version 1 only, version 2 only, and both (the engine), and
-prints a 95% interval for each rate.
+bytes pass the shim rules of a version it accepts; the frame is then mangled (a TCP
+segment fails its checksum, is dropped and retransmitted with the same bytes, so it may
+be mangled again and again). This measures the share of random TCP and UDP frames
+(random addresses, ports, IP ID, sequence numbers and payload) that the compiled RX of
+the software NIC (drivers/fastpath.rx_into) decompresses, for a receiver that accepts
+wire version 1 only, 2 only, 3 only (the default) and all three, and, as a separate
+row, how often version 3's check word alone passes (payloads whose first four bytes are
+forced to a version-3 shim that passes every other rule). Each rate gets a 95% interval
+(Wilson) and the rate the rules give, computed exactly. The first frames are also judged
+by golden.rx_frame, which must agree frame for frame.
 
-    inceptionn bench foreign [--frames 100000] [--seed 0]
+    inceptionn bench foreign [--frames 1000000] [--seed 0] [--threads 1] [--golden-check 2000]
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import math
 import struct
 import time
@@ -24,7 +30,8 @@ from inceptionn.golden.packet_matcher import IPPROTO_TCP, IPPROTO_UDP
 from ..cli import CliError
 from .checks import int_in
 
-__all__ = ["foreign_frame", "measure", "expected_rates", "add_arguments", "run"]
+__all__ = ["foreign_frame", "measure", "expected_rates", "golden_agrees", "add_arguments", "run",
+           "RECEIVERS", "FORCED"]
 
 _ETH = bytes.fromhex("020000000002" "020000000001" "0800")
 
@@ -54,62 +61,96 @@ def _interval(hits: int, n: int) -> tuple[float, float]:
     return max(0.0, c - h), min(1.0, c + h)
 
 
-RECEIVERS = {"version 1 only": (1,), "version 2 only": (2,), "both (the engine)": (1, 2)}
+RECEIVERS = {"version 1 only": (1,), "version 2 only": (2,), "version 3 only (default)": (3,),
+             "all three": (1, 2, 3)}
+FORCED = "v3 check word alone"
 
 
-def measure(frames: int = 100_000, seed: int = 0, dscp: int = golden.DSCP_DEFAULT):
-    """{receiver: (decompressed, malformed, frames)} over ``frames`` random payloads, half
-    TCP (4..1460 bytes) and half UDP (4..1472 bytes), uniformly random bytes."""
-    rng = np.random.default_rng(seed)
-    out = {name: [0, 0, frames] for name in RECEIVERS}
+def measure(frames: int = 1_000_000, seed: int = 0, dscp: int = golden.DSCP_DEFAULT,
+            threads: int = 1):
+    """{receiver: (decompressed, malformed, check_failed, frames judged)} over ``frames``
+    random frames (drivers/foreign_frames.py), the RECEIVERS and the FORCED row."""
+    from inceptionn.drivers import foreign_frames as ff
+    masks = [golden.versions_mask(v) for v in RECEIVERS.values()] + [ff.V3_FORCED]
+    ff.run(2, seed, dscp, masks)                       # compile (or load) before timing
+    parts = [(frames * i // threads, frames * (i + 1) // threads) for i in range(threads)]
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        counts = sum(ex.map(lambda se: ff.run(se[1] - se[0], seed, dscp, masks, start=se[0]), parts))
+    names = list(RECEIVERS) + [FORCED]
+    return {name: tuple(int(x) for x in counts[i]) for i, name in enumerate(names)}
+
+
+def golden_agrees(frames: int, seed: int = 0, dscp: int = golden.DSCP_DEFAULT) -> int:
+    """Judge the first ``frames`` frames with golden.rx_frame too; returns how many were
+    checked, raises RuntimeError on the first frame where the compiled RX differs."""
+    from inceptionn.drivers import fastpath as fp
+    from inceptionn.drivers import foreign_frames as ff
     for i in range(frames):
-        proto = "tcp" if i % 2 == 0 else "udp"
-        size = int(rng.integers(4, (1460 if proto == "tcp" else 1472) + 1))
-        f = foreign_frame(rng.bytes(size), proto, dscp)
-        for name, versions in RECEIVERS.items():
-            c = golden.Counters()
-            golden.rx_frame(f, dscp=dscp, counters=c, versions=versions)
-            out[name][0] += c.decompressed
-            out[name][1] += c.malformed
-    return {name: tuple(v) for name, v in out.items()}
+        f = ff.frame_at(seed, i, dscp)
+        for versions in RECEIVERS.values():
+            want = golden.rx_frame(f, dscp=dscp, versions=versions)
+            buf = np.zeros(fp.FRAME_ROOM + 64, np.uint8)
+            out = np.zeros(fp.FRAME_ROOM + 64, np.uint8)
+            buf[:len(f)] = np.frombuffer(f, np.uint8)
+            cnt = np.zeros((1, len(fp.COLUMNS)), np.int64)
+            h, bad = fp.rx_into(buf, len(f), out, dscp, True, cnt, 0, fp.tables(),
+                                golden.versions_mask(versions))
+            if (bytes(out[:h]), bool(bad)) != want:
+                raise RuntimeError(f"frame {i}: compiled RX differs from golden.rx_frame "
+                                   f"(versions {versions})")
+    return frames
 
 
 def expected_rates():
-    """The rates the acceptance rules give on uniformly random bytes, counted exactly over
-    every payload size and L (the measurement's distribution): {receiver: rate}."""
+    """The rates the acceptance rules give on the measurement's frames (half TCP with
+    4..1460 payload bytes, half UDP with 4..1472, sizes and bytes uniform), counted
+    exactly over every size and L: {receiver: rate}, FORCED included (2^-32)."""
     lengths = np.arange(1 << 16)
     n, r = lengths // 4, lengths % 4
-    min_len = 4 + 2 * -(-n // 8) + r                       # payload.min_compressed_len
-    v1 = v2 = 0.0
+    groups = 2 * -(-n // 8) + r
+    rate = {1: 0.0, 2: 0.0, 3: 0.0}
     for proto, p, top in (("tcp", 54, 1460), ("udp", 42, 1472)):
         for size in range(4, top + 1):
             ok = (lengths > size) & (p + lengths <= golden.MAX_FRAME_BYTES)
-            w = 0.5 / (top - 3)                            # half the frames, sizes uniform
-            v1 += w * ok.sum() / 65536 / 256               # byte 2 = 0xC5
-            v2 += w * (ok & (min_len <= size)).sum() / 65536 / 256 * 16 / 256   # 0xC6, k 1..16
-    return {"version 1 only": v1, "version 2 only": v2, "both (the engine)": v1 + v2}
+            w = 0.5 / (top - 3) / 65536 / 256              # half the frames, sizes uniform; magic
+            rate[1] += w * ok.sum()
+            rate[2] += w * (ok & (4 + groups <= size)).sum() * 16 / 256          # k 1..16
+            rate[3] += w * (ok & (8 + groups <= size)).sum() * 16 / 256 * 2.0 ** -32
+    out = {name: sum(rate[v] for v in vs) for name, vs in RECEIVERS.items()}
+    out[FORCED] = 2.0 ** -32
+    return out
 
 
 def add_arguments(ap) -> None:
     """`inceptionn bench foreign`'s options."""
-    ap.add_argument("--frames", type=int_in(1), default=100_000)
+    ap.add_argument("--frames", type=int_in(1), default=1_000_000,
+                    help="random frames (the docs' run: 10^8)")
     ap.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0)
+    ap.add_argument("--threads", type=int_in(1, 1024), default=1,
+                    help="threads to split the frames over")
+    ap.add_argument("--golden-check", type=int_in(0), default=2000, metavar="N",
+                    help="judge the first N frames with golden.rx_frame too (0: off)")
 
 
 def run(args) -> int:
     if args.frames < 1:
         raise CliError("--frames must be at least 1")
+    if not 1 <= args.threads <= 64:
+        raise CliError("--threads must be in 1..64")
+    if args.golden_check < 0 or args.seed < 0:
+        raise CliError("--golden-check and --seed must be >= 0")
+    checked = golden_agrees(min(args.golden_check, args.frames), args.seed)
     t0 = time.monotonic()
-    res = measure(args.frames, args.seed)
-    print(f"{args.frames} random TCP/UDP payloads with DSCP 10 through golden.rx_frame "
-          f"(seed {args.seed}, {time.monotonic() - t0:.0f} s)")
+    res = measure(args.frames, args.seed, threads=args.threads)
+    secs = time.monotonic() - t0
+    print(f"{args.frames} random TCP/UDP frames with DSCP 10 through the compiled RX "
+          f"(seed {args.seed}, {secs:.0f} s, {args.frames / secs / 1e6:.2f} M frames/s; "
+          f"the first {checked} agree with golden.rx_frame)")
     exp = expected_rates()
-    print(f"{'receiver':>18} | {'decompressed':>12} | {'rate':>9} | {'95% interval':>21} | "
-          f"{'expected':>9} | malformed")
-    for name, (hits, bad, n) in res.items():
+    print(f"{'receiver':>24} | {'judged':>10} | {'decompressed':>12} | {'rate':>9} | "
+          f"{'95% interval':>21} | {'expected':>9} | malformed | check refused")
+    for name, (hits, bad, refused, n) in res.items():
         lo, hi = _interval(hits, n)
-        print(f"{name:>18} | {hits:12d} | {hits / n:9.2e} | [{lo:8.2e}, {hi:8.2e}] | {exp[name]:9.2e} | {bad}")
-    v1, v2 = res["version 1 only"][0], res["version 2 only"][0]
-    print(f"version 2's acceptance rule takes {v2} where version 1's takes {v1}"
-          + (f" ({v1 / v2:.0f}x fewer)" if v2 else ""))
+        print(f"{name:>24} | {n:10d} | {hits:12d} | {hits / n:9.2e} | [{lo:8.2e}, {hi:8.2e}] | "
+              f"{exp[name]:9.2e} | {bad:9d} | {refused}")
     return 0

@@ -1,6 +1,6 @@
 """End-to-end demo (`make demo`): real HDC gradients through the NIC engines, with both
-value codecs side by side: the bounded one (wire format version 2, the default) and the
-paper's (version 1).
+value codecs side by side: the bounded one (wire format version 3, the default; the RTL
+stage writes version 2, all the RTL implements with version 1) and the paper's (version 1).
 
 1. Train the paper's HDC network (inceptionn.gradients) and capture its gradients early,
    mid-way and late in training.
@@ -74,22 +74,25 @@ NicStage = Callable[[list, int, str], tuple]
 # ---------------------------------------------------------------------- NIC stage
 
 def golden_nic_stage(frames, k: int, codec: str = golden.CODEC_DEFAULT, *,
-                     dscp: int = golden.DSCP_DEFAULT):
-    """The NIC pair as the golden model: TX engine onto the wire with ``codec``, RX engine
-    (which decodes by the shim) to the host.
+                     dscp: int = golden.DSCP_DEFAULT, version: int | None = None, versions=None):
+    """The NIC pair as the golden model: TX engine onto the wire with ``codec`` (wire
+    ``version``, by default the codec's), RX engine to the host (accepting ``versions``,
+    by default the one TX writes; it decodes by the shim).
 
     Returns (wire_frames, host_frames, info); info holds the TX and RX Counters and the
     number of frames the RX engine marked bad.
     """
     tx, rx = golden.Counters(), golden.Counters()
+    version = golden.CODEC_VERSION[golden.check_codec(codec)] if version is None else version
+    versions = (version,) if versions is None else versions
     wire = []
     for f in frames:
-        out = golden.tx_frame(f, k=k, dscp=dscp, counters=tx, codec=codec)
+        out = golden.tx_frame(f, k=k, dscp=dscp, counters=tx, codec=codec, version=version)
         if out is not None:  # None: dropped as oversize (counted in tx.dropped)
             wire.append(out)
     host, bad = [], 0
     for f in wire:
-        out, is_bad = golden.rx_frame(f, dscp=dscp, counters=rx)
+        out, is_bad = golden.rx_frame(f, dscp=dscp, counters=rx, versions=versions)
         host.append(out)
         bad += int(is_bad)
     return wire, host, {"tx": tx.as_dict(), "rx": rx.as_dict(), "bad": bad}
@@ -123,7 +126,10 @@ def rtl_nic_stage(frames, k: int, codec: str = "paper", *, dscp: int = golden.DS
 
     if codec not in golden.CODECS:
         raise ValueError(f"the RTL engines run {', '.join(golden.CODECS)}, not {codec!r}")
-    wire_g, host_g, info = golden_nic_stage(frames, k, codec, dscp=dscp)
+    # The RTL engines implement wire versions 1 and 2 (rtl_golden).
+    from inceptionn.rtl.rtl_golden import RTL_VERSIONS, rtl_version
+    wire_g, host_g, info = golden_nic_stage(frames, k, codec, dscp=dscp, version=rtl_version(codec),
+                                            versions=RTL_VERSIONS)
     tx = run_frames("tx", frames, k=k, dscp=dscp, codec=codec)
     wire = [f for f, _ in tx.frames_out]
     if wire != wire_g or any(u for _, u in tx.frames_out):

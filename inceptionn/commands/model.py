@@ -1,10 +1,11 @@
 """`inceptionn roundtrip | stats | nic tx | nic rx`: the golden model applied to arrays and
 captures (and `nic bridge`, from commands/net.py, under `nic`).
 
-The value codec is the bounded one (wire format version 2, |error| <= 2^-k, k in 1..16)
-unless `--codec paper` asks for the paper's (version 1, k in 1..126). RX decodes both
-versions by the shim; `nic rx --codec` restricts it to one (a receiver that knows only
-that version forwards the others unchanged).
+The value codec is the bounded one (|error| <= 2^-k, k in 1..16; `nic tx` writes it in
+wire format version 3, the checked shim, or `--version 2`) unless `--codec paper` asks for
+the paper's (version 1, k in 1..126). `nic rx` decompresses the versions `--versions`
+names (default 3 only; the paper's reproductions name 1); `--codec` is a shorthand
+(paper: 1; bounded: 2 and 3; any: all three). Other frames are forwarded unchanged.
 """
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from .. import golden
 from ..cli import CliError, dscp_arg as _dscp, error_bound_arg as _error_bound
 from .checks import one_line, writable
+from ..cli import versions_arg, wire_version_arg
 
 __all__ = ["register"]
 
@@ -138,17 +140,27 @@ def _print_counters(c, extra=""):
 def _cmd_nic(args):
     k = _k_for(args) if args.direction == "tx" else None
     writable(args.output, "OUT.pcap")
+    if args.direction == "tx":
+        try:
+            golden.payload.check_version(args.version, args.codec)
+        except ValueError as e:
+            raise CliError(f"--version: {e}") from None
+    else:
+        if args.codec is not None and args.versions is not None:
+            raise CliError("nic rx: give --versions or --codec, not both")
+        versions = (RX_VERSIONS[args.codec] if args.codec is not None else
+                    golden.RX_VERSIONS_DEFAULT if args.versions is None else args.versions)
     frames, nano = _read_pcap(args.input)
     c = golden.Counters()
     out, bad = [], 0
     for data, ts in frames:
         if args.direction == "tx":
-            res = golden.tx_frame(data, k=k, dscp=args.dscp, counters=c, codec=args.codec)
+            res = golden.tx_frame(data, k=k, dscp=args.dscp, counters=c, codec=args.codec,
+                                  version=args.version)
             if res is not None:
                 out.append((res, ts))
         else:
-            res, is_bad = golden.rx_frame(data, dscp=args.dscp, counters=c,
-                                          versions=RX_VERSIONS[args.codec])
+            res, is_bad = golden.rx_frame(data, dscp=args.dscp, counters=c, versions=versions)
             bad += is_bad
             out.append((res, ts))
     _write_pcap(args.output, out, nano)
@@ -158,8 +170,8 @@ def _cmd_nic(args):
 
 # ---------------------------------------------------------------- parser
 
-# nic rx --codec: the wire versions RX decompresses.
-RX_VERSIONS = {"any": (1, 2), "paper": (1,), "bounded": (2,)}
+# nic rx --codec: the wire versions RX decompresses (a shorthand for --versions).
+RX_VERSIONS = {"any": (1, 2, 3), "paper": (1,), "bounded": (2, 3)}
 
 
 def _add_codec(p):
@@ -200,9 +212,13 @@ def _add_nic(sub):
     tx.add_argument("--error-bound", type=_error_bound, default=golden.K_DEFAULT,
                     metavar="2^-K", help="error bound 2^-k (default 2^-10)")
     _add_codec(tx)
-    rx.add_argument("--codec", choices=sorted(RX_VERSIONS), default="any",
-                    help="decompress frames of this codec's wire version only (default any: "
-                         "both, by the shim, as the engine does)")
+    tx.add_argument("--version", type=wire_version_arg, default=None, metavar="N",
+                    help="wire version to write: the codec's by default (bounded 3, paper 1); "
+                         "2 for receivers that predate version 3")
+    rx.add_argument("--versions", type=versions_arg, default=None, metavar="V[,V...]",
+                    help="wire versions to decompress (default 3; the paper's reproductions: 1)")
+    rx.add_argument("--codec", choices=sorted(RX_VERSIONS), default=None,
+                    help="shorthand for --versions: paper 1, bounded 2,3, any 1,2,3")
     from .net import add_bridge
     add_bridge(nic, _error_bound, _dscp, CliError)
 

@@ -24,6 +24,7 @@ from ..drivers import mark as marks
 from ..drivers.bridge import MAX_HOSTS, MTUS, RATE_GBPS, Bridge, BridgeError
 from ..drivers.netns import netns_available
 from .checks import writable
+from ..cli import versions_arg, wire_version_arg
 
 __all__ = ["add_bridge", "add_mark"]
 
@@ -59,7 +60,8 @@ def _cmd_bridge(args, error):
     br = Bridge(args.hosts, mtu=args.mtu, k=args.error_bound, dscp=args.dscp,
                 rate_gbps=args.rate, engine=args.engine, pcap_wire=args.pcap_wire,
                 pcap_host=args.pcap_host, drop=args.drop, seed=args.seed, codec=args.codec,
-                switch=args.switch, check_every=args.check_golden)
+                switch=args.switch, check_every=args.check_golden, version=args.version,
+                versions=args.versions)
     try:
         br.start()
         _print_hosts(br)
@@ -144,8 +146,12 @@ def add_bridge(nic_sub, error_bound, dscp, error):
     p.add_argument("--duration", type=float, default=None, metavar="S",
                    help="stop after S seconds")
     p.add_argument("--codec", choices=golden.CODECS, default=None,
-                   help="value codec on the wire: bounded (wire version 2, the default) or "
-                        "paper (version 1); RX decodes both")
+                   help="value codec on the wire: bounded (wire version 3, the default) or "
+                        "paper (version 1)")
+    p.add_argument("--version", type=wire_version_arg, default=None, metavar="N",
+                   help="wire version TX writes (default: the codec's; 2 for old receivers)")
+    p.add_argument("--versions", type=versions_arg, default=None, metavar="V[,V...]",
+                   help="wire versions RX decompresses (default: the one TX writes; --engine rtl: 1,2)")
     p.add_argument("--check-golden", type=int, default=0, metavar="N",
                    help="check every N-th frame of the compiled switch against the golden "
                         "model; a difference stops the bridge (default 0: off)")
@@ -179,6 +185,13 @@ def _fix_run(args, error):
         args.error_bound = golden.check_k(args.error_bound, args.codec)
     except ValueError as e:
         raise error(f"--error-bound: {e}") from None
+    try:
+        if args.version is not None:
+            golden.payload.check_version(args.version, args.codec)
+    except ValueError as e:
+        raise error(f"--version: {e}") from None
+    if args.engine == "rtl" and (args.version == 3 or 3 in (args.versions or ())):
+        raise error("--engine rtl: the RTL engines implement wire versions 1 and 2, not 3")
     uses_python = args.rate is not None or args.drop or args.engine == "rtl"
     if args.switch == "compiled" and uses_python:
         raise error("--switch compiled: --rate, --drop and --engine rtl need the Python switch")

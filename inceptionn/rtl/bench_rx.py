@@ -45,7 +45,7 @@ CASES = (("paper", 6), ("paper", 8), ("paper", 10), ("bounded", 8), ("bounded", 
 def measure(sizes=(1514, 9014), cases=CASES, counts=None):
     """Rows of output beats/clock and latency per (codec, k); raises if any frame
     differs from golden."""
-    from ..golden import rx_frame, tx_frame
+    from .rtl_golden import rx_frame, tx_frame      # the RTL's wire versions, 1 and 2
     from .rtl_loop import run_frames
     counts = counts or {1514: 48, 9014: 10}
     rows = []

@@ -24,10 +24,10 @@ DEMO_DIR = BUILD / "demo"
 
 
 def _verify(frames, res, **cfg):
-    from .. import golden
+    from . import rtl_golden
     want = []
     for f in frames:
-        out = golden.tx_frame(f, **cfg)
+        out = rtl_golden.tx_frame(f, **cfg)
         if out is not None:
             want.append(out)
     got = [f for f, _ in res.frames_out]
