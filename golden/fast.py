@@ -41,7 +41,8 @@ from .wire import GROUP_VALUES, SHIM_BYTES
 
 __all__ = ["fast_pack_groups", "fast_unpack_groups", "fast_compress_payload",
            "fast_compress_payload_with_decoded", "fast_decompress_payload", "ones_sum", "FAST",
-           "warm_up"]
+           "warm_up", "pack_room", "unpack_room", "fast_pack_groups_into",
+           "fast_unpack_groups_into"]
 
 _U1, _U2, _U3 = np.uint64(1), np.uint64(2), np.uint64(3)
 _u8, _u16, _u32, _u64 = np.uint8, np.uint16, np.uint32, np.uint64
@@ -400,6 +401,60 @@ def fast_unpack_groups(buf, n, k=None, codec="paper"):
     out = np.empty(-(-n // GROUP_VALUES) * GROUP_VALUES + 1, np.uint32)
     consumed = int(_unpack(data, int(n), 0, out, table, *_dec_consts(k, codec)))
     return out[:n], consumed, consumed <= data.size
+
+
+def pack_room(n: int) -> int:
+    """Bytes fast_pack_groups_into needs for n values: the largest groups and 7 spare."""
+    return 2 * -(-n // GROUP_VALUES) + 4 * n + 7
+
+
+def unpack_room(n: int) -> int:
+    """Words fast_unpack_groups_into needs for n values: whole groups and one more."""
+    return -(-n // GROUP_VALUES) * GROUP_VALUES + 1
+
+
+def _out_array(out, dtype, need, what):
+    if not isinstance(out, np.ndarray) or out.dtype != dtype or out.ndim != 1 \
+            or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError(f"{what} must be a writable contiguous 1-D {np.dtype(dtype).name} array")
+    if out.size < need:
+        raise ValueError(f"{what} holds {out.size} elements, {need} needed")
+    return out
+
+
+def fast_pack_groups_into(bits, out, k, codec="paper") -> int:
+    """fast_pack_groups into a caller's buffer (no allocation, no copy): the groups go to
+    the start of ``out`` (uint8, at least pack_room(bits.size) bytes; the bytes past the
+    groups are scratch); returns their byte length. ``bits``: a contiguous 1-D uint32
+    array of float32 bit patterns."""
+    k = check_k(k, check_codec(codec))
+    bits = _in_bits(bits)
+    _out_array(out, np.uint8, pack_room(bits.size), "out")
+    return int(_pack_blocks(bits, *_enc_consts(k, codec), out)) if bits.size else 0
+
+
+def fast_unpack_groups_into(buf, n, out, k=None, codec="paper"):
+    """fast_unpack_groups into a caller's buffer: the n bit patterns go to out[:n] (uint32,
+    at least unpack_room(n) words; the words past n are scratch). Returns (consumed, ok)
+    as fast_unpack_groups does. ``buf``: a bytes-like object or a uint8 array."""
+    if n < 0:
+        raise ValueError(f"value count must be >= 0, got {n}")
+    table = decode_table(k, codec)  # checks codec and k
+    data = buf if isinstance(buf, np.ndarray) and buf.dtype == np.uint8 and buf.ndim == 1 \
+        else np.frombuffer(buf, dtype=np.uint8)
+    _out_array(out, np.uint32, unpack_room(n), "out")
+    if n == 0:
+        return 0, True
+    consumed = int(_unpack(np.ascontiguousarray(data), int(n), 0, out, table,
+                           *_dec_consts(k, codec)))
+    return consumed, consumed <= data.size
+
+
+def _in_bits(bits):
+    if not isinstance(bits, np.ndarray) or bits.dtype != np.uint32 or bits.ndim != 1 \
+            or not bits.flags.c_contiguous:
+        raise ValueError("bits must be a contiguous 1-D uint32 array (float32 bit patterns)")
+    return bits
 
 
 def _compress(payload, k, with_decoded, codec):

@@ -60,3 +60,28 @@ def test_large_payloads(codec):
     comp = golden.compress_payload(raw, 10, codec)
     assert fast.fast_compress_payload(raw, 10, codec) == comp
     assert fast.fast_decompress_payload(comp) == golden.decompress_payload(comp)
+
+
+@pytest.mark.parametrize("codec", ["paper", "bounded"])
+@pytest.mark.parametrize("n", [0, 1, 9, 5000])
+def test_into_variants_give_the_same_bytes(codec, n):
+    bits = _mixed(np.random.default_rng(n), n)
+    out = np.full(fast.pack_room(n), 0xAB, np.uint8)
+    end = fast.fast_pack_groups_into(bits, out, 8, codec)
+    assert out[:end].tobytes() == golden.pack_groups(bits, 8, codec)
+    words = np.zeros(fast.unpack_room(n), np.uint32)
+    consumed, ok = fast.fast_unpack_groups_into(out[:end], n, words, 8, codec)
+    want, wc, wok = golden.unpack_groups(out[:end].tobytes(), n, 8, codec)
+    assert (consumed, ok) == (wc, wok) and words[:n].tobytes() == want.tobytes()
+
+
+def test_into_variants_refuse_small_or_wrong_buffers():
+    bits = np.zeros(100, np.uint32)
+    with pytest.raises(ValueError, match="needed"):
+        fast.fast_pack_groups_into(bits, np.zeros(10, np.uint8), 10)
+    with pytest.raises(ValueError, match="uint8"):
+        fast.fast_pack_groups_into(bits, np.zeros(1000, np.uint32), 10)
+    with pytest.raises(ValueError, match="uint32"):
+        fast.fast_pack_groups_into(bits.astype(np.int64), np.zeros(1000, np.uint8), 10)
+    with pytest.raises(ValueError, match="needed"):
+        fast.fast_unpack_groups_into(b"\x00" * 30, 100, np.zeros(100, np.uint32), 10)
