@@ -89,3 +89,9 @@ def test_bad_arguments():
         DeviceCodec("paper", 10, block=3)
     with pytest.raises(ValueError, match="float32"):
         DeviceCodec("paper", 10).encode(torch.zeros(3, dtype=torch.float64))
+
+
+def test_a_one_entry_index_is_plain_memory():
+    """The ring sends the index as bytes (view(torch.uint8)), also when it has one entry."""
+    data, index = DeviceCodec("bounded", 10, block=64).encode(torch.ones(100))
+    assert index.view(torch.uint8).numel() == 4

@@ -99,7 +99,8 @@ class DeviceCodec:
         pos = torch.where(b < width[..., None], pos, total)
         val = ((field[..., None] >> (8 * b).to(torch.int32)) & 0xFF).to(torch.uint8)
         out.scatter_(0, pos.reshape(-1), val.reshape(-1))
-        index = gstart[::self.block].to(torch.int32)
+        # index_select: a fresh tensor (a 1-entry slice keeps its stride, which view() refuses)
+        index = gstart.index_select(0, torch.arange(0, g, self.block, device=dev)).to(torch.int32)
         return out[:total], index
 
     def roundtrip(self, x: torch.Tensor) -> torch.Tensor:
