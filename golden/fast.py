@@ -430,7 +430,10 @@ def fast_pack_groups_into(bits, out, k, codec="paper") -> int:
     k = check_k(k, check_codec(codec))
     bits = _in_bits(bits)
     _out_array(out, np.uint8, pack_room(bits.size), "out")
-    return int(_pack_blocks(bits, *_enc_consts(k, codec), out)) if bits.size else 0
+    if bits.size == 0:
+        return 0
+    t, mlim, w8 = _enc_consts(k, codec)
+    return int(_pack_blocks(bits, t, mlim, w8, out))
 
 
 def fast_unpack_groups_into(buf, n, out, k=None, codec="paper"):
