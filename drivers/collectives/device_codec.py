@@ -122,6 +122,7 @@ class DeviceCodec:
         mag = num * torch.where(b16, self.s16, self.s8).to(torch.float32)
         bits = mag.view(torch.int32) | (((f >> sb) & 1) << 31)
         bits = torch.where(num == 0, 0, bits)             # paper: q = 0 is +0.0
+        bits = bits - ((bits >> 31) << 32)                 # the sign bit as int32's, no overflow
         return torch.where(tag == 3, v, torch.where(tag == 0, 0, bits)).to(torch.int32)
 
     def decode(self, data: torch.Tensor, index: torch.Tensor, n: int) -> torch.Tensor:
