@@ -256,6 +256,8 @@ class IncState:
                 if self._failed is not None:
                     raise CollectiveError(f"an earlier bucket's exchange failed: {self._failed}")
                 t0 = time.perf_counter()
+                if device.type == "cuda":   # this thread's NCCL calls use the bucket's GPU
+                    torch.cuda.set_device(device)
                 if self.collective is None:
                     self._setup()
                 if event is not None:
