@@ -301,14 +301,27 @@ def _dec_consts(k, codec):
 
 
 @njit(cache=True, nogil=True)
-def _unpack(data, n, r, out, table, mul, add, e8, e16):
+def _unpack_fast(data, n, r, out, table, mul, add, e8, e16):
+    """_unpack through the block kernel first ((mul, add, e8, e16): _dec_consts of the
+    table's codec), the per-group loop for the rest."""
+    g, pos = _unpack_blocks(data, (n + 7) // 8, out, mul, add, e8, e16)
+    return _unpack_from(data, n, r, out, table, g, pos)
+
+
+@njit(cache=True, nogil=True)
+def _unpack(data, n, r, out, table):
     """Decode n values from the groups at the start of data (read as if zero bytes followed
     its end) into out[:n], out having room for whole groups and one word more; the r bytes
     after the groups go little-endian into out[n]. Returns the groups' byte length.
-    (mul, add, e8, e16): _dec_consts of the table's codec, for the block kernel."""
+    The per-group loop only (drivers/fastpath.py calls it per frame)."""
+    return _unpack_from(data, n, r, out, table, 0, np.uint64(0))
+
+
+@njit(cache=True, nogil=True)
+def _unpack_from(data, n, r, out, table, g, pos):
+    """_unpack from group g at byte pos on."""
     groups = (n + 7) // 8
     size = np.uint64(data.size)
-    g, pos = _unpack_blocks(data, groups, out, mul, add, e8, e16)
     while g < groups and pos + np.uint64(_MAX_GROUP + 3) <= size:
         pos = _decode_group(data, pos, out, 8 * g, table)
         g += 1
@@ -381,7 +394,7 @@ def fast_pack_groups(bits, k, codec="paper"):
 def _unpack_into(data, n, r, k, codec):
     """(out uint32, consumed) of _unpack, out sized for whole groups and the tail word."""
     out = np.empty(-(-n // GROUP_VALUES) * GROUP_VALUES + 1, np.uint32)
-    return out, int(_unpack(data, int(n), r, out, decode_table(k, codec), *_dec_consts(k, codec)))
+    return out, int(_unpack_fast(data, int(n), r, out, decode_table(k, codec), *_dec_consts(k, codec)))
 
 
 def fast_unpack_groups(buf, n, k=None, codec="paper"):
@@ -399,7 +412,7 @@ def fast_unpack_groups(buf, n, k=None, codec="paper"):
     if -(-n // GROUP_VALUES) == 0:
         return np.zeros(0, np.uint32), 0, True
     out = np.empty(-(-n // GROUP_VALUES) * GROUP_VALUES + 1, np.uint32)
-    consumed = int(_unpack(data, int(n), 0, out, table, *_dec_consts(k, codec)))
+    consumed = int(_unpack_fast(data, int(n), 0, out, table, *_dec_consts(k, codec)))
     return out[:n], consumed, consumed <= data.size
 
 
@@ -448,8 +461,8 @@ def fast_unpack_groups_into(buf, n, out, k=None, codec="paper"):
     _out_array(out, np.uint32, unpack_room(n), "out")
     if n == 0:
         return 0, True
-    consumed = int(_unpack(np.ascontiguousarray(data), int(n), 0, out, table,
-                           *_dec_consts(k, codec)))
+    consumed = int(_unpack_fast(np.ascontiguousarray(data), int(n), 0, out, table,
+                                *_dec_consts(k, codec)))
     return consumed, consumed <= data.size
 
 

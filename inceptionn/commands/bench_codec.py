@@ -151,7 +151,7 @@ def format_rows(rows) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         ratio = f"{r['ratio']:6.2f}" if r["ratio"] else f"{'':6}"
-        lines.append(f"{r['device']:<8} {r['method']:<24} {r['gbps']:9.4g} {r['x_memcpy']:9.2f} {ratio}")
+        lines.append(f"{r['device']:<8} {r['method']:<24} {r['gbps']:9.4g} {r['x_memcpy']:9.3g} {ratio}")
     return "\n".join(lines)
 
 
