@@ -16,10 +16,11 @@ this file walks the same per-(k, codec) tables value by value:
 Both value codecs go through the same loops; only the tables differ: "paper" (wire
 version 1) and "bounded" (wire version 2, k in 1..16). Packing without the decoded
 values and unpacking whole groups go through block kernels instead (_pack_blocks,
-_unpack_blocks, below: vectorised arithmetic, only a short serial chain per group; the
-same bytes faster: pack about 2.7x, unpack 1.5x here, docs/benchmarks.md); the per-value loops stay for the
-NIC's TX path (which needs the decoded values), drivers/fastpath.py and the stream's end. The loops release the GIL
-(nogil), so threads can run them in parallel on separate buffers.
+_unpack_blocks, below: vectorised arithmetic, a short serial chain per group; the same
+bytes, pack about 2.7x and unpack 1.5x faster here, docs/benchmarks.md); the per-value
+loops stay for the NIC's TX path (it needs the decoded values), drivers/fastpath.py and
+the stream's end. The loops release the GIL (nogil), so threads can run them in
+parallel on separate buffers.
 Argument checks and errors are the model's own (check_codec, check_k, as_bits, make_shim,
 shim_codec), in the same order. Byte positions are unsigned: numba then drops its negative-index
 fix-up and merges the four byte stores into one. Each loop is compiled on first use and
