@@ -13,6 +13,12 @@ loops release the GIL), as the software ring codes its chunks. GB/s is over the 
 bytes (in to pack, out of unpack), best of --repeat runs; "x memcpy" is the method's
 GB/s over the memcpy's on that device; ratio is float32 bytes over coded bytes (index
 included). Every coded result is checked against golden's bytes before it is timed.
+
+--exchange: two ranks (processes) on the device under gloo all-reduce one bucket of
+--exchange-size floats, median of 5 after a warm-up: gloo's all_reduce (what DDP's
+default hook does), the fp16 hook's (cast, all_reduce, cast back) and the INCEPTIONN
+ring over point-to-point (TorchRing: coded on the device, only coded bytes leave it).
+Both ranks share the one device (NCCL needs a GPU per rank).
 """
 
 from __future__ import annotations
@@ -125,6 +131,75 @@ def _fast_rows(x_np, k, codec, repeat, threads, best, want):
     return rows
 
 
+def _exchange_rank(rank, world, port, device, n, codec, k, q):
+    import datetime
+    import statistics
+
+    import torch
+    import torch.distributed as dist
+
+    from ..drivers.collectives.torch_ring import TorchRing
+    try:
+        store = dist.TCPStore("127.0.0.1", port, world, rank == 0,
+                              timeout=datetime.timedelta(seconds=120))
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
+        dev = torch.device(device)
+        x0 = torch.randn(n, generator=torch.Generator().manual_seed(rank)).mul_(1e-3).to(dev)
+        ring = TorchRing(codec=codec, k=k)
+        sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
+
+        def fp16(t):
+            h = t.half()
+            dist.all_reduce(h)
+            t.copy_(h)
+
+        out = {}
+        for name, fn in (("gloo all_reduce", dist.all_reduce), ("fp16 hook", fp16),
+                         ("inceptionn TorchRing", ring.allreduce)):
+            times = []
+            for i in range(6):
+                t = x0.clone()
+                sync()
+                dist.barrier()
+                t0 = time.perf_counter()
+                fn(t)
+                sync()
+                if i:                          # the first is the warm-up
+                    times.append(time.perf_counter() - t0)
+            out[name] = statistics.median(times)
+        out["coded bytes per rank"] = ring.bytes_sent / 6         # 6 calls
+        dist.destroy_process_group()
+        q.put((rank, out))
+    except BaseException as e:  # reported by the parent
+        q.put((rank, f"{type(e).__name__}: {e}"))
+
+
+def run_exchange(device, n, codec="bounded", k=10):
+    """{method: median seconds} of rank 0 (see the module's docstring)."""
+    import multiprocessing as mp
+    import socket
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_exchange_rank, args=(r, 2, port, device, n, codec, k, q))
+             for r in range(2)]
+    for p in procs:
+        p.start()
+    try:
+        res = dict(q.get(timeout=600) for _ in procs)
+    finally:
+        for p in procs:
+            p.join(10)
+            if p.is_alive():
+                p.kill()
+    for r, v in res.items():
+        if isinstance(v, str):
+            raise RuntimeError(f"exchange rank {r} failed: {v}")
+    return res[0]
+
+
 def run_codec_bench(size=64 << 20, *, devices=None, k=10, codec="bounded", repeat=5,
                     threads=None, seed=0, progress=None):
     """Rows {device, method, gbps, ratio, x_memcpy} for every device."""
@@ -166,6 +241,11 @@ def add_arguments(ap) -> None:
     ap.add_argument("--repeat", type=int, default=5, help="runs per method, best kept")
     ap.add_argument("--threads", type=int, default=None,
                     help="CPU threads of the all-cores rows (default: the cores)")
+    ap.add_argument("--exchange", action="store_true",
+                    help="also time one bucket's all-reduce by two ranks per device (gloo, "
+                         "fp16, the ring over point-to-point)")
+    ap.add_argument("--exchange-size", default="48M",
+                    help="the bucket of --exchange (default %(default)s, as DDP's 12.2M floats)")
 
 
 def run(args) -> int:
@@ -177,6 +257,7 @@ def run(args) -> int:
         raise CliError("--threads must be >= 1")
     try:
         parse_size(args.size)
+        parse_size(args.exchange_size)
         golden.check_k(args.k, args.codec)
         for d in args.device or []:
             dev = torch.device(d)
@@ -200,4 +281,14 @@ def run(args) -> int:
     print(f"codec {args.codec} at 2^-{args.k}, N(0, 1e-3) float32, {args.size}; GB/s over "
           f"float32 bytes, best of {args.repeat}; x memcpy against that device's memcpy")
     print(format_rows(rows))
+    if args.exchange:
+        n = parse_size(args.exchange_size) // 4
+        for d in sorted(names):
+            progress(f"exchange on {d}")
+            ex = run_exchange(d, n, args.codec, args.k)
+            coded = ex.pop("coded bytes per rank")
+            base = ex["gloo all_reduce"]
+            print(f"P = 2 on {d}, one bucket of {n} floats (gloo; median of 5): "
+                  + "; ".join(f"{m} {s * 1e3:.1f} ms ({s / base:.2f} x gloo)" for m, s in ex.items())
+                  + f"; the ring sent {coded / 1e6:.1f} MB per rank per call")
     return 0
