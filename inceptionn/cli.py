@@ -3,7 +3,7 @@
   inceptionn roundtrip | stats | nic tx | nic rx     the golden model on arrays and captures
   inceptionn nic bridge | mark                       the software NIC on Linux networking
   inceptionn demo                                    real gradients through the engines
-  inceptionn bench golden | hw | nic | train | collectives | foreign
+  inceptionn bench golden | hw | nic | train | collectives | foreign | codec
   inceptionn verilog | vc709 | synth | architecture  the gateware: Verilog, FPGA tree, reports
 
 `inceptionn COMMAND --help` describes each. The commands live in inceptionn/commands/

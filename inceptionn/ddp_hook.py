@@ -49,12 +49,17 @@ from .drivers.collectives.compressed import step as compressed_step
 from .drivers.collectives.memory import LossRecorder, Memory
 from .golden import compressors
 
-__all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS", "BOUNDS"]
+__all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS", "BOUNDS",
+           "TRANSPORTS"]
 
 MODES = ("inc", "wa")
 WIRES = ("software", "nic", "emulate")
 CODECS = ("bounded", "paper")
 BOUNDS = ("scaled", "absolute")
+# "socket": the ring on the project's sockets, coded on the host (golden.fast); "torch":
+# the ring over the process group's point-to-point (NCCL or gloo), coded on the bucket's
+# device (device_codec.py), so a CUDA bucket never leaves its GPU uncompressed.
+TRANSPORTS = ("socket", "torch")
 RING_METHODS = ("inceptionn", "none")
 # Every compressor of golden.compressors, on its own collective.
 METHODS = RING_METHODS + tuple(m for m in compressors.METHODS if m not in RING_METHODS)
@@ -110,7 +115,9 @@ class IncState:
     scalecom); method_kw: the method's other parameters.
     chunk_floats: floats per pipelined chunk; mss_bytes: the gradient sockets' MSS (nic);
     timeout_s: how long a silent peer is waited for; codec_threads: the software wire's
-    codec threads. bytes_sent counts this rank's data bytes; hook_seconds the worker's
+    codec threads. transport: "socket" (the project's sockets) or "torch" (the process
+    group's point-to-point, the buckets coded on their device: method "inceptionn", wire
+    "software", mode "inc" only). bytes_sent counts this rank's data bytes; hook_seconds the worker's
     time per bucket exchange.
     """
 
@@ -120,7 +127,8 @@ class IncState:
                  chunk_floats: int = DEFAULT_CHUNK, mss_bytes: int = sockets.GRADIENT_MSS,
                  timeout_s: float = DEFAULT_TIMEOUT, host: str | None = None, store=None,
                  seed: int = 0, codec_threads: int | None = None, bound: str | None = None,
-                 share: float = DEFAULT_SHARE, error_feedback: bool | None = None):
+                 share: float = DEFAULT_SHARE, error_feedback: bool | None = None,
+                 transport: str = "socket"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if method not in METHODS:
@@ -133,6 +141,11 @@ class IncState:
         if mode == "wa" and wire == "software":
             raise ValueError("mode 'wa' carries float32 (wire 'nic' or 'emulate'), not the "
                              "software wire")
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {TRANSPORTS}, got {transport!r}")
+        if transport == "torch" and (method, wire, mode) != ("inceptionn", "software", "inc"):
+            raise ValueError("transport 'torch' carries method 'inceptionn' on wire 'software' "
+                             f"in mode 'inc', not {method!r} / {wire!r} / {mode!r}")
         if not isinstance(chunk_floats, int) or chunk_floats < 1:
             raise ValueError(f"chunk_floats must be a positive int, got {chunk_floats!r}")
         kw = dict(method_kw or {})
@@ -147,7 +160,7 @@ class IncState:
             raise ValueError(f"method {method!r} needs density= (the fraction of values kept)")
         self.k = _error_bound_k(error_bound)
         self.bound, self.share, self.error_feedback = _bound_and_feedback(
-            method, codec, wire, mode, bound, share, error_feedback)
+            method, codec, wire, mode, bound, share, error_feedback, transport)
         self.memory = Memory() if self.error_feedback else None
         if method not in RING_METHODS:
             compressors.make(method, **kw)      # bad parameters fail here
@@ -157,6 +170,7 @@ class IncState:
         self.host, self.store = host, store
         self.chunk, self.mss, self.timeout = chunk_floats, mss_bytes, timeout_s
         self.codec_threads = codec_threads
+        self.transport = transport
         self.prefix = (f"inceptionn/hook/{os.environ.get('TORCHELASTIC_RESTART_COUNT', 0)}/"
                        f"{next(_STATES)}")
         self.collective = None
@@ -178,7 +192,7 @@ class IncState:
                 "bound": self.bound, "share": self.share if self.bound == "scaled" else None,
                 "error_feedback": self.error_feedback,
                 "mode": self.mode if ring else None, "wire": self.wire if ring else None,
-                "chunk_floats": self.chunk, "seed": self.seed,
+                "chunk_floats": self.chunk, "seed": self.seed, "transport": self.transport,
                 "mss_bytes": self.mss if self.wire == "nic" else None}
 
     # ------------------------------------------------------------------ setup
@@ -204,8 +218,11 @@ class IncState:
 
     def _setup(self):
         pg, rank, world = self._group()
-        store = self._the_store()
         self.world = world
+        if self.transport == "torch":
+            self._setup_torch(pg, rank, world)
+            return
+        store = self._the_store()
         wire = self.wire if self.method == "inceptionn" else "software"
         if self.method == "none":
             wire = "plain"
@@ -228,6 +245,17 @@ class IncState:
             store, rank, world, host=self.host or _default_host(), prefix=self.prefix, k=self.k,
             codec=codec, wire=wire, mss=self.mss, chunk=self.chunk, timeout=self.timeout,
             codec_threads=self.codec_threads, settings=self.settings())
+
+    def _setup_torch(self, pg, rank, world):
+        """The ring over the process group; the settings compared over it too."""
+        from .drivers.collectives.agreement import compare_settings
+        from .drivers.collectives.torch_ring import TorchRing
+        mine = self.settings()
+        every: list = [None] * world
+        dist.all_gather_object(every, mine, group=pg)
+        compare_settings(dict(enumerate(every)))
+        self.collective = TorchRing(pg, codec=self.codec, k=self.k, chunk=self.chunk,
+                                    timeout=self.timeout)
 
     def _kw_for(self, layers):
         kw = dict(self.method_kw)
@@ -256,16 +284,21 @@ class IncState:
                 if self._failed is not None:
                     raise CollectiveError(f"an earlier bucket's exchange failed: {self._failed}")
                 t0 = time.perf_counter()
+                if device.type == "cuda":   # this thread's NCCL calls use the bucket's GPU
+                    torch.cuda.set_device(device)
                 if self.collective is None:
                     self._setup()
                 if event is not None:
                     event.synchronize()      # the snapshot's copy has landed
-                out = self._exchange(snap.numpy().reshape(-1), params)
-                out /= np.float32(self.world)
+                if self.transport == "torch":     # on the bucket's device, in place
+                    t = self._exchange_tensor(snap.view(-1)).view(snap.shape)
+                else:
+                    out = self._exchange(snap.numpy().reshape(-1), params)
+                    out /= np.float32(self.world)
+                    t = torch.from_numpy(out).view(snap.shape)
                 self.calls += 1
                 self.hook_seconds.append(time.perf_counter() - t0)
-                t = torch.from_numpy(out).view(snap.shape)
-                fut.set_result(t if device.type == "cpu" else t.to(device))
+                fut.set_result(t if t.device == device else t.to(device))
             except BaseException as e:  # handed to DDP through the future
                 if self._failed is None and self.collective is None:
                     _release_waiting_ranks(e, self.store)
@@ -293,6 +326,15 @@ class IncState:
             return arr
         return self._buckets.step(arr, params)
 
+    def _exchange_tensor(self, t):
+        before = self.collective.bytes_sent
+        self.collective.allreduce(t)
+        self.bytes_sent += self.collective.bytes_sent - before
+        t /= self.world
+        if t.is_cuda:
+            torch.cuda.current_stream(t.device).synchronize()   # final when the Future is set
+        return t
+
     def close(self):
         if self._worker is not None:
             self._q.put(None)
@@ -303,10 +345,11 @@ class IncState:
             self.collective = None
 
 
-def _bound_and_feedback(method, codec, wire, mode, bound, share, feedback):
+def _bound_and_feedback(method, codec, wire, mode, bound, share, feedback, transport):
     """The bound ("scaled" / "absolute") and whether error feedback is on: defaults where
-    None, a clear error where the choice cannot apply."""
-    coded_ring = method == "inceptionn" and mode == "inc"
+    None, a clear error where the choice cannot apply. The torch transport's device codec
+    codes with the absolute bound (its scaling and feedback are not built yet)."""
+    coded_ring = method == "inceptionn" and mode == "inc" and transport == "socket"
     scalable = coded_ring and wire == "software" and codec == "bounded"
     if bound is None:
         bound = "scaled" if scalable else "absolute"
@@ -314,8 +357,8 @@ def _bound_and_feedback(method, codec, wire, mode, bound, share, feedback):
         raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
     if bound == "scaled" and not scalable:
         raise ValueError("bound='scaled' needs method 'inceptionn' with the bounded codec on "
-                         "the software wire (the paper's codec and the NIC path take "
-                         "bound='absolute')")
+                         "the software wire and the socket transport (the paper's codec, the "
+                         "NIC path and the torch transport take bound='absolute')")
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1], got {share!r}")
     recordable = coded_ring and wire == "software"
@@ -411,7 +454,11 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
     # write the bucket's memory before the Future completes (seen on CPU: a bucket read
     # later by the worker held other values than at the call, in 3 test runs of 4).
     event = None
-    if cuda:
+    if cuda and state.transport == "torch":     # stays on the GPU, coded there
+        snap = buf.detach().clone()
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(buf.device))
+    elif cuda:
         snap = torch.empty(buf.shape, dtype=buf.dtype, pin_memory=True)
         snap.copy_(buf.detach(), non_blocking=True)   # on the producing stream, in order
         event = torch.cuda.Event()

@@ -10,7 +10,7 @@ from inceptionn import golden
 from inceptionn.commands import bench_golden as bench
 
 PER_CODEC = ["golden encode", "golden pack", "golden unpack", "fast pack", "fast unpack groups",
-             "fast encode+pack", "fast NIC", "fast unpack"]
+             "fast pack into", "fast unpack into", "fast encode+pack", "fast NIC", "fast unpack"]
 METHODS = (["numpy copy"] + [f"{m} {v} k=10" for v in ("v1", "v2") for m in PER_CODEC]
            + ["snappy", "snappy decompress", "lz4", "lz4 decompress"])
 
@@ -31,6 +31,9 @@ def test_bench_prints_a_sane_table(tmp_path, capsys):
     # v2 next to v1 and snappy / lz4, per buffer, from the same run
     summary = [l for l in out.splitlines() if l.startswith("v2 vs v1, ")]
     assert len(summary) == 2 and all("snappy" in l and "lz4" in l and "v2/v1" in l for l in summary)
+    # pack and unpack on one core as a share of the copy, per buffer
+    vs_copy = [l for l in out.splitlines() if l.startswith("one core vs numpy copy")]
+    assert len(vs_copy) == 2 and all(l.count("% (CPU time") == 4 for l in vs_copy), vs_copy
 
 
 def test_run_bench_numbers_match_the_codec(tmp_path):
@@ -42,12 +45,12 @@ def test_run_bench_numbers_match_the_codec(tmp_path):
     values = np.random.default_rng(0).normal(0.0, 1e-3, 4096).astype(np.float32)
     raw = values.tobytes()
     for i, codec in enumerate(("paper", "bounded")):
-        (enc, pack, unpack, fast_pack, fast_unpack_groups, fast_payloads, fast_nic,
-         fast_unpack) = res[1 + 8 * i:9 + 8 * i]
+        (enc, pack, unpack, fast_pack, fast_unpack_groups, pack_into, unpack_into,
+         fast_payloads, fast_nic, fast_unpack) = res[1 + 10 * i:11 + 10 * i]
         assert pack.out_bytes == len(golden.pack_groups(values.view(np.uint32), 10, codec))
         # Packed groups are the encoder's tags and stored bytes, nothing more.
         assert (enc.out_bytes == pack.out_bytes == unpack.out_bytes == fast_pack.out_bytes
-                == fast_unpack_groups.out_bytes)
+                == fast_unpack_groups.out_bytes == pack_into.out_bytes == unpack_into.out_bytes)
         # One shim per payload: 16384 bytes are one 65532-byte payload, or two of 8948 bytes.
         assert fast_payloads.out_bytes == fast_unpack.out_bytes == len(
             golden.compress_payload(raw, 10, codec))
@@ -55,7 +58,7 @@ def test_run_bench_numbers_match_the_codec(tmp_path):
                                          for j in (0, 8948))
         assert pack.ratio > 3  # N(0, 1e-3) mostly falls in the 0- and 8-bit bands at 2^-10
     # the two versions cost the same bytes
-    assert [r.out_bytes for r in res[1:9]] == [r.out_bytes for r in res[9:17]]
+    assert [r.out_bytes for r in res[1:11]] == [r.out_bytes for r in res[11:21]]
     assert snap.out_bytes == snap_d.out_bytes and lz.out_bytes == lz_d.out_bytes
     for r in res:
         assert r.seconds > 0 and r.cpu_seconds >= 0 and r.gbps > 0 and r.vs_copy > 0

@@ -36,7 +36,7 @@ class _HostBucket:
         return self._params
 
 
-def _device_vs_replay(rank, world, device, method, method_kw):
+def _device_vs_replay(rank, world, device, method, method_kw, replay_kw=None):
     import torch
     from torch import nn
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -80,7 +80,7 @@ def _device_vs_replay(rank, world, device, method, method_kw):
 
     # The same buckets, in the same order, through a fresh hook on host tensors; each
     # CUDA parameter stands in by one host tensor (the hook keys its state by parameter).
-    host = IncState(method=method, **method_kw)
+    host = IncState(method=method, **(method_kw if replay_kw is None else replay_kw))
     standins: dict = {}
     mismatches = 0
     for inp, params, out in outs:
@@ -92,12 +92,33 @@ def _device_vs_replay(rank, world, device, method, method_kw):
 
 
 CASES = [("inceptionn", {}), ("topk", {"density": 0.05})]
+# The ring over the process group's point-to-point (gloo here), coded on the bucket's
+# device, against the socket ring's host path with the same (absolute) bound: the same
+# bits. The torch transport has no scale-following bound yet.
+TORCH_CASES = [{"transport": "torch"}, {"transport": "torch", "codec": "paper"},
+               {"transport": "torch", "chunk_floats": 1000}]
 
 
 @pytest.mark.parametrize("method,method_kw", CASES)
 def test_host_buckets_give_the_replays_values_bit_for_bit(method, method_kw):
     """Fails on a hook that reads DDP's bucket after the call (3 runs of 4 here)."""
     _check(spawn(_device_vs_replay, 2, "cpu", method, method_kw, timeout=300))
+
+
+def test_torch_transport_on_host_buckets_gives_the_socket_rings_values():
+    """Several buckets, overlapped with the backward, through TorchRing over gloo, in
+    several rounds per block (the other cases run on CUDA; the codecs' every k is
+    tests/test_device_codec.py's)."""
+    kw = TORCH_CASES[-1]
+    replay = {k: v for k, v in kw.items() if k != "transport"} | {"bound": "absolute"}
+    _check(spawn(_device_vs_replay, 2, "cpu", "inceptionn", kw, replay, timeout=300))
+
+
+@CUDA
+@pytest.mark.parametrize("kw", TORCH_CASES)
+def test_torch_transport_codes_cuda_buckets_on_the_gpu_bit_for_bit(kw):
+    replay = {k: v for k, v in kw.items() if k != "transport"} | {"bound": "absolute"}
+    _check(spawn(_device_vs_replay, 2, "cuda", "inceptionn", kw, replay, timeout=300))
 
 
 @CUDA

@@ -29,6 +29,8 @@ BENCHMARKS = {
                                          "(make bench-collectives)"),
     "train": ("bench_train", "DDP training over rate-limited wires (make bench-train)"),
     "foreign": ("bench_foreign", "how often RX takes foreign DSCP-10 traffic for its own"),
+    "codec": ("bench_codec", "the codec per device (CPU, GPUs) against memcpy and an fp16 cast "
+                             "(make bench-codec)"),
 }
 
 

@@ -1,0 +1,294 @@
+"""The codec per device against the device's own memcpy and fp16 cast (`make bench-codec`).
+
+For each device (the CPU, and every CUDA GPU torch sees unless --device narrows it) one
+float32 buffer drawn from N(0, 1e-3) is timed, in the same run, through:
+  memcpy        a copy into a buffer made once (torch copy_ on the device)
+  fp16 cast     a cast to float16 into a buffer made once (what torch's fp16 hook does)
+  device pack   the device codec (drivers/collectives/device_codec.py, torch operations):
+                golden's group bytes plus the index beside them
+  device unpack its decode back to float32
+and, on the CPU, golden.fast's compiled kernels into buffers made once: on one core
+(fast pack / fast unpack) and on every core (the buffer cut in one piece per thread; the
+loops release the GIL), as the software ring codes its chunks. GB/s is over the float32
+bytes (in to pack, out of unpack), best of --repeat runs; "x memcpy" is the method's
+GB/s over the memcpy's on that device; ratio is float32 bytes over coded bytes (index
+included). Every coded result is checked against golden's bytes before it is timed.
+
+--exchange: two ranks (processes) on the device under gloo all-reduce one bucket of
+--exchange-size floats, median of 5 after a warm-up: gloo's all_reduce (what DDP's
+default hook does), the fp16 hook's (cast, all_reduce, cast back) and the INCEPTIONN
+ring over point-to-point (TorchRing: coded on the device, only coded bytes leave it).
+Both ranks share the one device (NCCL needs a GPU per rank).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import sys
+import time
+
+import numpy as np
+
+from ..cli import CliError
+from .bench_golden import parse_size
+
+__all__ = ["run_codec_bench", "format_rows", "add_arguments", "run"]
+
+
+def _timer(device):
+    import torch
+    if device.type == "cuda":
+        def sync():
+            torch.cuda.synchronize(device)
+    else:
+        def sync():
+            pass
+
+    def best(fn, repeat):
+        fn()                                  # warm: compile, allocate, page in
+        sync()
+        b = float("inf")
+        for _ in range(repeat):
+            sync()
+            t = time.perf_counter()
+            fn()
+            sync()
+            b = min(b, time.perf_counter() - t)
+        return b
+    return best
+
+
+def _device_rows(device, x_np, k, codec, repeat, threads):
+    import torch
+
+    from ..drivers.collectives.device_codec import DeviceCodec
+    from ..golden import fast
+    best = _timer(device)
+    x = torch.from_numpy(x_np).to(device)
+    nbytes = x.numel() * 4
+    rows = []
+
+    def add(method, seconds, coded=None):
+        rows.append({"device": str(device), "method": method, "gbps": nbytes / seconds / 1e9,
+                     "ratio": nbytes / coded if coded else None})
+
+    dst = torch.empty_like(x)
+    half = torch.empty(x.shape, dtype=torch.float16, device=device)
+    add("memcpy", best(lambda: dst.copy_(x), repeat))
+    add("fp16 cast", best(lambda: half.copy_(x), repeat))
+    dc = DeviceCodec(codec, k)
+    data, index = dc.encode(x)
+    want = fast.fast_pack_groups(x_np.view(np.uint32), k, codec)
+    if data.cpu().numpy().tobytes() != want:
+        raise RuntimeError(f"device pack on {device} gave bytes other than golden's")
+    coded = data.numel() + 4 * index.numel()
+    add("device pack", best(lambda: dc.encode(x), repeat), coded)
+    dec = dc.decode(data, index, x.numel())
+    ref = np.empty(fast.unpack_room(x_np.size), np.uint32)
+    fast.fast_unpack_groups_into(np.frombuffer(want, np.uint8), x_np.size, ref, k, codec)
+    if dec.cpu().view(torch.int32).numpy().view(np.uint32).tobytes() != ref[:x_np.size].tobytes():
+        raise RuntimeError(f"device unpack on {device} gave values other than golden's")
+    add("device unpack", best(lambda: dc.decode(data, index, x.numel()), repeat), coded)
+    if device.type == "cpu":
+        rows += _fast_rows(x_np, k, codec, repeat, threads, best, want)
+    return rows
+
+
+def _fast_rows(x_np, k, codec, repeat, threads, best, want):
+    """golden.fast on one core and on `threads` cores (one piece of the buffer each)."""
+    from ..golden import fast
+    bits = x_np.view(np.uint32)
+    n = bits.size
+    room = np.empty(fast.pack_room(n), np.uint8)
+    words = np.empty(fast.unpack_room(n), np.uint32)
+    packed = np.frombuffer(want, np.uint8)
+    rows = []
+
+    def add(method, seconds):
+        rows.append({"device": "cpu", "method": method, "gbps": n * 4 / seconds / 1e9,
+                     "ratio": n * 4 / len(want)})
+
+    add("fast pack, 1 core", best(lambda: fast.fast_pack_groups_into(bits, room, k, codec), repeat))
+    add("fast unpack, 1 core",
+        best(lambda: fast.fast_unpack_groups_into(packed, n, words, k, codec), repeat))
+    if threads > 1:
+        cuts = [(n * i // threads // 8 * 8, n * (i + 1) // threads // 8 * 8 if i < threads - 1 else n)
+                for i in range(threads)]
+        rooms = [np.empty(fast.pack_room(b - a), np.uint8) for a, b in cuts]
+        outs = [np.empty(fast.unpack_room(b - a), np.uint32) for a, b in cuts]
+        pieces = [fast.fast_pack_groups(bits[a:b], k, codec) for a, b in cuts]
+        with cf.ThreadPoolExecutor(threads) as pool:
+            def pack_all():
+                list(pool.map(lambda i: fast.fast_pack_groups_into(
+                    bits[cuts[i][0]:cuts[i][1]], rooms[i], k, codec), range(threads)))
+
+            def unpack_all():
+                list(pool.map(lambda i: fast.fast_unpack_groups_into(
+                    pieces[i], cuts[i][1] - cuts[i][0], outs[i], k, codec), range(threads)))
+            add(f"fast pack, {threads} threads", best(pack_all, repeat))
+            add(f"fast unpack, {threads} threads", best(unpack_all, repeat))
+    return rows
+
+
+def _exchange_rank(rank, world, port, device, n, codec, k, q):
+    import datetime
+    import statistics
+
+    import torch
+    import torch.distributed as dist
+
+    from ..drivers.collectives.torch_ring import TorchRing
+    try:
+        store = dist.TCPStore("127.0.0.1", port, world, rank == 0,
+                              timeout=datetime.timedelta(seconds=120))
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
+        dev = torch.device(device)
+        x0 = torch.randn(n, generator=torch.Generator().manual_seed(rank)).mul_(1e-3).to(dev)
+        ring = TorchRing(codec=codec, k=k)
+        sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
+
+        def fp16(t):
+            h = t.half()
+            dist.all_reduce(h)
+            t.copy_(h)
+
+        out = {}
+        for name, fn in (("gloo all_reduce", dist.all_reduce), ("fp16 hook", fp16),
+                         ("inceptionn TorchRing", ring.allreduce)):
+            times = []
+            for i in range(6):
+                t = x0.clone()
+                sync()
+                dist.barrier()
+                t0 = time.perf_counter()
+                fn(t)
+                sync()
+                if i:                          # the first is the warm-up
+                    times.append(time.perf_counter() - t0)
+            out[name] = statistics.median(times)
+        out["coded bytes per rank"] = ring.bytes_sent / 6         # 6 calls
+        dist.destroy_process_group()
+        q.put((rank, out))
+    except BaseException as e:  # reported by the parent
+        q.put((rank, f"{type(e).__name__}: {e}"))
+
+
+def run_exchange(device, n, codec="bounded", k=10):
+    """{method: median seconds} of rank 0 (see the module's docstring)."""
+    import multiprocessing as mp
+    import socket
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_exchange_rank, args=(r, 2, port, device, n, codec, k, q))
+             for r in range(2)]
+    for p in procs:
+        p.start()
+    try:
+        res = dict(q.get(timeout=600) for _ in procs)
+    finally:
+        for p in procs:
+            p.join(10)
+            if p.is_alive():
+                p.kill()
+    for r, v in res.items():
+        if isinstance(v, str):
+            raise RuntimeError(f"exchange rank {r} failed: {v}")
+    return res[0]
+
+
+def run_codec_bench(size=64 << 20, *, devices=None, k=10, codec="bounded", repeat=5,
+                    threads=None, seed=0, progress=None):
+    """Rows {device, method, gbps, ratio, x_memcpy} for every device."""
+    import torch
+    if devices is None:
+        devices = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    x = np.random.default_rng(seed).normal(0.0, 1e-3, parse_size(size) // 4).astype(np.float32)
+    threads = threads or os.cpu_count() or 1
+    rows = []
+    for name in devices:
+        device = torch.device(name)
+        if progress:
+            progress(f"{device}")
+        got = _device_rows(device, x, k, codec, repeat, threads)
+        base = got[0]["gbps"]
+        for r in got:
+            r["x_memcpy"] = r["gbps"] / base
+        rows += got
+    return rows
+
+
+def format_rows(rows) -> str:
+    head = f"{'device':<8} {'method':<24} {'GB/s':>9} {'x memcpy':>9} {'ratio':>6}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        ratio = f"{r['ratio']:6.2f}" if r["ratio"] else f"{'':6}"
+        lines.append(f"{r['device']:<8} {r['method']:<24} {r['gbps']:9.4g} {r['x_memcpy']:9.3g} {ratio}")
+    return "\n".join(lines)
+
+
+def add_arguments(ap) -> None:
+    """`inceptionn bench codec`'s options."""
+    ap.add_argument("--size", default="64M", help="buffer size, e.g. 64M, 1G (default %(default)s)")
+    ap.add_argument("--device", action="append", default=None,
+                    help="a torch device (cpu, cuda, cuda:1); repeat for several "
+                         "(default: the CPU and every GPU)")
+    ap.add_argument("--codec", choices=("bounded", "paper"), default="bounded")
+    ap.add_argument("--k", type=int, default=10, help="error bound 2^-k (default %(default)s)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per method, best kept")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="CPU threads of the all-cores rows (default: the cores)")
+    ap.add_argument("--exchange", action="store_true",
+                    help="also time one bucket's all-reduce by two ranks per device (gloo, "
+                         "fp16, the ring over point-to-point)")
+    ap.add_argument("--exchange-size", default="48M",
+                    help="the bucket of --exchange (default %(default)s, as DDP's 12.2M floats)")
+
+
+def run(args) -> int:
+    import torch
+    from .. import golden
+    if args.repeat < 1:
+        raise CliError("--repeat must be >= 1")
+    if args.threads is not None and args.threads < 1:
+        raise CliError("--threads must be >= 1")
+    try:
+        parse_size(args.size)
+        parse_size(args.exchange_size)
+        golden.check_k(args.k, args.codec)
+        for d in args.device or []:
+            dev = torch.device(d)
+            if dev.type == "cuda" and (not torch.cuda.is_available()
+                                       or (dev.index or 0) >= torch.cuda.device_count()):
+                raise ValueError(f"device {d}: torch sees no such GPU")
+            if dev.type not in ("cpu", "cuda"):
+                raise ValueError(f"device {d}: only cpu and cuda are measured")
+    except (ValueError, RuntimeError) as e:
+        raise CliError(str(e))
+
+    def progress(msg):
+        print(f"  ... {msg}", file=sys.stderr, flush=True)
+
+    rows = run_codec_bench(args.size, devices=args.device, k=args.k, codec=args.codec,
+                           repeat=args.repeat, threads=args.threads, progress=progress)
+    names = {str(torch.device(r["device"])) for r in rows}
+    for d in sorted(names):
+        if d.startswith("cuda"):
+            print(f"{d}: {torch.cuda.get_device_name(torch.device(d))}")
+    print(f"codec {args.codec} at 2^-{args.k}, N(0, 1e-3) float32, {args.size}; GB/s over "
+          f"float32 bytes, best of {args.repeat}; x memcpy against that device's memcpy")
+    print(format_rows(rows))
+    if args.exchange:
+        n = parse_size(args.exchange_size) // 4
+        for d in sorted(names):
+            progress(f"exchange on {d}")
+            ex = run_exchange(d, n, args.codec, args.k)
+            coded = ex.pop("coded bytes per rank")
+            base = ex["gloo all_reduce"]
+            print(f"P = 2 on {d}, one bucket of {n} floats (gloo; median of 5): "
+                  + "; ".join(f"{m} {s * 1e3:.1f} ms ({s / base:.2f} x gloo)" for m, s in ex.items())
+                  + f"; the ring sent {coded / 1e6:.1f} MB per rank per call")
+    return 0

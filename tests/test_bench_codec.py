@@ -1,0 +1,34 @@
+"""`make bench-codec` on a tiny buffer: every row is there, its numbers are sane, and bad
+arguments are one-line errors (status 2)."""
+
+import math
+
+import pytest
+
+from inceptionn import cli
+
+CPU_METHODS = ["memcpy", "fp16 cast", "device pack", "device unpack", "fast pack, 1 core",
+               "fast unpack, 1 core", "fast pack, 2 threads", "fast unpack, 2 threads"]
+
+
+def test_cpu_rows(capsys):
+    rc = cli.main(["bench", "codec", "--size", "64K", "--repeat", "1", "--device", "cpu",
+                   "--threads", "2", "--codec", "paper", "--k", "8"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    rows = [l for l in out.splitlines() if l.startswith("cpu ")]
+    assert [l[9:33].strip() for l in rows] == CPU_METHODS, out
+    for l in rows:
+        gbps, x_memcpy = (float(v) for v in l[33:].split()[:2])
+        assert math.isfinite(gbps) and gbps > 0 and x_memcpy > 0, l
+    assert all(float(l.split()[-1]) > 1 for l in rows if "pack" in l)    # ratios
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--device", "cuda:7"], "no such GPU"), (["--device", "meta"], "only cpu and cuda"),
+    (["--size", "3"], "multiple of 4"), (["--k", "17"], "k"), (["--repeat", "0"], "repeat"),
+    (["--threads", "0"], "threads")])
+def test_bad_arguments(argv, msg, capsys):
+    assert cli.main(["bench", "codec"] + argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and len(err.strip().splitlines()) == 1, err

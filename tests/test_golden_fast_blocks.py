@@ -1,0 +1,87 @@
+"""golden.fast's block kernels (the vectorised packer and unpacker) against the NumPy
+model: every float class, every k of both codecs, lengths around the block sizes (a
+packer block is 1024 values, an unpacker block 128 groups), streams cut anywhere near a
+block's end, so that every switch between the block kernels and the per-group loops is
+crossed."""
+
+import numpy as np
+import pytest
+
+from inceptionn import golden
+from inceptionn.golden import fast
+
+from test_golden_fast import EVERY_EXPONENT, SPECIAL, check_groups, same
+
+CODEC_KS = ([("paper", k) for k in range(golden.K_MIN, golden.K_MAX + 1)]
+            + [("bounded", k) for k in range(golden.EB_K_MIN, golden.EB_K_MAX + 1)])
+
+
+def _mixed(rng, n):
+    """n bit patterns: gradients at several scales, every sign and exponent, the special
+    values (zeros, infinities, NaNs, subnormals, band edges) and random words, shuffled."""
+    parts = [rng.normal(0.0, s, n).astype(np.float32).view(np.uint32) for s in (1e-4, 1e-2, 1.0)]
+    parts += [EVERY_EXPONENT, SPECIAL, rng.integers(0, 2**32, n, dtype=np.uint32)]
+    pool = np.concatenate(parts)
+    return pool[rng.integers(0, pool.size, n)]
+
+
+@pytest.mark.parametrize("codec,k", CODEC_KS, ids=[f"{c}-{k}" for c, k in CODEC_KS])
+def test_every_k_on_every_float_class(codec, k):
+    rng = np.random.default_rng(k)
+    bits = _mixed(rng, 3 * 1024 + 517)
+    same(golden.pack_groups, fast.fast_pack_groups, bits, k, codec)
+    buf = golden.pack_groups(bits, k, codec)
+    same(golden.unpack_groups, fast.fast_unpack_groups, buf, bits.size, k, codec)
+
+
+@pytest.mark.parametrize("n", [1023, 1024, 1025, 2047, 2048, 2049, 8 * 128 * 3 + 5])
+@pytest.mark.parametrize("codec", ["paper", "bounded"])
+def test_lengths_around_the_blocks(n, codec):
+    check_groups(_mixed(np.random.default_rng(n), n), 7, codec)
+
+
+@pytest.mark.parametrize("codec", ["paper", "bounded"])
+def test_streams_cut_near_a_block_end(codec):
+    """The unpacker's block kernel runs only where a whole block surely lies in the data;
+    cut or padded anywhere near there, the result is the model's."""
+    rng = np.random.default_rng(1)
+    bits = _mixed(rng, 8 * 128 * 2 + 40)
+    buf = golden.pack_groups(bits, 9, codec)
+    for cut in list(range(4300, 4420, 7)) + list(range(len(buf) - 40, len(buf) + 1, 3)):
+        same(golden.unpack_groups, fast.fast_unpack_groups, buf[:cut], bits.size, 9, codec)
+    same(golden.unpack_groups, fast.fast_unpack_groups, buf + bytes(5000), bits.size, 9, codec)
+
+
+@pytest.mark.parametrize("codec", ["paper", "bounded"])
+def test_large_payloads(codec):
+    """Whole payloads (shim, groups, tail bytes) of real-looking sizes."""
+    rng = np.random.default_rng(2)
+    raw = _mixed(rng, 16383).tobytes() + b"\x01\x02"
+    comp = golden.compress_payload(raw, 10, codec)
+    assert fast.fast_compress_payload(raw, 10, codec) == comp
+    assert fast.fast_decompress_payload(comp) == golden.decompress_payload(comp)
+
+
+@pytest.mark.parametrize("codec", ["paper", "bounded"])
+@pytest.mark.parametrize("n", [0, 1, 9, 5000])
+def test_into_variants_give_the_same_bytes(codec, n):
+    bits = _mixed(np.random.default_rng(n), n)
+    out = np.full(fast.pack_room(n), 0xAB, np.uint8)
+    end = fast.fast_pack_groups_into(bits, out, 8, codec)
+    assert out[:end].tobytes() == golden.pack_groups(bits, 8, codec)
+    words = np.zeros(fast.unpack_room(n), np.uint32)
+    consumed, ok = fast.fast_unpack_groups_into(out[:end], n, words, 8, codec)
+    want, wc, wok = golden.unpack_groups(out[:end].tobytes(), n, 8, codec)
+    assert (consumed, ok) == (wc, wok) and words[:n].tobytes() == want.tobytes()
+
+
+def test_into_variants_refuse_small_or_wrong_buffers():
+    bits = np.zeros(100, np.uint32)
+    with pytest.raises(ValueError, match="needed"):
+        fast.fast_pack_groups_into(bits, np.zeros(10, np.uint8), 10)
+    with pytest.raises(ValueError, match="uint8"):
+        fast.fast_pack_groups_into(bits, np.zeros(1000, np.uint32), 10)
+    with pytest.raises(ValueError, match="uint32"):
+        fast.fast_pack_groups_into(bits.astype(np.int64), np.zeros(1000, np.uint8), 10)
+    with pytest.raises(ValueError, match="needed"):
+        fast.fast_unpack_groups_into(b"\x00" * 30, 100, np.zeros(100, np.uint32), 10)
