@@ -1,0 +1,264 @@
+"""The app block (`mqnic_app_block`, hw/corundum/) on Verilator, as Corundum's core sees
+it: the generated Verilog shell with Corundum's parameters around the Amaranth core,
+driven by cocotbext-axi on the interface-level streams and the AXI-Lite control port.
+
+At 64 bits (the 10G boards) and 512 bits (the 100G boards): every frame leaves equal to
+the golden model's (TX: ``golden.tx_frame``, RX: ``golden.rx_frame``), with the tid,
+tdest and tuser side-band of its own input frame (the TX tag, the RX timestamp), the
+bad-frame bit mapped both ways, under an idle x backpressure matrix; frames the TX
+engine drops take their side-band with them; the counters read through the register map
+equal golden's.
+"""
+
+import os
+import random
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from inceptionn.golden import rx_frame, tx_frame
+from inceptionn.golden.counters import Counters
+from inceptionn.rtl import harness
+from inceptionn.rtl import frame_builders as F
+from inceptionn.rtl.designs import DESIGNS
+from inceptionn.sim.axis import pause_generator
+
+IDLE = ("none", "random")
+CODECS = ("paper", "bounded")
+# Corundum's parameters for each width: the template app testbench's (100G, 512 bits)
+# and NetFPGA SUME's (10G, 64 bits); one interface each (cocotbext-axi drives whole buses).
+PARAMS = {
+    64: {"IF_COUNT": 1, "PORTS_PER_IF": 1, "AXIS_DATA_WIDTH": 64, "TX_TAG_WIDTH": 16,
+         "PTP_TS_ENABLE": 1, "AXIS_IF_TX_ID_WIDTH": 9, "AXIS_IF_RX_DEST_WIDTH": 9,
+         "AXIL_APP_CTRL_ADDR_WIDTH": 24},
+    512: {"IF_COUNT": 1, "PORTS_PER_IF": 1, "AXIS_DATA_WIDTH": 512, "TX_TAG_WIDTH": 16,
+          "PTP_TS_ENABLE": 1, "AXIS_IF_TX_ID_WIDTH": 13, "AXIS_IF_RX_DEST_WIDTH": 9,
+          "AXIL_APP_CTRL_ADDR_WIDTH": 24},
+}
+
+
+def app_core_w64():
+    from inceptionn.hw.corundum.app import AppConfig, InceptionnApp
+    return InceptionnApp(AppConfig(nic_bits=64))
+
+
+def app_core_w512():
+    from inceptionn.hw.corundum.app import AppConfig, InceptionnApp
+    return InceptionnApp(AppConfig(nic_bits=512))
+
+
+for _f in (app_core_w64, app_core_w512):
+    _f.instances = tuple((name, factory) for name, factory, _ in (DESIGNS["tx"], DESIGNS["rx"]))
+
+
+# ---- the testbench -------------------------------------------------------------------
+
+def _regs():
+    from inceptionn.hw.corundum.regmap import register_map
+    return {r.name: r for r in register_map(1, int(os.environ["APP_WIDTH"]))}
+
+
+class App:
+    def __init__(self, dut):
+        from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamSink,
+                                   AxiStreamSource)
+        self.dut = dut
+        self.regs = _regs()
+        cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_app_ctrl"), dut.clk, dut.rst)
+        self.src, self.sink = {}, {}
+        for d in ("tx", "rx"):
+            self.src[d] = AxiStreamSource(AxiStreamBus.from_prefix(dut, f"s_axis_if_{d}"),
+                                          dut.clk, dut.rst)
+            self.sink[d] = AxiStreamSink(AxiStreamBus.from_prefix(dut, f"m_axis_if_{d}"),
+                                         dut.clk, dut.rst)
+
+    async def reset(self):
+        self.dut.rst.value = 1
+        for _ in range(4):
+            await RisingEdge(self.dut.clk)
+        self.dut.rst.value = 0
+        await RisingEdge(self.dut.clk)
+
+    async def read(self, name):
+        r = self.regs[name]
+        return int.from_bytes(await self.axil.read(r.offset, 4), "little")
+
+    async def write(self, name, value):
+        await self.axil.write(self.regs[name].offset, int(value).to_bytes(4, "little"))
+
+    async def counter(self, d, name):
+        if f"if0.{d}.{name}_lo" in self.regs:
+            lo = await self.read(f"if0.{d}.{name}_lo")
+            return lo | (await self.read(f"if0.{d}.{name}_hi")) << 32
+        return await self.read(f"if0.{d}.{name}")
+
+
+def _side(rng, d):
+    """(tid, tdest, tuser without the bad bit) of one frame, at the widths in PARAMS."""
+    p = PARAMS[int(os.environ["APP_WIDTH"])]
+    if d == "tx":
+        return (rng.getrandbits(p["AXIS_IF_TX_ID_WIDTH"]), rng.getrandbits(4),
+                rng.getrandbits(p["TX_TAG_WIDTH"]))
+    return (rng.getrandbits(1), rng.getrandbits(p["AXIS_IF_RX_DEST_WIDTH"]), rng.getrandbits(96))
+
+
+async def _send(app, d, frames, rng):
+    from cocotbext.axi import AxiStreamFrame
+    sides = []
+    for f, bad in frames:
+        tid, tdest, upper = _side(rng, d)
+        user = [upper << 1] * len(f)
+        user[-1] |= int(bad)           # Corundum's bad-frame bit, on the last beat
+        sides.append((tid, tdest, upper))
+        await app.src[d].send(AxiStreamFrame(f, tid=tid, tdest=tdest, tuser=user))
+    return sides
+
+
+def _user_of(frame):
+    u = frame.tuser
+    return ([u] if isinstance(u, int) else list(u))
+
+
+def _check(i, got, want, side):
+    data, bad = want
+    assert bytes(got.tdata) == data, f"frame {i}: {len(got.tdata)} bytes, expected {len(data)}"
+    tid, tdest, upper = side
+    assert got.tid == tid and got.tdest == tdest, (
+        f"frame {i}: tid/tdest {got.tid!r}/{got.tdest!r}, expected {tid}/{tdest}")
+    users = _user_of(got)
+    assert all(u >> 1 == upper for u in users), f"frame {i}: tuser side-band not its own"
+    assert users[-1] & 1 == int(bad), f"frame {i}: bad-frame bit {users[-1] & 1}, expected {int(bad)}"
+
+
+def _gradient_frames(seed):
+    vals, _ = F.gradient_values(2400, seed=seed)
+    g = F.float_payload(vals)
+    return [(F.tcp_frame(g[:1448]), False), (F.udp_frame(g[:1472]), False),
+            (F.tcp_frame(g[:8948]), False), (F.udp_frame(g[:8972]), False),
+            (F.udp_frame(g[:600]), True),                      # bad: bypassed, flagged
+            (F.udp_frame(g[:9200]), False)]                    # too long for TX: dropped
+
+
+def _frames(seed, count):
+    rng = random.Random(seed)
+    frames = F.mixed_frames(seed, count, jumbo=0.05) + _gradient_frames(seed)
+    rng.shuffle(frames)
+    return frames
+
+
+@cocotb.test()
+async def registers(dut):
+    """The map's fixed words, the engines' defaults, writes with strobes, read-only and
+    unmapped words, a wide counter's two halves."""
+    app = App(dut)
+    await app.reset()
+    from inceptionn.hw.corundum.regmap import APP_MAGIC, APP_VERSION
+    assert await app.read("id") == APP_MAGIC
+    assert await app.read("version") == APP_VERSION
+    assert await app.read("if_count") == 1
+    assert await app.read("nic_bits") == int(os.environ["APP_WIDTH"])
+    for name, r in app.regs.items():
+        if r.access == "rw":
+            assert await app.read(name) == r.init, name
+    await app.write("if0.tx.k", 7)
+    assert await app.read("if0.tx.k") == 7
+    await app.axil.write(app.regs["if0.tx.dscp"].offset + 1, b"\x3f")   # byte 1 only
+    assert await app.read("if0.tx.dscp") == 10
+    await app.write("if0.tx.dscp", 0xFFFFFF00 | 12)
+    assert await app.read("if0.tx.dscp") == 12
+    await app.write("if0.tx.frames_in", 5)                               # read-only
+    assert await app.read("if0.tx.frames_in") == 0
+    assert int.from_bytes(await app.axil.read(0x7C0, 4), "little") == 0  # no interface 6
+    await app.write("if0.tx.dscp", 10)
+    await app.write("if0.tx.k", 10)
+
+
+async def _run_tx(app, frames, codec, k, idle, backpressure, seed):
+    await app.write("if0.tx.codec", CODECS.index(codec))
+    await app.write("if0.tx.k", k)
+    counters = Counters()
+    exp = []
+    for f, bad in frames:
+        w = tx_frame(f, k=k, tuser=bad, counters=counters, codec=codec)
+        exp.append(None if w is None else (w, bad))
+    app.src["tx"].set_pause_generator(pause_generator(idle, seed))
+    app.sink["tx"].set_pause_generator(pause_generator(backpressure, seed + 1))
+    sides = await _send(app, "tx", frames, random.Random(seed))
+    for i, (want, side) in enumerate((e, s) for e, s in zip(exp, sides) if e is not None):
+        _check(i, await app.sink["tx"].recv(), want, side)
+    return counters
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=IDLE, backpressure=IDLE)
+async def tx_frames(dut, idle, backpressure):
+    """s_axis_if_tx -> TX engine -> m_axis_if_tx: golden.tx_frame, side-band kept,
+    dropped frames' side-band discarded; counters through the registers."""
+    app = App(dut)
+    await app.reset()
+    seed = 10 + 2 * IDLE.index(idle) + IDLE.index(backpressure)
+    codec = CODECS[seed % 2]
+    counters = await _run_tx(app, _frames(seed, 16), codec, 10, idle, backpressure, seed)
+    assert counters.dropped >= 1 and counters.compressed >= 4 and counters.bypassed >= 1
+    await ClockCycles(dut.clk, 4)
+    for name in ("frames_in", "frames_out", "compressed", "bypassed", "fallback", "dropped",
+                 "version1", "version2", "payload_bytes_in", "payload_bytes_out"):
+        assert await app.counter("tx", name) == getattr(counters, name), name
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=IDLE, backpressure=IDLE)
+async def rx_frames(dut, idle, backpressure):
+    """s_axis_if_rx -> RX engine -> m_axis_if_rx: compressed frames of both versions,
+    their bad-frame and cut variants and foreign frames as golden.rx_frame."""
+    app = App(dut)
+    await app.reset()
+    seed = 20 + 2 * IDLE.index(idle) + IDLE.index(backpressure)
+    rng = random.Random(seed)
+    frames = []
+    for f, bad in _frames(seed, 12):
+        w = tx_frame(f, k=10, codec=rng.choice(CODECS))
+        if w is not None:
+            frames.append((w, bad))
+    # a compressed frame cut short: malformed, flagged
+    w = tx_frame(_gradient_frames(seed)[0][0], k=10)
+    frames.append((w[:len(w) - 40], False))
+    counters = Counters()
+    exp = [rx_frame(w, tuser=bad, counters=counters) for w, bad in frames]
+    app.src["rx"].set_pause_generator(pause_generator(idle, seed))
+    app.sink["rx"].set_pause_generator(pause_generator(backpressure, seed + 1))
+    sides = await _send(app, "rx", frames, random.Random(seed))
+    for i, (want, side) in enumerate(zip(exp, sides)):
+        _check(i, await app.sink["rx"].recv(), want, side)
+    assert counters.decompressed >= 4 and counters.malformed >= 1
+    await ClockCycles(dut.clk, 4)
+    for name in ("frames_in", "frames_out", "decompressed", "bypassed", "malformed",
+                 "version1", "version2", "payload_bytes_in", "payload_bytes_out"):
+        assert await app.counter("rx", name) == getattr(counters, name), name
+
+
+# ---- pytest entries -------------------------------------------------------------------
+
+def _run(width):
+    from inceptionn.hw.corundum.app import AppConfig
+    from inceptionn.hw.corundum.shell import shell_verilog
+    factory = app_core_w64 if width == 64 else app_core_w512
+    name = AppConfig(nic_bits=width).module_name
+    shell = harness.BUILD / "sim" / name / "mqnic_app_block.v"
+    shell.parent.mkdir(parents=True, exist_ok=True)
+    text = shell_verilog([AppConfig(nic_bits=width)])
+    if not shell.exists() or shell.read_text() != text:
+        shell.write_text(text)
+    params = [f"-G{k}={v}" for k, v in PARAMS[width].items()]
+    harness.run(factory, name, "inceptionn.sim.test_corundum_app", env={"APP_WIDTH": width},
+                extra_sources=[shell], build_args=params, toplevel="mqnic_app_block")
+
+
+def test_corundum_app_64():
+    _run(64)
+
+
+def test_corundum_app_512():
+    _run(512)
