@@ -1,11 +1,11 @@
-"""InceptionnApp: the engines on the interface-level streams of Corundum's application
-block, and their registers; the Verilog shell (shell.py) puts it inside ``mqnic_app_block``.
+"""InceptionnApp: one interface's engines on the interface-level streams of Corundum's
+application block, and their registers; the Verilog shell (shell.py) puts one per
+interface inside ``mqnic_app_block``.
 
-Per interface: the TX engine between ``s_axis_if_tx`` (after Corundum's egress
-processing, TX checksum offload) and ``m_axis_if_tx``; the RX engine between
-``s_axis_if_rx`` and ``m_axis_if_rx`` (before ingress processing: RX checksum and
-hash). The streams keep Corundum's names and flat layout (interface n in bits
-``n*W +: W``), so that the shell connects them by name. ``tuser`` bit 0 is the
+The TX engine between ``s_axis_if_tx`` (after Corundum's egress processing, TX checksum
+offload) and ``m_axis_if_tx``; the RX engine between ``s_axis_if_rx`` and
+``m_axis_if_rx`` (before ingress processing: RX checksum and hash). The ports keep
+Corundum's names, so that the shell connects them by name. ``tuser`` bit 0 is the
 bad-frame bit in both directions (the engines' ``user``); the other bits (the TX tag,
 the RX timestamp) ride with tid and tdest as the frame's side-band (engine_path.py).
 """
