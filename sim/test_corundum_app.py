@@ -21,7 +21,7 @@ from inceptionn.golden import rx_frame, tx_frame
 from inceptionn.golden.counters import Counters
 from inceptionn.rtl import harness
 from inceptionn.rtl import frame_builders as F
-from inceptionn.rtl.designs import DESIGNS
+from inceptionn.sim.corundum_app import FACTORIES
 from inceptionn.sim.axis import pause_generator
 
 IDLE = ("none", "random")
@@ -36,20 +36,6 @@ PARAMS = {
           "PTP_TS_ENABLE": 1, "AXIS_IF_TX_ID_WIDTH": 13, "AXIS_IF_RX_DEST_WIDTH": 9,
           "AXIL_APP_CTRL_ADDR_WIDTH": 24},
 }
-
-
-def app_core_w64():
-    from inceptionn.hw.corundum.app import AppConfig, InceptionnApp
-    return InceptionnApp(AppConfig(nic_bits=64))
-
-
-def app_core_w512():
-    from inceptionn.hw.corundum.app import AppConfig, InceptionnApp
-    return InceptionnApp(AppConfig(nic_bits=512))
-
-
-for _f in (app_core_w64, app_core_w512):
-    _f.instances = tuple((name, factory) for name, factory, _ in (DESIGNS["tx"], DESIGNS["rx"]))
 
 
 # ---- the testbench -------------------------------------------------------------------
@@ -132,18 +118,22 @@ def _check(i, got, want, side):
     assert users[-1] & 1 == int(bad), f"frame {i}: bad-frame bit {users[-1] & 1}, expected {int(bad)}"
 
 
-def _gradient_frames(seed):
+def _gradient_frames(seed, jumbo=True):
     vals, _ = F.gradient_values(2400, seed=seed)
     g = F.float_payload(vals)
-    return [(F.tcp_frame(g[:1448]), False), (F.udp_frame(g[:1472]), False),
-            (F.tcp_frame(g[:8948]), False), (F.udp_frame(g[:8972]), False),
-            (F.udp_frame(g[:600]), True),                      # bad: bypassed, flagged
-            (F.udp_frame(g[:9200]), False)]                    # too long for TX: dropped
+    out = [(F.tcp_frame(g[:1448]), False), (F.udp_frame(g[:1472]), False),
+           (F.udp_frame(g[:600]), True)]                       # bad: bypassed, flagged
+    if jumbo:
+        out += [(F.tcp_frame(g[:8948]), False), (F.udp_frame(g[:8972]), False),
+                (F.udp_frame(g[:9200]), False)]                # too long for TX: dropped
+    return out
 
 
-def _frames(seed, count):
+def _frames(seed, count, jumbo):
+    """Mixed frames (every kind the engines tell apart) and gradient frames; the jumbo
+    ones (most of a run's time) only where `jumbo`."""
     rng = random.Random(seed)
-    frames = F.mixed_frames(seed, count, jumbo=0.05) + _gradient_frames(seed)
+    frames = F.mixed_frames(seed, count, jumbo=0.0) + _gradient_frames(seed, jumbo)
     rng.shuffle(frames)
     return frames
 
@@ -200,8 +190,9 @@ async def tx_frames(dut, idle, backpressure):
     await app.reset()
     seed = 10 + 2 * IDLE.index(idle) + IDLE.index(backpressure)
     codec = CODECS[seed % 2]
-    counters = await _run_tx(app, _frames(seed, 16), codec, 10, idle, backpressure, seed)
-    assert counters.dropped >= 1 and counters.compressed >= 4 and counters.bypassed >= 1
+    jumbo = idle == backpressure
+    counters = await _run_tx(app, _frames(seed, 8, jumbo), codec, 10, idle, backpressure, seed)
+    assert counters.dropped >= int(jumbo) and counters.compressed >= 2 and counters.bypassed >= 1
     await ClockCycles(dut.clk, 4)
     for name in ("frames_in", "frames_out", "compressed", "bypassed", "fallback", "dropped",
                  "version1", "version2", "payload_bytes_in", "payload_bytes_out"):
@@ -218,7 +209,7 @@ async def rx_frames(dut, idle, backpressure):
     seed = 20 + 2 * IDLE.index(idle) + IDLE.index(backpressure)
     rng = random.Random(seed)
     frames = []
-    for f, bad in _frames(seed, 12):
+    for f, bad in _frames(seed, 6, idle == backpressure):
         w = tx_frame(f, k=10, codec=rng.choice(CODECS))
         if w is not None:
             frames.append((w, bad))
@@ -232,11 +223,75 @@ async def rx_frames(dut, idle, backpressure):
     sides = await _send(app, "rx", frames, random.Random(seed))
     for i, (want, side) in enumerate(zip(exp, sides)):
         _check(i, await app.sink["rx"].recv(), want, side)
-    assert counters.decompressed >= 4 and counters.malformed >= 1
+    assert counters.decompressed >= 2 and counters.malformed >= 1
     await ClockCycles(dut.clk, 4)
     for name in ("frames_in", "frames_out", "decompressed", "bypassed", "malformed",
                  "version1", "version2", "payload_bytes_in", "payload_bytes_out"):
         assert await app.counter("rx", name) == getattr(counters, name), name
+
+
+class _Beats:
+    """Per clock: the beats taken in and given out on one direction's streams."""
+
+    def __init__(self, dut, d):
+        self.i_v, self.i_r = getattr(dut, f"s_axis_if_{d}_tvalid"), getattr(dut, f"s_axis_if_{d}_tready")
+        self.o_v, self.o_r = getattr(dut, f"m_axis_if_{d}_tvalid"), getattr(dut, f"m_axis_if_{d}_tready")
+        self.o_last = getattr(dut, f"m_axis_if_{d}_tlast")
+        self.ins, self.outs, self.firsts = [], [], []
+        self.clk = dut.clk
+        self.cycle = 0
+
+    async def run(self):
+        first = True
+        while True:
+            await RisingEdge(self.clk)
+            self.cycle += 1
+            if int(self.i_v.value) and int(self.i_r.value):
+                self.ins.append(self.cycle)
+            if int(self.o_v.value) and int(self.o_r.value):
+                self.outs.append(self.cycle)
+                if first:
+                    self.firsts.append(self.cycle)
+                first = bool(int(self.o_last.value))
+
+
+async def _measure(app, d, frames, rng):
+    beats = _Beats(app.dut, d)
+    task = cocotb.start_soon(beats.run())
+    await _send(app, d, frames, rng)
+    for _ in frames:
+        await app.sink[d].recv()
+    task.cancel()
+    return beats
+
+
+@cocotb.test()
+async def rates(dut):
+    """Measured, not asserted: with no idle input and no backpressure, the beats per
+    clock each direction takes in and gives out, over back-to-back MSS-sized gradient
+    frames, and the clocks from a lone frame's first (last) beat in to its first beat
+    out. Written to rates.json in the run's folder."""
+    import json
+    app = App(dut)
+    await app.reset()
+    vals, _ = F.gradient_values(24 * 362, seed=5)
+    g = F.float_payload(vals)
+    tx_in = [(F.tcp_frame(g[i * 1448:(i + 1) * 1448]), False) for i in range(24)]
+    rx_in = [(tx_frame(f, k=10), False) for f, _ in tx_in]
+    out = {"nic_bits": int(os.environ["APP_WIDTH"])}
+    for d, frames in (("tx", tx_in), ("rx", rx_in)):
+        rng = random.Random(1)
+        b = await _measure(app, d, frames, rng)
+        span_in = b.ins[-1] - b.ins[0] + 1
+        span_out = b.outs[-1] - b.outs[0] + 1
+        lone = await _measure(app, d, frames[:1], rng)
+        out[d] = {"frames": len(frames), "beats_in": len(b.ins), "in_beats_per_clock":
+                  round(len(b.ins) / span_in, 4), "beats_out": len(b.outs),
+                  "out_beats_per_clock": round(len(b.outs) / span_out, 4),
+                  "latency_first_in_to_first_out": lone.firsts[0] - lone.ins[0],
+                  "latency_last_in_to_first_out": lone.firsts[0] - lone.ins[-1]}
+    with open("rates.json", "w") as f:
+        json.dump(out, f, indent=1)
 
 
 # ---- pytest entries -------------------------------------------------------------------
@@ -244,7 +299,7 @@ async def rx_frames(dut, idle, backpressure):
 def _run(width):
     from inceptionn.hw.corundum.app import AppConfig
     from inceptionn.hw.corundum.shell import shell_verilog
-    factory = app_core_w64 if width == 64 else app_core_w512
+    factory = FACTORIES[width]
     name = AppConfig(nic_bits=width).module_name
     shell = harness.BUILD / "sim" / name / "mqnic_app_block.v"
     shell.parent.mkdir(parents=True, exist_ok=True)
@@ -254,6 +309,8 @@ def _run(width):
     params = [f"-G{k}={v}" for k, v in PARAMS[width].items()]
     harness.run(factory, name, "inceptionn.sim.test_corundum_app", env={"APP_WIDTH": width},
                 extra_sources=[shell], build_args=params, toplevel="mqnic_app_block")
+    rates = harness.BUILD / "sim" / name / "runs" / "all" / "rates.json"
+    print(rates.read_text())    # the measured rates (pytest -s shows them)
 
 
 def test_corundum_app_64():
