@@ -65,8 +65,8 @@ def plain_frames():
     from scapy.layers.l2 import Ether
     eth = Ether(src="5a:51:52:53:54:55", dst="da:d1:d2:d3:d4:d5")
     return [bytes(eth / IP(tos=0) / UDP(sport=1, dport=2) / bytes(range(200))),
-            bytes(eth / IP(tos=0x28) / UDP(sport=1, dport=2) / bytes([0x12, 0x34, 0x99, 0x0a]
-                                                                   + list(range(300))))]
+            bytes(eth / IP(tos=0x28) / UDP(sport=1, dport=2)
+                  / (bytes([0x12, 0x34, 0x99, 0x0a]) + bytes(i % 256 for i in range(300))))]
 
 
 async def read(tb, name):
