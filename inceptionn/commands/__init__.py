@@ -18,6 +18,7 @@ COMMANDS = {
     "verilog": ("verilog", "the standalone engines as Verilog, linted (make verilog)"),
     "vc709": ("vc709", "the Vivado build tree of the VC709 board self-test (make vc709)"),
     "synth": ("synth", "out-of-context Xilinx synthesis: LUTs and levels (make synth-report)"),
+    "corundum": ("corundum", "install the engines into a Corundum checkout as its app (make corundum)"),
     "architecture": ("architecture", "the engines' stage diagrams in docs/architecture.md"),
     "study": ("study", "the five papers' study, from a source checkout (make study)"),
 }

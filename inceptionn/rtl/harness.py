@@ -173,8 +173,10 @@ def verilog_source(design, name, build_dir):
     return src
 
 
-def build(design, name, *, extra_sources=(), build_args=()):
-    """Convert and Verilate `design` as module `name`; return the cocotb runner."""
+def build(design, name, *, extra_sources=(), build_args=(), toplevel=None):
+    """Convert and Verilate `design` as module `name`; return the cocotb runner.
+    `toplevel`: the model's top module when it is not `name` (a hand-written Verilog
+    wrapper among `extra_sources` that instantiates `name`)."""
     from cocotb_tools.runner import get_runner
     _prepare_env()
     build_dir = BUILD / "sim" / name
@@ -206,21 +208,25 @@ def build(design, name, *, extra_sources=(), build_args=()):
         # C++ (its DIDNOTCONVERGE messages), so an absolute one made every clone's model a
         # ccache miss, most of a fresh clone's C++ time.
         runner = get_runner("verilator")
-        runner.build(sources=[], hdl_toplevel=name, build_dir=build_dir,
+        runner.build(sources=[], hdl_toplevel=toplevel or name, build_dir=build_dir,
                      build_args=[*args, *(_relative_to(p, build_dir) for p in sources)],
                      waves=waves, timescale=("1ns", "1ps"), log_file=build_dir / "build.log")
     return runner
 
 
-def run(design, name, test_module, *, testcase=None, env=None, seed=None, tag=None):
+def run(design, name, test_module, *, testcase=None, env=None, seed=None, tag=None,
+        extra_sources=(), build_args=(), toplevel=None):
     """Build `design` as `name` and run the cocotb tests in `test_module`.
 
     `env` reaches the testbench as environment variables (parameters of a run);
-    `tag` names the run's directory so that parallel runs of one design do not collide.
+    `tag` names the run's directory so that parallel runs of one design do not collide;
+    `extra_sources`, `build_args` and `toplevel` go to build().
     Raises SimulationFailed unless at least one test ran and none failed.
     """
     from cocotb_tools.runner import get_results
-    runner = build(design, name)
+    runner = build(design, name, extra_sources=extra_sources, build_args=build_args,
+                   toplevel=toplevel)
+    top = toplevel or name
     test_dir = BUILD / "sim" / name / "runs" / (tag or (testcase or "all"))
     test_dir.mkdir(parents=True, exist_ok=True)
     results = test_dir / "results.xml"
@@ -229,7 +235,7 @@ def run(design, name, test_module, *, testcase=None, env=None, seed=None, tag=No
     extra_env.setdefault("PYTHONPATH", os.pathsep.join(p for p in sys.path if p))
     extra_env.setdefault("COCOTB_LOG_LEVEL", os.environ.get("COCOTB_LOG_LEVEL", "WARNING"))
     try:
-        runner.test(test_module=test_module, hdl_toplevel=name, hdl_toplevel_lang="verilog",
+        runner.test(test_module=test_module, hdl_toplevel=top, hdl_toplevel_lang="verilog",
                     testcase=testcase,
                     test_dir=test_dir, build_dir=runner.build_dir, extra_env=extra_env,
                     waves=_waves(), results_xml=str(results), seed=seed,

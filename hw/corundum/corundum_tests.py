@@ -1,0 +1,45 @@
+"""The files of this project that the install puts into a user's Corundum checkout
+besides the Verilog: the gradient tests for Corundum's testbenches (tb/, run there by
+cocotb 1.8 with the project installed) and the app folder's README."""
+
+from pathlib import Path
+
+from .regmap import APP_MAGIC, register_map
+
+__all__ = ["sume_tests", "APP_README"]
+
+_TB = Path(__file__).resolve().parent / "tb"
+
+APP_README = """\
+# INCEPTIONN as a Corundum application
+
+Written by `inceptionn corundum --tree <this checkout>` from the INCEPTIONN project
+(lossy float32 gradient compression engines, Li et al., MICRO 2018). Regenerate it
+there rather than editing: the Verilog in rtl/ is generated.
+
+- rtl/mqnic_app_block.v: the application block: one TX engine on each interface's
+  s_axis_if_tx -> m_axis_if_tx, one RX engine on s_axis_if_rx -> m_axis_if_rx; the
+  other streams passed through, the rest tied off as in the template app.
+- rtl/inceptionn_app_w64.v, inceptionn_app_w512.v: one interface's engines, width
+  adapters, side-band FIFOs and registers, for 64- and 512-bit interface streams.
+- rtl/inceptionn_tx.v, inceptionn_rx.v: the engines (256-bit datapath, 250 MHz).
+
+The register map and what was verified are in the project's docs/corundum.md.
+"""
+
+
+def _render(name, if_count):
+    text = (_TB / name).read_text()
+    regs = {r.name: r.offset for r in register_map(if_count, 64)}
+    body = "".join(f"    {k!r}: {v:#05x},\n" for k, v in regs.items())
+    for old, new in (("REGS: dict = {}", "REGS: dict = {\n" + body + "}"),
+                     ("APP_ID = 0\n", f"APP_ID = {APP_MAGIC:#010x}\n")):
+        if old not in text:
+            raise RuntimeError(f"{name}: no {old.strip()!r} line to fill in")
+        text = text.replace(old, new, 1)
+    return text
+
+
+def sume_tests(if_count=2):
+    """test_inceptionn_sume.py, its register offsets filled in."""
+    return _render("test_inceptionn_sume.py", if_count)

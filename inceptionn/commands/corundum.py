@@ -1,0 +1,200 @@
+"""`inceptionn corundum --tree PATH`: installs the engines into a Corundum checkout as
+its application block.
+
+Writes, into the user's checkout (nothing of Corundum is kept in this project; the files
+below that start from Corundum's own are read from the checkout and changed there):
+
+- ``fpga/app/inceptionn/rtl/``: ``mqnic_app_block.v`` (the shell), the per-width cores
+  ``inceptionn_app_w64.v`` and ``inceptionn_app_w512.v``, the engines
+  ``inceptionn_tx.v`` and ``inceptionn_rx.v``; the ``rtl/common`` and ``lib`` links
+  Corundum's template app has;
+- ``fpga/app/inceptionn/tb/mqnic_core_pcie_us/``: the template app's testbench
+  (Corundum's 512-bit core with the app), its Makefile pointed at this app;
+- ``fpga/mqnic/NetFPGA_SUME/fpga/fpga_app_inceptionn/``: the SUME build folder
+  (Corundum's ``fpga/Makefile`` and ``config.tcl`` with the app enabled), where ``make``
+  builds a bitstream with Vivado;
+- ``fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn/``: the SUME core testbench
+  with the app enabled, plus the gradient tests.
+
+Bad input (no such folder, not a Corundum tree, an unknown board): one line, status 2,
+nothing written.
+"""
+
+import os
+import re
+from pathlib import Path
+
+from inceptionn.cli import CliError
+
+__all__ = ["BOARDS", "WIDTHS", "check_tree", "plan", "install", "add_arguments", "run"]
+
+APP = "inceptionn"
+WIDTHS = (64, 512)                  # cores written: 10G boards, 100G boards (template tb)
+# board -> its folder under fpga/mqnic and its interface stream width
+BOARDS = {"NetFPGA_SUME": 64}
+
+_TEMPLATE = Path("fpga/app/template")
+_REQUIRED = [_TEMPLATE / "rtl/mqnic_app_block.v", _TEMPLATE / "tb/mqnic_core_pcie_us/Makefile",
+             _TEMPLATE / "tb/mqnic_core_pcie_us/test_mqnic_core_pcie_us.py",
+             _TEMPLATE / "tb/mqnic_core_pcie_us/mqnic.py", Path("fpga/common/rtl/mqnic_core.v")]
+
+
+def _board_dir(board):
+    return Path("fpga/mqnic") / board / "fpga"
+
+
+def check_tree(tree, board):
+    """The checkout's root as a Path, or CliError naming what is missing."""
+    tree = Path(tree)
+    if board not in BOARDS:
+        raise CliError(f"board {board!r} not supported; supported: {', '.join(BOARDS)}")
+    if not tree.is_dir():
+        raise CliError(f"{tree}: no such folder")
+    need = _REQUIRED + [_board_dir(board) / "fpga/Makefile", _board_dir(board) / "fpga/config.tcl",
+                        _board_dir(board) / "tb/fpga_core/Makefile",
+                        _board_dir(board) / "tb/fpga_core/test_fpga_core.py"]
+    missing = [str(p) for p in need if not (tree / p).is_file()]
+    if missing:
+        raise CliError(f"{tree}: not a Corundum checkout (missing {missing[0]})")
+    return tree
+
+
+def _sources():
+    """{file name: Verilog} of the app's rtl folder."""
+    from inceptionn.hw.corundum.app import AppConfig, InceptionnApp
+    from inceptionn.hw.corundum.shell import shell_verilog
+    from inceptionn.rtl import harness
+    from inceptionn.rtl.designs import DESIGNS
+    out = {"mqnic_app_block.v": shell_verilog([AppConfig(nic_bits=w) for w in WIDTHS])}
+    for w in WIDTHS:
+        cfg = AppConfig(nic_bits=w)
+        out[f"{cfg.module_name}.v"] = harness.convert_uncached(InceptionnApp(cfg), cfg.module_name)
+    for module, factory, _ in (DESIGNS["tx"], DESIGNS["rx"]):
+        out[f"{module}.v"] = harness.to_verilog(factory, module)
+    return out
+
+
+def _app_files(rtl_rel):
+    return [f"{rtl_rel}/{name}" for name in
+            ["mqnic_app_block.v", *(f"inceptionn_app_w{w}.v" for w in WIDTHS),
+             "inceptionn_tx.v", "inceptionn_rx.v"]]
+
+
+def _set_make_param(text, name, value, path):
+    new, n = re.subn(rf"^(export PARAM_{name} :=).*$", rf"\g<1> {value}", text, flags=re.M)
+    if n != 1:
+        raise CliError(f"{path}: no 'export PARAM_{name} :=' line to set")
+    return new
+
+
+def _set_tcl_param(text, name, value, path):
+    new, n = re.subn(rf'^(dict set params {name}) .*$', rf'\g<1> "{value}"', text, flags=re.M)
+    if n != 1:
+        raise CliError(f"{path}: no 'dict set params {name}' line to set")
+    return new
+
+
+def _tb_makefile(text, path, app_sources, modules):
+    """A Corundum cocotb Makefile with this app in place of the template's or none."""
+    from inceptionn.hw.corundum.shell import APP_ID
+    lines = [ln for ln in text.splitlines() if not re.search(r"mqnic_app_block\.v\s*$", ln)]
+    text = "\n".join(lines) + "\n"
+    anchor = re.search(r"^VERILOG_SOURCES \+= .*$", text, flags=re.M)
+    if anchor is None:
+        raise CliError(f"{path}: no VERILOG_SOURCES line")
+    add = "".join(f"VERILOG_SOURCES += {s}\n" for s in app_sources)
+    text = text[:anchor.start()] + add + text[anchor.start():]
+    text = _set_make_param(text, "APP_ID", f"$(shell echo $$((0x{APP_ID:08x})) )", path)
+    text = _set_make_param(text, "APP_ENABLE", "1", path)
+    new, n = re.subn(r"^(MODULE\s*=).*$", rf"\g<1> {','.join(modules)}", text, flags=re.M)
+    if n != 1:
+        raise CliError(f"{path}: no MODULE line")
+    return new
+
+
+def _vivado_makefile(text, path):
+    anchor = re.search(r"^SYN_FILES \+= rtl/common/", text, flags=re.M)
+    if anchor is None:
+        raise CliError(f"{path}: no SYN_FILES line for rtl/common")
+    add = "".join(f"SYN_FILES += {s}\n" for s in _app_files(f"app/{APP}/rtl"))
+    return text[:anchor.start()] + add + text[anchor.start():]
+
+
+def plan(tree, board):
+    """{relative path: text or ("link", target)}: everything the install writes."""
+    from inceptionn.hw.corundum import corundum_tests
+    from inceptionn.hw.corundum.shell import APP_ID
+    tree = check_tree(tree, board)
+    files = {}
+    app = Path("fpga/app") / APP
+    for name, text in _sources().items():
+        files[app / "rtl" / name] = text
+    files[app / "rtl/common"] = ("link", "../../../common/rtl/")
+    files[app / "lib"] = ("link", "../../lib/")
+    files[app / "README.md"] = corundum_tests.APP_README
+
+    tb = app / "tb/mqnic_core_pcie_us"
+    src = tree / _TEMPLATE / "tb/mqnic_core_pcie_us"
+    files[tb / "Makefile"] = _tb_makefile(
+        (src / "Makefile").read_text(), src / "Makefile", _app_files("../../rtl"),
+        ["test_mqnic_core_pcie_us"])
+    for name in ("test_mqnic_core_pcie_us.py", "mqnic.py"):
+        files[tb / name] = (src / name).read_text()
+
+    bdir = _board_dir(board)
+    build = bdir / f"fpga_app_{APP}"
+    files[build / "Makefile"] = _vivado_makefile((tree / bdir / "fpga/Makefile").read_text(),
+                                                 bdir / "fpga/Makefile")
+    cfg = (tree / bdir / "fpga/config.tcl").read_text()
+    cfg = _set_tcl_param(cfg, "APP_ID", f"32'h{APP_ID:08x}", bdir / "fpga/config.tcl")
+    cfg = _set_tcl_param(cfg, "APP_ENABLE", "1", bdir / "fpga/config.tcl")
+    files[build / "config.tcl"] = cfg
+
+    stb = bdir / f"tb/fpga_core_{APP}"
+    ssrc = tree / bdir / "tb/fpga_core"
+    files[stb / "Makefile"] = _tb_makefile(
+        (ssrc / "Makefile").read_text(), ssrc / "Makefile",
+        _app_files(f"../../app/{APP}/rtl"), ["test_fpga_core", "test_inceptionn_sume"])
+    for name in ("test_fpga_core.py", "mqnic.py"):
+        if (ssrc / name).is_file():
+            files[stb / name] = (ssrc / name).read_text()
+    if_count = re.search(r"^export PARAM_IF_COUNT := (\d+)", files[stb / "Makefile"], re.M)
+    files[stb / "test_inceptionn_sume.py"] = corundum_tests.sume_tests(
+        int(if_count.group(1)) if if_count else 1)
+    return files
+
+
+def install(tree, board="NetFPGA_SUME"):
+    """Write the app into the checkout at `tree`; returns the paths written."""
+    files = plan(tree, board)          # every check and every text first: nothing half-written
+    tree = Path(tree)
+    for rel, content in files.items():
+        dest = tree / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, tuple):
+            if dest.is_symlink() or dest.exists():
+                if dest.is_symlink() and os.readlink(dest) == content[1]:
+                    continue
+                dest.unlink()
+            dest.symlink_to(content[1])
+        else:
+            dest.write_text(content)
+    return sorted(files)
+
+
+def add_arguments(ap) -> None:
+    ap.add_argument("--tree", required=True, type=Path, help="the root of a Corundum checkout")
+    ap.add_argument("--board", default="NetFPGA_SUME",
+                    help=f"the board folder to add a build to (supported: {', '.join(BOARDS)})")
+
+
+def run(args) -> int:
+    written = install(args.tree, args.board)
+    print(f"INCEPTIONN installed into {args.tree} as Corundum app '{APP}' ({len(written)} files):")
+    for rel in written:
+        print(f"  {rel}")
+    bdir = _board_dir(args.board)
+    print(f"Bitstream (Vivado): make -C {args.tree / bdir / f'fpga_app_{APP}'}")
+    print(f"Corundum's {args.board} testbench with the app: "
+          f"make -C {args.tree / bdir / f'tb/fpga_core_{APP}'} (cocotb 1.8, Icarus)")
+    return 0
