@@ -17,7 +17,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from inceptionn.golden import rx_frame, tx_frame
+from inceptionn.rtl.rtl_golden import rx_frame, tx_frame   # the RTL's wire versions
 from inceptionn.golden.counters import Counters
 from inceptionn.rtl import harness
 from inceptionn.rtl import frame_builders as F

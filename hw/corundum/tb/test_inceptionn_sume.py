@@ -27,7 +27,7 @@ from cocotbext.eth import XgmiiFrame
 import mqnic
 from test_fpga_core import TB
 
-from inceptionn import golden
+from inceptionn.rtl import rtl_golden    # the wire versions the RTL engines write and accept
 from inceptionn.golden.counters import Counters
 
 # The app's register map (byte offsets), written here by the install from the project's map.
@@ -125,7 +125,7 @@ async def run_test_inceptionn(dut):
         assert await read(tb, "if0.tx.codec") == sel
         tb.log.info("TX: gradient frames, %s codec, leave the MAC as golden.tx_frame", codec)
         for i, frame in enumerate(gradient_frames(1 + sel) + plain_frames()):
-            want = golden.tx_frame(frame, k=K, codec=codec, counters=tx_want)
+            want = rtl_golden.tx_frame(frame, k=K, codec=codec, counters=tx_want)
             await tb.driver.interfaces[0].start_xmit(frame, 0)
             pkt = await tb.sfp_sink[0].recv()
             assert pkt.check_fcs(), f"TX frame {i}: bad FCS"
@@ -135,8 +135,8 @@ async def run_test_inceptionn(dut):
 
         tb.log.info("RX: compressed frames (%s) reach the host as golden.rx_frame", codec)
         for i, frame in enumerate(gradient_frames(3 + sel) + plain_frames()):
-            wire = pad60(golden.tx_frame(frame, k=K, codec=codec))
-            host, bad = golden.rx_frame(wire, counters=rx_want)
+            wire = pad60(rtl_golden.tx_frame(frame, k=K, codec=codec))
+            host, bad = rtl_golden.rx_frame(wire, counters=rx_want)
             assert not bad
             await tb.sfp_source[0].send(XgmiiFrame.from_payload(wire))
             pkt = await tb.driver.interfaces[0].recv()
@@ -145,13 +145,13 @@ async def run_test_inceptionn(dut):
 
     tb.log.info("RX: a compressed frame cut short is malformed (flagged bad)")
     good = gradient_frames(7)[0]
-    cut = golden.tx_frame(good, k=K)
+    cut = rtl_golden.tx_frame(good, k=K)
     cut = cut[:len(cut) - 64]
-    host_cut, bad = golden.rx_frame(cut, counters=rx_want)
+    host_cut, bad = rtl_golden.rx_frame(cut, counters=rx_want)
     assert bad
-    host_good, _ = golden.rx_frame(golden.tx_frame(good, k=K), counters=rx_want)
+    host_good, _ = rtl_golden.rx_frame(rtl_golden.tx_frame(good, k=K), counters=rx_want)
     await tb.sfp_source[0].send(XgmiiFrame.from_payload(cut))
-    await tb.sfp_source[0].send(XgmiiFrame.from_payload(golden.tx_frame(good, k=K)))
+    await tb.sfp_source[0].send(XgmiiFrame.from_payload(rtl_golden.tx_frame(good, k=K)))
     pkt = await tb.driver.interfaces[0].recv()
     if pkt.data == host_good:
         tb.log.info("the bad frame was dropped by Corundum's receive path")
@@ -164,8 +164,8 @@ async def run_test_inceptionn(dut):
     await write(tb, "if0.tx.codec", CODECS["bounded"])
     tb.loopback_enable = True
     for i, frame in enumerate(gradient_frames(9)):
-        wire = pad60(golden.tx_frame(frame, k=K, counters=tx_want))
-        host, _ = golden.rx_frame(wire, counters=rx_want)
+        wire = pad60(rtl_golden.tx_frame(frame, k=K, counters=tx_want))
+        host, _ = rtl_golden.rx_frame(wire, counters=rx_want)
         await tb.driver.interfaces[0].start_xmit(frame, 0)
         pkt = await tb.driver.interfaces[0].recv()
         assert pkt.data == host, f"loopback frame {i}: {len(pkt.data)} bytes, golden {len(host)}"
