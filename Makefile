@@ -68,11 +68,12 @@ test-fast: $(STAMP)
 	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q tests
 
 # The DDP hook with CUDA buckets and the device codec on CUDA, on a machine with a GPU
-# (the CUDA cases skip where torch sees none). Needs torch, numba, numpy, pytest and
-# hypothesis only: `python3 -m pytest -q tests/test_device_codec.py
+# (the CUDA cases skip where torch sees none; the Triton kernels' where triton does not
+# import). Needs torch, numba, numpy, pytest and hypothesis only (triton for the
+# kernels): `python3 -m pytest -q tests/test_device_codec.py tests/test_device_codec_triton.py
 # tests/test_ddp_hook_devices.py` from the source tree runs it without the venv.
 test-cuda: $(STAMP)
-	$(RUN) -m pytest -q tests/test_device_codec.py tests/test_ddp_hook_devices.py
+	$(RUN) -m pytest -q tests/test_device_codec.py tests/test_device_codec_triton.py tests/test_ddp_hook_devices.py
 
 # The codec per device (CPU cores, every GPU) next to that device's memcpy and fp16 cast.
 bench-codec: $(STAMP)

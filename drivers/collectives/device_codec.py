@@ -19,6 +19,10 @@ every field at once.
 
 All arithmetic is int32/int64 and exact float32 products by powers of two, so CPU and
 CUDA give the same bits; raw (tag 11) values are moved as integers, NaN payloads intact.
+
+On CUDA, where triton imports, encode and decode run as Triton kernels instead
+(device_codec_triton.py: the same bytes and index, with the same checks); these torch
+operations stay the reference and the fallback (impl="torch" forces them).
 """
 
 from __future__ import annotations
@@ -27,10 +31,29 @@ import torch
 
 from ... import golden
 
-__all__ = ["DeviceCodec", "DEFAULT_BLOCK", "index_bytes"]
+__all__ = ["DeviceCodec", "DEFAULT_BLOCK", "IMPLS", "index_bytes", "triton_available"]
 
 DEFAULT_BLOCK = 64       # groups per index entry (a power of two)
 _WIDTH = (0, 1, 2, 4)    # bytes per tag
+IMPLS = ("auto", "torch", "triton")
+TORCH_OPS, TRITON = "torch ops", "triton"     # the paths, as path() names them
+_triton_module = None
+
+
+def triton_available() -> bool:
+    """Whether the Triton kernels import (triton is optional: not a dependency)."""
+    return _triton() is not None
+
+
+def _triton():
+    global _triton_module
+    if _triton_module is None:
+        try:
+            from . import device_codec_triton
+            _triton_module = device_codec_triton
+        except Exception:      # absent or broken: the torch operations serve
+            _triton_module = False
+    return _triton_module or None
 
 
 def index_bytes(n: int, block: int = DEFAULT_BLOCK) -> int:
@@ -41,7 +64,15 @@ def index_bytes(n: int, block: int = DEFAULT_BLOCK) -> int:
 class DeviceCodec:
     """One codec ("paper" or "bounded") at error bound 2^-k, on torch tensors."""
 
-    def __init__(self, name: str, k: int, block: int = DEFAULT_BLOCK):
+    def __init__(self, name: str, k: int, block: int = DEFAULT_BLOCK, impl: str = "auto"):
+        """impl: "auto" (Triton kernels for CUDA tensors where triton imports, torch
+        operations elsewhere), "torch" (always torch operations) or "triton" (always the
+        kernels: on CPU tensors only under the Triton interpreter, TRITON_INTERPRET=1)."""
+        if impl not in IMPLS:
+            raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+        if impl == "triton" and not triton_available():
+            raise ValueError("impl='triton' needs the triton package")
+        self.impl = impl
         if name not in ("paper", "bounded"):
             raise ValueError(f"codec must be 'paper' or 'bounded', got {name!r}")
         if not isinstance(block, int) or block < 1 or block & (block - 1):
@@ -56,6 +87,13 @@ class DeviceCodec:
 
     def __repr__(self):
         return f"<DeviceCodec {self.name} 2^-{self.k}>"
+
+    def path(self, device) -> str:
+        """Which code encode and decode run for tensors on `device`: "triton" or "torch ops"."""
+        if self.impl == "triton" or (self.impl == "auto" and torch.device(device).type == "cuda"
+                                     and triton_available()):
+            return TRITON
+        return TORCH_OPS
 
     # ------------------------------------------------------------------ encode
 
@@ -79,6 +117,8 @@ class DeviceCodec:
         dev = x.device
         if n == 0:
             return torch.zeros(0, dtype=torch.uint8, device=dev), torch.zeros(0, dtype=torch.int32, device=dev)
+        if self.path(dev) == TRITON:
+            return _triton().encode(self, x)
         g = -(-n // 8)
         bits = torch.zeros(8 * g, dtype=torch.int32, device=dev)
         bits[:n] = x.view(torch.int32)      # +0.0 pads the last group: it codes to nothing
@@ -141,6 +181,8 @@ class DeviceCodec:
             if data.numel():
                 raise ValueError(f"{data.numel()} bytes left over after 0 values")
             return torch.zeros(0, dtype=torch.float32, device=dev)
+        if self.path(dev) == TRITON:
+            return _triton().decode(self, data, index, n)
         size = data.numel()
         d = torch.zeros(size + 8, dtype=torch.int32, device=dev)
         d[:size] = data

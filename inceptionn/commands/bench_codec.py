@@ -4,15 +4,17 @@ For each device (the CPU, and every CUDA GPU torch sees unless --device narrows 
 float32 buffer drawn from N(0, 1e-3) is timed, in the same run, through:
   memcpy        a copy into a buffer made once (torch copy_ on the device)
   fp16 cast     a cast to float16 into a buffer made once (what torch's fp16 hook does)
-  device pack   the device codec (drivers/collectives/device_codec.py, torch operations):
-                golden's group bytes plus the index beside them
+  device pack   the device codec (drivers/collectives/device_codec.py): golden's group
+                bytes plus the index beside them, by Triton kernels on CUDA where
+                triton imports, else by torch operations (the path column says which)
   device unpack its decode back to float32
 and, on the CPU, golden.fast's compiled kernels into buffers made once: on one core
 (fast pack / fast unpack) and on every core (the buffer cut in one piece per thread; the
 loops release the GIL), as the software ring codes its chunks. GB/s is over the float32
 bytes (in to pack, out of unpack), best of --repeat runs; "x memcpy" is the method's
 GB/s over the memcpy's on that device; ratio is float32 bytes over coded bytes (index
-included). Every coded result is checked against golden's bytes before it is timed.
+included); path is the code that ran (torch ops, triton, numba). Every coded result is
+checked against golden's bytes before it is timed.
 
 --exchange: two ranks (processes) on the device under gloo all-reduce one bucket of
 --exchange-size floats, median of 5 after a warm-up: gloo's all_reduce (what DDP's
@@ -69,27 +71,32 @@ def _device_rows(device, x_np, k, codec, repeat, threads):
     nbytes = x.numel() * 4
     rows = []
 
-    def add(method, seconds, coded=None):
+    def add(method, seconds, coded=None, path="torch ops"):
         rows.append({"device": str(device), "method": method, "gbps": nbytes / seconds / 1e9,
-                     "ratio": nbytes / coded if coded else None})
+                     "ratio": nbytes / coded if coded else None, "path": path})
 
     dst = torch.empty_like(x)
     half = torch.empty(x.shape, dtype=torch.float16, device=device)
     add("memcpy", best(lambda: dst.copy_(x), repeat))
     add("fp16 cast", best(lambda: half.copy_(x), repeat))
-    dc = DeviceCodec(codec, k)
-    data, index = dc.encode(x)
     want = fast.fast_pack_groups(x_np.view(np.uint32), k, codec)
-    if data.cpu().numpy().tobytes() != want:
-        raise RuntimeError(f"device pack on {device} gave bytes other than golden's")
-    coded = data.numel() + 4 * index.numel()
-    add("device pack", best(lambda: dc.encode(x), repeat), coded)
-    dec = dc.decode(data, index, x.numel())
     ref = np.empty(fast.unpack_room(x_np.size), np.uint32)
     fast.fast_unpack_groups_into(np.frombuffer(want, np.uint8), x_np.size, ref, k, codec)
-    if dec.cpu().view(torch.int32).numpy().view(np.uint32).tobytes() != ref[:x_np.size].tobytes():
-        raise RuntimeError(f"device unpack on {device} gave values other than golden's")
-    add("device unpack", best(lambda: dc.decode(data, index, x.numel()), repeat), coded)
+    # The path DeviceCodec takes by itself, and where that is Triton, the torch
+    # operations too (the reference and fallback) for comparison.
+    impls = ["auto"] + (["torch"] if DeviceCodec(codec, k).path(device) != "torch ops" else [])
+    for impl in impls:
+        dc = DeviceCodec(codec, k, impl=impl)
+        path = dc.path(device)
+        data, index = dc.encode(x)
+        if data.cpu().numpy().tobytes() != want:
+            raise RuntimeError(f"device pack ({path}) on {device} gave bytes other than golden's")
+        coded = data.numel() + 4 * index.numel()
+        add("device pack", best(lambda: dc.encode(x), repeat), coded, path)
+        dec = dc.decode(data, index, x.numel())
+        if dec.cpu().view(torch.int32).numpy().view(np.uint32).tobytes() != ref[:x_np.size].tobytes():
+            raise RuntimeError(f"device unpack ({path}) on {device} gave values other than golden's")
+        add("device unpack", best(lambda: dc.decode(data, index, x.numel()), repeat), coded, path)
     if device.type == "cpu":
         rows += _fast_rows(x_np, k, codec, repeat, threads, best, want)
     return rows
@@ -107,7 +114,7 @@ def _fast_rows(x_np, k, codec, repeat, threads, best, want):
 
     def add(method, seconds):
         rows.append({"device": "cpu", "method": method, "gbps": n * 4 / seconds / 1e9,
-                     "ratio": n * 4 / len(want)})
+                     "ratio": n * 4 / len(want), "path": "numba"})
 
     add("fast pack, 1 core", best(lambda: fast.fast_pack_groups_into(bits, room, k, codec), repeat))
     add("fast unpack, 1 core",
@@ -202,7 +209,7 @@ def run_exchange(device, n, codec="bounded", k=10):
 
 def run_codec_bench(size=64 << 20, *, devices=None, k=10, codec="bounded", repeat=5,
                     threads=None, seed=0, progress=None):
-    """Rows {device, method, gbps, ratio, x_memcpy} for every device."""
+    """Rows {device, method, gbps, ratio, path, x_memcpy} for every device."""
     import torch
     if devices is None:
         devices = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
@@ -222,11 +229,12 @@ def run_codec_bench(size=64 << 20, *, devices=None, k=10, codec="bounded", repea
 
 
 def format_rows(rows) -> str:
-    head = f"{'device':<8} {'method':<24} {'GB/s':>9} {'x memcpy':>9} {'ratio':>6}"
+    head = f"{'device':<8} {'method':<24} {'GB/s':>9} {'x memcpy':>9} {'ratio':>6}  path"
     lines = [head, "-" * len(head)]
     for r in rows:
         ratio = f"{r['ratio']:6.2f}" if r["ratio"] else f"{'':6}"
-        lines.append(f"{r['device']:<8} {r['method']:<24} {r['gbps']:9.4g} {r['x_memcpy']:9.3g} {ratio}")
+        lines.append(f"{r['device']:<8} {r['method']:<24} {r['gbps']:9.4g} {r['x_memcpy']:9.3g} {ratio}"
+                     f"  {r.get('path', ''):<9}".rstrip())
     return "\n".join(lines)
 
 
