@@ -21,7 +21,8 @@ def test_cpu_rows(capsys):
     for l in rows:
         gbps, x_memcpy = (float(v) for v in l[33:].split()[:2])
         assert math.isfinite(gbps) and gbps > 0 and x_memcpy > 0, l
-    assert all(float(l.split()[-1]) > 1 for l in rows if "pack" in l)    # ratios
+    assert all(float(l[33:].split()[2]) > 1 for l in rows if "pack" in l)    # ratios
+    assert all(l.rstrip().endswith(("numba", "torch ops")) for l in rows), out  # the path
 
 
 @pytest.mark.parametrize("argv,msg", [
