@@ -1,4 +1,5 @@
-"""Processes for the tests that run several ranks (torch.distributed, the socket ring).
+"""Processes (and threads) for the tests that run several ranks (torch.distributed, the
+socket ring).
 
 A fresh interpreter per rank ("spawn") imports torch and the package again, about 2.5 s
 of CPU each, and the regression starts about 80 ranks. The forkserver imports them once
@@ -9,8 +10,9 @@ the caller's at start, so ranks set the variables they need themselves.
 """
 
 import multiprocessing as mp
+import threading
 
-__all__ = ["context"]
+__all__ = ["context", "run_ranks"]
 
 PRELOAD = ["numpy", "torch", "torch.distributed", "inceptionn.golden",
            "inceptionn.drivers.collectives", "inceptionn.ddp_hook"]
@@ -25,3 +27,23 @@ def context():
         _ctx = mp.get_context("forkserver")
         _ctx.set_forkserver_preload(PRELOAD)
     return _ctx
+
+
+def run_ranks(p: int, body, timeout: float = 60) -> dict:
+    """body(r) for r in range(p), each rank a thread of this process; {rank: exception}:
+    what a rank raises is collected, so the test asserts on it instead of a thread dying
+    silently."""
+    errs: dict = {}
+
+    def guarded(r):
+        try:
+            body(r)
+        except Exception as e:  # collected for the test
+            errs[r] = e
+
+    ts = [threading.Thread(target=guarded, args=(r,)) for r in range(p)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout)
+    return errs

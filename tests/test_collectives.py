@@ -61,28 +61,20 @@ def _run(kind, xs, *, store=None, call=None, **kw):
     """Every rank in a thread; (results, errors by rank)."""
     p = len(xs)
     store = store or HashStore()
-    outs, errs = [None] * p, {}
+    outs = [None] * p
 
     def body(r):
-        try:
-            opts = dict(kw)
-            if "host" in opts and opts["host"] is None:
-                opts["host"] = f"10.77.0.{r + 1}"     # a bridge host's address
-            make = lambda: CLASSES[kind].from_store(store, r, p, **opts)  # noqa: E731
-            coll = call(r, make) if call else make()
-            with coll:
-                y = xs[r].copy()
-                coll.allreduce(y)
-                outs[r] = y
-        except Exception as e:  # collected for the test
-            errs[r] = e
+        opts = dict(kw)
+        if "host" in opts and opts["host"] is None:
+            opts["host"] = f"10.77.0.{r + 1}"     # a bridge host's address
+        make = lambda: CLASSES[kind].from_store(store, r, p, **opts)  # noqa: E731
+        coll = call(r, make) if call else make()
+        with coll:
+            y = xs[r].copy()
+            coll.allreduce(y)
+            outs[r] = y
 
-    ts = [threading.Thread(target=body, args=(r,)) for r in range(p)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(60)
-    return outs, errs
+    return outs, ranks.run_ranks(p, body)
 
 
 def _same(outs):

@@ -3,10 +3,10 @@ parameter across a change of bucket layout, and the loss each rank records aroun
 real ring (threads, TCP): summed over ranks it is the exchange's whole error, so what
 the codec drops arrives later instead of never."""
 
-import threading
 
 import numpy as np
 import pytest
+from ranks import run_ranks
 from torch.distributed import HashStore
 
 from inceptionn.drivers.collectives import Ring, WireCodec
@@ -51,35 +51,25 @@ def _rings(p, steps, codec_for, grads_for, chunk=1000):
     """p ranks in threads, a ring each with a LossRecorder of codec_for(); per step the
     memory compensates, the ring sums, the loss updates it. ({rank: [(sent, result)]},
     memories, errors)."""
-    store, out, mems, errs = HashStore(), {}, {}, {}
-    params = None
+    store, out, mems = HashStore(), {}, {}
 
     def body(r):
-        nonlocal params
-        try:
-            rec = LossRecorder(codec_for())
-            mem, hist = Memory(), []
-            with Ring.from_store(store, r, p, wire="software", codec=rec, k=rec.k,
-                                 chunk=chunk, timeout=20) as ring:
-                for s in range(steps):
-                    g = grads_for(r, s)
-                    layout = [("w", g.size - 7), ("b", 7)]
-                    x = mem.compensate(g.copy(), layout)
-                    sent = x.copy()
-                    rec.start(x)
-                    ring.allreduce(x)
-                    mem.update(layout, rec.stop())
-                    hist.append((sent, x.copy()))
-            out[r], mems[r] = hist, mem
-        except Exception as e:  # collected for the test
-            errs[r] = e
+        rec = LossRecorder(codec_for())
+        mem, hist = Memory(), []
+        with Ring.from_store(store, r, p, wire="software", codec=rec, k=rec.k,
+                             chunk=chunk, timeout=20) as ring:
+            for s in range(steps):
+                g = grads_for(r, s)
+                layout = [("w", g.size - 7), ("b", 7)]
+                x = mem.compensate(g.copy(), layout)
+                sent = x.copy()
+                rec.start(x)
+                ring.allreduce(x)
+                mem.update(layout, rec.stop())
+                hist.append((sent, x.copy()))
+        out[r], mems[r] = hist, mem
 
-    ts = [threading.Thread(target=body, args=(r,)) for r in range(p)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(60)
-    return out, mems, errs
+    return out, mems, run_ranks(p, body)
 
 
 @pytest.mark.parametrize("p", [2, 3, 4])
