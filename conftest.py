@@ -66,3 +66,33 @@ def pytest_terminal_summary(terminalreporter):
         TIMES.parent.mkdir(exist_ok=True)
         TIMES.write_text("".join(f"{secs:8.1f}  {path}\n" for path, secs in ranked))
         tr.write_line(f"every file: {TIMES.relative_to(ROOT)}")
+
+
+def pytest_configure(config):
+    """Stopping a run leaves nothing running. SIGTERM (what make passes on when it is
+    stopped) unwinds like Ctrl-C, so fixtures and `finally` clean up, and the controller
+    passes it on to its xdist workers. Each worker leads a process group of its own, which
+    a watcher kills once the worker has ended by any means: simulators, solvers and ranks
+    it started go with it (inceptionn/process_guard.py)."""
+    import os
+    import signal
+
+    from inceptionn.process_guard import children, guard_group, kill_guarded
+
+    worker = bool(os.environ.get("PYTEST_XDIST_WORKER"))
+
+    def _interrupt(signum, frame):
+        if worker:
+            kill_guarded()           # a solver's step can take minutes: end it now
+        else:
+            for pid in children(os.getpid()):
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except OSError:
+                    pass
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    if worker:
+        os.setpgid(0, 0)
+        guard_group(os.getpid())

@@ -20,7 +20,6 @@ initial values. SymbiYosys steps every flip-flop each model-checking step
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
+from ..process_guard import guard_group, kill_tree, release
 from .harness import BUILD
 
 __all__ = ["FormalResult", "FormalError", "check", "FORMAL_BUILD"]
@@ -133,15 +133,17 @@ def check(top, name, *, mode="bmc", depth=20, engine="smtbmc yices", ports=(),
     t0 = time.monotonic()
     # SymbiYosys and its solvers in a process group of their own, ended with this call
     # whatever happens (an interrupted test leaves no solver running).
+    # If this process is killed outright, a watcher ends the group (process_guard).
     proc = subprocess.Popen([sys.executable, "-c", _SBY, "-f", "-d", str(work), str(sby)],
                             cwd=base, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    guard_group(proc.pid)
     try:
         out, _ = proc.communicate()
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        kill_tree({proc.pid})       # its solvers too, in groups of their own in its session
+        proc.wait()
+        release(proc.pid)
     seconds = time.monotonic() - t0
     log = out
     status_file = work / "status"

@@ -120,8 +120,13 @@ def run(top, name, *, mode="bmc", depth=20, expect="PASS", **kw):
     # make formal's tasks in build/formal/<task>, make test's short ones beside them in
     # build/formal/quick/<task>, so that a quick run never replaces a full one's traces.
     kw.setdefault("workdir", formal.FORMAL_BUILD if SLOW else formal.FORMAL_BUILD / "quick")
+    # A wall-clock budget per task (make formal: 20 min, make formal-deep: 4 h), so that
+    # a run ends in a stated time: a task past it fails and names its budget.
+    kw.setdefault("timeout", int(os.environ.get("INCEPTIONN_FORMAL_BUDGET", "1200")))
     res = formal.check(top, name, mode=mode, depth=depth, ports=[top.clk], **kw)
     print(res.summary())
+    assert res.status != "TIMEOUT", (f"{name}: not done within its budget of {kw['timeout']} s "
+                                     "(INCEPTIONN_FORMAL_BUDGET); make formal-deep gives more")
     assert res.status == expect, res.summary() + "\n" + res.log[-3000:]
     if expect == "FAIL":
         assert res.traces, "a failed proof must leave a counterexample trace"
