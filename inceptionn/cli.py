@@ -15,29 +15,9 @@ status 2 and one message on stderr.
 import argparse
 import sys
 
-from . import golden
+from .commands.args import CliError, dscp_arg, error_bound_arg  # re-exported: the API names them
 
 __all__ = ["main", "build_parser", "CliError", "error_bound_arg", "dscp_arg"]
-
-
-class CliError(Exception):
-    """A user error: reported on stderr, exit status 2."""
-
-
-def error_bound_arg(text):
-    """argparse type: an error bound 2^-k given as text; returns k."""
-    try:
-        return golden.parse_error_bound(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def dscp_arg(text):
-    """argparse type: a DSCP in 0..63."""
-    try:
-        return golden.check_dscp(int(text, 0))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"DSCP must be an integer in 0..63, got {text!r}") from None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,25 +28,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
-
-
-def versions_arg(text):
-    """argparse type: wire versions RX accepts, comma-separated (``3``, ``1,2,3``; ``none``:
-    none, every frame forwarded unchanged)."""
-    try:
-        if text.strip().lower() == "none":
-            return ()
-        return golden.check_versions(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"versions must be wire versions among 1, 2, 3, comma-separated "
-                                         f"(or none), got {text!r}") from None
-
-
-def wire_version_arg(text):
-    """argparse type: the wire version TX writes (1, 2 or 3)."""
-    if text not in ("1", "2", "3"):
-        raise argparse.ArgumentTypeError(f"wire version must be 1, 2 or 3, got {text!r}")
-    return int(text)
 
 
 def build_parser(argv=None):

@@ -85,3 +85,30 @@ def test_the_check_sees_a_library_module_importing_a_command():
     src = "from .commands import demo\n"
     mods = {m for _, m in _imports(src, _package_of(REPO / "inceptionn" / "ddp_hook.py"))}
     assert "inceptionn.commands.demo" in mods
+
+
+# ---- static: the command line is a leaf --------------------------------------------------
+
+def _importers_of(module, folders):
+    bad = []
+    for folder in folders:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            for line, mod in _imports(path.read_text(), _package_of(path), str(path)):
+                if mod == module or mod.startswith(module + "."):
+                    bad.append(f"{path.relative_to(REPO)}:{line}: {mod}")
+    return bad
+
+
+def test_nothing_in_the_product_imports_the_command_line_back():
+    # cli.py imports the commands; a command (or the study, or the library) importing
+    # cli.py back makes a circle. What commands share is in inceptionn/commands/args.py.
+    bad = [b for b in _importers_of("inceptionn.cli", ["inceptionn", "golden", "hw", "drivers",
+                                                       "study", "examples"])
+           if not b.startswith("inceptionn/__main__.py")]
+    assert not bad, "modules that import inceptionn.cli back:\n" + "\n".join(bad)
+
+
+def test_the_circle_check_sees_a_command_importing_the_cli():
+    mods = {m for _, m in _imports("from ..cli import CliError\n",
+                                   _package_of(REPO / "inceptionn" / "commands" / "demo.py"))}
+    assert "inceptionn.cli" in mods

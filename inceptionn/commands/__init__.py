@@ -56,7 +56,7 @@ def register_all(sub, argv=()):
     words = [w for w in argv if not w.startswith("-")]
     first = words[0] if words else None
     from . import model, net
-    from ..cli import CliError, dscp_arg
+    from .args import CliError, dscp_arg
     model.register(sub)
     net.add_mark(sub, dscp_arg, CliError)
     for name, (module, help) in COMMANDS.items():

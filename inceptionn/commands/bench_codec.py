@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from ..cli import CliError
+from .args import CliError
 from .bench_golden import parse_size
 
 __all__ = ["run_codec_bench", "format_rows", "add_arguments", "run"]

@@ -27,7 +27,7 @@ import numpy as np
 
 from inceptionn import golden
 from inceptionn.golden.packet_matcher import IPPROTO_TCP, IPPROTO_UDP
-from ..cli import CliError
+from .args import CliError
 from .checks import int_in
 
 __all__ = ["foreign_frame", "measure", "expected_rates", "golden_agrees", "add_arguments", "run",

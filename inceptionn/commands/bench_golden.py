@@ -41,7 +41,7 @@ import numpy as np
 
 from inceptionn import golden
 from inceptionn.golden import fast
-from ..cli import CliError
+from .args import CliError
 from .checks import int_in, size_in_memory
 
 __all__ = ["DEFAULT_SIZE", "Result", "parse_size", "bench_buffer", "run_bench", "format_table",

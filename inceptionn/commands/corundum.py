@@ -24,7 +24,7 @@ import os
 import re
 from pathlib import Path
 
-from inceptionn.cli import CliError
+from .args import CliError
 
 __all__ = ["BOARDS", "WIDTHS", "check_tree", "plan", "install", "add_arguments", "run"]
 

@@ -46,7 +46,7 @@ from inceptionn import gradients as hdc
 from inceptionn.gradients import DEFAULT_CACHE, DEFAULT_STEPS, Gradients, real_gradients
 from inceptionn.gradients import log as _log
 from inceptionn.gradients import progress_bar as _progress
-from ..cli import CliError
+from .args import CliError
 from .checks import int_in
 
 __all__ = [

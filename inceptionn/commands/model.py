@@ -11,9 +11,9 @@ names (default 3 only; the paper's reproductions name 1); `--codec` is a shortha
 import numpy as np
 
 from .. import golden
-from ..cli import CliError, dscp_arg as _dscp, error_bound_arg as _error_bound
+from .args import CliError, dscp_arg as _dscp, error_bound_arg as _error_bound
 from .checks import one_line, writable
-from ..cli import versions_arg, wire_version_arg
+from .args import versions_arg, wire_version_arg
 
 __all__ = ["register"]
 

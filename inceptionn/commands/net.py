@@ -24,7 +24,7 @@ from ..drivers import mark as marks
 from ..drivers.bridge import MAX_HOSTS, MTUS, RATE_GBPS, Bridge, BridgeError
 from ..drivers.netns import netns_available
 from .checks import writable
-from ..cli import versions_arg, wire_version_arg
+from .args import versions_arg, wire_version_arg
 
 __all__ = ["add_bridge", "add_mark"]
 

@@ -3,12 +3,12 @@ not installed with the package): every experiment, docs/results.md and its figur
 
 import importlib
 
-from ..cli import CliError
+from .args import CliError
 
 
 def _study():
     try:
-        return importlib.import_module("study.__main__")
+        return importlib.import_module("study.command")
     except ModuleNotFoundError as e:
         raise CliError("the study runs from a source checkout (its study/ folder is not "
                        f"installed): run it from the repository's root ({e})") from None

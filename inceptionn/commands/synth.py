@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..rtl.harness import BUILD  # build/ of the checkout, or of the current directory
-from ..cli import CliError
+from .args import CliError
 
 __all__ = ["LevelPath", "logic_levels", "cell_counts", "run_yosys", "synthesize",
            "report_design", "markdown_table", "DESIGNS", "EXPERIMENTS", "add_arguments", "run"]
