@@ -7,8 +7,10 @@ when the Verilog or the build options changed, so repeated runs start in seconds
 """
 
 import fcntl
+import hashlib
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -173,6 +175,38 @@ def verilog_source(design, name, build_dir):
     return src
 
 
+# Verilator's runtime library, compiled into every model's folder by its makefile: about
+# 12 s of C++ per model (verilated.cpp alone 5 s at the makefile's -Os), the same objects
+# for every model of one Verilator, compiler and set of flags. The first model built
+# keeps them, linked into one object, in build/sim/.runtime/<key>/; the next ones link
+# that object (make's runtime list emptied, the object given as LIBS) instead of
+# compiling their own. Without waves only (tracing adds objects of its own).
+_RUNTIME = ("verilated", "verilated_vpi", "verilated_threads", "verilated_dpi")
+
+
+def _runtime_object():
+    key = "|".join([str(verilator_bin()), os.environ.get("MAKEFLAGS", ""),
+                    os.environ.get("CXX", ""), str(shutil.which("c++"))])
+    return BUILD / "sim" / ".runtime" / hashlib.sha256(key.encode()).hexdigest()[:16] / "rt.o"
+
+
+def _keep_runtime(build_dir, shared):
+    """After a model's own build: its runtime objects become the shared one."""
+    objs = [build_dir / f"{n}.o" for n in _RUNTIME]
+    if shared.exists() or not all(o.exists() for o in objs) or not shutil.which("ld"):
+        return
+    shared.parent.mkdir(parents=True, exist_ok=True)
+    tmp = shared.with_name(f"rt.{os.getpid()}.o")
+    if subprocess.run(["ld", "-r", "-o", str(tmp), *map(str, objs)]).returncode == 0:
+        os.replace(tmp, shared)            # whole or not at all
+    else:
+        tmp.unlink(missing_ok=True)
+
+
+def _runtime_makeflags(shared):
+    return f" VM_GLOBAL_FAST= VM_GLOBAL_SLOW= LIBS={shared}" if shared.exists() else ""
+
+
 def build(design, name, *, extra_sources=(), build_args=(), toplevel=None):
     """Convert and Verilate `design` as module `name`; return the cocotb runner.
     `toplevel`: the model's top module when it is not `name` (a hand-written Verilog
@@ -208,9 +242,19 @@ def build(design, name, *, extra_sources=(), build_args=(), toplevel=None):
         # C++ (its DIDNOTCONVERGE messages), so an absolute one made every clone's model a
         # ccache miss, most of a fresh clone's C++ time.
         runner = get_runner("verilator")
-        runner.build(sources=[], hdl_toplevel=toplevel or name, build_dir=build_dir,
-                     build_args=[*args, *(_relative_to(p, build_dir) for p in sources)],
-                     waves=waves, timescale=("1ns", "1ps"), log_file=build_dir / "build.log")
+        shared = _runtime_object()
+        makeflags = os.environ["MAKEFLAGS"]
+        if not waves and " " not in str(shared):
+            os.environ["MAKEFLAGS"] = makeflags + _runtime_makeflags(shared)
+        try:
+            runner.build(sources=[], hdl_toplevel=toplevel or name, build_dir=build_dir,
+                         build_args=[*args, *(_relative_to(p, build_dir) for p in sources)],
+                         waves=waves, timescale=("1ns", "1ps"),
+                         log_file=build_dir / "build.log")
+        finally:
+            os.environ["MAKEFLAGS"] = makeflags
+        if not waves:
+            _keep_runtime(build_dir, shared)
     return runner
 
 
