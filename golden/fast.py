@@ -40,7 +40,7 @@ from numba import njit
 
 from .arguments import check_fits
 from .compression_block import TAG_WIDTH, as_bits, check_codec, check_k, encode_luts
-from .fast_blocks import dec_consts, enc_consts, pack_blocks, unpack_blocks
+from .fast_blocks import _popcount, dec_consts, enc_consts, pack_blocks, unpack_blocks
 from .decompression_block import DEC_BASE, DEC_MASK, DEC_RAW, decode_table
 from .payload import build_payload, shim_codec, shim_version
 from .wire import GROUP_VALUES, shim_bytes
@@ -48,7 +48,7 @@ from .wire import GROUP_VALUES, shim_bytes
 __all__ = ["fast_pack_groups", "fast_unpack_groups", "fast_compress_payload",
            "fast_compress_payload_with_decoded", "fast_decompress_payload", "ones_sum", "FAST",
            "warm_up", "CRC32_TABLE", "check_word_at", "pack_room", "unpack_room",
-           "fast_pack_groups_into", "fast_unpack_groups_into"]
+           "fast_pack_groups_into", "fast_unpack_groups_into", "group_offsets"]
 
 _U1, _U2, _U3 = np.uint64(1), np.uint64(2), np.uint64(3)
 _MAX_GROUP = 2 + 4 * GROUP_VALUES   # 34 bytes: a tag word and 8 raw floats
@@ -347,6 +347,37 @@ def fast_unpack_groups_into(buf, n, out, k=None, codec="paper"):
     consumed = int(_unpack_fast(np.ascontiguousarray(data), int(n), 0, out, table,
                                 *dec_consts(k, codec)))
     return consumed, consumed <= data.size
+
+
+@njit(cache=True, nogil=True)
+def _group_starts(data, groups, every, starts):
+    """starts[i] = the byte offset of group i * every; returns where the last group ends
+    (past data's end when the groups run past it: then the later starts are not set)."""
+    size = np.uint64(data.size)
+    pos = np.uint64(0)
+    for g in range(groups):
+        if g % every == 0:
+            starts[g // every] = pos
+        if pos + _U2 > size:
+            return size + _U2
+        tw = np.uint64(data[pos]) | (np.uint64(data[pos + _U1]) << np.uint64(8))
+        lo = tw & np.uint64(0x5555)
+        hi = (tw >> _U1) & np.uint64(0x5555)
+        pos += _U2 + _popcount(lo) + (_popcount(hi) << _U1) + _popcount(lo & hi)
+    return pos
+
+
+def group_offsets(buf, n: int, every: int = 1):
+    """(offsets, end) of the groups of n values at the start of ``buf`` (a uint8 array):
+    offsets (int64) of groups 0, every, 2 every, ..., end the byte after the last group,
+    larger than buf when the groups run past its end (the offsets past it are -1).
+    For an index that lets a decoder start at every ``every``-th group."""
+    if n < 0 or every < 1:
+        raise ValueError(f"value count must be >= 0 and every >= 1, got {n}, {every}")
+    groups = -(-n // GROUP_VALUES)
+    starts = np.full(-(-groups // every), -1, np.int64)
+    end = int(_group_starts(np.ascontiguousarray(buf, np.uint8), groups, every, starts))
+    return starts, end
 
 
 def _in_bits(bits):
