@@ -20,7 +20,9 @@ runs over a block at a time in loops the compiler vectorises:
           mul 2, add 1), computed as an integer converted to float32 times a power of two:
           both exact (the integer has at most 16 bits, the product is a normal float).
 Each kernel stops where a whole block might run past the data; fast.py's per-group loops
-go on from there. A little-endian host is assumed, as in fast.py.
+go on from there. A little-endian host is assumed, as in fast.py. numba's on-disk cache
+keys a compiled function on its own file: after editing this one, delete fast.py's
+cached entries too (golden/__pycache__/fast.*.nbi, .nbc), which link these kernels in.
 """
 
 from __future__ import annotations
