@@ -15,9 +15,9 @@ this file walks the same per-(k, codec) tables value by value:
           decompression_block.decode_into does.
 Both value codecs go through the same loops; only the tables differ: "paper" (wire
 version 1) and "bounded" (wire version 2, k in 1..16). Packing without the decoded
-values and unpacking whole groups go through block kernels instead (_pack_blocks,
-_unpack_blocks, below: vectorised arithmetic, a short serial chain per group; the same
-bytes, pack about 2.7x and unpack 1.5x faster here, docs/benchmarks.md); the per-value
+values and unpacking whole groups go through block kernels instead (fast_blocks.py:
+vectorised arithmetic, a short serial chain per group; the same bytes, pack about 2.7x
+and unpack 2.4x faster here, docs/benchmarks.md); the per-value
 loops stay for the NIC's TX path (it needs the decoded values), drivers/fastpath.py and
 the stream's end. The loops release the GIL (nogil), so threads can run them in
 parallel on separate buffers.
@@ -36,12 +36,11 @@ import functools
 import numbers
 
 import numpy as np
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from .arguments import check_fits
-from .compression_block import (TAG_WIDTH, as_bits, band_limits, check_codec, check_k,
-                                encode_luts)
+from .compression_block import TAG_WIDTH, as_bits, check_codec, check_k, encode_luts
+from .fast_blocks import _popcount, dec_consts, enc_consts, pack_blocks, unpack_blocks
 from .decompression_block import DEC_BASE, DEC_MASK, DEC_RAW, decode_table
 from .payload import build_payload, shim_codec, shim_version
 from .wire import GROUP_VALUES, shim_bytes
@@ -49,10 +48,9 @@ from .wire import GROUP_VALUES, shim_bytes
 __all__ = ["fast_pack_groups", "fast_unpack_groups", "fast_compress_payload",
            "fast_compress_payload_with_decoded", "fast_decompress_payload", "ones_sum", "FAST",
            "warm_up", "CRC32_TABLE", "check_word_at", "pack_room", "unpack_room",
-           "fast_pack_groups_into", "fast_unpack_groups_into"]
+           "fast_pack_groups_into", "fast_unpack_groups_into", "group_offsets"]
 
 _U1, _U2, _U3 = np.uint64(1), np.uint64(2), np.uint64(3)
-_u8, _u16, _u32, _u64 = np.uint8, np.uint16, np.uint32, np.uint64
 _MAX_GROUP = 2 + 4 * GROUP_VALUES   # 34 bytes: a tag word and 8 raw floats
 
 
@@ -124,113 +122,6 @@ def _encode(f, lut, out, decoded, want_decoded):
     return pos
 
 
-# ---------------------------------------------------------------- the block kernels
-# The per-value loops above carry a serial chain (the output position) through every
-# value. The block kernels below give the same bytes faster (measured by `make bench`):
-# per block of _BLOCK values, arithmetic the compiler vectorises (no table gathers; each
-# step cast back to 32 bits so the vectors stay 32-bit wide) computes every field and
-# width, then pairs of fields are joined into one 64-bit word, and only the short serial
-# part is left: one 8-byte store per pair and one add per group.
-
-_BLOCK = 1024               # values per block of the block packer (its temporaries stay in L1)
-_BLOCK_GROUPS = 128         # groups per block of the block unpacker
-_SWAR1 = np.uint64(0x0101010101010101)
-
-
-@intrinsic
-def _popcount(typingctx, x):
-    """The population count of a uint64 (LLVM's ctpop: one instruction where the CPU
-    has one)."""
-    def codegen(context, builder, signature, args):
-        return builder.ctpop(args[0])
-    return types.uint64(types.uint64), codegen
-
-
-@intrinsic
-def _clz32(typingctx, x):
-    """Leading zero bits of a nonzero uint32 (LLVM's ctlz; vectorises)."""
-    def codegen(context, builder, signature, args):
-        return builder.ctlz(args[0], context.get_constant(types.boolean, True))
-    return types.uint32(types.uint32), codegen
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _field(x, t, mlim, w8):
-    """(stored field, width in bytes) of the bit pattern x: Algorithm 2 as arithmetic, the
-    same results as the rows of encode_luts. t, mlim: band_limits; w8: the 8-bit field's
-    fraction bits (7, or fl + 7 for the bounded codec). A zero-tag field is 0 so that it
-    adds nothing to the word of its pair."""
-    e = _u32(_u32(x >> _u32(23)) & _u32(0xFF))
-    b16 = e >= mlim
-    w = _u32(15) if b16 else w8
-    sh = _u32(min(_u32(_u32(150) - min(_u32(e + w), _u32(150))), _u32(31)))
-    q = _u32(_u32(_u32(x & _u32(0x7FFFFF)) | _u32(0x800000)) >> sh)
-    fv = _u32(q | _u32(_u32(x >> _u32(31)) << (_u32(15) if b16 else _u32(7))))
-    if e >= _u32(127):
-        return x, _u32(4)
-    if e < t:
-        return _u32(0), _u32(0)
-    return fv, (_u32(2) if b16 else _u32(1))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _put8(out, pos, v):
-    """The 8 little-endian bytes of uint64 v at out[pos] (merged into one store)."""
-    for b in range(8):
-        out[pos + _u64(b)] = _u8((v >> _u64(8 * b)) & _u64(0xFF))
-
-
-@njit(cache=True, nogil=True)
-def _pack_blocks(f, t, mlim, w8, out):
-    """The groups of f's values at the start of out (7 spare bytes past their end), as
-    _encode gives them; returns their byte length. A last partial block is padded with
-    +0.0, which codes to nothing: its partial group comes out as _encode's."""
-    n = f.size
-    fld = np.empty(_BLOCK, np.uint32)
-    wid = np.empty(_BLOCK, np.uint8)
-    pword = np.empty(_BLOCK // 2, np.uint64)
-    pwid = np.empty(_BLOCK // 2, np.uint8)
-    tws = np.empty(_BLOCK // 8, np.uint16)
-    glen = np.empty(_BLOCK // 8, np.uint8)
-    pad = np.zeros(_BLOCK, np.uint32)
-    wid64 = wid.view(np.uint64)
-    pos = _u64(0)
-    for b0 in range(0, n, _BLOCK):
-        if b0 + _BLOCK <= n:
-            src = f[b0:b0 + _BLOCK]
-            ngroups = _BLOCK // 8
-        else:
-            pad[:n - b0] = f[b0:]
-            pad[n - b0:] = 0
-            src = pad
-            ngroups = (n - b0 + 7) // 8
-        for i in range(_BLOCK):                 # vectorised
-            fv, wd = _field(src[i], t, mlim, w8)
-            fld[i] = fv
-            wid[i] = _u8(wd)
-        for i in range(_BLOCK // 2):            # vectorised: a pair's bytes in one word
-            w0 = _u32(wid[2 * i])
-            pword[i] = _u64(fld[2 * i]) | (_u64(fld[2 * i + 1]) << (_u64(w0) << _u64(3)))
-            pwid[i] = _u8(w0 + _u32(wid[2 * i + 1]))
-        for g in range(_BLOCK // 8):            # a group's 8 widths as the bytes of a word
-            w = wid64[g]
-            x = w - ((w >> _u64(2)) & _SWAR1)   # width 0, 1, 2, 4 -> tag 0, 1, 2, 3
-            x = (x | (x >> _u64(6))) & _u64(0x000F000F000F000F)
-            x = (x | (x >> _u64(12))) & _u64(0x000000FF000000FF)
-            tws[g] = _u16((x | (x >> _u64(24))) & _u64(0xFFFF))
-            glen[g] = _u8(((w * _SWAR1) >> _u64(56)) + _u64(2))
-        for g in range(ngroups):                # the serial part
-            tw = tws[g]
-            out[pos] = _u8(tw & _u16(0xFF))
-            out[pos + _U1] = _u8(tw >> _u16(8))
-            p = pos + _U2
-            pos += _u64(glen[g])
-            for j in range(4):
-                _put8(out, p, pword[4 * g + j])
-                p += _u64(pwid[4 * g + j])
-    return pos
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _decode_group(buf, pos, out, i0, table):
     """One group at buf[pos] into out[i0:i0 + 8]; returns the position after it.
@@ -247,71 +138,10 @@ def _decode_group(buf, pos, out, i0, table):
 
 
 @njit(cache=True, nogil=True)
-def _unpack_blocks(data, groups, out, mul, add, e8, e16):
-    """Decode whole blocks of groups from the start of data into out while a block surely
-    lies inside data; returns (groups decoded, their byte length). _unpack goes on from there.
-
-    Per group, the serial part is only the next group's position (from the tag word's
-    popcounts); the fields' offsets come from a prefix sum over the widths as the bytes of
-    one word, the fields are copied out raw with their tags, and the values are then
-    computed with vectorised integer arithmetic: a field {s, q} decodes to
-    (-1)^s (q mul + add) 2^-e, e = e8 or e16 (decode_table's values; the paper's codec:
-    mul 1, add 0, q = 0 gives +0.0; the bounded codec: mul 2, add 1), its float32 bits
-    built from the leading-zero count."""
-    size = _u64(data.size)
-    raw = np.empty(8 * _BLOCK_GROUPS, np.uint32)
-    tags = np.empty(8 * _BLOCK_GROUPS, np.uint8)
-    tags64 = tags.view(np.uint64)
-    pos = _u64(0)
-    g0 = 0
-    while g0 + _BLOCK_GROUPS <= groups and pos + _u64(_BLOCK_GROUPS * _MAX_GROUP + 4) <= size:
-        for g in range(_BLOCK_GROUPS):
-            tw = _u32(data[pos]) | (_u32(data[pos + _U1]) << _u32(8))
-            lo = _u64(tw & _u32(0x5555))
-            hi = _u64((tw >> _u32(1)) & _u32(0x5555))
-            nxt = pos + _U2 + _popcount(lo) + (_popcount(hi) << _U1) + _popcount(lo & hi)
-            x = _u64(tw)                        # the 8 tags as the bytes of a word
-            x = (x | (x << _u64(24))) & _u64(0x000000FF000000FF)
-            x = (x | (x << _u64(12))) & _u64(0x000F000F000F000F)
-            x = (x | (x << _u64(6))) & _u64(0x0303030303030303)
-            tags64[g] = x
-            w = x + ((x >> _U1) & x & _SWAR1)   # tag -> width 0, 1, 2, 4
-            offs = (w * _SWAR1) << _u64(8)      # each field's offset in the group
-            base = pos + _U2
-            for j in range(8):
-                raw[8 * g + j] = _get4(data, base + ((offs >> _u64(8 * j)) & _u64(0xFF)))
-            pos = nxt
-        block = out[8 * g0:8 * (g0 + _BLOCK_GROUPS)]
-        for i in range(8 * _BLOCK_GROUPS):      # vectorised
-            t = _u32(tags[i])
-            v = raw[i]
-            b16 = t == _u32(2)
-            fv = _u32(v & (_u32(0xFFFF) if b16 else _u32(0xFF)))
-            sb = _u32(15) if b16 else _u32(7)
-            num = _u32(_u32(_u32(fv & _u32(_u32(_u32(1) << sb) - _u32(1))) * mul) + add)
-            top = _u32(_u32(31) - _clz32(num | _u32(1)))
-            bits = _u32(_u32(_u32(top + (e16 if b16 else e8)) << _u32(23))
-                        | _u32(_u32(num << _u32(_u32(23) - top)) & _u32(0x7FFFFF))
-                        | _u32(_u32(fv >> sb) << _u32(31)))
-            dec = _u32(0) if num == _u32(0) else bits
-            block[i] = v if t == _u32(3) else (_u32(0) if t == _u32(0) else dec)
-        g0 += _BLOCK_GROUPS
-    return g0, pos
-
-
-@functools.lru_cache(maxsize=None)
-def _dec_consts(k, codec):
-    """_unpack_blocks' (mul, add, e8, e16) of a codec: biased exponents of the steps."""
-    if codec == "paper":
-        return _u32(1), _u32(0), _u32(127 - 7), _u32(127 - 15)
-    return _u32(2), _u32(1), _u32(127 - (k // 2 + 8)), _u32(127 - 16)
-
-
-@njit(cache=True, nogil=True)
-def _unpack_fast(data, n, r, out, table, mul, add, e8, e16):
-    """_unpack through the block kernel first ((mul, add, e8, e16): _dec_consts of the
+def _unpack_fast(data, n, r, out, table, mul, add, s8, s16):
+    """_unpack through the block kernel first ((mul, add, s8, s16): dec_consts of the
     table's codec), the per-group loop for the rest."""
-    g, pos = _unpack_blocks(data, (n + 7) // 8, out, mul, add, e8, e16)
+    g, pos = unpack_blocks(data, (n + 7) // 8, out, mul, add, s8, s16)
     return _unpack_from(data, n, r, out, table, g, pos)
 
 
@@ -413,19 +243,12 @@ def check_word_at(f, l3, l4, proto, comp_len, p, table):
 _NO_DECODED = np.zeros(0, np.uint32)
 
 
-@functools.lru_cache(maxsize=None)
-def _enc_consts(k, codec):
-    """_pack_blocks' (t, mlim, w8) of a codec at 2^-k."""
-    t, mlim = band_limits(k)
-    return _u32(t), _u32(mlim), _u32(7 + (k // 2 if codec == "bounded" else 0))
-
-
 def _groups(bits, k, codec, decoded=None):
     """The groups of bits (flat contiguous uint32, k and codec checked) as bytes; fills
     decoded (uint32[n]) with the restored bit patterns when given."""
     out = np.empty(2 * -(-bits.size // GROUP_VALUES) + 4 * bits.size + 7, np.uint8)
     if decoded is None:
-        end = _pack_blocks(bits, *_enc_consts(k, codec), out)
+        end = pack_blocks(bits, *enc_consts(k, codec), out)
     else:
         end = _encode(bits, _lut(k, codec), out, decoded, True)
     return out[:int(end)].tobytes()
@@ -448,7 +271,7 @@ def fast_pack_groups(bits, k, codec="paper"):
 def _unpack_into(data, n, r, k, codec):
     """(out uint32, consumed) of _unpack, out sized for whole groups and the tail word."""
     out = np.empty(-(-n // GROUP_VALUES) * GROUP_VALUES + 1, np.uint32)
-    return out, int(_unpack_fast(data, int(n), r, out, decode_table(k, codec), *_dec_consts(k, codec)))
+    return out, int(_unpack_fast(data, int(n), r, out, decode_table(k, codec), *dec_consts(k, codec)))
 
 
 def fast_unpack_groups(buf, n, k=None, codec="paper"):
@@ -472,7 +295,7 @@ def fast_unpack_groups(buf, n, k=None, codec="paper"):
         # decode zeros (ok False), and 2^40 of them do not fit in memory.
         check_fits(n, data.size)
     out = np.empty(-(-n // GROUP_VALUES) * GROUP_VALUES + 1, np.uint32)
-    consumed = int(_unpack_fast(data, int(n), 0, out, table, *_dec_consts(k, codec)))
+    consumed = int(_unpack_fast(data, int(n), 0, out, table, *dec_consts(k, codec)))
     return out[:n], consumed, consumed <= data.size
 
 
@@ -505,8 +328,8 @@ def fast_pack_groups_into(bits, out, k, codec="paper") -> int:
     _out_array(out, np.uint8, pack_room(bits.size), "out")
     if bits.size == 0:
         return 0
-    t, mlim, w8 = _enc_consts(k, codec)
-    return int(_pack_blocks(bits, t, mlim, w8, out))
+    t, mlim, w8 = enc_consts(k, codec)
+    return int(pack_blocks(bits, t, mlim, w8, out))
 
 
 def fast_unpack_groups_into(buf, n, out, k=None, codec="paper"):
@@ -522,8 +345,39 @@ def fast_unpack_groups_into(buf, n, out, k=None, codec="paper"):
     if n == 0:
         return 0, True
     consumed = int(_unpack_fast(np.ascontiguousarray(data), int(n), 0, out, table,
-                                *_dec_consts(k, codec)))
+                                *dec_consts(k, codec)))
     return consumed, consumed <= data.size
+
+
+@njit(cache=True, nogil=True)
+def _group_starts(data, groups, every, starts):
+    """starts[i] = the byte offset of group i * every; returns where the last group ends
+    (past data's end when the groups run past it: then the later starts are not set)."""
+    size = np.uint64(data.size)
+    pos = np.uint64(0)
+    for g in range(groups):
+        if g % every == 0:
+            starts[g // every] = pos
+        if pos + _U2 > size:
+            return size + _U2
+        tw = np.uint64(data[pos]) | (np.uint64(data[pos + _U1]) << np.uint64(8))
+        lo = tw & np.uint64(0x5555)
+        hi = (tw >> _U1) & np.uint64(0x5555)
+        pos += _U2 + _popcount(lo) + (_popcount(hi) << _U1) + _popcount(lo & hi)
+    return pos
+
+
+def group_offsets(buf, n: int, every: int = 1):
+    """(offsets, end) of the groups of n values at the start of ``buf`` (a uint8 array):
+    offsets (int64) of groups 0, every, 2 every, ..., end the byte after the last group,
+    larger than buf when the groups run past its end (the offsets past it are -1).
+    For an index that lets a decoder start at every ``every``-th group."""
+    if n < 0 or every < 1:
+        raise ValueError(f"value count must be >= 0 and every >= 1, got {n}, {every}")
+    groups = -(-n // GROUP_VALUES)
+    starts = np.full(-(-groups // every), -1, np.int64)
+    end = int(_group_starts(np.ascontiguousarray(buf, np.uint8), groups, every, starts))
+    return starts, end
 
 
 def _in_bits(bits):

@@ -1,7 +1,8 @@
-"""The device codec (torch operations) against golden: the same group bytes as
-golden.pack_groups and the same decoded bits as golden.unpack_groups, for every float
-class and every k of both codecs, on the CPU and, where torch sees one, on CUDA (`make
-test-cuda` runs this file there). Damaged bytes or a wrong index are errors."""
+"""The device codec against golden: the same group bytes as golden.pack_groups and the
+same decoded bits as golden.unpack_groups, for every float class and every k of both
+codecs, on the CPU (its torch operations and its golden.fast path) and, where torch sees
+one, on CUDA (`make test-cuda` runs this file there). Damaged bytes or a wrong index are
+errors."""
 
 import numpy as np
 import pytest
@@ -10,7 +11,10 @@ import torch
 from inceptionn import golden
 from inceptionn.drivers.collectives.device_codec import DeviceCodec, index_bytes
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+# (device, impl): on the CPU both paths; "auto" on CUDA is Triton where it imports.
+DEVICES = [("cpu", "torch"), ("cpu", "fast")] + \
+    ([("cuda", "torch"), ("cuda", "auto")] if torch.cuda.is_available() else [])
+DEVICE_IDS = [f"{d}-{i}" for d, i in DEVICES]
 CODEC_KS = ([("paper", k) for k in range(golden.K_MIN, golden.K_MAX + 1)]
             + [("bounded", k) for k in range(golden.EB_K_MIN, golden.EB_K_MAX + 1)])
 # Zeros of both signs, infinities, NaNs (quiet, signalling, with payloads), subnormals,
@@ -39,11 +43,11 @@ def _bits(t):
     return t.cpu().view(torch.int32).numpy().view(np.uint32)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device,impl", DEVICES, ids=DEVICE_IDS)
 @pytest.mark.parametrize("codec,k", CODEC_KS, ids=[f"{c}-{k}" for c, k in CODEC_KS])
-def test_every_k_on_every_float_class(device, codec, k):
+def test_every_k_on_every_float_class(device, impl, codec, k):
     bits = _mixed(k, 1001)
-    c = DeviceCodec(codec, k, block=8)
+    c = DeviceCodec(codec, k, block=8, impl=impl)
     data, index = c.encode(_tensor(bits, device))
     assert data.device.type == device and index.device.type == device
     want_bytes = golden.pack_groups(bits, k, codec)
@@ -53,12 +57,12 @@ def test_every_k_on_every_float_class(device, codec, k):
     assert _bits(c.roundtrip(_tensor(bits, device))).tobytes() == want.tobytes()
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device,impl", DEVICES, ids=DEVICE_IDS)
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 65, 8 * 64 * 3 + 1])
 @pytest.mark.parametrize("block", [1, 2, 64])
-def test_lengths_and_index_blocks(device, n, block):
+def test_lengths_and_index_blocks(device, impl, n, block):
     bits = _mixed(n, n)[:n]
-    c = DeviceCodec("bounded", 10, block=block)
+    c = DeviceCodec("bounded", 10, block=block, impl=impl)
     data, index = c.encode(_tensor(bits, device))
     assert data.cpu().numpy().tobytes() == golden.pack_groups(bits, 10, "bounded")
     assert 4 * index.numel() == index_bytes(n, block)
@@ -66,10 +70,10 @@ def test_lengths_and_index_blocks(device, n, block):
         golden.unpack_groups(data.cpu().numpy().tobytes(), n, 10, "bounded")[0].tobytes()
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_damage_is_an_error(device):
+@pytest.mark.parametrize("device,impl", DEVICES, ids=DEVICE_IDS)
+def test_damage_is_an_error(device, impl):
     bits = _mixed(3, 3000)
-    c = DeviceCodec("bounded", 10, block=16)
+    c = DeviceCodec("bounded", 10, block=16, impl=impl)
     data, index = c.encode(_tensor(bits, device))
     n = bits.size
     bad_index = index.clone()
@@ -89,6 +93,13 @@ def test_bad_arguments():
         DeviceCodec("paper", 10, block=3)
     with pytest.raises(ValueError, match="float32"):
         DeviceCodec("paper", 10).encode(torch.zeros(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="impl"):
+        DeviceCodec("paper", 10, impl="numpy")
+
+
+def test_auto_codes_cpu_tensors_with_golden_fast():
+    assert DeviceCodec("bounded", 10).path("cpu") == "golden.fast"
+    assert DeviceCodec("bounded", 10, impl="torch").path("cpu") == "torch ops"
 
 
 def test_a_one_entry_index_is_plain_memory():

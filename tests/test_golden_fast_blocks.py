@@ -85,3 +85,37 @@ def test_into_variants_refuse_small_or_wrong_buffers():
         fast.fast_pack_groups_into(bits.astype(np.int64), np.zeros(1000, np.uint8), 10)
     with pytest.raises(ValueError, match="needed"):
         fast.fast_unpack_groups_into(b"\x00" * 30, 100, np.zeros(100, np.uint32), 10)
+
+
+def _with_zero_runs(rng, n):
+    """Mixed values with runs of zeros of every length up to 40 groups (the unpacker
+    steps over four zero groups with one load), some cut by a block's end."""
+    bits = _mixed(rng, n)
+    i = 0
+    while i < n:
+        run = 8 * int(rng.integers(1, 41)) + int(rng.integers(0, 8))
+        bits[i:i + run] = 0
+        i += run + int(rng.integers(1, 200))
+    return bits
+
+
+@pytest.mark.parametrize("kernel", ["unpack_gather", "unpack_expand"])
+@pytest.mark.parametrize("codec,k", [("paper", 1), ("paper", 10), ("paper", 16),
+                                     ("bounded", 1), ("bounded", 9), ("bounded", 16)])
+def test_both_unpack_kernels(kernel, codec, k):
+    """Each unpack kernel (one load per field, or one expanding load per group: the
+    running CPU may have either) against the model, every float class and zero runs,
+    whatever kernel golden.fast picked for this CPU."""
+    from inceptionn.golden import fast_blocks
+    rng = np.random.default_rng(k)
+    bits = _with_zero_runs(rng, 8 * 128 * 5 + 3)
+    buf = golden.pack_groups(bits, k, codec)
+    want, _, _ = golden.unpack_groups(buf, bits.size, k, codec)
+    # padded so that every whole block lies surely inside the data
+    data = np.frombuffer(buf + bytes(fast_blocks.BLOCK_GROUPS * 34 + 8), np.uint8)
+    groups = -(-bits.size // 8)
+    out = np.zeros(8 * groups + 1, np.uint32)
+    g, pos = getattr(fast_blocks, kernel)(data, groups, out, *fast_blocks.dec_consts(k, codec))
+    assert g == groups // fast_blocks.BLOCK_GROUPS * fast_blocks.BLOCK_GROUPS
+    assert out[:8 * g].tobytes() == want[:8 * g].tobytes()
+    assert pos == len(golden.pack_groups(bits[:8 * g], k, codec))

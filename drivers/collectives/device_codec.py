@@ -21,22 +21,29 @@ All arithmetic is int32/int64 and exact float32 products by powers of two, so CP
 CUDA give the same bits; raw (tag 11) values are moved as integers, NaN payloads intact.
 
 On CUDA, where triton imports, encode and decode run as Triton kernels instead
-(device_codec_triton.py: the same bytes and index, with the same checks); these torch
-operations stay the reference and the fallback (impl="torch" forces them).
+(device_codec_triton.py: the same bytes and index, with the same checks); on the CPU
+they run as golden.fast's compiled kernels (the same bytes; the index from a walk over
+the tag words, which decode also uses to check the index given: hundreds of times the
+torch operations' speed on the CPU, and the GIL released while they run, so a ring can
+code one chunk while its transport moves another). These torch operations stay the
+reference and the fallback (impl="torch" forces them).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ... import golden
+from ...golden import fast
 
 __all__ = ["DeviceCodec", "DEFAULT_BLOCK", "IMPLS", "index_bytes", "triton_available"]
 
 DEFAULT_BLOCK = 64       # groups per index entry (a power of two)
 _WIDTH = (0, 1, 2, 4)    # bytes per tag
-IMPLS = ("auto", "torch", "triton")
-TORCH_OPS, TRITON = "torch ops", "triton"     # the paths, as path() names them
+IMPLS = ("auto", "torch", "triton", "fast")
+# the paths, as path() names them
+TORCH_OPS, TRITON, FAST = "torch ops", "triton", "golden.fast"
 _triton_module = None
 
 
@@ -65,8 +72,9 @@ class DeviceCodec:
     """One codec ("paper" or "bounded") at error bound 2^-k, on torch tensors."""
 
     def __init__(self, name: str, k: int, block: int = DEFAULT_BLOCK, impl: str = "auto"):
-        """impl: "auto" (Triton kernels for CUDA tensors where triton imports, torch
-        operations elsewhere), "torch" (always torch operations) or "triton" (always the
+        """impl: "auto" (Triton kernels for CUDA tensors where triton imports,
+        golden.fast for CPU tensors, torch operations elsewhere), "torch" (always torch
+        operations), "fast" (golden.fast: CPU tensors only) or "triton" (always the
         kernels: on CPU tensors only under the Triton interpreter, TRITON_INTERPRET=1)."""
         if impl not in IMPLS:
             raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
@@ -89,10 +97,15 @@ class DeviceCodec:
         return f"<DeviceCodec {self.name} 2^-{self.k}>"
 
     def path(self, device) -> str:
-        """Which code encode and decode run for tensors on `device`: "triton" or "torch ops"."""
-        if self.impl == "triton" or (self.impl == "auto" and torch.device(device).type == "cuda"
-                                     and triton_available()):
+        """Which code encode and decode run for tensors on `device`: "triton",
+        "golden.fast" or "torch ops"."""
+        kind = torch.device(device).type
+        if self.impl == "triton" or (self.impl == "auto" and kind == "cuda" and triton_available()):
             return TRITON
+        if self.impl == "fast" or (self.impl == "auto" and kind == "cpu"):
+            if kind != "cpu":
+                raise ValueError(f"impl='fast' codes CPU tensors only, not {kind} ones")
+            return FAST
         return TORCH_OPS
 
     # ------------------------------------------------------------------ encode
@@ -117,8 +130,11 @@ class DeviceCodec:
         dev = x.device
         if n == 0:
             return torch.zeros(0, dtype=torch.uint8, device=dev), torch.zeros(0, dtype=torch.int32, device=dev)
-        if self.path(dev) == TRITON:
+        path = self.path(dev)
+        if path == TRITON:
             return _triton().encode(self, x)
+        if path == FAST:
+            return self._fast_encode(x)
         g = -(-n // 8)
         bits = torch.zeros(8 * g, dtype=torch.int32, device=dev)
         bits[:n] = x.view(torch.int32)      # +0.0 pads the last group: it codes to nothing
@@ -146,6 +162,8 @@ class DeviceCodec:
     def roundtrip(self, x: torch.Tensor) -> torch.Tensor:
         """What a receiver decodes from encode(x), computed without the bytes."""
         x = _flat_f32(x)
+        if x.numel() and self.path(x.device) == FAST:
+            return self.decode(*self._fast_encode(x), x.numel())
         tag, field = self._fields(x.view(torch.int32))
         return self._values(tag, field).view(torch.float32)
 
@@ -181,8 +199,11 @@ class DeviceCodec:
             if data.numel():
                 raise ValueError(f"{data.numel()} bytes left over after 0 values")
             return torch.zeros(0, dtype=torch.float32, device=dev)
-        if self.path(dev) == TRITON:
+        path = self.path(dev)
+        if path == TRITON:
             return _triton().decode(self, data, index, n)
+        if path == FAST:
+            return self._fast_decode(data, index, n)
         size = data.numel()
         d = torch.zeros(size + 8, dtype=torch.int32, device=dev)
         d[:size] = data
@@ -214,6 +235,27 @@ class DeviceCodec:
             | (d[off + 3].to(torch.int64) << 24)
         v = torch.where(v >= 1 << 31, v - (1 << 32), v).to(torch.int32)   # no int32 overflow
         return self._values(tag.reshape(-1), v.reshape(-1))[:n].view(torch.float32)
+
+
+    # ------------------------------------------------------------------ CPU: golden.fast
+
+    def _fast_encode(self, x):
+        bits = x.detach().view(torch.int32).numpy().view(np.uint32)
+        out = np.empty(fast.pack_room(bits.size), np.uint8)
+        end = fast.fast_pack_groups_into(bits, out, self.k, self.name)
+        index, _ = fast.group_offsets(out[:end], bits.size, self.block)
+        return torch.from_numpy(out[:end]), torch.from_numpy(index.astype(np.int32))
+
+    def _fast_decode(self, data, index, n):
+        buf = data.contiguous().numpy()
+        starts, end = fast.group_offsets(buf, n, self.block)
+        if end != buf.size or not np.array_equal(starts, index.cpu().numpy()):
+            raise ValueError(f"{buf.size} bytes and an index of {index.numel()} entries are not "
+                             f"the groups of {n} values (damaged bytes, a wrong index or a "
+                             f"wrong count)")
+        out = np.empty(fast.unpack_room(n), np.uint32)
+        fast.fast_unpack_groups_into(buf, n, out, self.k, self.name)
+        return torch.from_numpy(out[:n].view(np.float32))
 
 
 def _width_sum(tw):

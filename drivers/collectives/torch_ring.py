@@ -12,9 +12,14 @@ header (message bytes, group bytes, values) and the message: the index (int32, t
 device codec's block offsets) then the groups. The sums, the order they are taken in
 and what the owner keeps are those of ring.py and golden's ring_plan: the same bits.
 
-Pipelining: a round's encode and the previous round's transfer are not overlapped here
-(NCCL's sends are asynchronous on the GPU, so on CUDA the codec kernels queue behind the
-transfers; on gloo each round waits). The bytes counted: bytes_sent (headers, index and
+Pipelining (pipeline=True, the default): round i + 1 is encoded and its message posted
+while round i's message is in flight, and round i is decoded while round i + 1's is, so
+a hook's time approaches max(coding, wire) rather than their sum; a round that sends
+what the previous round brings (one chunk per block) waits for it first. Every rank
+posts the same sequence of batches, so sends and receives still pair up. On the CPU the
+codec is golden.fast, which releases the GIL while gloo's threads move the bytes; on
+CUDA the kernels queue on the GPU as before. pipeline=False runs the rounds one after the
+other (the same bits: tests/test_torch_ring.py). The bytes counted: bytes_sent (headers, index and
 groups), index_bytes (of which index), payload_bytes (groups).
 """
 
@@ -40,7 +45,7 @@ class TorchRing:
 
     def __init__(self, group=None, *, codec: str = "bounded", k: int = 10,
                  chunk: int = DEFAULT_CHUNK, block: int = DEFAULT_BLOCK,
-                 timeout: float = DEFAULT_TIMEOUT):
+                 timeout: float = DEFAULT_TIMEOUT, pipeline: bool = True):
         if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
             raise ValueError(f"chunk must be a positive number of floats, got {chunk!r}")
         self.group = group
@@ -49,6 +54,7 @@ class TorchRing:
         self.codec = DeviceCodec(codec, k, block)
         self.k, self.chunk = self.codec.k, chunk
         self.timeout = datetime.timedelta(seconds=timeout)
+        self.pipeline = bool(pipeline)
         self.bytes_sent = self.payload_bytes = self.index_bytes = 0
         self._broken = False
 
@@ -58,7 +64,7 @@ class TorchRing:
     def settings(self) -> dict:
         return {"collective": "torch-ring", "codec": self.codec.name,
                 "error_bound_log2": -self.k, "chunk_floats": self.chunk,
-                "index_block_groups": self.codec.block}
+                "index_block_groups": self.codec.block, "pipelined": self.pipeline}
 
     def close(self):
         pass
@@ -106,76 +112,118 @@ class TorchRing:
             lo, hi = bounds[b % p]
             return [(c0, min(c0 + self.chunk, hi)) for c0 in range(lo, hi, self.chunk)]
 
+        rounds = []
         # reduce-scatter: step s sends block r - s, receives block r - s - 1 and adds;
         # the owner of block r + 1 keeps what it sends in the all-gather's first step.
         for s in range(p - 1):
             out, inc = chunks(r - s), chunks(r - s - 1)
-            for c in range(max(len(out), len(inc))):
-                self._round(x, out[c] if c < len(out) else None,
-                            inc[c] if c < len(inc) else None, add=True, keep=False)
+            rounds += [_Round(out[c] if c < len(out) else None, inc[c] if c < len(inc) else None,
+                              True, False) for c in range(max(len(out), len(inc)))]
         # all-gather: step s sends block r + 1 - s (its own at s = 0), receives block r - s.
         for s in range(p - 1):
             out, inc = chunks(r + 1 - s), chunks(r - s)
-            for c in range(max(len(out), len(inc))):
-                self._round(x, out[c] if c < len(out) else None,
-                            inc[c] if c < len(inc) else None, add=False, keep=s == 0)
-
-    def _round(self, x, out, inc, *, add, keep):
-        dev = self._comm_device(x)
-        send_msg = None
-        ops = []
-        if out is not None:
-            view = x[out[0]:out[1]]
-            data, index = self.codec.encode(view)
-            if keep:             # the owner keeps what its neighbours will decode
-                view.copy_(self.codec.roundtrip(view))
-            send_msg = torch.cat([index.contiguous().view(torch.uint8), data]).to(dev)
-            hdr = torch.tensor([send_msg.numel(), data.numel(), view.numel()],
-                               dtype=torch.int64, device=dev)
-            ops.append(dist.P2POp(dist.isend, hdr, self._peer(self.rank + 1), self.group))
-            self.bytes_sent += hdr.numel() * 8 + send_msg.numel()
-            self.payload_bytes += data.numel()
-            self.index_bytes += index.numel() * 4
-        hdr_in = None
-        if inc is not None:
-            hdr_in = torch.empty(3, dtype=torch.int64, device=dev)
-            ops.append(dist.P2POp(dist.irecv, hdr_in, self._peer(self.rank - 1), self.group))
-        self._batch(ops, "a header")
-        ops, buf = [], None
-        if send_msg is not None and send_msg.numel():
-            ops.append(dist.P2POp(dist.isend, send_msg, self._peer(self.rank + 1), self.group))
-        if hdr_in is not None:
-            total, nbytes, n = hdr_in.tolist()
-            if n != inc[1] - inc[0] or not 0 <= nbytes <= total:
-                raise CollectiveError(f"rank {(self.rank - 1) % self.world} sent a header "
-                                      f"({total}, {nbytes}, {n}) for a chunk of "
-                                      f"{inc[1] - inc[0]} values")
-            buf = torch.empty(total, dtype=torch.uint8, device=dev)
-            if total:
-                ops.append(dist.P2POp(dist.irecv, buf, self._peer(self.rank - 1), self.group))
-        self._batch(ops, "a chunk")
-        if buf is None:
+            rounds += [_Round(out[c] if c < len(out) else None, inc[c] if c < len(inc) else None,
+                              False, s == 0) for c in range(max(len(out), len(inc)))]
+        if not self.pipeline:
+            for rd in rounds:
+                self._prepare(x, rd)
+                self._post_header(x, rd)
+                self._post_message(x, rd)
+                self._finish(x, rd)
             return
-        buf = buf.to(x.device)
-        split = buf.numel() - nbytes
+        # Pipelined: round i + 1 is coded and its message posted while round i's message
+        # is in flight; round i is decoded while round i + 1's is. A round whose chunk is
+        # the one round i brings (the next step's send, one chunk per block) waits for it.
+        first = rounds[0]
+        self._prepare(x, first)
+        self._post_header(x, first)
+        self._post_message(x, first)
+        for i, rd in enumerate(rounds):
+            if i + 1 < len(rounds):
+                nxt = rounds[i + 1]
+                if _overlaps(nxt.out, rd.inc):
+                    self._finish(x, rd)
+                self._prepare(x, nxt)
+                self._post_header(x, nxt)
+                self._post_message(x, nxt)
+            self._finish(x, rd)
+
+    def _prepare(self, x, rd):
+        """Encode the round's outgoing chunk (the owner keeps what it sends)."""
+        if rd.out is None:
+            return
+        dev = self._comm_device(x)
+        view = x[rd.out[0]:rd.out[1]]
+        data, index = self.codec.encode(view)
+        if rd.keep:             # the owner keeps what its neighbours will decode
+            view.copy_(self.codec.roundtrip(view))
+        rd.send_msg = torch.cat([index.contiguous().view(torch.uint8), data]).to(dev)
+        rd.hdr = torch.tensor([rd.send_msg.numel(), data.numel(), view.numel()],
+                              dtype=torch.int64, device=dev)
+        self.bytes_sent += rd.hdr.numel() * 8 + rd.send_msg.numel()
+        self.payload_bytes += data.numel()
+        self.index_bytes += index.numel() * 4
+
+    def _post_header(self, x, rd):
+        dev = self._comm_device(x)
+        ops = []
+        if rd.hdr is not None:
+            ops.append(dist.P2POp(dist.isend, rd.hdr, self._peer(self.rank + 1), self.group))
+        if rd.inc is not None:
+            rd.hdr_in = torch.empty(3, dtype=torch.int64, device=dev)
+            ops.append(dist.P2POp(dist.irecv, rd.hdr_in, self._peer(self.rank - 1), self.group))
+        rd.works = self._post(ops, "a header")
+
+    def _post_message(self, x, rd):
+        """Wait for the header, then post the message's send and receive."""
+        self._wait_all(rd.works, "a header")
+        ops = []
+        if rd.send_msg is not None and rd.send_msg.numel():
+            ops.append(dist.P2POp(dist.isend, rd.send_msg, self._peer(self.rank + 1), self.group))
+        if rd.hdr_in is not None:
+            total, rd.nbytes, n = rd.hdr_in.tolist()
+            inc = rd.inc
+            if n != inc[1] - inc[0] or not 0 <= rd.nbytes <= total:
+                raise CollectiveError(f"rank {(self.rank - 1) % self.world} sent a header "
+                                      f"({total}, {rd.nbytes}, {n}) for a chunk of "
+                                      f"{inc[1] - inc[0]} values")
+            rd.buf = torch.empty(total, dtype=torch.uint8, device=self._comm_device(x))
+            if total:
+                ops.append(dist.P2POp(dist.irecv, rd.buf, self._peer(self.rank - 1), self.group))
+        rd.works = self._post(ops, "a chunk")
+
+    def _finish(self, x, rd):
+        """Wait for the message, decode it and add it (or keep it)."""
+        if rd.done:
+            return
+        rd.done = True
+        self._wait_all(rd.works, "a chunk")
+        rd.send_msg = rd.hdr = None
+        if rd.buf is None:
+            return
+        buf, rd.buf = rd.buf.to(x.device), None
+        split = buf.numel() - rd.nbytes
+        n = rd.inc[1] - rd.inc[0]
         try:
             got = self.codec.decode(buf[split:], buf[:split].view(torch.int32), n)
         except ValueError as e:
             raise CollectiveError(f"rank {(self.rank - 1) % self.world} sent bytes that do "
                                   f"not decode: {e}") from None
-        view = x[inc[0]:inc[1]]
-        if add:
+        view = x[rd.inc[0]:rd.inc[1]]
+        if rd.add:
             torch.add(got, view, out=view)    # received + own: the ring's fixed order
         else:
             view.copy_(got)
 
-    def _batch(self, ops, what):
+    def _post(self, ops, what):
         if not ops:
-            return
+            return []
         try:
-            works = dist.batch_isend_irecv(ops)
+            return dist.batch_isend_irecv(ops)
         except Exception as e:  # the pair's connection is gone
             raise CollectiveError(f"sending or receiving {what} failed: {e}") from None
+
+    def _wait_all(self, works, what):
         for w in works:
             self._wait(w, what)
 
@@ -184,3 +232,21 @@ class TorchRing:
             work.wait(self.timeout)
         except Exception as e:  # gloo raises RuntimeError on a timeout or a closed pair
             raise CollectiveError(f"waiting for {what} failed: {e}") from None
+
+
+class _Round:
+    """One exchange: the chunk sent (out) and the chunk received (inc), as (lo, hi) value
+    ranges of the buffer or None; add: the received values are summed (reduce-scatter)
+    or copied (all-gather); keep: the sender keeps what it sends (the block's owner)."""
+
+    __slots__ = ("out", "inc", "add", "keep", "send_msg", "hdr", "hdr_in", "buf", "nbytes",
+                 "works", "done")
+
+    def __init__(self, out, inc, add, keep):
+        self.out, self.inc, self.add, self.keep = out, inc, add, keep
+        self.send_msg = self.hdr = self.hdr_in = self.buf = None
+        self.nbytes, self.works, self.done = 0, [], False
+
+
+def _overlaps(a, b):
+    return a is not None and b is not None and a[0] < b[1] and b[0] < a[1]

@@ -6,21 +6,25 @@ float32 buffer drawn from N(0, 1e-3) is timed, in the same run, through:
   fp16 cast     a cast to float16 into a buffer made once (what torch's fp16 hook does)
   device pack   the device codec (drivers/collectives/device_codec.py): golden's group
                 bytes plus the index beside them, by Triton kernels on CUDA where
-                triton imports, else by torch operations (the path column says which)
+                triton imports (and, for comparison, by torch operations), by
+                golden.fast on the CPU (the path column says which)
   device unpack its decode back to float32
 and, on the CPU, golden.fast's compiled kernels into buffers made once: on one core
 (fast pack / fast unpack) and on every core (the buffer cut in one piece per thread; the
 loops release the GIL), as the software ring codes its chunks. GB/s is over the float32
 bytes (in to pack, out of unpack), best of --repeat runs; "x memcpy" is the method's
 GB/s over the memcpy's on that device; ratio is float32 bytes over coded bytes (index
-included); path is the code that ran (torch ops, triton, numba). Every coded result is
+included); path is the code that ran (torch ops, triton, golden.fast, numba: golden.fast
+called directly). Every coded result is
 checked against golden's bytes before it is timed.
 
 --exchange: two ranks (processes) on the device under gloo all-reduce one bucket of
 --exchange-size floats, median of 5 after a warm-up: gloo's all_reduce (what DDP's
 default hook does), the fp16 hook's (cast, all_reduce, cast back) and the INCEPTIONN
-ring over point-to-point (TorchRing: coded on the device, only coded bytes leave it).
-Both ranks share the one device (NCCL needs a GPU per rank).
+ring over point-to-point (TorchRing: coded on the device, only coded bytes leave it),
+pipelined (round i + 1 coded while round i is in flight) and unpipelined (the rounds one
+after the other), both in rounds of --exchange-chunk floats. Both ranks share the one
+device (NCCL needs a GPU per rank).
 """
 
 from __future__ import annotations
@@ -84,7 +88,9 @@ def _device_rows(device, x_np, k, codec, repeat, threads):
     fast.fast_unpack_groups_into(np.frombuffer(want, np.uint8), x_np.size, ref, k, codec)
     # The path DeviceCodec takes by itself, and where that is Triton, the torch
     # operations too (the reference and fallback) for comparison.
-    impls = ["auto"] + (["torch"] if DeviceCodec(codec, k).path(device) != "torch ops" else [])
+    # (On the CPU, torch operations run at a few MB/s: not timed; tests check them.)
+    impls = ["auto"] + (["torch"] if device.type == "cuda"
+                        and DeviceCodec(codec, k).path(device) != "torch ops" else [])
     for impl in impls:
         dc = DeviceCodec(codec, k, impl=impl)
         path = dc.path(device)
@@ -138,7 +144,7 @@ def _fast_rows(x_np, k, codec, repeat, threads, best, want):
     return rows
 
 
-def _exchange_rank(rank, world, port, device, n, codec, k, q):
+def _exchange_rank(rank, world, port, device, n, codec, k, chunk, q):
     import datetime
     import statistics
 
@@ -152,7 +158,8 @@ def _exchange_rank(rank, world, port, device, n, codec, k, q):
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
         dev = torch.device(device)
         x0 = torch.randn(n, generator=torch.Generator().manual_seed(rank)).mul_(1e-3).to(dev)
-        ring = TorchRing(codec=codec, k=k)
+        ring = TorchRing(codec=codec, k=k, chunk=chunk)
+        plain = TorchRing(codec=codec, k=k, chunk=chunk, pipeline=False)
         sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
 
         def fp16(t):
@@ -162,7 +169,8 @@ def _exchange_rank(rank, world, port, device, n, codec, k, q):
 
         out = {}
         for name, fn in (("gloo all_reduce", dist.all_reduce), ("fp16 hook", fp16),
-                         ("inceptionn TorchRing", ring.allreduce)):
+                         ("TorchRing pipelined", ring.allreduce),
+                         ("TorchRing unpipelined", plain.allreduce)):
             times = []
             for i in range(6):
                 t = x0.clone()
@@ -181,7 +189,7 @@ def _exchange_rank(rank, world, port, device, n, codec, k, q):
         q.put((rank, f"{type(e).__name__}: {e}"))
 
 
-def run_exchange(device, n, codec="bounded", k=10):
+def run_exchange(device, n, codec="bounded", k=10, chunk=1 << 20):
     """{method: median seconds} of rank 0 (see the module's docstring)."""
     import multiprocessing as mp
     import socket
@@ -190,7 +198,7 @@ def run_exchange(device, n, codec="bounded", k=10):
         port = sk.getsockname()[1]
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_exchange_rank, args=(r, 2, port, device, n, codec, k, q))
+    procs = [ctx.Process(target=_exchange_rank, args=(r, 2, port, device, n, codec, k, chunk, q))
              for r in range(2)]
     for p in procs:
         p.start()
@@ -254,6 +262,8 @@ def add_arguments(ap) -> None:
                          "fp16, the ring over point-to-point)")
     ap.add_argument("--exchange-size", default="48M",
                     help="the bucket of --exchange (default %(default)s, as DDP's 12.2M floats)")
+    ap.add_argument("--exchange-chunk", type=int, default=1 << 20,
+                    help="floats per round of the ring in --exchange (default %(default)s)")
 
 
 def run(args) -> int:
@@ -263,6 +273,8 @@ def run(args) -> int:
         raise CliError("--repeat must be >= 1")
     if args.threads is not None and args.threads < 1:
         raise CliError("--threads must be >= 1")
+    if args.exchange_chunk < 1:
+        raise CliError("--exchange-chunk must be >= 1")
     try:
         parse_size(args.size)
         parse_size(args.exchange_size)
@@ -293,10 +305,11 @@ def run(args) -> int:
         n = parse_size(args.exchange_size) // 4
         for d in sorted(names):
             progress(f"exchange on {d}")
-            ex = run_exchange(d, n, args.codec, args.k)
+            ex = run_exchange(d, n, args.codec, args.k, args.exchange_chunk)
             coded = ex.pop("coded bytes per rank")
             base = ex["gloo all_reduce"]
-            print(f"P = 2 on {d}, one bucket of {n} floats (gloo; median of 5): "
+            print(f"P = 2 on {d}, one bucket of {n} floats, rounds of {args.exchange_chunk} "
+                  f"(gloo; median of 5): "
                   + "; ".join(f"{m} {s * 1e3:.1f} ms ({s / base:.2f} x gloo)" for m, s in ex.items())
                   + f"; the ring sent {coded / 1e6:.1f} MB per rank per call")
     return 0

@@ -1,0 +1,303 @@
+"""golden.fast's block kernels: the group packer and unpacker over whole blocks, the same
+bytes and bit patterns as the per-value loops in fast.py, faster (measured by `make
+bench`, docs/benchmarks.md).
+
+Why blocks: the per-value loops carry a serial chain (the output position) through every
+value. Here the serial part is cut to the least each group needs and everything else
+runs over a block at a time in loops the compiler vectorises:
+  pack:   per block of _BLOCK values, every field and width by arithmetic (no table
+          gathers; each step cast back to 32 bits so the vectors stay 32-bit wide), pairs
+          of fields joined into one 64-bit word; serial: one 8-byte store per pair and one
+          add per group.
+  unpack: per block of _BLOCK_GROUPS groups, serial: the tag word, the next group's
+          position (popcounts of the tag word) and the group's fields copied out raw, one
+          32-bit lane each (one masked expanding load where the CPU has one, AVX-512
+          VBMI2's vpexpandb; else one load per field); four zero tag words in a row (a
+          run of zero gradients, common in real ones) are stepped over with one 8-byte
+          load. Then the values, vectorised: a field {s, q} decodes to
+          (-1)^s (q mul + add) 2^(e - 127), e = e8 or e16 (decompression_block.decode_table's
+          values; the paper's codec: mul 1, add 0, q = 0 gives +0.0; the bounded codec:
+          mul 2, add 1), computed as an integer converted to float32 times a power of two:
+          both exact (the integer has at most 16 bits, the product is a normal float).
+Each kernel stops where a whole block might run past the data; fast.py's per-group loops
+go on from there. A little-endian host is assumed, as in fast.py. numba's on-disk cache
+keys a compiled function on its own file: after editing this one, delete fast.py's
+cached entries too (golden/__pycache__/fast.*.nbi, .nbc), which link these kernels in.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numba import config, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+from .compression_block import band_limits
+from .wire import GROUP_VALUES
+
+__all__ = ["pack_blocks", "unpack_blocks", "unpack_gather", "unpack_expand", "enc_consts",
+           "dec_consts", "HAS_EXPAND", "BLOCK", "BLOCK_GROUPS"]
+
+_u8, _u16, _u32, _u64 = np.uint8, np.uint16, np.uint32, np.uint64
+_U1, _U2 = np.uint64(1), np.uint64(2)
+_SWAR1 = np.uint64(0x0101010101010101)
+_MAX_GROUP = 2 + 4 * GROUP_VALUES   # 34 bytes: a tag word and 8 raw floats
+BLOCK = 1024               # values per block of the packer (its temporaries stay in L1)
+BLOCK_GROUPS = 128         # groups per block of the unpacker
+
+
+# ---------------------------------------------------------------- LLVM operations
+# What numba does not spell: one instruction each where the CPU has it.
+
+@intrinsic
+def _popcount(typingctx, x):
+    """The population count of a uint64 (LLVM's ctpop)."""
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+    return types.uint64(types.uint64), codegen
+
+
+def _byte_ptr(context, builder, arrty, arr, pos):
+    a = context.make_array(arrty)(context, builder, arr)
+    return builder.gep(builder.bitcast(a.data, ir.IntType(8).as_pointer()), [pos])
+
+
+def _load(bits):
+    """An intrinsic: the little-endian uint<bits> at byte pos of a uint8 array (one
+    unaligned load; the caller keeps it inside the array)."""
+    nbty = {16: types.uint32, 32: types.uint32, 64: types.uint64}[bits]
+
+    @intrinsic
+    def load(typingctx, src, pos):
+        def codegen(context, builder, signature, args):
+            p = _byte_ptr(context, builder, signature.args[0], args[0], args[1])
+            v = builder.load(builder.bitcast(p, ir.IntType(bits).as_pointer()))
+            v.align = 1
+            return v if bits > 16 else builder.zext(v, ir.IntType(32))
+        return nbty(src, types.uint64), codegen
+    return load
+
+
+_load16, _load32, _load64 = _load(16), _load(32), _load(64)
+
+
+@intrinsic
+def _expand32(typingctx, src, pos, mask, dst, dpos):
+    """dst's bytes dpos..dpos+31 = the bytes of src from pos on, placed in the lanes whose
+    bit is set in mask, the other lanes zero (llvm.masked.expandload: reads exactly
+    popcount(mask) bytes)."""
+    def codegen(context, builder, signature, args):
+        vty = ir.VectorType(ir.IntType(8), 32)
+        mty = ir.VectorType(ir.IntType(1), 32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vty, [ir.IntType(8).as_pointer(), mty, vty]),
+            "llvm.masked.expandload.v32i8")
+        v = builder.call(fn, [_byte_ptr(context, builder, signature.args[0], args[0], args[1]),
+                              builder.bitcast(args[2], mty), ir.Constant(vty, None)])
+        d = _byte_ptr(context, builder, signature.args[3], args[3], args[4])
+        builder.store(v, builder.bitcast(d, vty.as_pointer())).align = 1
+        return context.get_dummy_value()
+    return types.void(src, types.uint64, types.uint32, dst, types.uint64), codegen
+
+
+@intrinsic
+def _f32_bits(typingctx, x):
+    """The bit pattern of a float32."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.uint32(types.float32), codegen
+
+
+# ---------------------------------------------------------------- pack
+
+@functools.lru_cache(maxsize=None)
+def enc_consts(k, codec):
+    """pack_blocks' (t, mlim, w8) of a codec at 2^-k."""
+    t, mlim = band_limits(k)
+    return _u32(t), _u32(mlim), _u32(7 + (k // 2 if codec == "bounded" else 0))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _field(x, t, mlim, w8):
+    """(stored field, width in bytes) of the bit pattern x: Algorithm 2 as arithmetic, the
+    same results as the rows of encode_luts. t, mlim: band_limits; w8: the 8-bit field's
+    fraction bits (7, or fl + 7 for the bounded codec). A zero-tag field is 0 so that it
+    adds nothing to the word of its pair."""
+    e = _u32(_u32(x >> _u32(23)) & _u32(0xFF))
+    b16 = e >= mlim
+    w = _u32(15) if b16 else w8
+    sh = _u32(min(_u32(_u32(150) - min(_u32(e + w), _u32(150))), _u32(31)))
+    q = _u32(_u32(_u32(x & _u32(0x7FFFFF)) | _u32(0x800000)) >> sh)
+    fv = _u32(q | _u32(_u32(x >> _u32(31)) << (_u32(15) if b16 else _u32(7))))
+    if e >= _u32(127):
+        return x, _u32(4)
+    if e < t:
+        return _u32(0), _u32(0)
+    return fv, (_u32(2) if b16 else _u32(1))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put8(out, pos, v):
+    """The 8 little-endian bytes of uint64 v at out[pos] (merged into one store)."""
+    for b in range(8):
+        out[pos + _u64(b)] = _u8((v >> _u64(8 * b)) & _u64(0xFF))
+
+
+@njit(cache=True, nogil=True)
+def pack_blocks(f, t, mlim, w8, out):
+    """The groups of f's values at the start of out (7 spare bytes past their end), as
+    fast._encode gives them; returns their byte length. A last partial block is padded
+    with +0.0, which codes to nothing: its partial group comes out as _encode's."""
+    n = f.size
+    fld = np.empty(BLOCK, np.uint32)
+    wid = np.empty(BLOCK, np.uint8)
+    pword = np.empty(BLOCK // 2, np.uint64)
+    pwid = np.empty(BLOCK // 2, np.uint8)
+    tws = np.empty(BLOCK // 8, np.uint16)
+    glen = np.empty(BLOCK // 8, np.uint8)
+    pad = np.zeros(BLOCK, np.uint32)
+    wid64 = wid.view(np.uint64)
+    pos = _u64(0)
+    for b0 in range(0, n, BLOCK):
+        if b0 + BLOCK <= n:
+            src = f[b0:b0 + BLOCK]
+            ngroups = BLOCK // 8
+        else:
+            pad[:n - b0] = f[b0:]
+            pad[n - b0:] = 0
+            src = pad
+            ngroups = (n - b0 + 7) // 8
+        for i in range(BLOCK):                  # vectorised
+            fv, wd = _field(src[i], t, mlim, w8)
+            fld[i] = fv
+            wid[i] = _u8(wd)
+        for i in range(BLOCK // 2):             # vectorised: a pair's bytes in one word
+            w0 = _u32(wid[2 * i])
+            pword[i] = _u64(fld[2 * i]) | (_u64(fld[2 * i + 1]) << (_u64(w0) << _u64(3)))
+            pwid[i] = _u8(w0 + _u32(wid[2 * i + 1]))
+        for g in range(BLOCK // 8):             # a group's 8 widths as the bytes of a word
+            w = wid64[g]
+            x = w - ((w >> _u64(2)) & _SWAR1)   # width 0, 1, 2, 4 -> tag 0, 1, 2, 3
+            x = (x | (x >> _u64(6))) & _u64(0x000F000F000F000F)
+            x = (x | (x >> _u64(12))) & _u64(0x000000FF000000FF)
+            tws[g] = _u16((x | (x >> _u64(24))) & _u64(0xFFFF))
+            glen[g] = _u8(((w * _SWAR1) >> _u64(56)) + _u64(2))
+        for g in range(ngroups):                # the serial part
+            tw = tws[g]
+            out[pos] = _u8(tw & _u16(0xFF))
+            out[pos + _U1] = _u8(tw >> _u16(8))
+            p = pos + _U2
+            pos += _u64(glen[g])
+            for j in range(4):
+                _put8(out, p, pword[4 * g + j])
+                p += _u64(pwid[4 * g + j])
+    return pos
+
+
+# ---------------------------------------------------------------- unpack
+
+@functools.lru_cache(maxsize=None)
+def dec_consts(k, codec):
+    """The unpack kernels' (mul, add, s8, s16) of a codec: s8, s16 = 2^(e8 - 127),
+    2^(e16 - 127), the steps of the 8- and 16-bit fields."""
+    if codec == "paper":
+        return _u32(1), _u32(0), np.float32(2.0 ** -7), np.float32(2.0 ** -15)
+    return _u32(2), _u32(1), np.float32(2.0 ** -(k // 2 + 8)), np.float32(2.0 ** -16)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tags_and_next(data, pos):
+    """(the group at pos's 8 tags as the bytes of a word, the next group's position)."""
+    tw = _load16(data, pos)
+    lo = _u64(tw & _u32(0x5555))
+    hi = _u64((tw >> _u32(1)) & _u32(0x5555))
+    nxt = pos + _U2 + _popcount(lo) + (_popcount(hi) << _U1) + _popcount(lo & hi)
+    x = _u64(tw)
+    x = (x | (x << _u64(24))) & _u64(0x000000FF000000FF)
+    x = (x | (x << _u64(12))) & _u64(0x000F000F000F000F)
+    x = (x | (x << _u64(6))) & _u64(0x0303030303030303)
+    return x, nxt
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _decode_block(tags, raw, out, o0, mul, add, s8, s16):
+    """out[o0:o0 + raw.size] from the raw fields (low bits of each lane; the bits above a
+    field's width are ignored) and their tags; vectorised."""
+    for i in range(raw.size):
+        t = _u32(tags[i])
+        v = raw[i]
+        b16 = t == _u32(2)
+        q = v & (_u32(0x7FFF) if b16 else _u32(0x7F))
+        s = _u32(v >> (_u32(15) if b16 else _u32(7))) & _u32(1)
+        num = _u32(q * mul + add)
+        f = _f32_bits(np.float32(num) * (s16 if b16 else s8))
+        dec = _u32(f | (s << _u32(31))) if num != _u32(0) else _u32(0)
+        out[o0 + i] = v if t == _u32(3) else (_u32(0) if t == _u32(0) else dec)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unpack_kernel(data, groups, out, mul, add, s8, s16, expand):
+    """Whole blocks of groups from the start of data into out while a block surely lies
+    inside data; returns (groups decoded, their byte length)."""
+    size = _u64(data.size)
+    raw = np.empty(8 * BLOCK_GROUPS, np.uint32)
+    tags = np.empty(8 * BLOCK_GROUPS, np.uint8)
+    tags64 = tags.view(np.uint64)
+    pos = _u64(0)
+    g0 = 0
+    while g0 + BLOCK_GROUPS <= groups and pos + _u64(BLOCK_GROUPS * _MAX_GROUP + 8) <= size:
+        g = 0
+        while g < BLOCK_GROUPS:
+            if g + 4 <= BLOCK_GROUPS and _load64(data, pos) == _u64(0):
+                for j in range(4):           # four zero groups: 32 zeros, whatever raw holds
+                    tags64[g + j] = _u64(0)
+                g += 4
+                pos += _u64(8)
+                continue
+            x, nxt = _tags_and_next(data, pos)
+            tags64[g] = x
+            if expand:
+                # lane j takes w_j = 0, 1, 2, 4 bytes: the mask's nibble j is 0, 1, 3, 15
+                b = x | ((x >> _U1) & _SWAR1) | ((x & (x >> _U1) & _SWAR1) * _u64(0xC))
+                b = (b | (b >> _u64(4))) & _u64(0x00FF00FF00FF00FF)
+                b = (b | (b >> _u64(8))) & _u64(0x0000FFFF0000FFFF)
+                _expand32(data, pos + _U2, _u32((b | (b >> _u64(16))) & _u64(0xFFFFFFFF)),
+                          raw, _u64(32 * g))
+            else:
+                w = x + ((x >> _U1) & x & _SWAR1)   # tag -> width 0, 1, 2, 4
+                offs = (w * _SWAR1) << _u64(8)      # each field's offset in the group
+                for j in range(8):
+                    raw[8 * g + j] = _load32(data, pos + _U2 + ((offs >> _u64(8 * j)) & _u64(0xFF)))
+            pos = nxt
+            g += 1
+        _decode_block(tags, raw, out, 8 * g0, mul, add, s8, s16)
+        g0 += BLOCK_GROUPS
+    return g0, pos
+
+
+@njit(cache=True, nogil=True)
+def unpack_expand(data, groups, out, mul, add, s8, s16):
+    """The unpack kernel with one expanding load per group (where HAS_EXPAND: elsewhere
+    LLVM spells the load out byte by byte, correct but slow)."""
+    return _unpack_kernel(data, groups, out, mul, add, s8, s16, True)
+
+
+@njit(cache=True, nogil=True)
+def unpack_gather(data, groups, out, mul, add, s8, s16):
+    """The unpack kernel with one 4-byte load per field (any CPU)."""
+    return _unpack_kernel(data, groups, out, mul, add, s8, s16, False)
+
+
+def _has_expand() -> bool:
+    """Whether numba compiles for this host and the host has vpexpandb."""
+    if config.CPU_NAME is not None:     # a fixed target (a portable cache): no guess
+        return False
+    return bool(llvm.get_host_cpu_features().get("avx512vbmi2", False))
+
+
+HAS_EXPAND = _has_expand()
+unpack_blocks = unpack_expand if HAS_EXPAND else unpack_gather
