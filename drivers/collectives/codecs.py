@@ -134,10 +134,20 @@ class ScaledCodec:
     def scale(self, values: np.ndarray) -> int:
         return choose_scale(values, self.k, self.share)
 
-    def encode(self, values: np.ndarray) -> bytes:
+    def scale_down(self, values: np.ndarray) -> tuple[int, np.ndarray]:
+        """(s, values 2^-s): what a float32 wire carries for this chunk (a new array)."""
         v = np.ascontiguousarray(values, np.float32)
         s = self.scale(v)
-        return bytes([s - SCALE_MIN]) + self.inner.encode(_times_2_to(v, -s))
+        return s, _times_2_to(v, -s)
+
+    @staticmethod
+    def scale_up(values: np.ndarray, s: int) -> np.ndarray:
+        """The received (decoded) values times 2^s: exact, as the software wire's decode."""
+        return _times_2_to(values, s)
+
+    def encode(self, values: np.ndarray) -> bytes:
+        s, scaled = self.scale_down(values)
+        return bytes([s - SCALE_MIN]) + self.inner.encode(scaled)
 
     def decode(self, buf, n: int) -> np.ndarray:
         if len(buf) < 1:
