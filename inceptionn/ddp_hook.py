@@ -100,12 +100,17 @@ class IncState:
     error_bound: 2^-k, as a number (2**-10) or text ("2^-10").
     bound: "scaled" (each chunk times 2^-s before coding, 2^s after, s from its values
     so that at least `share` of them are coded with bits: |error| <= 2^(s-k); the
-    default with the bounded codec on the software wire) or "absolute" (|error| <
-    error_bound whatever the gradients' scale: the paper's; the default elsewhere).
+    default for "inceptionn" with the bounded codec in mode "inc" on the socket
+    transport, every wire: on "nic" and "emulate" the chunk crosses as float32 times
+    2^-s, s on the control connection, and the NIC codes it at its fixed k) or
+    "absolute" (|error| < error_bound whatever the gradients' scale: the paper's; the
+    default elsewhere).
     error_feedback: keep what the codec dropped and add it to the next step, per
     parameter (drivers/collectives/memory.py); on by default with bound "scaled".
-    Available for "inceptionn" on the software wire, the only place its loss is seen
-    (the sparsifiers keep their own memory).
+    Available for "inceptionn" in mode "inc" on the socket transport, every wire (on
+    "nic" the sender computes its loss with the golden codec, which the engines match
+    bit for bit; a segment the NIC sends uncompressed arrives exact, and its modelled
+    loss is then fed back needlessly once). The sparsifiers keep their own memory.
     wire: "software" (the codec's bytes on plain sockets: the bytes are saved without a
     NIC), "nic" (float32 on tagged sockets, an INCEPTIONN NIC on the path codes them;
     the NIC's codec must be `codec`), or "emulate" (float32 on the wire, the roundtrip
@@ -347,27 +352,29 @@ class IncState:
 
 def _bound_and_feedback(method, codec, wire, mode, bound, share, feedback, transport):
     """The bound ("scaled" / "absolute") and whether error feedback is on: defaults where
-    None, a clear error where the choice cannot apply. The torch transport's device codec
-    codes with the absolute bound (its scaling and feedback are not built yet)."""
+    None, a clear error where the choice cannot apply. The ring scales and records its
+    loss on every wire (software, nic, emulate: on the NIC path s rides the control
+    connection and the sender models its engine's loss with the golden codec). The
+    torch transport's device codec and the worker-aggregator code with the absolute
+    bound and keep no memory (not built)."""
     coded_ring = method == "inceptionn" and mode == "inc" and transport == "socket"
-    scalable = coded_ring and wire == "software" and codec == "bounded"
+    scalable = coded_ring and codec == "bounded"
     if bound is None:
         bound = "scaled" if scalable else "absolute"
     if bound not in BOUNDS:
         raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
     if bound == "scaled" and not scalable:
-        raise ValueError("bound='scaled' needs method 'inceptionn' with the bounded codec on "
-                         "the software wire and the socket transport (the paper's codec, the "
-                         "NIC path and the torch transport take bound='absolute')")
+        raise ValueError("bound='scaled' needs method 'inceptionn' with the bounded codec in "
+                         "mode 'inc' on the socket transport (the paper's codec, mode 'wa' "
+                         "and the torch transport take bound='absolute')")
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1], got {share!r}")
-    recordable = coded_ring and wire == "software"
     if feedback is None:        # the absolute bound alone is the paper's exchange
         feedback = bound == "scaled"
-    if feedback and not recordable:
-        raise ValueError("error_feedback needs method 'inceptionn' on the software wire "
-                         "(elsewhere the codec's loss is not seen on this rank; topk, gtopk, "
-                         "randomk, blockk and scalecom keep their own memory)")
+    if feedback and not coded_ring:
+        raise ValueError("error_feedback needs method 'inceptionn' in mode 'inc' on the socket "
+                         "transport (elsewhere the codec's loss is not seen on this rank; "
+                         "topk, gtopk, randomk, blockk and scalecom keep their own memory)")
     return bound, float(share), bool(feedback)
 
 

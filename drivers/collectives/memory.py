@@ -99,7 +99,11 @@ class LossRecorder:
         base, loss = self._base, self._loss      # one recording, even if stopped meanwhile
         if base is not None and loss is not None:
             off = _offset(values, base)
-            err = values - delivered
+            with np.errstate(invalid="ignore"):
+                err = values - delivered
+            # inf and NaN arrive as they are: nothing to keep (and a NaN kept would
+            # poison every later step of that value).
+            np.nan_to_num(err, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
             with self._lock:      # chunks are coded on several threads
                 loss[off:off + values.size] += err
 
