@@ -232,3 +232,15 @@ def test_through_the_software_nic_the_scaled_ring_and_its_loss_are_the_software_
     assert all(p["tx_compressed"] > 0 and p["misaligned"] == 0 for p in c)
     # All below 2^-10: the absolute bound would send zeros; scaled, the sum arrives.
     assert np.any(nic[0][1][1])
+
+
+def test_the_owners_encode_keep_records_the_loss_and_keeps_the_decoded_values():
+    rec = LossRecorder(ScaledCodec(10))
+    x = np.concatenate([np.linspace(-1e-3, 1e-3, 500), [np.inf, np.nan]]).astype(np.float32)
+    orig = x.copy()
+    rec.start(x)
+    body = rec.encode_keep(x[:502])
+    loss = rec.stop()
+    assert _same_bits(x, ScaledCodec(10).decode(body, 502))
+    assert np.all(loss[:500] == orig[:500] - x[:500]) and np.any(loss)
+    assert loss[500] == 0 and loss[501] == 0       # inf and NaN: nothing kept

@@ -99,11 +99,13 @@ class LossRecorder:
         base, loss = self._base, self._loss      # one recording, even if stopped meanwhile
         if base is not None and loss is not None:
             off = _offset(values, base)
-            with np.errstate(invalid="ignore"):
+            with np.errstate(invalid="ignore", over="ignore"):
                 err = values - delivered
-            # inf and NaN arrive as they are: nothing to keep (and a NaN kept would
-            # poison every later step of that value).
-            np.nan_to_num(err, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
+                finite = np.isfinite(np.add.reduce(err))   # one cheap pass, as a rule
+            if not finite:
+                # inf and NaN arrive as they are: nothing to keep (and a NaN kept would
+                # poison every later step of that value).
+                np.nan_to_num(err, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
             with self._lock:      # chunks are coded on several threads
                 loss[off:off + values.size] += err
 
@@ -111,6 +113,15 @@ class LossRecorder:
         body = self.inner.encode(values)
         if self.recording:
             self.record(values, self.inner.decode(body, values.size))
+        return body
+
+    def encode_keep(self, values: np.ndarray) -> bytes:
+        """encode, and values replaced by what the receiver decodes (a block's owner keeps
+        it): one decode serves the loss and the copy."""
+        body = self.inner.encode(values)
+        decoded = self.inner.decode(body, values.size)
+        self.record(values, decoded)
+        values[:] = decoded
         return body
 
     def decode(self, buf, n: int) -> np.ndarray:

@@ -237,6 +237,8 @@ class Ring(Collective):
                 raise e
 
     def _encode_keep(self, view):
+        if self._recorder is not None:
+            return self._recorder.encode_keep(view)
         body = self.codec.encode(view)
         view[:] = self.codec.decode(body, view.size)
         return body
@@ -289,12 +291,14 @@ class _FloatHops:
         # The roundtrip of what crosses the wire: at the fixed k, scaled or not.
         self.rt = self.scaled.inner.roundtrip if self.scaled is not None else ring._rt
         self.buf = np.empty(0, np.float32)
+        self.gathering = False          # past the reduce-scatter: sends are forwards
 
     def send(self, view, keep):
         if not view.size:
             return
         s, out = self.scaled.scale_down(view) if self.scaled is not None else (None, view)
-        if keep or self.rec is not None:
+        # A forwarded final block re-codes unchanged: nothing to record.
+        if keep or (self.rec is not None and not self.gathering):
             if self.lossy:
                 rt = self.rt(out)
                 back = rt if s is None else self.scaled.scale_up(rt, s)
@@ -311,6 +315,7 @@ class _FloatHops:
             return
         s = ring._recv_scale(self.sender) if self.scaled is not None else None
         if not add:                      # the final block: straight into x
+            self.gathering = True
             ring._recv(view, self.sender)
             if ring.emulate:
                 view[:] = self.rt(view)
@@ -343,12 +348,17 @@ class _CodedHops:
 
     def __init__(self, ring, sender, receiver):
         self.ring, self.sender, self.receiver = ring, sender, receiver
+        rec = ring._recorder
+        self.forward = rec.inner.encode if rec is not None else ring.codec.encode
+        self.gathering = False          # past the reduce-scatter: sends are forwards
 
     def send(self, view, keep):
         ring = self.ring
-        # The owner keeps what it sends, as its neighbours will decode it.
-        self.sender.put(ring._pool.submit(ring._encode_keep if keep else ring.codec.encode,
-                                          view))
+        # The owner keeps what it sends, as its neighbours will decode it. A forwarded
+        # final block re-codes unchanged (the roundtrip is idempotent): no loss to record.
+        encode = ring._encode_keep if keep else self.forward if self.gathering \
+            else ring.codec.encode
+        self.sender.put(ring._pool.submit(encode, view))
 
     def recv(self, view, add):
         _, fut = self.receiver.get()
@@ -357,6 +367,7 @@ class _CodedHops:
             np.add(got, view, out=view)
         else:
             view[:] = got
+            self.gathering = True
 
 
 def _decoded(fut, peer):
