@@ -99,12 +99,12 @@ class LossRecorder:
         base, loss = self._base, self._loss      # one recording, even if stopped meanwhile
         if base is not None and loss is not None:
             off = _offset(values, base)
-            with np.errstate(invalid="ignore", over="ignore"):
+            with np.errstate(invalid="ignore"):
                 err = values - delivered
-                finite = np.isfinite(np.add.reduce(err))   # one cheap pass, as a rule
-            if not finite:
-                # inf and NaN arrive as they are: nothing to keep (and a NaN kept would
-                # poison every later step of that value).
+            # inf and NaN arrive as they are: nothing to keep (and a NaN kept would
+            # poison every later step of that value). Checked first: the check costs a
+            # third of the replacement (measured), and is all a finite chunk needs.
+            if not np.isfinite(err).all():
                 np.nan_to_num(err, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
             with self._lock:      # chunks are coded on several threads
                 loss[off:off + values.size] += err
