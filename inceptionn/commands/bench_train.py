@@ -27,6 +27,8 @@ absolute bound alone, next to gloo, fp16 and PowerSGD, with the loss summed and
 averaged over the batch (the same update: the mean's learning rate is `batch` times the
 sum's), on the MLP and on the study's LeNet-like CNN (study/models.py), the same seed
 and batches for every method; test accuracy after `--compare-steps` and wire bytes.
+`--compare-methods` picks the methods, also the NIC path's numbers on the emulated wire
+("ours-emulate-default": `IncState(wire="emulate")`; "ours-emulate": absolute bound).
 """
 
 from __future__ import annotations
@@ -416,6 +418,15 @@ def _compare_steps(text):
     return steps
 
 
+def _compare_methods(text):
+    methods = tuple(text.split(","))
+    known = ACCURACY_METHODS + EMULATE_METHODS
+    if set(methods) - set(known) or methods[0] != "gloo" or len(set(methods)) < len(methods):
+        raise ValueError(f"--compare-methods: gloo first, then any of {known[1:]} once; "
+                         f"got {text!r}")
+    return methods
+
+
 def compare(worlds, steps, warmup, batch, port, methods=ACCURACY_METHODS):
     """The accuracy comparison: {(world, model, reduction): {method: row}}."""
     out = {}
@@ -478,12 +489,10 @@ def run(args) -> int:
         return 2
     rates = [None if r == "unlimited" else float(r) for r in args.rates.split(",")]
     results, port = {}, 29600
-    methods = tuple(args.compare_methods.split(","))
-    unknown = set(methods) - set(ACCURACY_METHODS + EMULATE_METHODS)
-    if unknown or methods[0] != "gloo":
-        print(f"bench-train: --compare-methods starts with gloo and takes "
-              f"{ACCURACY_METHODS + EMULATE_METHODS}, got {args.compare_methods!r}",
-              file=sys.stderr)
+    try:
+        methods = _compare_methods(args.compare_methods)
+    except ValueError as e:
+        print(f"bench-train: {e}", file=sys.stderr)
         return 2
     compared = compare(args.compare_worlds, steps, args.warmup, args.batch, 29400, methods)
     if compared:
