@@ -61,6 +61,9 @@ BOUNDS = ("scaled", "absolute")
 # device (device_codec.py), so a CUDA bucket never leaves its GPU uncompressed.
 TRANSPORTS = ("socket", "torch")
 RING_METHODS = ("inceptionn", "none")
+# Dense compressors on the ring whose loss the ring records like INCEPTIONN's (error
+# feedback through the Memory object); off by default (docs/compressors.md, section 5).
+_FED = ("truncation",)
 # Every compressor of golden.compressors, on its own collective.
 METHODS = RING_METHODS + tuple(m for m in compressors.METHODS if m not in RING_METHODS)
 _DENSITY = ("topk", "gtopk", "randomk", "blockk", "scalecom")   # take a density
@@ -242,10 +245,10 @@ class IncState:
         codec = self.codec
         if self.bound == "scaled":
             codec = ScaledCodec(self.k, self.share)
-        if self.memory is not None:
-            codec = LossRecorder(make_codec(codec, self.k))
         if self.method not in RING_METHODS:
             codec = compressors.make(self.method, **self._kw_for(None)).codec
+        if self.memory is not None:
+            codec = LossRecorder(make_codec(codec, self.k))
         self.collective = Ring.from_store(
             store, rank, world, host=self.host or _default_host(), prefix=self.prefix, k=self.k,
             codec=codec, wire=wire, mss=self.mss, chunk=self.chunk, timeout=self.timeout,
@@ -314,7 +317,9 @@ class IncState:
                 fut.set_exception(CollectiveError(f"inceptionn hook: {type(e).__name__}: {e}"))
 
     def _exchange(self, arr, params):
-        if self.method in RING_METHODS:
+        # A dense compressor with error feedback (truncation) rides the ring as INCEPTIONN
+        # does: its select and expand are the identity, so the ring sums the bucket itself.
+        if self.method in RING_METHODS or self.memory is not None:
             before = self.collective.bytes_sent
             if self.memory is None:
                 self.collective.allreduce(arr)
@@ -359,6 +364,7 @@ def _bound_and_feedback(method, codec, wire, mode, bound, share, feedback, trans
     bound and keep no memory (not built)."""
     coded_ring = method == "inceptionn" and mode == "inc" and transport == "socket"
     scalable = coded_ring and codec == "bounded"
+    recordable = (coded_ring or method in _FED) and mode == "inc" and transport == "socket"
     if bound is None:
         bound = "scaled" if scalable else "absolute"
     if bound not in BOUNDS:
@@ -371,10 +377,11 @@ def _bound_and_feedback(method, codec, wire, mode, bound, share, feedback, trans
         raise ValueError(f"share must be in (0, 1], got {share!r}")
     if feedback is None:        # the absolute bound alone is the paper's exchange
         feedback = bound == "scaled"
-    if feedback and not coded_ring:
-        raise ValueError("error_feedback needs method 'inceptionn' in mode 'inc' on the socket "
-                         "transport (elsewhere the codec's loss is not seen on this rank; "
-                         "topk, gtopk, randomk, blockk and scalecom keep their own memory)")
+    if feedback and not recordable:
+        raise ValueError("error_feedback needs method 'inceptionn' or 'truncation' in mode "
+                         "'inc' on the socket transport (elsewhere the codec's loss is not "
+                         "seen on this rank; topk, gtopk, randomk, blockk and scalecom keep "
+                         "their own memory; terngrad has none)")
     return bound, float(share), bool(feedback)
 
 

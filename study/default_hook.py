@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from inceptionn.drivers.collectives.codecs import ScaledCodec, WireCodec
+from inceptionn.drivers.collectives.codecs import ObjectCodec, ScaledCodec, WireCodec
+from inceptionn.golden.compressors.truncation import TruncCodec
 from inceptionn.drivers.collectives.memory import LossRecorder, Memory
 from inceptionn.golden.compressors import communicator
 
@@ -29,21 +30,30 @@ METHODS = {"none": "float32 ring (gloo's numbers)",
            "hook-default": "`IncState()`: scaled, error feedback"}
 REDUCTIONS = ("mean", "sum")
 K = 10
+# Error feedback for truncation (the hook's error_feedback=True with method
+# "truncation"): 22 bits, with and without, loss averaged.
+TRUNCATION = {"hook-t22": "truncation, 22 bits", "hook-t22-ef": "truncation, 22 bits, error feedback"}
+EXCHANGES = ("hook-absolute", "hook-default") + tuple(TRUNCATION)
 
 
 class HookExchange:
     """P ranks' exchanges of the hook: `run(grads) -> (sum, bytes sent per rank)`."""
 
     def __init__(self, method: str, sizes, world: int):
-        if method not in ("hook-absolute", "hook-default"):
+        if method not in EXCHANGES:
             raise ValueError(f"no hook exchange {method!r}")
-        self.scaled = method == "hook-default"
+        self.method = method
         self.layout = [(i, int(n)) for i, n in enumerate(sizes)]
-        self.memories = [Memory() for _ in range(world)] if self.scaled else None
+        feedback = method == "hook-default" or method.endswith("-ef")
+        self.memories = [Memory() for _ in range(world)] if feedback else None
         self.world = world
 
     def _codec(self):
-        return ScaledCodec(K) if self.scaled else WireCodec("bounded", K)
+        if self.method == "hook-default":
+            return ScaledCodec(K)
+        if self.method.startswith("hook-t"):        # truncation of the low bits
+            return ObjectCodec(TruncCodec(int(self.method[6:8])))
+        return WireCodec("bounded", K)
 
     def run(self, grads):
         recs = [LossRecorder(self._codec()) for _ in range(self.world)]
@@ -64,7 +74,8 @@ class HookExchange:
 
 
 def configs(scale):
-    return [lenet(scale, m, reduction=red) for red in REDUCTIONS for m in METHODS]
+    return [lenet(scale, m, reduction=red) for red in REDUCTIONS for m in METHODS] + \
+        [lenet(scale, m) for m in TRUNCATION]
 
 
 def analyse(runs, scale):
@@ -75,6 +86,11 @@ def analyse(runs, scale):
             g = Group(runs, lenet(scale, m, reduction=red), scale)
             rows.append(dict(reduction=red, method=m, label=label, acc=g.acc,
                              delta=g.minus(base), sent=g.sent, fewer=base.sent / g.sent))
+    base = Group(runs, lenet(scale, "none"), scale)
+    for m, label in TRUNCATION.items():
+        g = Group(runs, lenet(scale, m), scale)
+        rows.append(dict(reduction="mean", method=m, label=label, acc=g.acc,
+                         delta=g.minus(base), sent=g.sent, fewer=base.sent / g.sent))
     return {"rows": rows, "workers": scale.workers, "steps": scale.steps}
 
 

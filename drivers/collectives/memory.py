@@ -70,7 +70,7 @@ class LossRecorder:
 
     def __init__(self, codec):
         self.inner = codec
-        self.name, self.k = codec.name, codec.k
+        self.name, self.k = codec.name, getattr(codec, "k", None)   # k: INCEPTIONN's codecs
         self._base: np.ndarray | None = None
         self._loss: np.ndarray | None = None
         self._lock = threading.Lock()
