@@ -113,7 +113,9 @@ class IncState:
     Available for "inceptionn" in mode "inc" on the socket transport, every wire (on
     "nic" the sender computes its loss with the golden codec, which the engines match
     bit for bit; a segment the NIC sends uncompressed arrives exact, and its modelled
-    loss is then fed back needlessly once). The sparsifiers keep their own memory.
+    loss is then fed back needlessly once); and for "truncation" (its codec on the
+    ring, the same memory; off by default). The sparsifiers keep their own memory;
+    "terngrad" has none.
     wire: "software" (the codec's bytes on plain sockets: the bytes are saved without a
     NIC), "nic" (float32 on tagged sockets, an INCEPTIONN NIC on the path codes them;
     the NIC's codec must be `codec`), or "emulate" (float32 on the wire, the roundtrip
