@@ -133,7 +133,8 @@ bench-collectives: $(STAMP)
 	$(RUN) -m inceptionn bench collectives
 
 # DDP training over tc-limited veth wires, P = 2 and 4: gloo, fp16, PowerSGD and the
-# software-compressed ring, the issue's targets with miss ratios, a plot (root, ~30 min).
+# software-compressed ring, the issue's targets with miss ratios, a plot (root; about an
+# hour on 2 shared cores, estimated from its parts: the accuracy comparison alone 15-30 min).
 bench-train: $(STAMP)
 	$(RUN) -m inceptionn bench train
 

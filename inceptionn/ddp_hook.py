@@ -61,6 +61,9 @@ BOUNDS = ("scaled", "absolute")
 # device (device_codec.py), so a CUDA bucket never leaves its GPU uncompressed.
 TRANSPORTS = ("socket", "torch")
 RING_METHODS = ("inceptionn", "none")
+# Dense compressors on the ring whose loss the ring records like INCEPTIONN's (error
+# feedback through the Memory object); off by default (docs/compressors.md, section 5).
+_FED = ("truncation",)
 # Every compressor of golden.compressors, on its own collective.
 METHODS = RING_METHODS + tuple(m for m in compressors.METHODS if m not in RING_METHODS)
 _DENSITY = ("topk", "gtopk", "randomk", "blockk", "scalecom")   # take a density
@@ -100,12 +103,19 @@ class IncState:
     error_bound: 2^-k, as a number (2**-10) or text ("2^-10").
     bound: "scaled" (each chunk times 2^-s before coding, 2^s after, s from its values
     so that at least `share` of them are coded with bits: |error| <= 2^(s-k); the
-    default with the bounded codec on the software wire) or "absolute" (|error| <
-    error_bound whatever the gradients' scale: the paper's; the default elsewhere).
+    default for "inceptionn" with the bounded codec in mode "inc" on the socket
+    transport, every wire: on "nic" and "emulate" the chunk crosses as float32 times
+    2^-s, s on the control connection, and the NIC codes it at its fixed k) or
+    "absolute" (|error| < error_bound whatever the gradients' scale: the paper's; the
+    default elsewhere).
     error_feedback: keep what the codec dropped and add it to the next step, per
     parameter (drivers/collectives/memory.py); on by default with bound "scaled".
-    Available for "inceptionn" on the software wire, the only place its loss is seen
-    (the sparsifiers keep their own memory).
+    Available for "inceptionn" in mode "inc" on the socket transport, every wire (on
+    "nic" the sender computes its loss with the golden codec, which the engines match
+    bit for bit; a segment the NIC sends uncompressed arrives exact, and its modelled
+    loss is then fed back needlessly once); and for "truncation" (its codec on the
+    ring, the same memory; off by default). The sparsifiers keep their own memory;
+    "terngrad" has none.
     wire: "software" (the codec's bytes on plain sockets: the bytes are saved without a
     NIC), "nic" (float32 on tagged sockets, an INCEPTIONN NIC on the path codes them;
     the NIC's codec must be `codec`), or "emulate" (float32 on the wire, the roundtrip
@@ -237,10 +247,10 @@ class IncState:
         codec = self.codec
         if self.bound == "scaled":
             codec = ScaledCodec(self.k, self.share)
-        if self.memory is not None:
-            codec = LossRecorder(make_codec(codec, self.k))
         if self.method not in RING_METHODS:
             codec = compressors.make(self.method, **self._kw_for(None)).codec
+        if self.memory is not None:
+            codec = LossRecorder(make_codec(codec, self.k))
         self.collective = Ring.from_store(
             store, rank, world, host=self.host or _default_host(), prefix=self.prefix, k=self.k,
             codec=codec, wire=wire, mss=self.mss, chunk=self.chunk, timeout=self.timeout,
@@ -309,7 +319,9 @@ class IncState:
                 fut.set_exception(CollectiveError(f"inceptionn hook: {type(e).__name__}: {e}"))
 
     def _exchange(self, arr, params):
-        if self.method in RING_METHODS:
+        # A dense compressor with error feedback (truncation) rides the ring as INCEPTIONN
+        # does: its select and expand are the identity, so the ring sums the bucket itself.
+        if self.method in RING_METHODS or self.memory is not None:
             before = self.collective.bytes_sent
             if self.memory is None:
                 self.collective.allreduce(arr)
@@ -347,27 +359,31 @@ class IncState:
 
 def _bound_and_feedback(method, codec, wire, mode, bound, share, feedback, transport):
     """The bound ("scaled" / "absolute") and whether error feedback is on: defaults where
-    None, a clear error where the choice cannot apply. The torch transport's device codec
-    codes with the absolute bound (its scaling and feedback are not built yet)."""
+    None, a clear error where the choice cannot apply. The ring scales and records its
+    loss on every wire (software, nic, emulate: on the NIC path s rides the control
+    connection and the sender models its engine's loss with the golden codec). The
+    torch transport's device codec and the worker-aggregator code with the absolute
+    bound and keep no memory (not built)."""
     coded_ring = method == "inceptionn" and mode == "inc" and transport == "socket"
-    scalable = coded_ring and wire == "software" and codec == "bounded"
+    scalable = coded_ring and codec == "bounded"
+    recordable = (coded_ring or method in _FED) and mode == "inc" and transport == "socket"
     if bound is None:
         bound = "scaled" if scalable else "absolute"
     if bound not in BOUNDS:
         raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
     if bound == "scaled" and not scalable:
-        raise ValueError("bound='scaled' needs method 'inceptionn' with the bounded codec on "
-                         "the software wire and the socket transport (the paper's codec, the "
-                         "NIC path and the torch transport take bound='absolute')")
+        raise ValueError("bound='scaled' needs method 'inceptionn' with the bounded codec in "
+                         "mode 'inc' on the socket transport (the paper's codec, mode 'wa' "
+                         "and the torch transport take bound='absolute')")
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1], got {share!r}")
-    recordable = coded_ring and wire == "software"
     if feedback is None:        # the absolute bound alone is the paper's exchange
         feedback = bound == "scaled"
     if feedback and not recordable:
-        raise ValueError("error_feedback needs method 'inceptionn' on the software wire "
-                         "(elsewhere the codec's loss is not seen on this rank; topk, gtopk, "
-                         "randomk, blockk and scalecom keep their own memory)")
+        raise ValueError("error_feedback needs method 'inceptionn' or 'truncation' in mode "
+                         "'inc' on the socket transport (elsewhere the codec's loss is not "
+                         "seen on this rank; topk, gtopk, randomk, blockk and scalecom keep "
+                         "their own memory; terngrad has none)")
     return bound, float(share), bool(feedback)
 
 

@@ -79,11 +79,16 @@ class Config:
     init: str = "he"            # "he" or "torch" (PyTorch's default, LeNet-like only)
     wire: str = "codec"         # "codec", or "frames": INCEPTIONN's chunks as the NIC's
                                 # frames through golden.tx_frame / rx_frame (nic_path.py)
+    reduction: str = "mean"     # the loss over the batch: "mean", or "sum" (the learning
+                                # rate divided by the batch: the same update)
 
     def seeded(self, seed: int) -> "Config":
         return replace(self, seed=seed)
 
     def compressor(self, sizes, k=None):
+        if self.method.startswith("hook-"):     # the DDP hook's exchange (default_hook.py)
+            from .default_hook import HookExchange
+            return HookExchange(self.method, sizes, self.workers)
         kw = dict(self.kw)
         if self.layerwise:
             kw["layers"] = list(sizes)
@@ -184,12 +189,17 @@ def train(c: Config) -> Run:
         comps.append(c.compressor(sizes, k=density))
         until.append(n)
     comps.append(c.compressor(sizes))
-    states = [comps[-1].init(d, rank=r, world=p, seed=c.seed) for r in range(p)]
+    hook = comps[-1] if c.method.startswith("hook-") else None
+    states = None if hook else [comps[-1].init(d, rank=r, world=p, seed=c.seed)
+                                for r in range(p)]
+    if c.reduction not in ("mean", "sum"):
+        raise ValueError(f"reduction must be 'mean' or 'sum', got {c.reduction!r}")
     opt = torch.optim.SGD(net.parameters(), lr=c.lr, momentum=c.momentum,
                           weight_decay=c.weight_decay)
 
     def loss_fn(params, x, y):
-        return nn.functional.cross_entropy(functional_call(net, params, (x,)), y)
+        return nn.functional.cross_entropy(functional_call(net, params, (x,)), y,
+                                           reduction=c.reduction)
     per_worker = vmap(grad_and_value(loss_fn), in_dims=(None, 0, 0))
     gen = torch.Generator().manual_seed(c.seed)
     shards = torch.stack([torch.arange(r, r + p * (data.xtr.shape[0] // p), p)
@@ -207,11 +217,14 @@ def train(c: Config) -> Run:
             samples.append({k: golden.band_stats(grads[0], k, "paper").share for k in c.bands})
         comp = comps[sum(step >= u for u in np.cumsum(until))] if until else comps[-1]
         with np.errstate(all="ignore"):   # a diverging run is recorded, not warned about
-            ex = collectives.run(comp, grads, states)
-            agg = ex.results[0] / np.float32(p)
-        states = ex.states
-        sent += sum(ex.sent) / p
-        sent_max += max(ex.sent)
+            if hook is not None:
+                total, rank_sent = hook.run(grads)
+            else:
+                ex = collectives.run(comp, grads, states)
+                total, rank_sent, states = ex.results[0], ex.sent, ex.states
+            agg = total / np.float32(p)
+        sent += sum(rank_sent) / p
+        sent_max += max(rank_sent)
         if not np.isfinite(agg).all():
             diverged = True
             agg = np.zeros_like(agg)       # the weights stay where they were
@@ -221,9 +234,9 @@ def train(c: Config) -> Run:
             q.grad = mean[off:off + n].view_as(q).clone()
             off += n
         for group in opt.param_groups:
-            group["lr"] = _lr_at(c, step)
+            group["lr"] = _lr_at(c, step) / (c.batch if c.reduction == "sum" else 1)
         opt.step()
-        losses.append(float(loss.mean()))
+        losses.append(float(loss.mean()) / (c.batch if c.reduction == "sum" else 1))
         if (step + 1) % every == 0 or step == c.steps - 1:
             curve.append((step + 1, _accuracy(net, data)))
     shares = {k: {b: float(np.mean([s[k][b] for s in samples])) for b in samples[0][k]}

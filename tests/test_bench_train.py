@@ -48,3 +48,19 @@ def test_the_accuracy_comparison_flags_each_missed_target():
     for bad in ("mlp", "mlp:x", "rnn:5", "cnn:0"):
         with pytest.raises(ValueError, match="compare-steps"):
             bench_train._compare_steps(bad)
+
+
+def test_the_comparisons_methods_are_checked_and_a_run_without_ours_reports_its_rows():
+    assert bench_train._compare_methods("gloo,ours-emulate-default,ours-emulate") == \
+        ("gloo", "ours-emulate-default", "ours-emulate")
+    assert bench_train._compare_methods(",".join(bench_train.ACCURACY_METHODS)) == \
+        bench_train.ACCURACY_METHODS
+    for bad in ("ours,gloo", "gloo,ours,ours", "gloo,ours-nic", ""):
+        with pytest.raises(ValueError, match="compare-methods"):
+            bench_train._compare_methods(bad)
+    res = {(2, "cnn", "mean"): {"gloo": _row(1, 1, 1e6, 0.981),
+                                "ours-emulate-default": _row(1, 1, 1e6, 0.981)}}
+    lines = []
+    bench_train.report_compare(res, {"cnn": 300}, out=lines.append)
+    text = "\n".join(lines)
+    assert "ours-emulate-default  98.1%" in text and "P=2 cnn loss mean:" not in text

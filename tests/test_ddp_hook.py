@@ -349,18 +349,23 @@ def test_the_bound_and_error_feedback_defaults_and_refusals():
     on = [(st.bound, st.error_feedback) for st in (
         IncState(), IncState(codec="paper"), IncState(bound="absolute"), IncState(wire="nic"),
         IncState(wire="emulate"), IncState(method="none"), IncState(method="topk", density=0.1),
-        IncState(bound="absolute", error_feedback=True))]
+        IncState(bound="absolute", error_feedback=True), IncState(mode="wa", wire="nic"),
+        IncState(wire="nic", codec="paper", error_feedback=True),
+        IncState(method="truncation", method_kw={"bits": 22}),
+        IncState(method="truncation", method_kw={"bits": 22}, error_feedback=True))]
     assert on == [("scaled", True), ("absolute", False), ("absolute", False),
-                  ("absolute", False), ("absolute", False), ("absolute", False),
-                  ("absolute", False), ("absolute", True)]
+                  ("scaled", True), ("scaled", True), ("absolute", False),
+                  ("absolute", False), ("absolute", True), ("absolute", False),
+                  ("absolute", True), ("absolute", False), ("absolute", True)]
     assert IncState().settings()["share"] == 0.25
     with pytest.raises(ValueError, match="bound must be"):
         IncState(bound="relative")
-    for kw in ({"codec": "paper"}, {"wire": "nic"}, {"mode": "wa", "wire": "emulate"},
-               {"method": "terngrad"}):
+    for kw in ({"codec": "paper"}, {"wire": "nic", "codec": "paper"},
+               {"mode": "wa", "wire": "emulate"}, {"method": "terngrad"}):
         with pytest.raises(ValueError, match="bound='scaled' needs"):
             IncState(bound="scaled", **kw)
-    for kw in ({"wire": "emulate"}, {"method": "none"}, {"method": "topk", "density": 0.1}):
+    for kw in ({"mode": "wa", "wire": "emulate"}, {"method": "none"},
+               {"method": "topk", "density": 0.1}, {"method": "terngrad"}):
         with pytest.raises(ValueError, match="error_feedback needs"):
             IncState(error_feedback=True, **kw)
     for share in (0, 1.5, "1/4"):
@@ -402,7 +407,10 @@ def _defaults(rank, world):
 
     from inceptionn.ddp_hook import IncState, inc_allreduce_hook
     out = {}
-    for name, kw in (("gloo", None), ("default", {}), ("absolute", {"bound": "absolute"})):
+    for name, kw in (("gloo", None), ("default", {}), ("absolute", {"bound": "absolute"}),
+                     ("emulate", {"wire": "emulate"}),
+                     ("trunc-ef", {"method": "truncation", "method_kw": {"bits": 24},
+                                   "error_feedback": True})):
         torch.manual_seed(0)
         net = DDP(nn.Sequential(nn.Linear(30, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                                 nn.Linear(256, 2)), bucket_cap_mb=0.1)
@@ -435,11 +443,18 @@ def test_the_default_hook_follows_gloo_where_the_absolute_bound_drops_the_gradie
     res = spawn(_defaults, 2)
     outs = [out for out, _ in res.values()]
     assert all(isinstance(o, dict) for o in outs), outs
-    for name in ("gloo", "default", "absolute"):      # ranks identical
+    for name in ("gloo", "default", "absolute", "emulate", "trunc-ef"):   # ranks identical
         assert outs[0][name]["delta"] == outs[1][name]["delta"], name
+    # The NIC path's defaults (emulated: float32 times 2^-s on the wire, s on the control
+    # connection, the loss modelled by the sender) train to the software wire's weights.
+    assert outs[0]["emulate"]["delta"] == outs[0]["default"]["delta"]
+    assert outs[0]["emulate"]["settings"]["bound"] == "scaled"
+    assert outs[0]["emulate"]["memory"] == outs[0]["emulate"]["params"]
+    # Truncation's loss through the same memory: a residual for every parameter.
+    assert outs[0]["trunc-ef"]["memory"] == outs[0]["trunc-ef"]["params"]
     d = {n: np.array(outs[0][n]["delta"]) for n in outs[0]}
     off = {n: np.linalg.norm(d[n] - d["gloo"]) / np.linalg.norm(d["gloo"])
-           for n in ("default", "absolute")}
+           for n in ("default", "absolute", "trunc-ef")}
     print("weights' change, relative distance from gloo's:", off)
     st = outs[0]["default"]
     assert st["settings"]["bound"] == "scaled" and st["settings"]["error_feedback"]

@@ -1,7 +1,9 @@
 """Error feedback (drivers/collectives/memory.py): the memory's compensate/update per
 parameter across a change of bucket layout, and the loss each rank records around a
 real ring (threads, TCP): summed over ranks it is the exchange's whole error, so what
-the codec drops arrives later instead of never."""
+the codec drops arrives later instead of never. On the float32 wires (emulate, and the
+NIC through the software NIC) the scale-following bound and the recorded loss are the
+software wire's, bit for bit."""
 
 
 import numpy as np
@@ -9,8 +11,8 @@ import pytest
 from ranks import run_ranks
 from torch.distributed import HashStore
 
-from inceptionn.drivers.collectives import Ring, WireCodec
-from inceptionn.drivers.collectives.codecs import ScaledCodec
+from inceptionn.drivers.collectives import CollectiveError, Ring, WireCodec
+from inceptionn.drivers.collectives.codecs import SCALE_MAX, SCALE_MIN, ScaledCodec
 from inceptionn.drivers.collectives.memory import LossRecorder, Memory
 
 
@@ -47,17 +49,21 @@ def test_the_recorder_refuses_values_from_outside_its_buffer():
         rec.stop()
 
 
-def _rings(p, steps, codec_for, grads_for, chunk=1000):
+def _rings(p, steps, codec_for, grads_for, chunk=1000, wire="software", call=None, **kw):
     """p ranks in threads, a ring each with a LossRecorder of codec_for(); per step the
     memory compensates, the ring sums, the loss updates it. ({rank: [(sent, result)]},
-    memories, errors)."""
+    memories, errors). call(r, make): where the ring is built (the bridge's hosts)."""
     store, out, mems = HashStore(), {}, {}
 
     def body(r):
         rec = LossRecorder(codec_for())
         mem, hist = Memory(), []
-        with Ring.from_store(store, r, p, wire="software", codec=rec, k=rec.k,
-                             chunk=chunk, timeout=20) as ring:
+        opts = dict(kw)
+        if "host" in opts and opts["host"] is None:
+            opts["host"] = f"10.77.0.{r + 1}"     # a bridge host's address
+        make = lambda: Ring.from_store(store, r, p, wire=wire, codec=rec, k=rec.k,  # noqa: E731
+                                       chunk=chunk, timeout=20, **opts)
+        with (call(r, make) if call else make()) as ring:
             for s in range(steps):
                 g = grads_for(r, s)
                 layout = [("w", g.size - 7), ("b", 7)]
@@ -107,3 +113,134 @@ def test_what_the_absolute_bound_drops_arrives_later_with_the_memory():
     assert not np.any(out[0][0][1])                  # the first step: all dropped
     assert delivered.min() > 0.5 * 2 * steps * 3e-4  # most of it arrived in the end
     np.testing.assert_allclose(delivered + kept, 2 * steps * 3e-4, rtol=1e-5)
+
+
+def _same_bits(a, b):
+    return np.array_equal(np.asarray(a, np.float32).view(np.uint32),
+                          np.asarray(b, np.float32).view(np.uint32))
+
+
+def _extremes(p, n):
+    """Per rank: gradients of every scale the scaling must survive, chunk by chunk
+    (1000 values): tiny, subnormal, near float32's largest (sums still finite), mixed
+    octaves, inf and NaN in one chunk, and zeros."""
+    rng = np.random.default_rng(7)
+    out = []
+    for _ in range(p):
+        parts = [rng.standard_normal(1000) * 1e-6, rng.standard_normal(1000) * 1e-41,
+                 rng.uniform(-1, 1, 1000) * (3.4e38 / p),
+                 np.concatenate([rng.standard_normal(500) * 1e-30,
+                                 rng.standard_normal(500) * 1e20]),
+                 np.concatenate([[np.inf, -np.inf, np.nan], rng.standard_normal(997)]),
+                 np.zeros(1000)]
+        x = np.concatenate(parts + [rng.standard_normal(n - 6000) * 1e-3])
+        out.append(x.astype(np.float32))
+    return out
+
+
+@pytest.mark.parametrize("p", [2, 3])
+@pytest.mark.parametrize("feedback", [False, True])
+def test_the_emulated_nic_path_scales_and_records_as_the_software_wire(p, feedback):
+    """wire="emulate" sends each chunk as float32 times 2^-s, s on the control connection,
+    the roundtrip at the fixed k on receipt and 2^s after: the software wire's sums and
+    recorded losses bit for bit, from subnormals to float32's largest values; float32's
+    bytes on the data connections."""
+    xs = _extremes(p, 9001)
+    got = {}
+    for wire in ("software", "emulate"):
+        if feedback:
+            out, mems, errs = _rings(p, 2, lambda: ScaledCodec(10), lambda r, s: xs[r],
+                                     wire=wire)
+            assert not errs, errs
+            got[wire] = ([out[r][s][1] for s in range(2) for r in range(p)],
+                         [mems[r].residual[n] for r in range(p) for n in ("w", "b")])
+            continue
+        store, res, rings = HashStore(), {}, {}
+
+        def body(r):
+            with Ring.from_store(store, r, p, wire=wire, codec=ScaledCodec(10), k=10, chunk=1000,
+                                 timeout=20) as ring:
+                y = xs[r].copy()
+                ring.allreduce(y)
+                res[r], rings[r] = y, ring.bytes_sent
+
+        errs = run_ranks(p, body)
+        assert not errs, errs
+        got[wire] = ([res[r] for r in range(p)], [])
+        if wire == "emulate":
+            assert sum(rings.values()) == 4 * 9001 * 2 * (p - 1)
+    soft, emu = got["software"], got["emulate"]
+    assert all(_same_bits(a, b) for a, b in zip(soft[0], emu[0]))
+    assert all(_same_bits(a, b) for a, b in zip(soft[1], emu[1]))
+    y = emu[0][0]
+    assert all(_same_bits(y, o) for o in emu[0][:p])         # the ranks agree
+    want = sum(x.astype(np.float64) for x in xs)
+    fin = np.isfinite(want)
+    assert y[4000] == np.inf and y[4001] == -np.inf and np.isnan(y[4002])   # passed through
+    assert np.all(np.isfinite(y[fin]))           # nothing overflowed on the way
+    # The large chunk: |error| within the hops' bounds (2^(s-10) per hop, s <= e_max + 10).
+    big = slice(2000, 3000)
+    assert np.max(np.abs(y[big] - want[big])) <= 2 * p * 2.0 ** -10 * np.abs(want[big]).max()
+
+
+def test_a_bad_scale_from_the_previous_rank_is_a_clear_error():
+    class Link:
+        peer = 0
+
+        def __init__(self, msg):
+            self.msg = msg
+
+        def recv_msg(self):
+            return self.msg
+
+    class Sender:
+        error = None
+
+    for msg in (SCALE_MAX + 1, SCALE_MIN - 1, "3", 2.0, True, None):
+        ring = Ring(1, 2, {0: Link(msg)}, wire="emulate", codec=ScaledCodec(10), k=10)
+        with pytest.raises(CollectiveError, match="as a chunk's scale"):
+            ring._recv_scale(Sender())
+    ring = Ring(1, 2, {0: Link(-20)}, wire="emulate", codec=ScaledCodec(10), k=10)
+    assert ring._recv_scale(Sender()) == -20
+
+
+@pytest.mark.skipif(__import__("inceptionn.drivers.netns", fromlist=["x"]).netns_available()
+                    is not None, reason="no network namespaces (needs root)")
+def test_through_the_software_nic_the_scaled_ring_and_its_loss_are_the_software_wires():
+    """The NIC path: float32 times 2^-s on tagged sockets through the bridge's engines
+    (fixed k), s on the control connection; the sender models its engine's loss with the
+    golden codec. Sums and memories equal the software wire's bit for bit, and the
+    engines compressed the scaled chunks."""
+    from inceptionn.drivers.bridge import Bridge
+    rng = np.random.default_rng(4)
+    grads = {(r, s): (rng.standard_normal(40_003) * 1e-5).astype(np.float32)
+             for r in range(2) for s in range(2)}
+    soft, smem, errs = _rings(2, 2, lambda: ScaledCodec(10), lambda r, s: grads[(r, s)],
+                              chunk=8192)
+    assert not errs, errs
+    with Bridge(2, mtu=9000, k=10) as br:
+        nic, nmem, errs = _rings(2, 2, lambda: ScaledCodec(10), lambda r, s: grads[(r, s)],
+                                 chunk=8192, wire="nic", mss=8948,
+                                 host=None, call=lambda r, make: br.call(r, make))
+        c = br.counters()
+    assert not errs, errs
+    for r in range(2):
+        for s in range(2):
+            assert _same_bits(soft[r][s][1], nic[r][s][1]), (r, s)
+        for n in ("w", "b"):
+            assert _same_bits(smem[r].residual[n], nmem[r].residual[n]), (r, n)
+    assert all(p["tx_compressed"] > 0 and p["misaligned"] == 0 for p in c)
+    # All below 2^-10: the absolute bound would send zeros; scaled, the sum arrives.
+    assert np.any(nic[0][1][1])
+
+
+def test_the_owners_encode_keep_records_the_loss_and_keeps_the_decoded_values():
+    rec = LossRecorder(ScaledCodec(10))
+    x = np.concatenate([np.linspace(-1e-3, 1e-3, 500), [np.inf, np.nan]]).astype(np.float32)
+    orig = x.copy()
+    rec.start(x)
+    body = rec.encode_keep(x[:502])
+    loss = rec.stop()
+    assert _same_bits(x, ScaledCodec(10).decode(body, 502))
+    assert np.all(loss[:500] == orig[:500] - x[:500]) and np.any(loss)
+    assert loss[500] == 0 and loss[501] == 0       # inf and NaN: nothing kept

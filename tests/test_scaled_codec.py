@@ -127,3 +127,31 @@ def test_the_fast_scaling_rounds_as_ldexp_at_every_scale():
         with np.errstate(over="ignore"):        # past the codec's range, on purpose
             assert np.array_equal(_bits(_times_2_to(v, s)),
                                   _bits(np.ldexp(v, s).astype(np.float32))), s
+
+
+def _scale_by_sorting(v, k, share):
+    """choose_scale's rule written the slow way: the octave of the ceil(share n)-th
+    largest finite |v| (n finite values), plus k; the largest value far from overflow."""
+    e = (_bits(v) >> 23) & 0xFF
+    e = np.sort(e[e != 0xFF])[::-1].astype(int)
+    if e.size == 0:
+        return 0
+    e_m = e[max(1, int(np.ceil(share * e.size))) - 1]
+    s = e_m - 127 + k if e_m > 0 else SCALE_MIN
+    return min(max(s, e[0] - 127 - 120, SCALE_MIN), SCALE_MAX)
+
+
+def test_the_octave_histogram_picks_the_sorted_rule_s():
+    rng = np.random.default_rng(11)
+    for i in range(400):
+        n = int(rng.integers(1, 200))
+        v = [rng.standard_normal(n) * 10.0 ** rng.integers(-45, 38),
+             rng.standard_normal(n) * 10.0 ** rng.integers(-45, 38, n),
+             rng.choice([0.0, np.inf, -np.inf, np.nan, 1e-40, 3e38, 1.0], n),
+             rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32)
+             .view(np.float32)][i % 4]
+        with np.errstate(over="ignore"):
+            v = np.asarray(v, np.float32)
+        for k in (1, 10, 16):
+            for share in (0.01, 0.25, 1.0):
+                assert choose_scale(v, k, share) == _scale_by_sorting(v, k, share), (i, k, share)

@@ -149,9 +149,26 @@ def test_summary_and_document(res, tmp_path):
         assert all(math.isfinite(t) and t > 0 for t in r["t"].values())
     md = write(res, REDUCED, tmp_path / "results.md", tmp_path / "results")
     text = md.read_text()
-    for mod in ("table3", "fig14", "terngrad", "gtopk", "random_block", "scalecom", "summary"):
+    for mod in ("table3", "fig14", "terngrad", "gtopk", "random_block", "scalecom",
+                "default_hook", "summary"):
         assert __import__(f"study.{mod}", fromlist=["TITLE"]).TITLE in text
     assert not re.search(r"\bnan\b|\binf\b", text, re.I)
     pngs = sorted((tmp_path / "results").glob("*.png"))
     assert len(pngs) == 7 and all(p.stat().st_size > 5_000 for p in pngs)
     assert text.count("](results/") == 7
+
+
+def test_the_hooks_defaults_follow_the_float32_ring_with_either_loss_reduction(res):
+    """IncState()'s exchange (scaled bound, error feedback) in the study: close to the
+    float32 ring's accuracy with the loss averaged and summed, at 5x fewer bytes or
+    more, the same bytes with either reduction (the scale moves s, not the coded values);
+    the absolute bound sends more when the loss is summed (larger gradients, more bits)."""
+    rows = {(r["reduction"], r["method"]): r for r in res["default_hook"]["rows"]}
+    for red in ("mean", "sum"):
+        ours, base = rows[(red, "hook-default")], rows[(red, "none")]
+        assert base["acc"][0] > CHANCE + 0.6
+        assert ours["delta"][0] > -0.03, (red, ours["delta"])
+        assert ours["fewer"] >= 5, (red, ours["fewer"])
+    assert rows[("mean", "hook-default")]["sent"] == pytest.approx(
+        rows[("sum", "hook-default")]["sent"], rel=0.01)
+    assert rows[("sum", "hook-absolute")]["sent"] > 1.5 * rows[("mean", "hook-absolute")]["sent"]

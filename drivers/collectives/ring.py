@@ -48,7 +48,8 @@ from ... import golden
 from ...golden.compressors.communicator import block_bounds, ring_plan, run_ring
 from .. import sockets
 from .agreement import agree_via_store
-from .codecs import make_codec
+from .codecs import SCALE_MAX, SCALE_MIN, ScaledCodec, make_codec
+from .memory import LossRecorder
 from .sender import LinkSender
 from .transport import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
                         rendezvous)
@@ -87,6 +88,11 @@ class Ring(Collective):
         self.rank, self.world, self.k = rank, world, golden.check_k(k)
         self.codec = make_codec(codec, self.k)
         self.compress, self.emulate = self.wire == "nic", self.wire == "emulate"
+        # A LossRecorder (error feedback) and a ScaledCodec (the scale-following bound)
+        # change what the float32 wires do around the NIC's fixed-k codec.
+        self._recorder = self.codec if isinstance(self.codec, LossRecorder) else None
+        base = self._recorder.inner if self._recorder is not None else self.codec
+        self._scaled = base if isinstance(base, ScaledCodec) else None
         self.chunk, self.timeout = chunk, timeout
         self.codec_threads = codec_threads or default_codec_threads()
         self.next = links.get((rank + 1) % world) if world > 1 else None
@@ -174,18 +180,29 @@ class Ring(Collective):
     def _exchange(self, x):
         """Algorithm 1's schedule (communicator.ring_plan, played by run_ring) with
         float32 on the wire."""
-        sender = LinkSender(self.next, self._wake)
+        scaled = self._scaled is not None and self.wire != "plain"
+        sender = (_ScaleSender if scaled else LinkSender)(self.next, self._wake)
         try:
             run_ring(x, ring_plan(x.size, self.world, self.rank, self.chunk),
                      _FloatHops(self, sender))
         finally:
             sender.finish()
 
-    def _send(self, sender, view):
+    def _send(self, sender, view, s=None):
         if view.size:
-            sender.put(view)
+            sender.put(view if s is None else (s, view))
             self.bytes_sent += view.nbytes
             self.payload_bytes += view.nbytes
+
+    def _recv_scale(self, sender) -> int:
+        """The scale of the next chunk, from the previous rank's control connection."""
+        if sender.error is not None:
+            raise sender.error
+        s = self.prev.recv_msg()
+        if isinstance(s, bool) or not isinstance(s, int) or not SCALE_MIN <= s <= SCALE_MAX:
+            raise CollectiveError(f"rank {self.prev.peer} sent {s!r} as a chunk's scale, not "
+                                  f"an integer in [{SCALE_MIN}, {SCALE_MAX}]")
+        return s
 
     def _recv(self, out, sender):
         if sender.error is not None:
@@ -194,11 +211,12 @@ class Ring(Collective):
             self.prev.recv_floats_into(out)
 
     def _wake(self):
-        # The sender failed: unblock the main thread's receive.
-        try:
-            self.prev.data.shutdown(2)
-        except OSError:
-            pass
+        # The sender failed: unblock the main thread's receive (of a chunk or its scale).
+        for sock in (self.prev.data, self.prev.ctrl):
+            try:
+                sock.shutdown(2)
+            except OSError:
+                pass
 
     # ------------------------------------------------------------------ software wire
 
@@ -219,6 +237,8 @@ class Ring(Collective):
                 raise e
 
     def _encode_keep(self, view):
+        if self._recorder is not None:
+            return self._recorder.encode_keep(view)
         body = self.codec.encode(view)
         view[:] = self.codec.decode(body, view.size)
         return body
@@ -253,32 +273,73 @@ def _settings(wire, codec, k, chunk):
 class _FloatHops:
     """run_ring's hops on the float32 wires: the sender thread sends views of x while
     this thread receives; "emulate" applies the roundtrip on receipt, and on the lossy
-    wires the owner keeps the roundtrip of what it sends."""
+    wires the owner keeps the roundtrip of what it sends.
+
+    With a ScaledCodec each chunk goes out as float32 times 2^-s (a copy), s on the
+    control connection beside it; the NIC (or the emulation) codes it at its fixed k and
+    the receiver multiplies by 2^s: the software wire's numbers, bit for bit. With a
+    LossRecorder recording, the sender adds what the receiver will not get (values minus
+    the golden roundtrip: what the receiving end delivers, the engines being bit-exact
+    with the golden model) to the loss, as the software wire's encode does."""
 
     def __init__(self, ring, sender):
         self.ring, self.sender = ring, sender
         self.lossy = ring.wire != "plain"
+        self.scaled = ring._scaled if self.lossy else None
+        rec = ring._recorder if self.lossy else None
+        self.rec = rec if rec is not None and rec.recording else None
+        # The roundtrip of what crosses the wire: at the fixed k, scaled or not.
+        self.rt = self.scaled.inner.roundtrip if self.scaled is not None else ring._rt
         self.buf = np.empty(0, np.float32)
+        self.gathering = False          # past the reduce-scatter: sends are forwards
 
     def send(self, view, keep):
-        if keep and self.lossy:
-            view[:] = self.ring._rt(view)
-        self.ring._send(self.sender, view)
+        if not view.size:
+            return
+        s, out = self.scaled.scale_down(view) if self.scaled is not None else (None, view)
+        # A forwarded final block re-codes unchanged: nothing to record.
+        if keep or (self.rec is not None and not self.gathering):
+            if self.lossy:
+                rt = self.rt(out)
+                back = rt if s is None else self.scaled.scale_up(rt, s)
+                if self.rec is not None:
+                    self.rec.record(view, back)
+                if keep:      # what the receivers will decode; the NIC re-codes it unchanged
+                    view[:] = back
+                    out = view if s is None else rt
+        self.ring._send(self.sender, out, s)
 
     def recv(self, view, add):
         ring = self.ring
+        if not view.size:
+            return
+        s = ring._recv_scale(self.sender) if self.scaled is not None else None
         if not add:                      # the final block: straight into x
+            self.gathering = True
             ring._recv(view, self.sender)
             if ring.emulate:
-                view[:] = ring._rt(view)
+                view[:] = self.rt(view)
+            if s is not None:
+                view[:] = self.scaled.scale_up(view, s)
             return
         if self.buf.size < view.size:
             self.buf = np.empty(view.size, np.float32)
         got = self.buf[:view.size]
         ring._recv(got, self.sender)
         if ring.emulate:
-            got = ring._rt(got)
+            got = self.rt(got)
+        if s is not None:
+            got = self.scaled.scale_up(got, s)
         np.add(got, view, out=view)     # the partial sum so far, plus this rank's own
+
+
+class _ScaleSender(LinkSender):
+    """Sends (s, chunk) pairs in order: s on the control connection, then the chunk."""
+
+    def _send(self, item):
+        s, view = item
+        self.link.send_msg(s)
+        self.link.send_floats(view)
 
 
 class _CodedHops:
@@ -287,12 +348,17 @@ class _CodedHops:
 
     def __init__(self, ring, sender, receiver):
         self.ring, self.sender, self.receiver = ring, sender, receiver
+        rec = ring._recorder
+        self.forward = rec.inner.encode if rec is not None else ring.codec.encode
+        self.gathering = False          # past the reduce-scatter: sends are forwards
 
     def send(self, view, keep):
         ring = self.ring
-        # The owner keeps what it sends, as its neighbours will decode it.
-        self.sender.put(ring._pool.submit(ring._encode_keep if keep else ring.codec.encode,
-                                          view))
+        # The owner keeps what it sends, as its neighbours will decode it. A forwarded
+        # final block re-codes unchanged (the roundtrip is idempotent): no loss to record.
+        encode = ring._encode_keep if keep else self.forward if self.gathering \
+            else ring.codec.encode
+        self.sender.put(ring._pool.submit(encode, view))
 
     def recv(self, view, add):
         _, fut = self.receiver.get()
@@ -301,6 +367,7 @@ class _CodedHops:
             np.add(got, view, out=view)
         else:
             view[:] = got
+            self.gathering = True
 
 
 def _decoded(fut, peer):

@@ -27,6 +27,8 @@ absolute bound alone, next to gloo, fp16 and PowerSGD, with the loss summed and
 averaged over the batch (the same update: the mean's learning rate is `batch` times the
 sum's), on the MLP and on the study's LeNet-like CNN (study/models.py), the same seed
 and batches for every method; test accuracy after `--compare-steps` and wire bytes.
+`--compare-methods` picks the methods, also the NIC path's numbers on the emulated wire
+("ours-emulate-default": `IncState(wire="emulate")`; "ours-emulate": absolute bound).
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ METHODS = ("gloo", "fp16", "powersgd1", "powersgd4", "ours-bounded", "ours-paper
 # and the absolute bound alone ("ours-bounded"), next to gloo, fp16 and PowerSGD, with
 # the loss summed and averaged over the batch, on the MLP and the study's CNN.
 ACCURACY_METHODS = ("gloo", "fp16", "powersgd1", "powersgd4", "ours", "ours-bounded")
+# The NIC path's numbers without a NIC (float32 on the wire, the golden roundtrip on
+# receipt): its defaults ("ours-emulate-default": scaled, error feedback) against the
+# absolute bound ("ours-emulate"); `--compare-methods` picks them.
+EMULATE_METHODS = ("ours-emulate-default", "ours-emulate")
 REDUCTIONS = ("sum", "mean")
 MODELS = ("mlp", "cnn")
 LOOPBACK_ONLY = ("ours-emulate",)
@@ -96,8 +102,9 @@ def _register(net, method, pg):
                                          start_powerSGD_iter=2, use_error_feedback=True,
                                          warm_start=True)
         hook = powerSGD_hook.powerSGD_hook
-    elif method == "ours":          # the hook's defaults, as a user registers it
-        st = state = IncState(host=os.environ.get("INCEPTIONN_HOST"), timeout_s=120)
+    elif method in ("ours", "ours-emulate-default"):    # the defaults, as a user registers
+        wire = "emulate" if method == "ours-emulate-default" else "software"
+        st = state = IncState(wire=wire, host=os.environ.get("INCEPTIONN_HOST"), timeout_s=120)
         hook = inc_allreduce_hook
     else:                           # the absolute bound 2^-10 (the paper's reproductions)
         codec = "paper" if method.endswith("paper") else "bounded"
@@ -392,6 +399,9 @@ def add_arguments(ap) -> None:
                          "both models, ACCURACY_METHODS, unlimited wire); empty: none")
     ap.add_argument("--compare-steps", default="mlp:60,cnn:300",
                     help="steps per model in the accuracy comparison")
+    ap.add_argument("--compare-methods", default=",".join(ACCURACY_METHODS),
+                    help="methods of the accuracy comparison (gloo first; also "
+                         f"{', '.join(EMULATE_METHODS)})")
     ap.add_argument("--only-compare", action="store_true",
                     help="the accuracy comparison alone (no rates, no NIC path)")
     ap.add_argument("--json", default=str(ROOT / "docs" / "results" / "bench_train.json"))
@@ -408,7 +418,16 @@ def _compare_steps(text):
     return steps
 
 
-def compare(worlds, steps, warmup, batch, port):
+def _compare_methods(text):
+    methods = tuple(text.split(","))
+    known = ACCURACY_METHODS + EMULATE_METHODS
+    if set(methods) - set(known) or methods[0] != "gloo" or len(set(methods)) < len(methods):
+        raise ValueError(f"--compare-methods: gloo first, then any of {known[1:]} once; "
+                         f"got {text!r}")
+    return methods
+
+
+def compare(worlds, steps, warmup, batch, port, methods=ACCURACY_METHODS):
     """The accuracy comparison: {(world, model, reduction): {method: row}}."""
     out = {}
     for world in worlds:
@@ -420,7 +439,7 @@ def compare(worlds, steps, warmup, batch, port):
                     t0 = time.monotonic()
                     port += 1
                     out[(world, model, red)] = run_config(
-                        net, world, None, ACCURACY_METHODS, n, warmup, batch, port,
+                        net, world, None, methods, n, warmup, batch, port,
                         extra=("--model", model, "--reduction", red))
                     print(f"P={world} {model} loss {red}: {time.monotonic() - t0:.0f} s",
                           flush=True)
@@ -444,6 +463,8 @@ def report_compare(results, steps, out=print):
                 f"{r['hook_s']:7.3f}")
     out("\nTargets for IncState() (\"ours\"): within 0.5 points of gloo, >= 5x fewer bytes:")
     for (w, model, red), res in sorted(results.items()):
+        if "ours" not in res or "gloo" not in res:
+            continue
         ours, gloo = res["ours"], res["gloo"]
         pts = (gloo["accuracy"] - ours["accuracy"]) * 100
         fewer = gloo["tx_bytes_per_step"] / ours["tx_bytes_per_step"]
@@ -468,7 +489,12 @@ def run(args) -> int:
         return 2
     rates = [None if r == "unlimited" else float(r) for r in args.rates.split(",")]
     results, port = {}, 29600
-    compared = compare(args.compare_worlds, steps, args.warmup, args.batch, 29400)
+    try:
+        methods = _compare_methods(args.compare_methods)
+    except ValueError as e:
+        print(f"bench-train: {e}", file=sys.stderr)
+        return 2
+    compared = compare(args.compare_worlds, steps, args.warmup, args.batch, 29400, methods)
     if compared:
         report_compare(compared, steps)
     if args.only_compare:
