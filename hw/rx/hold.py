@@ -7,8 +7,9 @@ from amaranth.lib.wiring import In, Out
 
 from ..header_restore import HEADER_BEATS
 from ..wire import BEAT_BYTES
-from .layouts import (BANK_BEATS, HOLD_BEATS, HoldBack, HoldEgress, HoldFeed, HoldFront,
-                      HoldRestore, HoldSniff, InBeat)
+from ..wire import VERSIONS_DEFAULT
+from .layouts import (BANK_BEATS, HOLD_BEATS, HoldBack, HoldCheck, HoldEgress, HoldFeed,
+                      HoldFront, HoldRestore, HoldSniff, InBeat)
 
 __all__ = ["Hold"]
 
@@ -18,7 +19,7 @@ class Hold(wiring.Component):
     ready here) in a distributed-RAM memory of two banks of ``BANK_BEATS`` beats, and
     then raises ``front.done`` (a strobe) for the front half. The frame's facts (beats
     held, its last beat's count, keep and tuser, the bytes held, ``enable`` sampled on
-    its first beat, the bank) are registers on ``front.held``. ``front.take`` (the front
+    its first beat, ``versions`` likewise, the bank) are registers on ``front.held``. ``front.take`` (the front
     half's ACT) hands the bank over to the pending frame and starts the next one in the
     other bank (nothing is copied); ``front.restart`` goes back to HEAD. The header
     beats go past the HeaderRestore (``restore``: ``beat_valid``, ``beat_sel``: which of
@@ -36,7 +37,9 @@ class Hold(wiring.Component):
 
     beats: In(stream.Signature(InBeat))
     enable: In(1, init=1)
+    versions: In(3, init=VERSIONS_DEFAULT)
     front: Out(HoldFront)
+    check: Out(HoldCheck)
     feed: Out(HoldFeed)
     back: Out(HoldBack)
     egress: Out(HoldEgress)
@@ -52,6 +55,8 @@ class Hold(wiring.Component):
         wr = beats.write_port()
         rd_f = beats.read_port(domain="comb")
         rd_o = beats.read_port(domain="comb")
+        rd_c = beats.read_port(domain="comb")
+        m.d.comb += [rd_c.addr.eq(self.check.c_addr), self.check.c_data.eq(rd_c.data)]
         front, feed, back = self.front, self.feed, self.back
         m.d.comb += [rd_f.addr.eq(front.f_addr), front.f_data.eq(rd_f.data),
                      feed.f_data.eq(rd_f.data),
@@ -67,12 +72,14 @@ class Hold(wiring.Component):
         held_user = Signal()
         held_len = Signal(range(HOLD_BEATS * BEAT_BYTES + 1))
         en_r = Signal()
+        versions_r = Signal(3)
         m.d.comb += [
             front.head.eq(s_head),
             front.held.nheld.eq(nheld), front.held.hsel.eq(hsel),
             front.held.last.eq(held_last), front.held.kc.eq(held_kc),
             front.held.keep.eq(held_keep), front.held.user.eq(held_user),
             front.held.len.eq(held_len), front.held.en.eq(en_r), front.held.bank.eq(bank_h),
+            front.held.versions.eq(versions_r),
             feed.beat.eq(inb.payload), feed.beat_valid.eq(inb.valid),
             back.beat.eq(inb.payload), back.beat_valid.eq(inb.valid),
         ]
@@ -113,7 +120,7 @@ class Hold(wiring.Component):
             with m.If(hsel[0]):
                 # enable is sampled at the start of each frame (the matcher samples
                 # dscp on the same beat).
-                m.d.sync += en_r.eq(self.enable)
+                m.d.sync += [en_r.eq(self.enable), versions_r.eq(self.versions)]
             with m.If(inb.payload.last | hsel[HOLD_BEATS - 1]):
                 m.d.comb += front.done.eq(1)
                 m.d.sync += [held_len.eq((nheld << 5) + inb.payload.kc), s_head.eq(0)]
