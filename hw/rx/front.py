@@ -78,6 +78,7 @@ class Front(wiring.Component):
         self.formal_held = Signal()        # MATCH, SH2, CHECK or ACT: a frame not taken
         self.formal_match = Signal()       # MATCH
         self.formal_pm = Signal()          # the matcher's result kept, not taken
+        self.formal_magic = Signal(8)      # the shim's magic byte as read (CHECK, ACT)
 
     def elaborate(self, platform):
         m = Module()
@@ -419,6 +420,7 @@ class Front(wiring.Component):
                 self.formal_busy.eq(pend_busy), self.formal_ready.eq(pend_ready),
                 self.formal_held.eq(s_match | s_sh2 | s_ver | s_check | s_act),
                 self.formal_pm.eq(pm_have), self.formal_match.eq(s_match),
+                self.formal_magic.eq(shim_m),
                 Assert(s_match + s_sh2 + s_ver + s_check + s_act <= 1, "front: two states at once"),
             ]
         return m
