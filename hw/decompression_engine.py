@@ -5,7 +5,7 @@ them (the FIFOs are 4-entry register slices in distributed RAM):
 
     i ─► ingress ─ in_slice ─► hold ──► matcher ─► front ◄─ restore ◄─ hold
     hold ─ held frame, shim beat ─► front ─ take, restart ─► hold
-    front ─ go, header offsets ─► check ◄─ held beats (third read port) ─ hold;  check ─ done, ok ─► front
+    front ─ go, header offsets ─► check ◄─ held beats (as written) ─ hold;  check ─ done, ok ─► front
     front ─ feed (load) ─► feed ◄─ held beats, live beats ─ hold
     front ─ start ─► du ◄─ pieces ─ feed;  front ─ rl_cfg ─► realign
     du ─► words ─► realign ─► back ◄─ pending frame, PASS ─ front;  feed ─ end of input ─► back
@@ -20,13 +20,13 @@ them (the FIFOs are 4-entry register slices in distributed RAM):
 - matcher (PacketMatcher): sniffs every taken beat, reports once per frame.
 - restore (HeaderRestore): sums the IP header words as the hold takes the beats, adds
   the restored total length once the frame is started: the restored IP checksum.
-- check: version 3's check word (docs/wire-format.md section 10), recomputed from the
-  held beats (read through its own port of the beat memory) while the frame is held:
-  the CRC-32 of the header fields and shim bytes 0-3 (ShimCheck), compared with shim
-  bytes 4-7, before the front half decides.
+- check: version 3's check word (docs/wire-format.md section 10), recomputed from a
+  copy of the held beats (taken as the hold writes them) while the frame is held: the
+  CRC-32 of the header fields and shim bytes 0-3 (ShimCheck), compared with shim bytes
+  4-7, 2 clocks after MATCH, before the front half decides.
 - front: MATCH (the matcher's result; L, the magic and k from the shim; starts the
-  check), SH2, VER (the check's result, the magic against the accepted versions), CHECK
-  (every per-frame sum and compare, so that ACT only copies registers), ACT: decompress
+  check), SH2, VER (the magic against the accepted versions), CHECK (with the check's
+  answer: every per-frame sum and compare, so that ACT only copies registers), ACT: decompress
   or pass; loads the feed and the pending-frame slot, starts the unit (with the codec
   and, for versions 2 and 3, the shim's k) and the Realigner. The versions ``versions``
   names (a mask sampled with each frame's first beat, like ``enable``; version 3 only

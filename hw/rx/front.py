@@ -24,12 +24,13 @@ class Front(wiring.Component):
       so the read is one level from flip-flops); SH2 reads the magic byte one clock later
       when it is lane 0 of the next beat; MATCH also starts the check stage
       (``check.go``: version 3's check word, recomputed from the held beats);
-    * VER waits for the check stage (``check.done``), decodes the magic against the
-      frame's accepted versions (``held.versions``, sampled with its first beat) and
-      picks the shim's length (4 bytes, or 8 for version 3) into the sums CHECK uses;
+    * VER decodes the magic against the frame's accepted versions (``held.versions``,
+      sampled with its first beat) and picks the shim's length (4 bytes, or 8 for
+      version 3) into the sums CHECK uses;
     * CHECK works out every per-frame sum and compare ACT needs (the shim check, the size
       limit, the output beat count, the first beat's offer, which held beats end the
-      compressed stream), so ACT only copies registers. The shim check accepts the wire
+      compressed stream), so ACT only copies registers; it waits for the check stage
+      (``check.done``) and takes its answer (``check.ok``). The shim check accepts the wire
       format versions the mask names: magic 0xC5 (version 1), 0xC6 (version 2, the
       bounded codec, whose k, byte 3, must be in 1..16 and whose L must be restorable
       from the received bytes: |C| >= 4 + 2 ceil((L div 4) / 8) + L mod 4, the shim, a
@@ -145,7 +146,8 @@ class Front(wiring.Component):
         acc_v1 = Signal()
         acc_v2 = Signal()
         acc_v3 = Signal()
-        ck_ok = Signal()
+        ck_ok = Signal()               # the check stage's answer (valid in CHECK)
+        m.d.comb += ck_ok.eq(self.check.ok)
         d_fidx = Signal(range(HOLD_BEATS + 1))   # beat of the stream's first byte
         d_ffirst = Signal(5)                     # ... and its lane
         m.d.comb += [d_fidx.eq(d_p4[5:]), d_ffirst.eq(d_p4[:5])]
@@ -223,8 +225,7 @@ class Front(wiring.Component):
 
         # MATCH: take the matcher's result, and L from the shim.
         rd = hold.f_data
-        m.d.comb += [self.check.go.eq(pm_take), self.check.info.eq(info),
-                     self.check.bank.eq(held.bank)]
+        m.d.comb += [self.check.go.eq(pm_take), self.check.info.eq(info)]
         with m.If(s_match & pm_have):
             m.d.comb += pm_take.eq(1)
             po = info.payload_offset
@@ -267,8 +268,8 @@ class Front(wiring.Component):
         with m.If(s_sh2):
             m.d.sync += [shim_m.eq(rd[:8]), shim_k.eq(rd[8:16]), s_sh2.eq(0), s_ver.eq(1)]
 
-        # VER: once the check stage is done, the version decode and the shim's length.
-        with m.If(s_ver & self.check.done):
+        # VER: the version decode and the shim's length.
+        with m.If(s_ver):
             is_v3 = Signal()
             m.d.comb += is_v3.eq(shim_m == SHIM_MAGIC_V3)
             vers = held.versions
@@ -276,15 +277,15 @@ class Front(wiring.Component):
                 acc_v1.eq((shim_m == SHIM_MAGIC) & vers[0]),
                 acc_v2.eq((shim_m == SHIM_MAGIC_V2) & vers[1]),
                 acc_v3.eq(is_v3 & vers[2]),
-                ck_ok.eq(self.check.ok),
                 s_ver.eq(0), s_check.eq(1),
             ]
             with m.If(is_v3):
                 m.d.sync += [d_p4.eq(d_p8), d_rem.eq(d_rem8),
                              *[d_thr[j].eq(d_thr8[j]) for j in range(4)]]
 
-        # CHECK: the shim check and everything ACT needs, one register stage.
-        with m.If(s_check):
+        # CHECK: the shim check and everything ACT needs, one register stage (once the
+        # check stage has answered: 2 clocks after MATCH, so CHECK rarely waits).
+        with m.If(s_check & self.check.done):
             m.d.sync += ra.eq(d_fidx[:3])          # the feed's first held beat
             ls = shim_l
             end_first = Signal()

@@ -25,7 +25,8 @@ class Hold(wiring.Component):
     beats go past the HeaderRestore (``restore``: ``beat_valid``, ``beat_sel``: which of
     the first beats) as they are written. The memory has two combinational read ports,
     ``f_addr``/``f_data`` (the shim check on ``front``, whose address it is, and the feed
-    on ``feed``) and ``egress.hdr_addr``/``hdr_data`` (the output).
+    on ``feed``) and ``egress.hdr_addr``/``hdr_data`` (the output). The check stage
+    (``check``) sees each held beat as it is written.
 
     The stage owns the input stream (``beats``), which four states read: HEAD here,
     DRAIN (``feed.drain``), a live bypass beat going out (``back.pass_take``: taken with
@@ -55,8 +56,6 @@ class Hold(wiring.Component):
         wr = beats.write_port()
         rd_f = beats.read_port(domain="comb")
         rd_o = beats.read_port(domain="comb")
-        rd_c = beats.read_port(domain="comb")
-        m.d.comb += [rd_c.addr.eq(self.check.c_addr), self.check.c_data.eq(rd_c.data)]
         front, feed, back = self.front, self.feed, self.back
         m.d.comb += [rd_f.addr.eq(front.f_addr), front.f_data.eq(rd_f.data),
                      feed.f_data.eq(rd_f.data),
@@ -107,6 +106,8 @@ class Hold(wiring.Component):
             self.restore.beat_valid.eq(head_take),
             self.restore.beat_sel.eq(hsel[:HEADER_BEATS]),
             self.restore.beat_vlan.eq(inb.payload.vlan),
+            self.check.c_beat.eq(inb.payload.data), self.check.c_valid.eq(head_take),
+            self.check.c_sel.eq(hsel),
         ]
         with m.If(head_take):
             m.d.sync += [

@@ -152,18 +152,19 @@ HoldEgress = wiring.Signature({
     "hdr_data": Out(8 * BEAT_BYTES),
 })
 
-# hold -> check: the beat memory's third read port (the check word's bytes).
+# hold -> check: each held beat as it is written in HEAD (a strobe), with its one-hot
+# index among the held beats.
 HoldCheck = wiring.Signature({
-    "c_addr": In(4),
-    "c_data": Out(8 * BEAT_BYTES),
+    "c_beat": Out(8 * BEAT_BYTES),
+    "c_valid": Out(1),
+    "c_sel": Out(HOLD_BEATS),
 })
 
-# front -> check: start (a strobe in MATCH) with the matcher's result and the frame's
-# bank; back: done (a level until the next start) and whether the check word matched.
+# front -> check: start (a strobe in MATCH) with the matcher's result; back: done (a
+# level until the next start) and whether the check word matched.
 FrontCheck = wiring.Signature({
     "go": Out(1),
     "info": Out(MatchInfo),
-    "bank": Out(1),
     "done": In(1),
     "ok": In(1),
 })

@@ -126,7 +126,7 @@ class Feeder(wiring.Component):
         m.d.comb += [
             a_in.payload.fill.eq(is_prefix),
             a_in.payload.data.eq(Cat(
-                Mux(is_prefix, sh.shim_rot,
+                Mux(is_prefix | fd_ck, sh.shim_rot,      # (placeholders: held bytes)
                     Mux(fd_tail, Cat(tail_h.tail, g.data[24:32]), g.data[:32])),
                 g.data[32:])),
         ]
