@@ -497,6 +497,10 @@ class RxFrontCheck(FormalTop):
             m.d.sync += [ck_busy.eq(0), ck_done.eq(1), ck_ok.eq(AnySeq(1))]
         m.d.comb += [dut.check.done.eq(ck_done),
                      dut.check.ok.eq(1 if self.ok_stuck else ck_ok)]
+        self.ck_busy, self.ck_answer = ck_busy, ck_answer
+        # the check's model in step with the front half: answered or answering once the
+        # frame's go left MATCH, idle before (the induction's invariant)
+        m.d.comb += Assert(~(ck_busy & ck_done), "front: check model out of step")
         # The decision: decompressed only in an accepted version, version 3 only on a
         # match (the answer to this frame's go: the next go comes after its take).
         accept = dut.hold.take & dut.feed.start.payload.go
