@@ -2,7 +2,7 @@
 
 from amaranth import *
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from ..shim_check import ShimCheck
 from ..wire import BEAT_BYTES
