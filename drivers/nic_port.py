@@ -61,17 +61,10 @@ class NicPort:
         self.codec = golden.check_codec(codec)
         # The wire version TX writes (the codec's: bounded 3, paper 1) and those RX accepts
         # (by default the one TX writes: version 3 only, or 1 for the paper's
-        # reproductions, which name the paper's codec). The RTL engines implement
-        # versions 1 and 2: with them the defaults are the codec's of those and (1, 2),
-        # and version 3 is refused.
-        rtl = engine == "rtl"
+        # reproductions, which name the paper's codec); the RTL engines implement all three.
         self.version = golden.payload.check_version(
-            (2 if rtl and self.codec == "bounded" else golden.CODEC_VERSION[self.codec])
-            if version is None else version, self.codec)
-        self.versions = golden.check_versions(((1, 2) if rtl else (self.version,))
-                                              if versions is None else versions)
-        if rtl and (self.version == 3 or 3 in self.versions):
-            raise ValueError("the RTL engines implement wire versions 1 and 2, not 3")
+            golden.CODEC_VERSION[self.codec] if version is None else version, self.codec)
+        self.versions = golden.check_versions((self.version,) if versions is None else versions)
         # The golden engine's payload work: the compiled fast path (byte for byte the
         # NumPy model, tests/test_golden_fast.py) or the NumPy model itself. The RTL is
         # always checked against the NumPy model.
@@ -85,8 +78,9 @@ class NicPort:
         self._tx_rtl = self._rx_rtl = None
         if engine == "rtl":
             from ..rtl.rtl_loop import FastEngine
-            self._tx_rtl = FastEngine("tx", k=k, dscp=dscp, enable=enable, codec=self.codec)
-            self._rx_rtl = FastEngine("rx", dscp=dscp, enable=enable)
+            self._tx_rtl = FastEngine("tx", k=k, dscp=dscp, enable=enable, codec=self.codec,
+                                      version=max(self.version, 2))
+            self._rx_rtl = FastEngine("rx", dscp=dscp, enable=enable, versions=self.versions)
 
     def to_wire(self, frames: list[bytes]) -> list[bytes]:
         """TX: frames a host sent -> frames on the wire (oversize frames are dropped)."""

@@ -10,7 +10,7 @@ FIFOs between them (entries; * a FastFifo, whose reader decides ``r_en`` late):
     grouper ─► CompressionUnit ─► feeder ◄─ shimq [4*] ─ dispatcher             │
     grouper ─ tailq [4*] ─► feeder ─ rs_vec [4*] ─► AlignmentUnit ─► cwriter    │
     cwriter ─► comp ring (FrameStore) ────────────────────────────────────────┐ │
-    front ─ frontq [8], hsumq [16] ─► finisher ◄─ clenq [8], dsumq [16] ─ feeder│ │
+    front ─ frontq [8], hsumq [16], ckq [16] ─► finisher ◄─ clenq [8], dsumq [16] ─ feeder│ │
     cwriter ─ compq [8] ─► finisher ─ descq [4] ─► egress ◄─ comp ring, orig ring
     egress ─► outq [8] ─► o
 
@@ -38,11 +38,15 @@ CompressionUnit -> group former -> realigner -> front, so no ready signal ripple
 more than one block (the CompressionUnit registers its own input).
 Latency from a frame's last input beat to its first output beat: about 50 clocks.
 
-Configuration ``enable``, ``dscp``, ``k``, ``codec`` is sampled on each frame's first
-beat. ``codec`` picks the wire format: 0, version 1 (the paper's codec, shim magic 0xC5,
-k in 1..126); 1, version 2 (the bounded codec ``inceptionn_eb``, shim magic 0xC6, k in
-1..16). Only the CompressionBlocks' 8-bit field and the decoded value behind the L4
-checksum depend on it. Frames longer than MAX_FRAME_BYTES are dropped and counted; a
+Configuration ``enable``, ``dscp``, ``k``, ``codec``, ``version`` is sampled on each
+frame's first beat. ``codec`` picks the codec: 0, the paper's (wire format version 1,
+shim magic 0xC5, k in 1..126); 1, the bounded codec ``inceptionn_eb`` (k in 1..16),
+written in the wire version ``version`` names: 2 (shim magic 0xC6) or 3 (0xC7 and a
+check word over the header fields and the shim, docs/wire-format.md section 10; the
+default), any other value bypasses. Only the CompressionBlocks' 8-bit field and the
+decoded value behind the L4 checksum depend on the codec; version 3 adds the check
+word's 4 bytes after the shim, written by the egress's patches (HeaderRewrite runs the
+CRC once |C| is known). Frames longer than MAX_FRAME_BYTES are dropped and counted; a
 frame with ``tuser`` set, or with the engine disabled or k outside its codec's range,
 is forwarded unchanged (bypassed, counted).
 """
@@ -66,23 +70,23 @@ from .tx.finisher import Finisher
 from .tx.front import Front
 from .tx.group_former import GroupFormer
 from .tx.ingress import Ingress
-from .tx.layouts import (CLenInfo, CodecK, FrameCfg, FrameMode, HdrSums, ShimInfo,
+from .tx.layouts import (CheckFields, CLenInfo, CodecK, FrameCfg, FrameMode, HdrSums, ShimInfo,
                          TailInfo, comp_region, desc, front_result)
-from .wire import CODEC_PORT_DEFAULT, DSCP_DEFAULT, K_DEFAULT, MAX_FRAME_BEATS
+from .wire import CODEC_PORT_DEFAULT, DSCP_DEFAULT, K_DEFAULT, MAX_FRAME_BEATS, VERSION_DEFAULT
 
 __all__ = ["CompressionEngine", "MAX_FRAME_BEATS"]
 
 # FIFOs written by a strobe (valid only in the clock of the write).
-_STROBED = ("infoq", "cfgq", "modeq", "kq", "shimq", "tailq", "hsumq", "clenq", "dsumq",
-            "compq")
+_STROBED = ("infoq", "cfgq", "modeq", "kq", "shimq", "tailq", "hsumq", "ckq", "clenq",
+            "dsumq", "compq")
 
-_COUNTERS = ("compressed", "version1", "version2", "bypassed", "fallback", "dropped",
+_COUNTERS = ("compressed", "version1", "version2", "version3", "bypassed", "fallback", "dropped",
              "payload_bytes_in", "payload_bytes_out")
 
 
 class CompressionEngine(wiring.Component):
     """TX engine. Ports: ``i``/``o`` AXI streams (``AxisBeat``), config ``enable``,
-    ``dscp``, ``k``, ``codec``; counters (frames: 32 bits, bytes: 48 bits)."""
+    ``dscp``, ``k``, ``codec``, ``version``; counters (frames: 32 bits, bytes: 48 bits)."""
 
     i: In(axis_signature())
     o: Out(axis_signature())
@@ -90,11 +94,13 @@ class CompressionEngine(wiring.Component):
     dscp: In(6, init=DSCP_DEFAULT)
     k: In(7, init=K_DEFAULT)
     codec: In(1, init=CODEC_PORT_DEFAULT)
+    version: In(2, init=VERSION_DEFAULT)
     frames_in: Out(32)
     frames_out: Out(32)
     compressed: Out(32)
-    version1: Out(32)       # compressed frames in wire format version 1 / 2
+    version1: Out(32)       # compressed frames in wire format version 1 / 2 / 3
     version2: Out(32)
+    version3: Out(32)
     bypassed: Out(32)
     fallback: Out(32)
     dropped: Out(32)
@@ -139,6 +145,7 @@ class CompressionEngine(wiring.Component):
         pl.connect("in", "ingress.i")
         m.d.comb += [ingress.enable.eq(self.enable), ingress.dscp.eq(self.dscp),
                      ingress.k.eq(self.k), ingress.codec.eq(self.codec),
+                     ingress.version.eq(self.version),
                      self.frames_in.eq(ingress.frames_in)]
         pl.connect("ingress.store", "orig", "frames")
         pl.fifo("beatq", "ingress.beats", "front.beats", AxisBeat, 16)
@@ -166,6 +173,7 @@ class CompressionEngine(wiring.Component):
         # finisher: per frame, in order, the results of front, feeder and comp writer.
         pl.fifo("frontq", "front.result", "finisher.front", front_result(aw), 8)
         pl.fifo("hsumq", "front.hsum", "finisher.hsum", HdrSums, 16)
+        pl.fifo("ckq", "front.ck", "finisher.ck", CheckFields, 16)
         pl.fifo("clenq", "feeder.clen", "finisher.clen", CLenInfo, 8)
         pl.fifo("dsumq", "feeder.dsum", "finisher.dsum", 16, 16)
         pl.fifo("compq", "cwriter.region", "finisher.region", comp_region(aw), 8)

@@ -5,6 +5,7 @@ them (the FIFOs are 4-entry register slices in distributed RAM):
 
     i ─► ingress ─ in_slice ─► hold ──► matcher ─► front ◄─ restore ◄─ hold
     hold ─ held frame, shim beat ─► front ─ take, restart ─► hold
+    front ─ go, header offsets ─► check ◄─ held beats (as written) ─ hold;  check ─ done, ok ─► front
     front ─ feed (load) ─► feed ◄─ held beats, live beats ─ hold
     front ─ start ─► du ◄─ pieces ─ feed;  front ─ rl_cfg ─► realign
     du ─► words ─► realign ─► back ◄─ pending frame, PASS ─ front;  feed ─ end of input ─► back
@@ -19,12 +20,20 @@ them (the FIFOs are 4-entry register slices in distributed RAM):
 - matcher (PacketMatcher): sniffs every taken beat, reports once per frame.
 - restore (HeaderRestore): sums the IP header words as the hold takes the beats, adds
   the restored total length once the frame is started: the restored IP checksum.
-- front: MATCH (the matcher's result; L, the magic and k from the shim), SH2, CHECK
-  (every per-frame sum and compare, so that ACT only copies registers), ACT: decompress
-  or pass; loads the feed and the pending-frame slot, starts the unit (with the wire
-  format version and, for version 2, the shim's k) and the Realigner. Both versions are
-  accepted: 0xC5 (the paper's codec) and 0xC6 (the bounded codec, k in 1..16, L
-  restorable from the received bytes); any other shim is forwarded unchanged.
+- check: version 3's check word (docs/wire-format.md section 10), recomputed from a
+  copy of the held beats (taken as the hold writes them) while the frame is held: the
+  CRC-32 of the header fields and shim bytes 0-3 (ShimCheck), compared with shim bytes
+  4-7, 2 clocks after MATCH, before the front half decides.
+- front: MATCH (the matcher's result; L, the magic and k from the shim; starts the
+  check), SH2, VER (the magic against the accepted versions), CHECK (with the check's
+  answer: every per-frame sum and compare, so that ACT only copies registers), ACT: decompress
+  or pass; loads the feed and the pending-frame slot, starts the unit (with the codec
+  and, for versions 2 and 3, the shim's k) and the Realigner. The versions ``versions``
+  names (a mask sampled with each frame's first beat, like ``enable``; version 3 only
+  by default) are accepted: 0xC5 (the paper's codec), 0xC6 (the bounded codec, k in
+  1..16, L restorable from the received bytes), 0xC7 (version 2's rules with the 8-byte
+  shim, and the check word matches); any other shim is forwarded unchanged, and so is
+  a version-3 frame whose check word does not match (counted in ``check_failed``).
 - feed: the compressed bytes (shim stripped, Ethernet padding dropped) into the unit:
   the held beats, then the live input; then DRAIN and the end-of-input slot (tuser, cut
   short).
@@ -68,6 +77,7 @@ from .packet_matcher import PacketMatcher
 from .pipeline import Pipeline
 from .realigner import Realigner
 from .rx.back import Back
+from .rx.check import Check
 from .rx.egress import Egress
 from .rx.feed import Feed
 from .rx.front import Front
@@ -75,29 +85,33 @@ from .rx.hold import Hold
 from .rx.ingress import Ingress
 from .rx.layouts import HOLD_BEATS, InBeat
 from .rx.words import Words
-from .wire import DSCP_DEFAULT
+from .wire import DSCP_DEFAULT, VERSIONS_DEFAULT
 
 __all__ = ["DecompressionEngine", "HOLD_BEATS"]
 
-_COUNTERS = {"front": ("decompressed", "version1", "version2", "bypassed", "payload_bytes_in",
-                       "payload_bytes_out"),
+_COUNTERS = {"front": ("decompressed", "version1", "version2", "version3", "bypassed",
+                       "check_failed", "payload_bytes_in", "payload_bytes_out"),
              "back": ("malformed",), "hold": ("frames_in",), "egress": ("frames_out",)}
 
 
 class DecompressionEngine(wiring.Component):
     """RX engine. Ports: ``i``/``o`` AXI streams (``AxisBeat``), config ``enable``,
-    ``dscp``; counters (frames: 32 bits, bytes: 48 bits)."""
+    ``dscp``, ``versions`` (bit v - 1: accept wire version v); counters (frames: 32 bits,
+    bytes: 48 bits)."""
 
     i: In(axis_signature())
     o: Out(axis_signature())
     enable: In(1, init=1)
     dscp: In(6, init=DSCP_DEFAULT)
+    versions: In(3, init=VERSIONS_DEFAULT)
     frames_in: Out(32)
     frames_out: Out(32)
     decompressed: Out(32)
-    version1: Out(32)       # decompressed frames in wire format version 1 / 2
+    version1: Out(32)       # decompressed frames in wire format version 1 / 2 / 3
     version2: Out(32)
+    version3: Out(32)
     bypassed: Out(32)
+    check_failed: Out(32)   # of bypassed: version-3 frames refused by their check word
     malformed: Out(32)
     payload_bytes_in: Out(48)
     payload_bytes_out: Out(48)
@@ -110,6 +124,7 @@ class DecompressionEngine(wiring.Component):
         matcher = pl.add("matcher", PacketMatcher())
         pl.add("restore", HeaderRestore())
         pl.add("front", Front())
+        pl.add("check", Check())
         pl.add("feed", Feed())
         # The unit's words go straight into the Realigner's input register slice (its
         # ready is a flip-flop), so the unit leaves its own output slice out.
@@ -118,7 +133,8 @@ class DecompressionEngine(wiring.Component):
         pl.add("realign", Realigner())
         pl.add("back", Back())
         pl.add("egress", Egress())
-        m.d.comb += [hold.enable.eq(self.enable), matcher.dscp.eq(self.dscp)]
+        m.d.comb += [hold.enable.eq(self.enable), hold.versions.eq(self.versions),
+                     matcher.dscp.eq(self.dscp)]
 
         # Beat-wide register slices (4-entry FastFifos in distributed RAM) at both ports.
         pl.connect("in", "ingress.i")
@@ -131,6 +147,8 @@ class DecompressionEngine(wiring.Component):
         pl.connect("hold.restore", "restore", "header beats")
         pl.connect("hold.front", "front.hold", "held frame, shim beat; take, restart")
         pl.connect("matcher", "front.matcher", "info")
+        pl.connect("front.check", "check.front", "go, header offsets; done, match")
+        pl.connect("hold.check", "check.hold", "held beats")
         pl.connect("hold.feed", "feed.hold", "held beats, live beats")
         pl.connect("hold.back", "back.hold", "live bypass beats")
 

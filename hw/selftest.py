@@ -12,7 +12,8 @@ CPU_RESET restarts the test, DIP switch 0 injects a fault, and the user LEDs sho
 Without the engines (``engines=False``) the chain is generator -> register slices ->
 checker, and the checker expects every frame back unchanged; this tests the test.
 ``codec`` picks the TX engine's wire format version (and the reference's decode): "bounded"
-(version 2, k in 1..16; the default) or "paper" (version 1, k in 1..126).
+(version 3, the checked shim, k in 1..16; the default) or "paper" (version 1, k in
+1..126); the RX engine accepts that version only.
 ``engine_modules`` (TX, RX module names) puts the engines in as instances of their own
 Verilog modules (hw/engine_instance.py), which the build then adds: `make vc709` does,
 so the tree holds the very engine files `make verilog` writes.
@@ -100,7 +101,8 @@ class SelfTest(wiring.Component):
                 m.submodules.tx = tx = CompressionEngine()
                 m.submodules.rx = rx = DecompressionEngine()
             m.d.comb += [tx.enable.eq(1), tx.dscp.eq(10), tx.k.eq(self.k), tx.codec.eq(v2),
-                         rx.enable.eq(1), rx.dscp.eq(10)]
+                         tx.version.eq(3), rx.enable.eq(1), rx.dscp.eq(10),
+                         rx.versions.eq(0b100 if v2 else 0b001)]
         else:
             m.submodules.tx = tx = AxisRegisterSlice()
             m.submodules.rx = rx = AxisRegisterSlice()

@@ -7,7 +7,7 @@ that both agree.
 __all__ = [
     "BEAT_BYTES", "BEAT_BITS", "MAX_FRAME_BYTES", "MAX_FRAME_BEATS",
     "SHIM_MAGIC", "SHIM_MAGIC_V2", "SHIM_BYTES", "DSCP_DEFAULT", "K_MIN", "K_MAX", "K_DEFAULT",
-    "EB_K_MAX",
+    "EB_K_MAX", "SHIM_MAGIC_V3", "SHIM_BYTES_V3",
 ]
 
 BEAT_BYTES = 32                                  # one 256-bit AXI-stream beat
@@ -16,7 +16,9 @@ MAX_FRAME_BYTES = 9216                           # longer frames are dropped (TX
 MAX_FRAME_BEATS = MAX_FRAME_BYTES // BEAT_BYTES  # 288
 SHIM_MAGIC = 0xC5                                # byte 2 of the 4-byte shim: version 1
 SHIM_MAGIC_V2 = 0xC6                             # version 2: the bounded codec
+SHIM_MAGIC_V3 = 0xC7                             # version 3: the bounded codec and a check word
 SHIM_BYTES = 4
+SHIM_BYTES_V3 = 8                                # version 3: the shim and its check word
 DSCP_DEFAULT = 10                                # ToS 0x28
 K_MIN, K_MAX, K_DEFAULT = 1, 126, 10             # error bound 2^-k (version 1)
 EB_K_MAX = 16                                    # version 2's k: K_MIN..EB_K_MAX
@@ -24,3 +26,8 @@ EB_K_MAX = 16                                    # version 2's k: K_MIN..EB_K_MA
 # names the codecs "paper" and "bounded"): 0 version 1, the paper's codec; 1 version 2.
 CODEC_PORT_PAPER, CODEC_PORT_BOUNDED = 0, 1
 CODEC_PORT_DEFAULT = CODEC_PORT_BOUNDED          # where a user does not choose
+# TX ``version`` port (gateware only, like the codec port): the wire version written with
+# the bounded codec (2 or 3; other values bypass); RX ``versions`` port: the accepted
+# versions, bit v - 1 for version v (golden.versions_mask).
+VERSION_DEFAULT = 3
+VERSIONS_DEFAULT = 0b100                         # version 3 only

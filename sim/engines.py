@@ -18,7 +18,7 @@ Bulk runs without idle or backpressure patterns go faster through
 
 ``frames`` is a list of ``bytes`` or ``(bytes, tuser)``; ``cfgs`` (optional) gives per
 input frame None or a dict of configuration ports (``k``, ``codec``, ...) set as its
-first beat is offered, for mixed configurations back to back. The run itself is the cocotb
+first beat is offered (``versions`` as a tuple or a mask), for mixed configurations back to back. The run itself is the cocotb
 module ``sim/tb_engine_run.py``; the job and the results travel as pickle files named
 by environment variables (``INCEPTIONN_JOB``, ``INCEPTIONN_RESULT``).
 
@@ -51,9 +51,12 @@ DESIGNS = {
 }
 
 
-def run_frames(kind, frames, *, k=10, dscp=10, enable=True, codec="bounded", idle="none",
-               backpressure="none", seed=0, tag=None, timeout_cycles=None, cfgs=None):
-    """Run `frames` through engine `kind` ("tx", ...) and return a RunResult."""
+def run_frames(kind, frames, *, k=10, dscp=10, enable=True, codec="bounded", version=3,
+               versions=(3,), idle="none", backpressure="none", seed=0, tag=None,
+               timeout_cycles=None, cfgs=None):
+    """Run `frames` through engine `kind` ("tx", ...) and return a RunResult. ``version``:
+    TX's version port (the bounded codec's wire version, 2 or 3); ``versions``: RX's
+    accepted versions (a tuple, as golden names them, or the port's mask)."""
     if kind not in DESIGNS:
         raise ValueError(f"unknown engine kind {kind!r}; known: {sorted(DESIGNS)}")
     for mode in (idle, backpressure):
@@ -68,7 +71,7 @@ def run_frames(kind, frames, *, k=10, dscp=10, enable=True, codec="bounded", idl
     comes_out = expected(frames)
     job = {
         "frames": frames, "comes_out": comes_out, "k": int(k), "dscp": int(dscp),
-        "codec": codec, "cfgs": cfgs,
+        "codec": codec, "cfgs": cfgs, "version": int(version), "versions": versions,
         "enable": bool(enable), "idle": idle, "backpressure": backpressure, "seed": seed,
         "timeout_cycles": timeout_cycles or (64 * sum(len(f) // 32 + 1 for f, _ in frames) + 20_000),
     }

@@ -32,6 +32,7 @@ from ..hw.axis import AxisBeat, axis_signature
 from ..hw.compression_engine import CompressionEngine
 from ..hw.decompression_engine import DecompressionEngine
 from ..hw.engine_instance import EngineInstance
+from ..hw.wire import VERSION_DEFAULT, VERSIONS_DEFAULT
 from ..rtl.designs import DESIGNS
 
 __all__ = ["Loopback", "loopback_design"]
@@ -43,7 +44,9 @@ class Loopback(wiring.Component):
     enable: In(1, init=1)
     dscp: In(6, init=10)
     k: In(7, init=10)
-    codec: In(1, init=1)        # 0 the paper's codec (version 1), 1 the bounded one (2)
+    codec: In(1, init=1)        # 0 the paper's codec (version 1), 1 the bounded one
+    version: In(2, init=VERSION_DEFAULT)       # TX: the bounded codec's wire version
+    versions: In(3, init=VERSIONS_DEFAULT)     # RX: the accepted versions (mask)
     no_stall: In(1)             # 0 (default): the link stalls about a quarter of the cycles
     frames_in: Out(32)
     frames_out: Out(32)
@@ -57,6 +60,8 @@ class Loopback(wiring.Component):
     payload_bytes_out: Out(48)
     version1: Out(32)           # RX: decompressed frames per wire format version
     version2: Out(32)
+    version3: Out(32)
+    check_failed: Out(32)       # RX: version-3 frames refused by their check word
 
     def __init__(self, fifo_depth=64):
         self._depth = fifo_depth
@@ -89,8 +94,12 @@ class Loopback(wiring.Component):
         m.d.comb += [
             tx.k.eq(self.k),
             tx.codec.eq(self.codec),
+            tx.version.eq(self.version),
+            rx.versions.eq(self.versions),
             self.version1.eq(rx.version1),
             self.version2.eq(rx.version2),
+            self.version3.eq(rx.version3),
+            self.check_failed.eq(rx.check_failed),
             self.frames_in.eq(tx.frames_in),
             self.compressed.eq(tx.compressed),
             self.fallback.eq(tx.fallback),

@@ -12,6 +12,7 @@ import pickle
 import cocotb
 from cocotb.triggers import RisingEdge
 
+from inceptionn.golden import versions_mask
 from inceptionn.rtl.designs import COUNTER_NAMES
 from inceptionn.sim.axis import Clock, beats_to_frame, frame_to_beats, pause_generator
 
@@ -37,13 +38,30 @@ def codec_port(codec):
     return CODEC_NAMES.index(codec) if isinstance(codec, str) else int(codec)
 
 
-def configure(dut, *, k=10, dscp=10, enable=True, codec="bounded"):
+def versions_port(versions):
+    """RX's accepted versions as a tuple of versions (golden's) or a mask -> port value."""
+    return int(versions) if isinstance(versions, int) else versions_mask(versions)
+
+
+def port_value(name, value):
+    """A configuration port's value as the DUT takes it."""
+    if name == "codec":
+        return codec_port(value)
+    return versions_port(value) if name == "versions" else int(value)
+
+
+def configure(dut, *, k=10, dscp=10, enable=True, codec="bounded", version=3, versions=(3,)):
     dut.enable.value = int(enable)
     dut.dscp.value = dscp
     if hasattr(dut, "k"):
         dut.k.value = k
     if hasattr(dut, "codec"):
         dut.codec.value = codec_port(codec)
+    # Verilator leaves an undriven input at 0, so every top's config port is set here.
+    if hasattr(dut, "version"):
+        dut.version.value = int(version)
+    if hasattr(dut, "versions"):
+        dut.versions.value = versions_port(versions)
 
 
 def read_counters(dut):
@@ -90,7 +108,7 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
             d, k, l, u, idx = beats[pos]
             if cfgs is not None and cfgs[idx] is not None and in_first_cycle[idx] is None:
                 for name, value in cfgs[idx].items():
-                    getattr(dut, name).value = codec_port(value) if name == "codec" else int(value)
+                    getattr(dut, name).value = port_value(name, value)
             s_data.value = d
             s_keep.value = k
             s_last.value = l
@@ -156,7 +174,8 @@ async def engine_run(dut):
     with open(os.environ["INCEPTIONN_JOB"], "rb") as f:
         job = pickle.load(f)
     cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
-    configure(dut, k=job["k"], dscp=job["dscp"], enable=job["enable"], codec=job["codec"])
+    configure(dut, k=job["k"], dscp=job["dscp"], enable=job["enable"], codec=job["codec"],
+              version=job.get("version", 3), versions=job.get("versions", (3,)))
     await reset(dut)
     res = await play(dut, job["frames"], idle=job["idle"], backpressure=job["backpressure"],
                      seed=job["seed"], expect=sum(job["comes_out"]),

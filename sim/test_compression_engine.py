@@ -1,7 +1,8 @@
 """CompressionEngine (TX) against golden.tx_frame, byte for byte, tkeep/tuser/order included,
-in both wire format versions (the codec port: the paper's codec, version 1, and the
-bounded one, version 2), each run in one of them or with the codec and k changing frame
-by frame (mixed versions back to back).
+in every wire format version (the codec port: the paper's codec, version 1, and the
+bounded one, in the version the version port names: 2, or 3 with the check word), each
+run in one of them or with the codec, version and k changing frame by frame (mixed
+versions back to back).
 
 cocotbext-axi drives the idle x backpressure protocol matrix; the lean one-coroutine
 player of tb_engine_run carries the bulk runs (payload lengths, corner frames, real
@@ -20,12 +21,15 @@ from inceptionn.rtl import harness
 from inceptionn.rtl.designs import DESIGNS
 from inceptionn.sim.axis import Clock, PAUSE_MODES, frame_to_beats, pause_generator, stress_count
 from inceptionn.sim.tb_engine_run import CODEC_NAMES, codec_port, configure, play, read_counters, reset
-from inceptionn.rtl.rtl_golden import rtl_version
+from inceptionn.rtl.rtl_golden import tx_frame as rtl_tx_frame
 
 DUT = DESIGNS["tx"][0]
 TX_COUNTERS = ("frames_in", "frames_out", "compressed", "bypassed", "fallback", "dropped",
-               "payload_bytes_in", "payload_bytes_out", "version1", "version2")
+               "payload_bytes_in", "payload_bytes_out", "version1", "version2", "version3")
 CODECS = ("paper", "bounded")
+# The wire versions as port settings: version 1 (the paper's codec), 2 and 3 (bounded).
+VARIANTS = ({"codec": "paper"}, {"codec": "bounded", "version": 2},
+            {"codec": "bounded", "version": 3})
 DEMO_DIR = harness.BUILD / "demo"
 
 
@@ -33,7 +37,7 @@ def _golden_cfg(cfg, frame_cfg=None):
     """The engine's configuration as golden.tx_frame takes it (the codec by name)."""
     kw = {**cfg, **(frame_cfg or {})}
     kw["codec"] = CODEC_NAMES[codec_port(kw.get("codec", "bounded"))]
-    kw["version"] = rtl_version(kw["codec"])      # the RTL writes versions 1 and 2
+    kw.setdefault("version", 3)                   # the harness's version port
     return kw
 
 
@@ -44,7 +48,7 @@ def expected(frames, cfgs=None, **cfg):
     out = []
     for idx, (frame, user) in enumerate(frames):
         kw = _golden_cfg(cfg, cfgs[idx] if cfgs else None)
-        res = golden.tx_frame(frame, tuser=user, counters=c, **kw)
+        res = rtl_tx_frame(frame, tuser=user, counters=c, **kw)
         if res is not None:
             out.append((res, bool(user)))
     return out, c
@@ -70,12 +74,14 @@ def n_out(frames, cfgs=None, **cfg):
 
 
 def mixed_cfgs(n, seed):
-    """Per frame a random codec and a k of its range (mixed versions back to back)."""
+    """Per frame a random wire version and a k of its codec's range (mixed versions back
+    to back)."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        codec = rng.choice(CODECS)
-        out.append({"codec": codec, "k": rng.randint(1, 16 if codec == "bounded" else 126)})
+        v = dict(rng.choice(VARIANTS))
+        v["version"] = v.get("version", 3)
+        out.append({**v, "k": rng.randint(1, 16 if v["codec"] == "bounded" else 126)})
     return out
 
 
@@ -111,11 +117,11 @@ def matrix_frames():
 @cocotb.test()
 @cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
 async def protocol_matrix(dut, idle, backpressure):
-    """cocotbext-axi source/sink with idle and backpressure patterns; the codec takes
-    turns over the matrix (each pattern of idle and of backpressure meets both)."""
+    """cocotbext-axi source/sink with idle and backpressure patterns; the wire versions
+    take turns over the matrix (each pattern of idle and of backpressure meets each)."""
     from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
-    codec = CODECS[(PAUSE_MODES.index(idle) + PAUSE_MODES.index(backpressure)) % 2]
-    await start(dut, codec=codec)
+    variant = VARIANTS[(PAUSE_MODES.index(idle) + PAUSE_MODES.index(backpressure)) % 3]
+    await start(dut, **variant)
     src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
     sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
     src.set_pause_generator(pause_generator(idle, 1))
@@ -131,7 +137,7 @@ async def protocol_matrix(dut, idle, backpressure):
     for _ in range(20):
         await RisingEdge(dut.clk)
     assert sink.empty()
-    check(dut, frames, got, codec=codec)
+    check(dut, frames, got, **variant)
 
 
 def length_frames():
@@ -146,12 +152,12 @@ def length_frames():
 
 
 @cocotb.test()
-@cocotb.parametrize(mode=["none", "random"], codec=CODECS)
-async def payload_lengths(dut, mode, codec):
-    await start(dut, codec=codec)
+@cocotb.parametrize(mode=["none", "random"], variant=VARIANTS)
+async def payload_lengths(dut, mode, variant):
+    await start(dut, **variant)
     frames = length_frames()
     res = await play(dut, frames, idle=mode, backpressure=mode, seed=3)
-    c = check(dut, frames, res["frames_out"], codec=codec)
+    c = check(dut, frames, res["frames_out"], **variant)
     assert c.compressed > 150
 
 
@@ -163,6 +169,8 @@ def corner_frames():
     frames = [
         F.tcp_frame(_payload(rng, 500), tcp_options=opts),
         F.tcp_frame(_payload(rng, 777), tcp_options=[("NOP", None)] * 40),      # doff 15
+        F.tcp_frame(_payload(rng, 611), tcp_options=[("MSS", 1460)] + [("NOP", None)] * 4),
+        F.tcp_frame(_payload(rng, 8911), tcp_options=[("NOP", None)] * 8),      # P mod 32 = 30
         F.udp_frame(_payload(rng, 301), checksum=False),
         F.udp_frame(_payload(rng, 301)),
         F.udp_frame(_payload(rng, 1000), vlan=100),
@@ -207,7 +215,7 @@ async def corner_cases(dut, mode):
                      expect=n_out(frames, cfgs), cfgs=cfgs)
     c = check(dut, frames, res["frames_out"], cfgs)
     assert c.dropped == 3 and c.fallback >= 3 and c.compressed >= 10
-    assert c.version1 >= 3 and c.version2 >= 3
+    assert c.version1 >= 3 and c.version2 >= 3 and c.version3 >= 3
 
 
 @cocotb.test()
@@ -215,7 +223,9 @@ async def corner_cases(dut, mode):
                          dict(k=4), dict(dscp=11), dict(dscp=0)]
                     + [dict(cfg, codec="paper") for cfg in (dict(k=0), dict(k=1), dict(k=126),
                                                             dict(k=127), dict(enable=False))]
-                    + [dict(codec="bounded", k=k) for k in (0, 1, 16, 17, 126, 127)])
+                    + [dict(codec="bounded", k=k) for k in (0, 1, 16, 17, 126, 127)]
+                    + [dict(codec="bounded", version=v) for v in (0, 1, 2)]
+                    + [dict(codec="paper", version=v) for v in (0, 2)])
 async def configuration(dut, cfg):
     from inceptionn.rtl import frame_builders as F
     await start(dut, **cfg)
@@ -228,23 +238,24 @@ async def configuration(dut, cfg):
 
 @cocotb.test()
 async def config_changes_per_frame(dut):
-    """k, codec and dscp apply from the frame whose first beat sees them."""
-    from inceptionn import golden
+    """k, codec, version and dscp apply from the frame whose first beat sees them."""
     from inceptionn.rtl import frame_builders as F
     await start(dut)
     rng = np.random.default_rng(4)
-    jobs = [(F.udp_frame(_payload(rng, 700)), k, codec)
-            for k, codec in ((10, 0), (3, 1), (20, 0), (20, 1), (126, 0), (16, 1), (1, 0),
-                             (1, 1), (10, 1), (10, 0))]
+    jobs = [(F.udp_frame(_payload(rng, 700)), k, codec, version)
+            for k, codec, version in ((10, 0, 3), (3, 1, 2), (20, 0, 2), (20, 1, 3),
+                                      (126, 0, 3), (16, 1, 3), (1, 0, 2), (1, 1, 2),
+                                      (10, 1, 3), (10, 0, 3), (10, 1, 0), (5, 1, 3))]
     outs = []
-    for frame, k, codec in jobs:
+    for frame, k, codec, version in jobs:
         dut.k.value = k
         dut.codec.value = codec
+        dut.version.value = version
         res = await play(dut, [(frame, False)], drain=4)
         outs.extend(res["frames_out"])
-    for (frame, k, codec), (got, _) in zip(jobs, outs):
-        assert got == golden.tx_frame(frame, k=k, codec=CODECS[codec],
-                                      version=rtl_version(CODECS[codec])), f"k={k} codec={codec}"
+    for (frame, k, codec, version), (got, _) in zip(jobs, outs):
+        assert got == rtl_tx_frame(frame, k=k, codec=CODECS[codec], version=version), \
+            f"k={k} codec={codec} version={version}"
 
 
 @cocotb.test()
@@ -255,12 +266,13 @@ async def every_k(dut):
     await start(dut)
     rng = np.random.default_rng(12)
     cfgs = ([{"codec": "paper", "k": k} for k in range(0, 128)]
-            + [{"codec": "bounded", "k": k} for k in range(0, 18)] + [{"codec": "bounded", "k": 127}])
+            + [{"codec": "bounded", "k": k, "version": 2 + k % 2} for k in range(0, 18)]
+            + [{"codec": "bounded", "k": 127}])
     random.Random(12).shuffle(cfgs)
     frames = [(F.udp_frame(_payload(rng, 100 + 7 * i)), False) for i in range(len(cfgs))]
     res = await play(dut, frames, idle="random", backpressure="none", seed=12, cfgs=cfgs)
     c = check(dut, frames, res["frames_out"], cfgs)
-    assert c.version1 == 126 and c.version2 == 16
+    assert c.version1 == 126 and c.version2 == 8 and c.version3 == 8
 
 
 @cocotb.test()
@@ -272,7 +284,7 @@ async def real_gradients(dut):
     frames = [(F.udp_frame(F.float_payload(vals[i * 365:(i + 1) * 365])), False) for i in range(20)]
     frames += [(F.tcp_frame(F.float_payload(vals[7300 + i * 362:7300 + (i + 1) * 362])), False)
                for i in range(20)]
-    cfgs = [{"codec": CODECS[i % 2]} for i in range(len(frames))]
+    cfgs = [{"version": 3, **VARIANTS[i % 3]} for i in range(len(frames))]
     res = await play(dut, frames, idle="random", backpressure="random", seed=4, cfgs=cfgs)
     c = check(dut, frames, res["frames_out"], cfgs)
     assert c.compressed == len(frames)
@@ -323,17 +335,17 @@ async def reset_mid_frame(dut):
 
 
 @cocotb.test()
-@cocotb.parametrize(size=[1514, 9014], codec=CODECS)
-async def line_rate(dut, size, codec):
+@cocotb.parametrize(size=[1514, 9014], variant=VARIANTS)
+async def line_rate(dut, size, variant):
     """Back-to-back compressible frames, sink always ready: one input beat per clock."""
     from inceptionn.rtl import frame_builders as F
-    await start(dut, codec=codec)
+    await start(dut, **variant)
     vals, _ = F.gradient_values((size - 42) // 4 * 12, seed=3, demo_dir=None)
     n = (size - 42) // 4
     frames = [(F.udp_frame(F.float_payload(vals[i * n:(i + 1) * n])), False) for i in range(12)]
     assert all(len(f) == size for f, _ in frames)
     res = await play(dut, frames)
-    check(dut, frames, res["frames_out"], codec=codec)
+    check(dut, frames, res["frames_out"], **variant)
     # Steady state: the span from frame 2's last beat to frame 11's last beat.
     spans = res["in_last_cycle"]
     beats = sum(-(-len(f) // 32) for f, _ in frames[2:11])

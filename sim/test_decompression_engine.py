@@ -1,10 +1,14 @@
 """DecompressionEngine (RX): the golden model's rx_frame, byte for byte, on Verilator.
 
-Inputs are what the golden TX engine puts on the wire (golden.tx_frame) in both wire
-format versions (the paper's codec, shim 0xC5, and the bounded codec, 0xC6 with k in
-1..16), mixed back to back, plus crafted malformed frames of both; every output frame
-(bytes, tkeep, tuser, order) and every counter is compared with golden.rx_frame. cocotbext-axi drives the protocol matrix (idle x
-backpressure); the lean driver/monitor carries the multi-thousand-frame stress run.
+Inputs are what the golden TX engine puts on the wire (golden.tx_frame) in every wire
+format version (the paper's codec, shim 0xC5; the bounded codec, 0xC6 with k in 1..16;
+and 0xC7, the bounded codec with the check word), mixed back to back, plus crafted
+malformed frames of each and foreign look-alikes (frames no TX engine made); every
+output frame (bytes, tkeep, tuser, order) and every counter is compared with
+golden.rx_frame under the same accepted versions (the ``versions`` mask port: all three
+in the mixed runs, version 3 only, the default, where it is under test). cocotbext-axi
+drives the protocol matrix (idle x backpressure); the lean driver/monitor carries the
+multi-thousand-frame stress run.
 """
 
 import random
@@ -17,9 +21,12 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from inceptionn.golden.checksum import ip_header_checksum
 from inceptionn.golden.counters import MAX_FRAME_BYTES, Counters
 from inceptionn.golden import RX_HEADER_WINDOW
-from inceptionn.rtl.rtl_golden import rx_frame, tx_frame   # the RTL's wire versions, 1 and 2
+from inceptionn.rtl.rtl_golden import RTL_VERSIONS
+from inceptionn.rtl.rtl_golden import rx_frame as _rx_frame
+from inceptionn.rtl.rtl_golden import tx_frame as _tx_frame
+from inceptionn.golden import check_word, versions_mask
 from inceptionn.golden.packet_matcher import packet_matcher
-from inceptionn.golden.wire import SHIM_MAGIC, SHIM_MAGIC_V2
+from inceptionn.golden.wire import SHIM_MAGIC, SHIM_MAGIC_V2, SHIM_MAGIC_V3
 from inceptionn.rtl import frame_builders as F
 from inceptionn.rtl import harness
 from inceptionn.sim.engines import DESIGNS, rx_design  # the runner's factory: one shared model
@@ -28,22 +35,38 @@ from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, PAUSE_MODES,
 
 DUT = DESIGNS["rx"][0]
 COUNTERS = ("frames_in", "frames_out", "decompressed", "bypassed", "malformed",
-            "payload_bytes_in", "payload_bytes_out", "version1", "version2")
-CODECS = ("paper", "bounded")
+            "payload_bytes_in", "payload_bytes_out", "version1", "version2", "version3",
+            "check_failed")
+# The wire versions as TX port settings: 1 (the paper's codec), 2 and 3 (bounded).
+VARIANTS = ({"codec": "paper"}, {"codec": "bounded", "version": 2},
+            {"codec": "bounded", "version": 3})
+ALL = RTL_VERSIONS                # the mixed runs accept every version
+
+
+def tx_frame(frame, **kw):
+    """golden.tx_frame as the RTL TX writes it (version 3 for the bounded codec unless
+    ``version`` names 2)."""
+    return _tx_frame(frame, **kw)
+
+
+def rx_frame(frame, versions=ALL, **kw):
+    """golden.rx_frame accepting ``versions`` (all three unless named)."""
+    return _rx_frame(frame, versions=versions, **kw)
 
 
 def _tx(frame, i, **kw):
-    """golden.tx_frame, the codec taking turns by i (k of the bounded codec's range)."""
-    return tx_frame(frame, codec=CODECS[i % 2], **kw)
+    """golden.tx_frame, the wire version taking turns by i (k of the bounded codec's range)."""
+    return tx_frame(frame, **VARIANTS[i % 3], **kw)
 DEMO_DIR = harness.BUILD / "demo"
 
 
 
 
-async def _reset(dut, enable=1, dscp=10):
+async def _reset(dut, enable=1, dscp=10, versions=ALL):
     cocotb.start_soon(Clock(dut.clk, 4, unit="ns").start())
     dut.enable.value = enable
     dut.dscp.value = dscp
+    dut.versions.value = versions_mask(versions)
     dut.s_axis_tvalid.value = 0
     dut.rst.value = 1
     for _ in range(3):
@@ -98,20 +121,21 @@ def _originals(seed):
 
 
 def _wire(frames, k=10, tuser_rate=0.0, seed=0):
-    """TX outputs (dropped ones left out) as (bytes, rx tuser); both wire versions, the
-    codec taking turns (seeded) frame by frame."""
+    """TX outputs (dropped ones left out) as (bytes, rx tuser); every wire version, taking
+    turns (seeded) frame by frame."""
     rng = random.Random(seed)
     out = []
     for f in frames:
-        w = tx_frame(f, k=k, codec=rng.choice(CODECS))
+        w = tx_frame(f, k=k, **rng.choice(VARIANTS))
         if w is not None:
             out.append((w, rng.random() < tuser_rate))
     return out
 
 
-def _expect(wire, dscp=10, enable=True):
+def _expect(wire, dscp=10, enable=True, versions=ALL):
     c = Counters()
-    exp = [rx_frame(f, dscp=dscp, enable=enable, tuser=u, counters=c) for f, u in wire]
+    exp = [rx_frame(f, dscp=dscp, enable=enable, tuser=u, counters=c, versions=versions)
+           for f, u in wire]
     return exp, c
 
 
@@ -144,7 +168,7 @@ async def matrix_cocotbext_axi(dut, idle, backpressure):
     wire = _wire(_originals(3), tuser_rate=0.1, seed=4)
     exp, c = _expect(wire)
     assert c.decompressed > 100 and c.bypassed > 10 and c.malformed == 0
-    assert c.version1 > 30 and c.version2 > 30
+    assert c.version1 > 20 and c.version2 > 20 and c.version3 > 20
     for f, u in wire:
         await src.send(AxiStreamFrame(f, tuser=int(u)))
     got = []
@@ -177,14 +201,16 @@ async def stress_mixed(dut):
     rng = random.Random(22)
     wire = []
     for f, u in mixed:
-        if rng.random() < 0.5:
+        r = rng.random()
+        if r < 0.34:
             w = tx_frame(f, k=rng.choice([6, 8, 10, 10, 10, 12]), codec="paper")
         else:
-            w = tx_frame(f, k=rng.randint(1, 16), codec="bounded")
+            w = tx_frame(f, k=rng.randint(1, 16), codec="bounded", version=2 + (r > 0.67))
         if w is not None:
             wire.append((w, u))
     exp, c = _expect(wire)
-    assert c.decompressed > count // 2 and c.version1 > count // 5 and c.version2 > count // 5
+    assert c.decompressed > count // 2 and c.version1 > count // 8 and c.version2 > count // 8
+    assert c.version3 > count // 8
     mon = await _run_lean(dut, wire, "random", "random", seed=23)
     _compare(mon.frames, exp)
     await ClockCycles(dut.clk, 4)
@@ -254,10 +280,22 @@ def _refit(frame, info, comp):
     return bytes(out)
 
 
-def _max_restorable(received):
-    """The largest L a version-2 shim may announce with ``received`` payload bytes."""
-    return max(L for L in range(16 * received + 64)
-               if 4 + 2 * -(-(L // 4) // 8) + L % 4 <= received)
+def _max_restorable(received, shim=4):
+    """The largest L a version-2 (version-3: ``shim`` 8) shim may announce with
+    ``received`` payload bytes."""
+    return max((L for L in range(16 * received + 64)
+                if shim + 2 * -(-(L // 4) // 8) + L % 4 <= received), default=0)
+
+
+def _reseal(frame):
+    """A version-3 frame with its check word recomputed over what it now holds, so that
+    only the rest of the rules (and the groups) decide."""
+    info = packet_matcher(frame)
+    p = info.payload_offset
+    b = bytearray(frame)
+    word = check_word(b, info.l3, info.l4, info.proto, info.payload_len, b[p:p + 4])
+    b[p + 4:p + 8] = word.to_bytes(4, "big")
+    return bytes(b)
 
 
 def _malformed(seed):
@@ -285,27 +323,51 @@ def _malformed(seed):
         assert info is not None
         p, lr = info.payload_offset, info.payload_len
         comp = bytearray(w[p:p + lr])
-        assert comp[2] in (SHIM_MAGIC, SHIM_MAGIC_V2)
+        assert comp[2] in (SHIM_MAGIC, SHIM_MAGIC_V2, SHIM_MAGIC_V3)
+        v3 = comp[2] == SHIM_MAGIC_V3
         L = int.from_bytes(comp[:2], "big")
-        # the other version's magic (decoded with the other codec), an unknown version
-        for magic in (SHIM_MAGIC ^ SHIM_MAGIC_V2 ^ comp[2], 0xC7, 0xC4):
-            b = bytearray(w)
-            b[p + 2] = magic
-            cases += [(bytes(b), False, None), ok()]
-        if comp[2] == SHIM_MAGIC_V2:
+        # the other versions' magic (decoded with the other codec), an unknown version
+        for magic in (SHIM_MAGIC, SHIM_MAGIC_V2, SHIM_MAGIC_V3, 0xC4):
+            if magic != comp[2]:
+                b = bytearray(w)
+                b[p + 2] = magic
+                cases += [(bytes(b), False, None), ok()]
+        if v3:
+            # version 3: a bit flipped in the check word, in each covered header field
+            # (IP ID, the addresses, the ports, the sequence number) and in the shim
+            # (refused: check_failed); the same with the word recomputed (a check that
+            # passes: every other rule decides, the groups are restored or flagged)
+            fields = [p + 4 + rng.randrange(4), info.l3 + 4, info.l3 + 12 + rng.randrange(8),
+                      info.l4 + rng.randrange(4), p + rng.randrange(2), p + 3]
+            if info.proto == 6:
+                fields.append(info.l4 + 4 + rng.randrange(4))
+            for off in fields:
+                b = bytearray(w)
+                b[off] ^= 1 << rng.randrange(8)
+                cases += [(bytes(b), False, None), ok()]
+                if off >= p:
+                    cases += [(_reseal(bytes(b)), False, None), ok()]
+            # the groups damaged under a matching check word: flagged
+            if lr > 8:
+                b = bytearray(w)
+                for _ in range(3):
+                    b[p + 8 + rng.randrange(lr - 8)] ^= 0xFF
+                cases += [(_reseal(bytes(b)), False, None), ok()]
+        if comp[2] in (SHIM_MAGIC_V2, SHIM_MAGIC_V3):
+            seal = _reseal if v3 else bytes
             # version 2: k out of its range (byte 3), at its ends
             for k in (0, 1, 16, 17, 126, 255):
                 b = bytearray(w)
                 b[p + 3] = k
-                cases += [(bytes(b), False, None), ok()]
+                cases += [(seal(bytes(b)), False, None), ok()]
             # L around the largest the received bytes can restore (4 + 2 ceil(n/8) + r)
-            most = _max_restorable(lr)
+            most = _max_restorable(lr, 8 if v3 else 4)
             for dl in (-2, -1, 0, 1, 2, 31, 32, 33):
                 top = most + dl
                 if lr < top <= MAX_FRAME_BYTES - p:
                     b = bytearray(w)
                     _set16(b, p, top)
-                    cases += [(bytes(b), False, None), ok()]
+                    cases += [(seal(bytes(b)), False, None), ok()]
         # broken magic
         b = bytearray(w)
         b[p + 2] ^= 0x40
@@ -316,18 +378,22 @@ def _malformed(seed):
             _set16(b, p, bad_len)
             cases += [(bytes(b), False, None), ok()]
         # shim L a lie the other way: more values than the groups hold
+        sealed = _reseal if v3 else bytes
         b = bytearray(w)
         _set16(b, p, min(L + 64, MAX_FRAME_BYTES - p))
-        cases += [(bytes(b), rng.random() < 0.5, None), ok()]
+        cases += [(sealed(bytes(b)), rng.random() < 0.5, None), ok()]
         b = bytearray(w)
         _set16(b, p, max(L - 8, lr + 1))
-        cases += [(bytes(b), False, None), ok()]
-        # truncated groups, extra trailing bytes (lengths fixed up), trailing junk
+        cases += [(sealed(bytes(b)), False, None), ok()]
+        # truncated groups, extra trailing bytes (lengths fixed up), trailing junk; a
+        # version-3 frame both as cut (|C| no longer matches its word) and resealed
         for cut in (1, 2, 7, 33):
-            if lr - cut > 4:
+            if lr - cut > (8 if v3 else 4):
                 cases += [(_refit(w, info, comp[:-cut]), False, None), ok()]
+                if v3:
+                    cases += [(_reseal(_refit(w, info, comp[:-cut])), False, None), ok()]
         for extra in (1, 3, 40):
-            cases += [(_refit(w, info, comp + rng.randbytes(extra)), False, None), ok()]
+            cases += [(sealed(_refit(w, info, comp + rng.randbytes(extra))), False, None), ok()]
         cases += [(w + rng.randbytes(rng.randrange(1, 100)), False, None), ok()]
         # IP total length larger than the frame (lying) / the frame cut short
         b = bytearray(w)
@@ -343,20 +409,79 @@ def _malformed(seed):
         cases += [(bytes(b), False, None), ok()]
     # foreign DSCP-10 frames whose payload starts with random bytes, some with a magic
     for i in range(60):
-        pl = bytearray(rng.randbytes(rng.randrange(4, 600)))
-        if i % 3:
-            pl[2] = SHIM_MAGIC if i % 3 == 1 else SHIM_MAGIC_V2
-            if i % 6 == 2:
+        pl = bytearray(rng.randbytes(rng.randrange(8, 600)))
+        if i % 4:
+            pl[2] = (SHIM_MAGIC, SHIM_MAGIC_V2, SHIM_MAGIC_V3)[i % 4 - 1]
+            if i % 8 >= 2:
                 pl[3] = rng.randint(1, 16)
             _set16(pl, 0, rng.randrange(len(pl) + 1, 3 * len(pl) + 8))
         f = F.udp_frame(bytes(pl)) if i % 3 else F.tcp_frame(bytes(pl))
         cases += [(f, False, None), ok()]
+    cases += [(f, False, None) for f in lookalikes(rng)]
     # runts, garbage, jumbo frames (RX has no size limit for frames it forwards)
     for n in (1, 2, 13, 14, 17, 33, 59, 60, 64):
         cases += [(F.raw_frame(n, n), False, None), ok()]
     cases += [(F.raw_frame(9600, 1), False, None), ok()]
     cases += [(F.udp_frame(_grad_payload(9100, 41), tos=0), True, None), ok()]
     return cases
+
+
+def lookalikes(rng):
+    """Foreign DSCP-10 frames shaped like version-3 ones (docs/wire-format.md section 10):
+    all-zero and all-one payloads, repeated 4-byte words (some with the magic and a k),
+    a genuine version-3 payload replayed under other headers (addresses, ports, sequence
+    number, IP ID), each foreign frame sent twice (a retransmission)."""
+    out = []
+    for n in (8, 64, 1000):
+        out += [F.udp_frame(bytes(n)), F.tcp_frame(b"\xff" * n)]
+    for w in (b"\x12\x34\xc7\x0a", b"\x00\x08\xc7\x01", b"\xc7\xc7\xc7\xc7", rng.randbytes(4)):
+        out += [F.udp_frame(w * 50), F.tcp_frame(w * 91, vlan=5)]
+    for i in range(4):
+        host = F.tcp_frame(_grad_payload(600 + 7 * i, 80 + i), seq=5000 + i)
+        info = packet_matcher(host)
+        comp = tx_frame(host, codec="bounded", version=3)[info.payload_offset:]
+        out += [F.tcp_frame(comp, seq=5000 + i + 1460), F.tcp_frame(comp, seq=5000 + i, sport=4999),
+                F.tcp_frame(comp, seq=5000 + i, dport=5000, sport=5001),
+                F.udp_frame(comp)]
+        b = bytearray(tx_frame(host, codec="bounded", version=3))
+        b[info.l3 + 5] ^= 0x01                     # another IP ID, the IP checksum fixed
+        _set16(b, info.l3 + 10, 0)
+        _set16(b, info.l3 + 10, ip_header_checksum(bytes(b[info.l3:info.l3 + 20])))
+        b[info.l3 + 15] ^= 0x02                    # another source address
+        out.append(bytes(b))
+    return [f for f in out for _ in range(2)]     # and each retransmitted
+
+
+@cocotb.test()
+async def foreign_lookalikes(dut):
+    """Frames no TX engine made, shaped like version-3 ones, come out unchanged (under the
+    default version-3-only mask and with every version accepted)."""
+    for versions in ((3,), ALL):
+        await _reset(dut, versions=versions)
+        wire = [(f, False) for f in lookalikes(random.Random(90))]
+        exp, c = _expect(wire, versions=versions)
+        assert all(e == (f, False) for e, (f, _) in zip(exp, wire))
+        mon = await _run_lean(dut, wire, "random", "random", seed=91)
+        _compare(mon.frames, exp)
+        assert c.decompressed == 0 and c.check_failed > 0
+        await ClockCycles(dut.clk, 4)
+        _check_counters(dut, c)
+
+
+@cocotb.test()
+async def config_versions(dut):
+    """The ``versions`` mask: each version decompressed only where the mask names it;
+    the others forwarded unchanged."""
+    for versions in ((), (1,), (2,), (3,), (1, 2), (2, 3), ALL):
+        await _reset(dut, versions=versions)
+        wire = _wire(_originals(7)[::5], seed=len(versions))
+        exp, c = _expect(wire, versions=versions)
+        mon = await _run_lean(dut, wire, "none", "random", seed=93)
+        _compare(mon.frames, exp)
+        await ClockCycles(dut.clk, 4)
+        _check_counters(dut, c)
+        for v in ALL:
+            assert (getattr(c, f"version{v}") > 0) == (v in versions), (v, versions)
 
 
 @cocotb.test()
@@ -421,7 +546,7 @@ def test_decompression_engine_matrix():
 
 def test_decompression_engine_stress_config_reset():
     for case in ("stress_mixed", "config_enable_and_dscp", "config_sampled_per_frame",
-                 "reset_mid_frame"):
+                 "reset_mid_frame", "foreign_lookalikes", "config_versions"):
         harness.run(rx_design, DUT, "inceptionn.sim.test_decompression_engine",
                     testcase=case, tag=case)
 
@@ -486,11 +611,13 @@ def test_decompression_engine_back_to_back_rate():
     from inceptionn.sim.engines import run_frames
     rng = np.random.default_rng(8)
     host = [F.udp_frame(F.float_payload(rng.normal(0, 1e-3, 368))) for _ in range(8)]
-    for k, codec in ((6, "paper"), (10, "paper"), (10, "bounded"), (16, "bounded")):
-        wire = [tx_frame(f, k=k, codec=codec) for f in host]
-        expect = [rx_frame(w) for w in wire]
-        train = run_frames("rx", wire, tag=f"rx_rate_{codec}_{k}")
-        one = run_frames("rx", wire[:1], tag=f"rx_rate_one_{codec}_{k}")
+    for k, codec, version in ((6, "paper", 1), (10, "paper", 1), (10, "bounded", 2),
+                              (16, "bounded", 2), (10, "bounded", 3)):
+        wire = [tx_frame(f, k=k, codec=codec, version=version) for f in host]
+        expect = [rx_frame(w, versions=(version,)) for w in wire]
+        train = run_frames("rx", wire, tag=f"rx_rate_{codec}_{k}_{version}", versions=(version,))
+        one = run_frames("rx", wire[:1], tag=f"rx_rate_one_{codec}_{k}_{version}",
+                         versions=(version,))
         assert train.frames_out == expect
         assert one.frames_out == expect[:1]
         assert train.out_beats == len(host) * -(-1514 // 32)

@@ -11,7 +11,8 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from inceptionn.golden.counters import Counters
-from inceptionn.rtl.rtl_golden import rx_frame, tx_frame   # the RTL's wire versions, 1 and 2
+from inceptionn.golden import versions_mask
+from inceptionn.rtl.rtl_golden import rx_frame, tx_frame   # golden as the RTL's ports
 from inceptionn.rtl import frame_builders as F
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, pause_generator, stress_count
@@ -19,10 +20,14 @@ from inceptionn.sim.engines import loopback_design  # the runner's factory
 from inceptionn.sim.test_decompression_engine import DEMO_DIR
 
 DUT = "loopback"
-CODECS = ("paper", "bounded")     # the codec port: wire format version 1 / 2
+CODECS = ("paper", "bounded")     # the codec port: wire format version 1 / the bounded codec
+# The codec and the wire version each run uses (TX's version port, RX's accepted versions):
+# the paper's reproduction (version 1) and the default (version 3); version 2 is in the
+# engines' own matrices.
+RUNS = {"paper": 1, "bounded": 3}
 COUNTERS = ("frames_in", "frames_out", "compressed", "fallback", "dropped", "decompressed",
             "bypassed", "malformed", "payload_bytes_in", "payload_bytes_out", "version1",
-            "version2")
+            "version2", "version3", "check_failed")
 
 
 
@@ -33,6 +38,8 @@ async def _reset(dut, enable=1, dscp=10, k=10, codec="bounded"):
     dut.dscp.value = dscp
     dut.k.value = k
     dut.codec.value = CODECS.index(codec)
+    dut.version.value = 3
+    dut.versions.value = versions_mask((RUNS[codec],))
     dut.no_stall.value = 0
     dut.s_axis_tvalid.value = 0
     dut.rst.value = 1
@@ -50,14 +57,15 @@ def _expected(frames, k=10, codec="bounded"):
     for f, u in frames:
         w = tx_frame(f, k=k, tuser=u, counters=tc, codec=codec)
         if w is not None:
-            exp.append((w, rx_frame(w, tuser=u, counters=rc)))
+            exp.append((w, rx_frame(w, tuser=u, counters=rc, versions=(RUNS[codec],))))
     counters = {
         "frames_in": tc.frames_in, "compressed": tc.compressed, "fallback": tc.fallback,
         "dropped": tc.dropped, "payload_bytes_in": tc.payload_bytes_in,
         "frames_out": rc.frames_out, "decompressed": rc.decompressed,
         "bypassed": rc.bypassed, "malformed": rc.malformed,
         "payload_bytes_out": rc.payload_bytes_out,
-        "version1": rc.version1, "version2": rc.version2,
+        "version1": rc.version1, "version2": rc.version2, "version3": rc.version3,
+        "check_failed": rc.check_failed,
     }
     return exp, counters
 
@@ -124,7 +132,8 @@ async def loopback_mixed(dut, codec):
         assert int(getattr(dut, name).value) == counters[name], (
             f"{name}: RTL {int(getattr(dut, name).value)}, golden {counters[name]}")
     assert counters["dropped"] >= 1 and counters["fallback"] >= 1 and counters["malformed"] == 0
-    assert counters["version2" if codec == "bounded" else "version1"] == counters["decompressed"]
+    assert counters[f"version{RUNS[codec]}"] == counters["decompressed"]
+    assert counters["check_failed"] == 0
 
 
 @cocotb.test()

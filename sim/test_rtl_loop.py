@@ -7,7 +7,7 @@ from inceptionn import golden
 from inceptionn.sim import engines
 from inceptionn.rtl import frame_builders as F
 from inceptionn.rtl.rtl_loop import FastEngine, run_frames
-from inceptionn.rtl import rtl_golden   # golden at the RTL's wire versions, 1 and 2
+from inceptionn.rtl import rtl_golden   # golden configured as the RTL's ports
 
 
 def _oversize():
@@ -15,25 +15,32 @@ def _oversize():
     return F.udp_frame(bytes(golden.MAX_FRAME_BYTES - 41))
 
 
-@pytest.mark.parametrize("k, codec", [(6, "paper"), (10, "paper"), (10, "bounded"), (16, "bounded")])
-def test_tx_then_rx_match_golden_across_batches(k, codec):
-    """The TX loop's codec argument (the software NIC's --codec) in both wire versions."""
+@pytest.mark.parametrize("k, codec, version", [(6, "paper", 1), (10, "paper", 1),
+                                               (10, "bounded", 2), (16, "bounded", 3)])
+def test_tx_then_rx_match_golden_across_batches(k, codec, version):
+    """The TX loop's codec and version arguments (the software NIC's --codec, --version)
+    in every wire version, RX accepting that version only."""
     frames = F.mixed_frames(seed=k, count=300) + [(_oversize(), False)]
     tx_c, rx_c = golden.Counters(), golden.Counters()
-    want_wire = [rtl_golden.tx_frame(f, k=k, tuser=u, counters=tx_c, codec=codec) for f, u in frames]
-    with FastEngine("tx", k=k, codec=codec) as tx, FastEngine("rx") as rx:
+    tv = max(version, 2)                  # TX's version port (the paper's codec ignores it)
+    want_wire = [rtl_golden.tx_frame(f, k=k, tuser=u, counters=tx_c, codec=codec, version=tv)
+                 for f, u in frames]
+    with FastEngine("tx", k=k, codec=codec, version=tv) as tx, \
+            FastEngine("rx", versions=(version,)) as rx:
         # Two batches on one engine: state and counters carry over.
         got = tx.run(frames[:120]) + tx.run(frames[120:])
         assert [g and g[0] for g in got] == want_wire
         assert got[-1] is None and tx.counters()["dropped"] == 1
         assert tx.counters() == {n: v for n, v in tx_c.as_dict().items() if n in tx.counters()}
         wire = [g for g in got if g is not None]
-        want_host = [rtl_golden.rx_frame(f, tuser=u, counters=rx_c) for f, u in wire]
+        want_host = [rtl_golden.rx_frame(f, tuser=u, counters=rx_c, versions=(version,))
+                     for f, u in wire]
         host = rx.run(wire)
         assert host == [(f, bool(b)) for f, b in want_host]
         assert rx.counters() == {n: v for n, v in rx_c.as_dict().items() if n in rx.counters()}
         assert all(lat > 0 for lat in tx.last.latencies + rx.last.latencies)
-        assert tx.counters()["version2" if codec == "bounded" else "version1"] > 100
+        assert tx.counters()[f"version{version}"] > 100
+        assert rx.counters()[f"version{version}"] == rx.counters()["decompressed"] > 100
 
 
 @pytest.mark.parametrize("kind, codec", [("tx", "paper"), ("rx", "bounded")])

@@ -7,8 +7,10 @@ and the Realigner take their start, the HeaderRestore is done, the back half rel
 the slot and ends PASS, the feed finishes), under every idle (those delays) x
 backpressure (the unit's and the Realigner's ready) pattern. Per frame, in order: the
 decision (decompress iff the header is ok, the engine enabled, a frame held in full
-holds its IP packet, the magic byte is 0xC5 (version 1) or 0xC6 (version 2, with k in
-1..16 and 4 + 2 ceil((L div 4) / 8) + L mod 4 <= |C|), and P < L <= MAX_FRAME_BYTES - P), the
+holds its IP packet, the magic byte is that of a version the frame's mask accepts: 0xC5
+(version 1), 0xC6 (version 2, with k in 1..16 and 4 + 2 ceil((L div 4) / 8) + L mod 4
+<= |C|) or 0xC7 (version 3: version 2's rules with the 8-byte shim, and the check stage's
+answer, a random bit here, given after a random delay), and P < L <= MAX_FRAME_BYTES - P), the
 pending slot (restored IP total length and UDP length, output beats, the last lane),
 the feed's registers, the unit's (n, r, v2, k) and the Realigner's (insert, length), and
 the counters (per version too), all worked out here from the frame."""
@@ -27,11 +29,13 @@ DUT = "rx_front"
 FRAMES = 60
 MAGIC = 0xC5
 MAGIC_V2 = 0xC6
+MAGIC_V3 = 0xC7
 
 
-def _v2_fits(ln, plen):
-    """Version 2's length bound: the fewest bytes that can restore L fit in |C|."""
-    return 4 + 2 * -(-(ln // 4) // 8) + ln % 4 <= plen
+def _v2_fits(ln, plen, shim=4):
+    """Version 2's (version 3's: ``shim`` 8) length bound: the fewest bytes that can
+    restore L fit in |C|."""
+    return shim + 2 * -(-(ln // 4) // 8) + ln % 4 <= plen
 MAX_FRAME = 9216
 # The strobes the other stages drive, by event name: their ports on the front half.
 _PORTS = {"done": "hold__done", "match_done": "matcher__done", "restore_done": "restore__done",
@@ -52,7 +56,10 @@ def _frames(seed):
         l4 = l3 + 4 * ihl
         p = l4 + (8 if udp else 4 * rng.randint(5, 15))
         plen = rng.choice((rng.randint(4, 60), rng.randint(4, 3000)))
-        top = max((L for L in range(16 * plen + 64) if _v2_fits(L, plen)), default=0)
+        magic = rng.choice((MAGIC,) * 6 + (MAGIC_V2,) * 6 + (MAGIC_V3,) * 6
+                           + (rng.getrandbits(8),) * 3)
+        shim = 8 if magic == MAGIC_V3 else 4
+        top = max((L for L in range(16 * plen + 64) if _v2_fits(L, plen, shim)), default=0)
         ln = rng.choice((plen + rng.randint(1, 4 * plen),) * 4 +
                         (rng.randint(0, plen), MAX_FRAME - p + rng.randint(0, 3),
                          top + rng.randint(-2, 2), top + rng.randint(-40, 40)))
@@ -61,7 +68,6 @@ def _frames(seed):
         short = int(rng.random() < 0.1)           # the IP length claims 4 more bytes
         flen = p + plen + pad
         frame = bytearray(rng.getrandbits(8) for _ in range(flen))
-        magic = rng.choice((MAGIC,) * 9 + (MAGIC_V2,) * 8 + (rng.getrandbits(8),) * 3)
         kb = rng.choice((rng.randint(1, 16),) * 6 + (0, 17, 126, 255, rng.getrandbits(8)))
         frame[p:p + 4] = bytes((ln >> 8 & 0xFF, ln & 0xFF, magic, kb))
         total = p - l3 + plen + 4 * short
@@ -75,14 +81,20 @@ def _frames(seed):
         user = int(held_last and rng.random() < 0.2)
         held = {"nheld": nheld, "hsel": (1 << nheld) & 0x1F, "last": held_last, "kc": kc,
                 "keep": (1 << kc) - 1, "user": user, "len": 32 * (nheld - 1) + kc,
-                "en": int(rng.random() < 0.9)}
-        shim_ok = magic == MAGIC or (magic == MAGIC_V2 and 1 <= kb <= 16 and _v2_fits(ln, plen))
+                "en": int(rng.random() < 0.9), "versions": rng.choice((7, 7, 7, 4, 3, 1, 2, 0))}
+        ck = int(rng.random() < 0.8)              # the check stage's answer
+        acc = {MAGIC: 1, MAGIC_V2: 2, MAGIC_V3: 4}.get(magic, 0) & held["versions"]
+        rules = 1 <= kb <= 16 and _v2_fits(ln, plen, 8 if magic == MAGIC_V3 else 4)
+        shim_ok = bool(acc) and (magic == MAGIC or (rules and (magic == MAGIC_V2 or ck)))
+        common = (info["header_ok"] and held["en"] and plen < ln <= MAX_FRAME - p
+                  and (not held_last or held["len"] >= l3 + total))
         ok = (info["header_ok"] and held["en"] and shim_ok and plen < ln <= MAX_FRAME - p
               and (not held_last or held["len"] >= l3 + total))
         out.append({"frame": bytes(frame), "info": info, "held": held, "ok": int(ok),
                     "p": p, "plen": plen, "ln": ln & 0xFFFF, "vlan": vlan, "ihl": ihl,
-                    "udp": udp, "total": total, "user": user, "v2": int(magic == MAGIC_V2),
-                    "k": kb & 31})
+                    "udp": udp, "total": total, "user": user, "v2": int(magic in (MAGIC_V2, MAGIC_V3)),
+                    "v3": int(magic == MAGIC_V3), "k": kb & 31, "ck": ck,
+                    "refused": int(bool(common and acc and magic == MAGIC_V3 and rules and not ck))})
     return out
 
 
@@ -105,7 +117,7 @@ async def front(dut, idle, backpressure):
     from inceptionn.hw.rx.layouts import FeedStart, HeldFrame, Pending
     await start(dut, {"hold__done": 0, "hold__head": 1, "matcher__done": 0, "feed__ra_step": 0, "feed__fin_done": 0,
                       "back__end_live": 0, "start__ready": 0, "rl_cfg__ready": 0,
-                      "restore__done": 0, "back__release": 0})
+                      "restore__done": 0, "back__release": 0, "check__done": 0, "check__ok": 0})
     seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
     frames = _frames(seed)
     assert {f["ok"] for f in frames} == {0, 1}
@@ -133,6 +145,7 @@ async def front(dut, idle, backpressure):
     acted = []                      # (frame, feed payload) per ACT, in order
     pends, starts, cfgs = [], [], []
     took = None                     # the frame whose pending slot was loaded last clock
+    ck_done = 0
     while len(acted) < FRAMES or took is not None:
         cyc += 1
         assert cyc < 200 * FRAMES, f"stuck at frame {cur} ({len(acted)} acted)"
@@ -143,6 +156,11 @@ async def front(dut, idle, backpressure):
         dut.hold__head.value = head
         for s in ("done", "match_done", "restore_done", "release", "end_live", "fin_done"):
             getattr(dut, _PORTS[s]).value = int(s in now)
+        # The check stage: done (a level) some clocks after its go, until the next go.
+        if "ck_done" in now:
+            ck_done = 1
+        dut.check__done.value = ck_done
+        dut.check__ok.value = f["ck"]
         if "done" in now:
             head = 0
         await ReadWrite()           # f_addr, a register, as it is after the edge
@@ -161,6 +179,9 @@ async def front(dut, idle, backpressure):
             cfgs.append(unpack(realigner_cfg(), int(dut.rl_cfg__payload.value)))
         if dut.restore__start.value:
             at(cyc + later(1), "restore_done")
+        if dut.check__go.value:
+            ck_done = 0
+            at(cyc + later(1), "ck_done")
         if dut.hold__take.value:
             assert dut.feed__start__valid.value, "take without the feed's load"
             acted.append(unpack(FeedStart, int(dut.feed__start__payload.value)))
@@ -206,7 +227,8 @@ async def front(dut, idle, backpressure):
             if f["ok"] or k not in ("total", "udp_len", "left", "one", "end_lane"):
                 assert pd[k] == v, f"frame {n}: pend.{k} {pd[k]}, want {v}"
         if f["ok"]:
-            wl, _, _ = feed_load({"p": f["p"], "rem": f["plen"] - 4,
+            shim = 8 if f["v3"] else 4            # the stream starts after the shim
+            wl, _, _ = feed_load({"p": f["p"] + shim - 4, "rem": f["plen"] - shim,
                                   "frame": f["frame"], "user": f["user"]})
             for k, v in wl.items():
                 assert ld[k] == v, f"frame {n}: feed.{k} {ld[k]}, want {v}"
@@ -220,9 +242,20 @@ async def front(dut, idle, backpressure):
     assert int(dut.bypassed.value) == FRAMES - len(comp)
     assert int(dut.payload_bytes_in.value) == sum(f["plen"] for f in comp)
     assert int(dut.payload_bytes_out.value) == sum(f["ln"] for f in comp)
-    assert int(dut.version2.value) == sum(f["v2"] for f in comp)
-    assert int(dut.version1.value) == len(comp) - int(dut.version2.value)
-    assert 0 < int(dut.version2.value) < len(comp)
+    assert int(dut.version3.value) == sum(f["v3"] for f in comp)
+    assert int(dut.version2.value) == sum(f["v2"] - f["v3"] for f in comp)
+    assert int(dut.version1.value) == sum(1 - f["v2"] for f in comp)
+    assert int(dut.check_failed.value) == sum(f["refused"] for f in frames)
+    assert 0 < int(dut.version1.value) and 0 < int(dut.version2.value) + int(dut.version3.value)
+
+
+def test_rx_front_frames_cover_every_version():
+    """Over the matrix's runs, frames of each version are decompressed, and version-3
+    frames are refused by their check word alone."""
+    frames = [f for seed in range(len(PAUSE_MODES) ** 2) for f in _frames(seed)]
+    for v in (1, 2, 3):
+        assert sum(f["ok"] and (f["v2"] + f["v3"] + 1) == v for f in frames) >= 5, v
+    assert sum(f["refused"] for f in frames) >= 3
 
 
 def test_rx_front():

@@ -7,9 +7,10 @@ from amaranth.lib.wiring import In, Out
 
 from ..decompression_unit import StartLayout
 from ..realigner import realigner_cfg
-from ..wire import BEAT_BYTES, EB_K_MAX, K_MIN, MAX_FRAME_BYTES, SHIM_MAGIC, SHIM_MAGIC_V2
-from .layouts import (HOLD_BEATS, FrontBack, FrontEgress, FrontFeed, FrontRestore,
-                      HoldFront, MatchResult, Pending)
+from ..wire import (BEAT_BYTES, EB_K_MAX, K_MIN, MAX_FRAME_BYTES, SHIM_MAGIC, SHIM_MAGIC_V2,
+                    SHIM_MAGIC_V3)
+from .layouts import (HOLD_BEATS, FrontBack, FrontCheck, FrontEgress, FrontFeed,
+                      FrontRestore, HoldFront, MatchResult, Pending)
 
 __all__ = ["Front"]
 
@@ -21,14 +22,22 @@ class Front(wiring.Component):
       and L and the magic from the shim, read through the hold's feed read port
       (``hold.f_addr`` is a register: it follows the matcher's P >> 5 while the frame is held,
       so the read is one level from flip-flops); SH2 reads the magic byte one clock later
-      when it is lane 0 of the next beat;
+      when it is lane 0 of the next beat; MATCH also starts the check stage
+      (``check.go``: version 3's check word, recomputed from the held beats);
+    * VER decodes the magic against the frame's accepted versions (``held.versions``,
+      sampled with its first beat) and picks the shim's length (4 bytes, or 8 for
+      version 3) into the sums CHECK uses;
     * CHECK works out every per-frame sum and compare ACT needs (the shim check, the size
       limit, the output beat count, the first beat's offer, which held beats end the
-      compressed stream), so ACT only copies registers. The shim check accepts both wire
-      format versions: magic 0xC5 (version 1) or 0xC6 (version 2, the bounded codec,
-      whose k, byte 3, must be in 1..16 and whose L must be restorable from the received
-      bytes: |C| >= 4 + 2 ceil((L div 4) / 8) + L mod 4, the shim, a zero tag word per
-      group and the tail); anything else is forwarded unchanged;
+      compressed stream), so ACT only copies registers; it waits for the check stage
+      (``check.done``) and takes its answer (``check.ok``). The shim check accepts the wire
+      format versions the mask names: magic 0xC5 (version 1), 0xC6 (version 2, the
+      bounded codec, whose k, byte 3, must be in 1..16 and whose L must be restorable
+      from the received bytes: |C| >= 4 + 2 ceil((L div 4) / 8) + L mod 4, the shim, a
+      zero tag word per group and the tail) or 0xC7 (version 3: version 2's rules with
+      the 8-byte shim, and the check word must match); anything else is forwarded
+      unchanged, a version-3 frame refused only by its check word counted in
+      ``check_failed`` too;
     * ACT, once the unit and the Realigner took the previous frame's start (``start``,
       ``rl_cfg``) and the pending slot is free, takes the held frame (``hold.take``), loads
       the slot (``back.pend``, registers) and the feed (``feed.start``), and for a decompressed
@@ -45,6 +54,7 @@ class Front(wiring.Component):
 
     hold: In(HoldFront)
     matcher: In(MatchResult)
+    check: Out(FrontCheck)
     restore: Out(FrontRestore)
     feed: Out(FrontFeed)
     start: Out(stream.Signature(StartLayout))
@@ -54,7 +64,9 @@ class Front(wiring.Component):
     decompressed: Out(32)
     version1: Out(32)              # decompressed frames per wire format version
     version2: Out(32)
+    version3: Out(32)
     bypassed: Out(32)
+    check_failed: Out(32)          # of bypassed: version 3 refused by its check word
     payload_bytes_in: Out(48)
     payload_bytes_out: Out(48)
 
@@ -67,6 +79,7 @@ class Front(wiring.Component):
         self.formal_held = Signal()        # MATCH, SH2, CHECK or ACT: a frame not taken
         self.formal_match = Signal()       # MATCH
         self.formal_pm = Signal()          # the matcher's result kept, not taken
+        self.formal_magic = Signal(8)      # the shim's magic byte as read (CHECK, ACT)
 
     def elaborate(self, platform):
         m = Module()
@@ -79,6 +92,7 @@ class Front(wiring.Component):
         # of an enable.
         s_match = Signal()
         s_sh2 = Signal()
+        s_ver = Signal()
         s_check = Signal()
         s_act = Signal()
         f_pass = Signal()              # PASS
@@ -120,14 +134,27 @@ class Front(wiring.Component):
         # a <= H - 2 - d, d = ceil((c - E) / 2), c = 2 [b >= 4] + (b & 3); the four
         # thresholds H - 2 - d are summed in MATCH from the matcher's |C|.
         d_thr = [Signal(signed(15), name=f"d_thr{j}") for j in range(4)]
-        d_k = Signal(5)                # version 2's k, for the unit
-        d_v2 = Signal()
+        # ... and version 3's (8-byte shim: the thresholds 2 lower), its P + 8, |C| - 8,
+        # picked in VER.
+        d_thr8 = [Signal(signed(15), name=f"d_thr8_{j}") for j in range(4)]
+        d_p8 = Signal(9)
+        d_rem8 = Signal(14)
+        d_k = Signal(5)                # the bounded codec's k, for the unit
+        d_v2 = Signal()                # the bounded codec (versions 2 and 3)
+        d_v3 = Signal()
+        # VER's decode: the magic, masked by the accepted versions; the check word.
+        acc_v1 = Signal()
+        acc_v2 = Signal()
+        acc_v3 = Signal()
+        ck_ok = Signal()               # the check stage's answer (valid in CHECK)
+        m.d.comb += ck_ok.eq(self.check.ok)
         d_fidx = Signal(range(HOLD_BEATS + 1))   # beat of the stream's first byte
         d_ffirst = Signal(5)                     # ... and its lane
         m.d.comb += [d_fidx.eq(d_p4[5:]), d_ffirst.eq(d_p4[:5])]
 
         # Derived per-frame values (CHECK), so that ACT only copies registers.
         x_ok = Signal()
+        x_refused = Signal()           # version 3 refused only by its check word
         x_sum = Signal(17)             # P + 31 + L
         x_total = Signal(16)
         x_udp_len = Signal(16)
@@ -198,6 +225,7 @@ class Front(wiring.Component):
 
         # MATCH: take the matcher's result, and L from the shim.
         rd = hold.f_data
+        m.d.comb += [self.check.go.eq(pm_take), self.check.info.eq(info)]
         with m.If(s_match & pm_have):
             m.d.comb += pm_take.eq(1)
             po = info.payload_offset
@@ -216,7 +244,10 @@ class Front(wiring.Component):
                 d_lr.eq(info.payload_len),
                 d_rem.eq(info.payload_len - 4),
                 *[d_thr[j].eq((info.payload_len >> 1) - (2 + j)) for j in range(4)],
+                *[d_thr8[j].eq((info.payload_len >> 1) - (4 + j)) for j in range(4)],
                 d_p4.eq(info.payload_offset + 4),
+                d_p8.eq(info.payload_offset + 8),
+                d_rem8.eq(info.payload_len - 8),
                 d_p31.eq(info.payload_offset + (BEAT_BYTES - 1)),
                 d_lim.eq(MAX_FRAME_BYTES - info.payload_offset),
                 d_vlan.eq(info.vlan),
@@ -229,36 +260,56 @@ class Front(wiring.Component):
                         (~held_last | (held_len >= info.min_frame_len))),
                 s_match.eq(0),
                 # the magic byte is in the next beat only if P mod 32 = 30
-                s_sh2.eq(po[2:5] == 7), s_check.eq(po[2:5] != 7),
+                s_sh2.eq(po[2:5] == 7), s_ver.eq(po[2:5] != 7),
             ]
 
         # SH2: the shim's magic byte, lane 0 of the next beat (compared in CHECK: the
         # memory's read is slow).
         with m.If(s_sh2):
-            m.d.sync += [shim_m.eq(rd[:8]), shim_k.eq(rd[8:16]), s_sh2.eq(0), s_check.eq(1)]
+            m.d.sync += [shim_m.eq(rd[:8]), shim_k.eq(rd[8:16]), s_sh2.eq(0), s_ver.eq(1)]
 
-        # CHECK: the shim check and everything ACT needs, one register stage.
-        with m.If(s_check):
+        # VER: the version decode and the shim's length.
+        with m.If(s_ver):
+            is_v3 = Signal()
+            m.d.comb += is_v3.eq(shim_m == SHIM_MAGIC_V3)
+            vers = held.versions
+            m.d.sync += [
+                acc_v1.eq((shim_m == SHIM_MAGIC) & vers[0]),
+                acc_v2.eq((shim_m == SHIM_MAGIC_V2) & vers[1]),
+                acc_v3.eq(is_v3 & vers[2]),
+                s_ver.eq(0), s_check.eq(1),
+            ]
+            with m.If(is_v3):
+                m.d.sync += [d_p4.eq(d_p8), d_rem.eq(d_rem8),
+                             *[d_thr[j].eq(d_thr8[j]) for j in range(4)]]
+
+        # CHECK: the shim check and everything ACT needs, one register stage (once the
+        # check stage has answered: 2 clocks after MATCH, so CHECK rarely waits).
+        with m.If(s_check & self.check.done):
             m.d.sync += ra.eq(d_fidx[:3])          # the feed's first held beat
             ls = shim_l
             end_first = Signal()
             m.d.comb += end_first.eq(held_last & (d_fidx + 1 == nheld))
-            is_v1, is_v2 = Signal(), Signal()
-            m.d.comb += [is_v1.eq(shim_m == SHIM_MAGIC), is_v2.eq(shim_m == SHIM_MAGIC_V2)]
+            bounded = Signal()
+            m.d.comb += bounded.eq(acc_v2 | acc_v3)
             c8 = Signal(3)             # c + 1 - E, 0..6; d = (c + 1 - E) >> 1
             m.d.comb += c8.eq(Cat(C(0, 1), ls[2:5] != 0) + ls[0:2] + 1 - d_lr[0])
             fits = Signal(4)           # a <= H - 2 - j
             m.d.comb += [fits[j].eq(~d_thr[j][14] & (ls[5:16] <= d_thr[j][0:14])) for j in range(4)]
-            v2_ok = Signal()
-            m.d.comb += v2_ok.eq(is_v2 & (shim_k >= K_MIN) & (shim_k <= EB_K_MAX)
-                                 & fits.bit_select(c8[1:3], 1))
+            # The bounded codec's rules (versions 2 and 3), the check word aside.
+            v2_rules = Signal()
+            m.d.comb += v2_rules.eq((shim_k >= K_MIN) & (shim_k <= EB_K_MAX)
+                                    & fits.bit_select(c8[1:3], 1))
+            common = Signal()
+            m.d.comb += common.eq(d_ok & shim_ok & (ls > d_lr) & (ls <= d_lim))
             m.d.sync += [
                 d_ls.eq(ls),
                 d_k.eq(shim_k[:5]),
-                d_v2.eq(is_v2),
+                d_v2.eq(bounded),
+                d_v3.eq(acc_v3),
                 # P + L <= MAX_FRAME_BYTES as L <= MAX_FRAME_BYTES - P.
-                x_ok.eq(d_ok & shim_ok & (is_v1 | v2_ok) & (ls > d_lr)
-                        & (ls <= d_lim)),
+                x_ok.eq(common & (acc_v1 | (bounded & v2_rules & (ck_ok | ~acc_v3)))),
+                x_refused.eq(common & acc_v3 & v2_rules & ~ck_ok),
                 x_sum.eq(d_p31 + ls),
                 x_total.eq(d_total + ls - d_lr),
                 x_udp_len.eq(ls + 8),
@@ -339,7 +390,8 @@ class Front(wiring.Component):
                     rl_length.eq(d_ls + d_p[:5]),
                     self.decompressed.eq(self.decompressed + 1),
                     self.version1.eq(self.version1 + ~d_v2),
-                    self.version2.eq(self.version2 + d_v2),
+                    self.version2.eq(self.version2 + (d_v2 & ~d_v3)),
+                    self.version3.eq(self.version3 + d_v3),
                     self.payload_bytes_in.eq(self.payload_bytes_in + d_lr),
                     self.payload_bytes_out.eq(self.payload_bytes_out + d_ls),
                 ]
@@ -347,6 +399,7 @@ class Front(wiring.Component):
                 m.d.sync += [
                     pend_ready.eq(1),
                     self.bypassed.eq(self.bypassed + 1),
+                    self.check_failed.eq(self.check_failed + x_refused),
                 ]
                 with m.If(~held_last):
                     m.d.sync += f_pass.eq(1)
@@ -366,8 +419,9 @@ class Front(wiring.Component):
         if platform == "formal":
             m.d.comb += [
                 self.formal_busy.eq(pend_busy), self.formal_ready.eq(pend_ready),
-                self.formal_held.eq(s_match | s_sh2 | s_check | s_act),
+                self.formal_held.eq(s_match | s_sh2 | s_ver | s_check | s_act),
                 self.formal_pm.eq(pm_have), self.formal_match.eq(s_match),
-                Assert(s_match + s_sh2 + s_check + s_act <= 1, "front: two states at once"),
+                self.formal_magic.eq(shim_m),
+                Assert(s_match + s_sh2 + s_ver + s_check + s_act <= 1, "front: two states at once"),
             ]
         return m

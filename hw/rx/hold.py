@@ -7,8 +7,9 @@ from amaranth.lib.wiring import In, Out
 
 from ..header_restore import HEADER_BEATS
 from ..wire import BEAT_BYTES
-from .layouts import (BANK_BEATS, HOLD_BEATS, HoldBack, HoldEgress, HoldFeed, HoldFront,
-                      HoldRestore, HoldSniff, InBeat)
+from ..wire import VERSIONS_DEFAULT
+from .layouts import (BANK_BEATS, HOLD_BEATS, HoldBack, HoldCheck, HoldEgress, HoldFeed,
+                      HoldFront, HoldRestore, HoldSniff, InBeat)
 
 __all__ = ["Hold"]
 
@@ -18,13 +19,14 @@ class Hold(wiring.Component):
     ready here) in a distributed-RAM memory of two banks of ``BANK_BEATS`` beats, and
     then raises ``front.done`` (a strobe) for the front half. The frame's facts (beats
     held, its last beat's count, keep and tuser, the bytes held, ``enable`` sampled on
-    its first beat, the bank) are registers on ``front.held``. ``front.take`` (the front
+    its first beat, ``versions`` likewise, the bank) are registers on ``front.held``. ``front.take`` (the front
     half's ACT) hands the bank over to the pending frame and starts the next one in the
     other bank (nothing is copied); ``front.restart`` goes back to HEAD. The header
     beats go past the HeaderRestore (``restore``: ``beat_valid``, ``beat_sel``: which of
     the first beats) as they are written. The memory has two combinational read ports,
     ``f_addr``/``f_data`` (the shim check on ``front``, whose address it is, and the feed
-    on ``feed``) and ``egress.hdr_addr``/``hdr_data`` (the output).
+    on ``feed``) and ``egress.hdr_addr``/``hdr_data`` (the output). The check stage
+    (``check``) sees each held beat as it is written.
 
     The stage owns the input stream (``beats``), which four states read: HEAD here,
     DRAIN (``feed.drain``), a live bypass beat going out (``back.pass_take``: taken with
@@ -36,7 +38,9 @@ class Hold(wiring.Component):
 
     beats: In(stream.Signature(InBeat))
     enable: In(1, init=1)
+    versions: In(3, init=VERSIONS_DEFAULT)
     front: Out(HoldFront)
+    check: Out(HoldCheck)
     feed: Out(HoldFeed)
     back: Out(HoldBack)
     egress: Out(HoldEgress)
@@ -67,12 +71,14 @@ class Hold(wiring.Component):
         held_user = Signal()
         held_len = Signal(range(HOLD_BEATS * BEAT_BYTES + 1))
         en_r = Signal()
+        versions_r = Signal(3)
         m.d.comb += [
             front.head.eq(s_head),
             front.held.nheld.eq(nheld), front.held.hsel.eq(hsel),
             front.held.last.eq(held_last), front.held.kc.eq(held_kc),
             front.held.keep.eq(held_keep), front.held.user.eq(held_user),
             front.held.len.eq(held_len), front.held.en.eq(en_r), front.held.bank.eq(bank_h),
+            front.held.versions.eq(versions_r),
             feed.beat.eq(inb.payload), feed.beat_valid.eq(inb.valid),
             back.beat.eq(inb.payload), back.beat_valid.eq(inb.valid),
         ]
@@ -100,6 +106,8 @@ class Hold(wiring.Component):
             self.restore.beat_valid.eq(head_take),
             self.restore.beat_sel.eq(hsel[:HEADER_BEATS]),
             self.restore.beat_vlan.eq(inb.payload.vlan),
+            self.check.c_beat.eq(inb.payload.data), self.check.c_valid.eq(head_take),
+            self.check.c_sel.eq(hsel),
         ]
         with m.If(head_take):
             m.d.sync += [
@@ -113,7 +121,7 @@ class Hold(wiring.Component):
             with m.If(hsel[0]):
                 # enable is sampled at the start of each frame (the matcher samples
                 # dscp on the same beat).
-                m.d.sync += en_r.eq(self.enable)
+                m.d.sync += [en_r.eq(self.enable), versions_r.eq(self.versions)]
             with m.If(inb.payload.last | hsel[HOLD_BEATS - 1]):
                 m.d.comb += front.done.eq(1)
                 m.d.sync += [held_len.eq((nheld << 5) + inb.payload.kc), s_head.eq(0)]

@@ -12,7 +12,7 @@ from ..wire import BEAT_BYTES, MAX_FRAME_BYTES
 __all__ = ["HOLD_BEATS", "BANK_BEATS", "InBeat", "HeldFrame", "FeedStart", "Pending",
            "FinSlot", "OutCtl", "HoldFront", "HoldFeed", "HoldBack", "HoldEgress", "HoldSniff",
            "HoldRestore", "MatchResult", "FrontRestore", "RestoreCsum", "FrontFeed",
-           "FrontBack", "FrontEgress", "FeedBack"]
+           "FrontBack", "FrontEgress", "FeedBack", "HoldCheck", "FrontCheck"]
 
 HOLD_BEATS = 5                 # P <= 138, so the shim (P..P+3) ends within beat 4
 BANK_BEATS = 8                 # beat memory: two banks of 8 entries (HOLD_BEATS used)
@@ -42,6 +42,7 @@ HeldFrame = data.StructLayout({
     "user": 1,
     "len": Shape.cast(range(HOLD_BEATS * BEAT_BYTES + 1)).width,   # bytes held
     "en": 1,                   # ``enable``, sampled on the frame's first beat
+    "versions": 3,             # ``versions`` (accepted wire versions, bit v - 1), likewise
     "bank": 1,                 # the beat memory's bank the front half writes
 })
 
@@ -149,6 +150,23 @@ HoldBack = wiring.Signature({
 HoldEgress = wiring.Signature({
     "hdr_addr": In(4),
     "hdr_data": Out(8 * BEAT_BYTES),
+})
+
+# hold -> check: each held beat as it is written in HEAD (a strobe), with its one-hot
+# index among the held beats.
+HoldCheck = wiring.Signature({
+    "c_beat": Out(8 * BEAT_BYTES),
+    "c_valid": Out(1),
+    "c_sel": Out(HOLD_BEATS),
+})
+
+# front -> check: start (a strobe in MATCH) with the matcher's result; back: done (a
+# level until the next start) and whether the check word matched.
+FrontCheck = wiring.Signature({
+    "go": Out(1),
+    "info": Out(MatchInfo),
+    "done": In(1),
+    "ok": In(1),
 })
 
 # hold -> PacketMatcher: every taken beat.

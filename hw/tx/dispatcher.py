@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..packet_matcher import MatchInfo
 from ..realigner import realigner_cfg
-from ..wire import SHIM_MAGIC, SHIM_MAGIC_V2
+from ..wire import SHIM_MAGIC, SHIM_MAGIC_V2, SHIM_MAGIC_V3
 from .layouts import CodecK, FrameCfg, FrameMode, ShimInfo
 
 __all__ = ["Dispatcher"]
@@ -18,7 +18,7 @@ class Dispatcher(wiring.Component):
     parameters ahead of time to the front stage (``mode``, every frame), the realigner
     (``rl_cfg``: skip P, length L), the group former (``k``: k and codec) and the feeder
     (``shim``: P mod 32 and the shim word rotated by P mod 4; its byte 2 is the wire
-    format version's magic, 0xC5 or 0xC6), the last three only for compressed
+    format version's magic, 0xC5, 0xC6 or 0xC7), the last three only for compressed
     frames, so that consecutive frames follow without a bubble. One frame per clock.
 
     Combinational handshake (kept so that the decision costs no clock): a frame is
@@ -51,7 +51,8 @@ class Dispatcher(wiring.Component):
         m.d.comb += [
             self.info.ready.eq(disp), self.cfg.ready.eq(disp),
             modeq.valid.eq(disp), mode_w.info.eq(info_h), mode_w.compress.eq(want),
-            mode_w.k.eq(cfg_h.k), mode_w.v2.eq(cfg_h.v2), modeq.payload.eq(mode_w),
+            mode_w.k.eq(cfg_h.k), mode_w.v2.eq(cfg_h.v2), mode_w.v3.eq(cfg_h.v3),
+            modeq.payload.eq(mode_w),
             mode_w.bounds.ip4.eq(info_h.l3 + 4), mode_w.bounds.ip10.eq(info_h.l3 + 10),
             mode_w.bounds.ip12.eq(info_h.l3 + 12), mode_w.bounds.ip20.eq(info_h.l3 + 20),
             # the L4 checksum field: UDP l4 + 6, TCP l4 + 16
@@ -63,11 +64,13 @@ class Dispatcher(wiring.Component):
             rl_cfg.payload.length.eq(info_h.payload_len),
             kq.valid.eq(disp & want), kq.payload.k.eq(cfg_h.k), kq.payload.v2.eq(cfg_h.v2),
             shimq.valid.eq(disp & want),
-            shim_w.plane.eq(info_h.payload_offset[:5]), shimq.payload.eq(shim_w),
+            shim_w.plane.eq(info_h.payload_offset[:5]), shim_w.v3.eq(cfg_h.v3),
+            shimq.payload.eq(shim_w),
         ]
         shim_bytes = Signal(32)
         m.d.comb += shim_bytes.eq(Cat(info_h.payload_len[8:16], info_h.payload_len[:8],
-                                      Mux(cfg_h.v2, SHIM_MAGIC_V2, SHIM_MAGIC)[:8], cfg_h.k,
+                                      Mux(cfg_h.v3, SHIM_MAGIC_V3,
+                                          Mux(cfg_h.v2, SHIM_MAGIC_V2, SHIM_MAGIC))[:8], cfg_h.k,
                                       C(0, 1)))
         with m.Switch(info_h.payload_offset[:2]):
             for c in range(4):

@@ -106,9 +106,13 @@ class Egress(wiring.Component):
         # - X, the L4 fields, beats 1 and 2 only: UDP length (l4 + 4) on odd words, the
         #   UDP checksum (l4 + 6) on even words, the TCP checksum (l4 + 16) on odd words;
         #   an odd word's X is the UDP length when that patch is on (UDP), else the
-        #   checksum.
+        #   checksum;
+        # - Y again, version 3's check word, beats 1-4 only (P + 4 >= 46): its high half
+        #   (P + 4) on odd words, its low half on even words (P = 2 mod 4); a Y register
+        #   holds the IP field in beat 0 and the check word's half past it.
         SRC_ORIG, SRC_COMP, SRC_X, SRC_Y = 0, 1, 2, 3
-        P_TOS, P_TOT, P_IPC, P_UDPL, P_L4C = range(PATCHES)
+        P_TOS, P_TOT, P_IPC, P_UDPL, P_L4C, P_CKH, P_CKL = range(PATCHES)
+        CK_OF_Y = {P_TOS: P_CKH, P_TOT: P_CKL, P_IPC: P_CKL}    # the half on the same words
         Y_OF_WORD = {7: P_TOS, 9: P_TOS, 8: P_TOT, 10: P_TOT, 12: P_IPC, 14: P_IPC}
         sel_lo = Signal(BEAT_BYTES)     # lanes >= plane
         for j in range(BEAT_BYTES):
@@ -141,6 +145,7 @@ class Egress(wiring.Component):
         e1_px_even = Signal(16)
         e1_px_odd = Signal(16)
         e1_py = [Signal(16, name=f"e1_py{idx}") for idx in (P_TOS, P_TOT, P_IPC)]
+        e1_ck = [Signal(16, name="e1_ck_lo"), Signal(16, name="e1_ck_hi")]   # by word parity
         m.d.sync += e1_v.eq(issue)
         with m.If(issue):
             m.d.sync += [
@@ -151,7 +156,10 @@ class Egress(wiring.Component):
                                  e.patches[P_L4C].value)),
             ]
             for idx in (P_TOS, P_TOT, P_IPC):
-                m.d.sync += e1_py[idx].eq(e.patches[idx].value)
+                m.d.sync += e1_py[idx].eq(Mux(e_at[0], e.patches[idx].value,
+                                              e.patches[CK_OF_Y[idx]].value))
+            m.d.sync += [e1_ck[0].eq(e.patches[P_CKL].value),
+                         e1_ck[1].eq(e.patches[P_CKH].value)]
             for w in range(words):
                 # Kept (as is ``sel``): the code is then one LUT behind them; left free,
                 # the mapper spreads the cone over a chain of small LUTs (7 levels).
@@ -159,7 +167,8 @@ class Egress(wiring.Component):
                 hit_y = Signal(name=f"phit_y{w}", attrs={"keep": 1})
                 m.d.comb += [
                     hit_x.eq(hits[P_L4C][w] | (hits[P_UDPL][w] if w % 2 else 0)),
-                    hit_y.eq(hits[Y_OF_WORD[w]][w] if w in Y_OF_WORD else 0),
+                    hit_y.eq((hits[Y_OF_WORD[w]][w] if w in Y_OF_WORD else 0)
+                             | hits[P_CKH if w % 2 else P_CKL][w]),
                 ]
                 for j in (2 * w, 2 * w + 1):
                     m.d.sync += e1_code[j].eq(Mux(hit_y, SRC_Y, Mux(hit_x, SRC_X,
@@ -171,7 +180,7 @@ class Egress(wiring.Component):
             lane = slice(8 * j, 8 * j + 8)
             w, h = j // 2, 8 * (j % 2)
             px = e1_px_odd if w % 2 else e1_px_even
-            py = e1_py[Y_OF_WORD[w]] if w in Y_OF_WORD else C(0, 16)
+            py = e1_py[Y_OF_WORD[w]] if w in Y_OF_WORD else e1_ck[w % 2]
             src = [orig.r_data[lane], comp.r_data[lane], px[h:h + 8], py[h:h + 8]]
             c = e1_code[j]
             m.d.sync += e2.data[lane].eq(

@@ -17,7 +17,11 @@ __all__ = ["Feeder"]
 class Feeder(wiring.Component):
     """Feeds the AlignmentUnit (``o``) per compressed frame: [P mod 32 placeholders +
     shim] as one fill vector (``shim``: the shim word pre-rotated by P mod 4, repeated,
-    so that the payload lands on the output frame's byte lanes), the CompressionUnit's
+    so that the payload lands on the output frame's byte lanes), for version 3 four
+    placeholder bytes for the check word (the egress patches them: the word covers |C|,
+    known only at the frame's end): in the fill vector itself (the repeated word, up to
+    its 34 bytes, so the path keeps one vector per input beat) or, when P mod 32 = 30,
+    as a vector of their own; then the CompressionUnit's
     groups (``groups``, through a register slice), and the tail (``tail``: inside the
     last group when the group former could put it there, else a vector of its own).
     Per frame it pushes |C| and a separate tail's word sum to ``clen`` (one clock after
@@ -63,13 +67,18 @@ class Feeder(wiring.Component):
         go = rs_gout.o
         fd_groups = Signal()        # 0: the prefix is next; 1: the frame's groups
         fd_tail = Signal()          # the tail is owed as a vector of its own
+        fd_ck = Signal()            # version 3: the check word's placeholders are next
         c_len = Signal(17)
         sh = Signal(ShimInfo)
         m.d.comb += sh.eq(self.shim.payload)
         # The prefix is a fill vector of shim_rot: byte b holds shim byte (b - plane) mod 4,
         # so bytes plane..plane+3 are the shim.
         is_prefix = Signal()
-        m.d.comb += is_prefix.eq(~fd_groups & ~fd_tail)
+        m.d.comb += is_prefix.eq(~fd_groups & ~fd_tail & ~fd_ck)
+        # Version 3's check word placeholders in the fill vector (P mod 32 <= 26, as
+        # P = 2 mod 4) or after it.
+        ck_in = Signal()
+        m.d.comb += ck_in.eq(sh.v3 & (sh.plane[2:5] != 7))
         tail_h = self.tail.payload
         g = go.payload
         fd_fire = Signal()
@@ -82,10 +91,18 @@ class Feeder(wiring.Component):
                 fd_fire.eq(a_in.valid & a_in.ready),
                 clen_add.eq(tail_h.r),
             ]
+        with m.Elif(fd_ck):
+            m.d.comb += [
+                a_in.valid.eq(1),
+                a_in.payload.length.eq(4),
+                a_in.payload.last.eq(0),
+                fd_fire.eq(a_in.valid & a_in.ready),
+                clen_add.eq(4),
+            ]
         with m.Elif(~fd_groups):
             m.d.comb += [
                 a_in.valid.eq(self.shim.valid),
-                a_in.payload.length.eq(sh.plane + 4),
+                a_in.payload.length.eq(sh.plane + Mux(ck_in, 8, 4)),
                 a_in.payload.last.eq(0),
                 fd_fire.eq(a_in.valid & a_in.ready),
             ]
@@ -109,22 +126,24 @@ class Feeder(wiring.Component):
         m.d.comb += [
             a_in.payload.fill.eq(is_prefix),
             a_in.payload.data.eq(Cat(
-                Mux(is_prefix, sh.shim_rot,
+                Mux(is_prefix | fd_ck, sh.shim_rot,      # (placeholders: held bytes)
                     Mux(fd_tail, Cat(tail_h.tail, g.data[24:32]), g.data[:32])),
                 g.data[32:])),
         ]
         ends_frame = Signal()
         m.d.comb += ends_frame.eq(fd_fire & a_in.payload.last)
 
-        # c_len sums the shim, the groups (tails inside included) and a separate tail;
+        # c_len sums the shim (and check word), the groups (tails inside included) and a separate tail;
         # the frame's length is pushed into clenq one clock after its end (a registered
         # push keeps the feeder's handshake off the FIFO's write logic).
         with m.If(fd_fire):
-            m.d.sync += c_len.eq(Mux(is_prefix, 4, c_len + clen_add))
+            m.d.sync += c_len.eq(Mux(is_prefix, Mux(ck_in, 8, 4), c_len + clen_add))
             with m.If(fd_tail):
                 m.d.sync += [fd_tail.eq(0), fd_groups.eq(0)]
+            with m.Elif(fd_ck):
+                m.d.sync += [fd_ck.eq(0), fd_groups.eq(1)]
             with m.Elif(~fd_groups):
-                m.d.sync += fd_groups.eq(1)
+                m.d.sync += [fd_ck.eq(sh.v3 & ~ck_in), fd_groups.eq(~sh.v3 | ck_in)]
             with m.Else():
                 with m.If(g.last):
                     with m.If(tail_h.sep):

@@ -6,9 +6,9 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..header_rewrite import HeaderRewrite
-from ..wire import BEAT_BYTES
-from .layouts import (DEFAULT_AW, MODE_COMP, MODE_DROP, MODE_PASS, CLenInfo, HdrSums,
-                      comp_region, front_result)
+from ..wire import BEAT_BYTES, SHIM_MAGIC_V3
+from .layouts import (DEFAULT_AW, MODE_COMP, MODE_DROP, MODE_PASS, CheckFields, CLenInfo,
+                      HdrSums, comp_region, front_result)
 from .layouts import desc as desc_layout
 
 __all__ = ["Finisher"]
@@ -18,15 +18,17 @@ class Finisher(wiring.Component):
     """One frame at a time, in order: wait for its results, decide, let HeaderRewrite
     compute the patches, push the descriptor. About 8 clocks per frame.
 
-    Inputs, one entry per frame: ``front`` (FrontResult) and ``hsum`` (header word sums)
-    for every frame; ``clen`` (|C| and a separate tail's word sum), ``dsum`` (the groups'
+    Inputs, one entry per frame: ``front`` (FrontResult), ``hsum`` (header word sums) and
+    ``ck`` (the header bytes version 3's check word covers) for every frame; ``clen`` (|C| and a separate tail's word sum), ``dsum`` (the groups'
     D sum, not folded) and ``region`` (the frame's comp ring region) only for frames with
     ``front.compress``. A frame is taken when all of its entries are valid; ``ready`` is
     driven from the valids (the inputs are FIFO outputs). Output: ``desc``.
 
     Decision: drop a frame past the size limit; send it compressed when it was eligible
     (compress, no ``tuser``, at least the minimum frame length) and |C| < L; else pass it
-    unchanged (fall-back when eligible, bypass otherwise). The counters count each.
+    unchanged (fall-back when eligible, bypass otherwise). The counters count each. A
+    version-3 frame's check message (golden.shim_check.check_message, with |C| and the
+    shim) goes to HeaderRewrite, whose patches write the check word.
     """
 
     def __init__(self, aw=DEFAULT_AW):
@@ -35,6 +37,7 @@ class Finisher(wiring.Component):
         super().__init__({
             "front": In(stream.Signature(front_result(aw))),
             "hsum": In(stream.Signature(HdrSums)),
+            "ck": In(stream.Signature(CheckFields)),
             "clen": In(stream.Signature(CLenInfo)),
             "dsum": In(stream.Signature(16)),
             "region": In(stream.Signature(comp_region(aw))),
@@ -42,6 +45,7 @@ class Finisher(wiring.Component):
             "compressed": Out(32),
             "version1": Out(32),       # compressed frames per wire format version
             "version2": Out(32),
+            "version3": Out(32),
             "bypassed": Out(32),
             "fallback": Out(32),
             "dropped": Out(32),
@@ -60,11 +64,12 @@ class Finisher(wiring.Component):
         fr = Signal(FrontResult)
         m.d.comb += fr.eq(self.front.payload)
         fin_ready = Signal()
-        m.d.comb += fin_ready.eq(self.front.valid & self.hsum.valid &
+        m.d.comb += fin_ready.eq(self.front.valid & self.hsum.valid & self.ck.valid &
                                  (~fr.compress | (self.clen.valid & self.dsum.valid &
                                                   self.region.valid)))
         x = Signal(FrontResult)
         x_hs = Signal(HdrSums)
+        x_ck = Signal(CheckFields)
         x_clen = Signal(17)
         x_dsum = Signal(16)
         x_tsum = Signal(17)
@@ -80,6 +85,7 @@ class Finisher(wiring.Component):
         m.d.comb += [
             fin_take.eq(fin_idle & fin_ready),
             self.front.ready.eq(fin_take), self.hsum.ready.eq(fin_take),
+            self.ck.ready.eq(fin_take),
             self.clen.ready.eq(fin_take & fr.compress),
             self.dsum.ready.eq(fin_take & fr.compress),
             self.region.ready.eq(fin_take & fr.compress),
@@ -88,7 +94,7 @@ class Finisher(wiring.Component):
             with m.State("IDLE"):
                 with m.If(fin_ready):
                     m.d.sync += fin_idle.eq(0)
-                    m.d.sync += [x.eq(fr), x_hs.eq(self.hsum.payload),
+                    m.d.sync += [x.eq(fr), x_hs.eq(self.hsum.payload), x_ck.eq(self.ck.payload),
                                  x_clen.eq(self.clen.payload.clen),
                                  x_tsum.eq(self.clen.payload.tsum),
                                  x_dsum.eq(self.dsum.payload), x_comp.eq(self.region.payload)]
@@ -120,7 +126,8 @@ class Finisher(wiring.Component):
                             m.d.sync += [
                                 self.compressed.eq(self.compressed + 1),
                                 self.version1.eq(self.version1 + ~x.v2),
-                                self.version2.eq(self.version2 + x.v2),
+                                self.version2.eq(self.version2 + (x.v2 & ~x.v3)),
+                                self.version3.eq(self.version3 + x.v3),
                                 self.payload_bytes_in.eq(self.payload_bytes_in + x.info.payload_len),
                                 self.payload_bytes_out.eq(self.payload_bytes_out + x_clen),
                             ]
@@ -150,7 +157,17 @@ class Finisher(wiring.Component):
             hr.ip_total_len.eq(x.info.ip_total_len), hr.payload_len.eq(x.info.payload_len),
             hr.c_len.eq(x_clen), hr.l4_csum.eq(x.info.l4_csum),
             hr.ip_rest_sum.eq(x_hs.ip), hr.l4_hdr_sum.eq(x_hs.l4), hr.d_sum.eq(d_fold2),
+            hr.v3.eq(x.v3), hr.p.eq(x.info.payload_offset),
         ]
+        # Version 3's check message, byte j in bits [8j+7:8j]: the header fields as in
+        # the frame, the protocol and a zero, no sequence number for UDP, |C| and L big
+        # endian, the magic and k (docs/wire-format.md section 10).
+        def be16(v):
+            return Cat(v[8:16], v[0:8])
+        m.d.comb += hr.check_msg.eq(Cat(
+            x_ck.addrs, x_ck.ip_id, x.info.proto, C(0, 8), x_ck.ports,
+            Mux(x.info.udp, 0, x_ck.seq), be16(x_clen[:16]), be16(x.info.payload_len),
+            C(SHIM_MAGIC_V3, 8), x.k, C(0, 1)))
         out_len = Signal(17)
         m.d.comb += out_len.eq(Mux(x_mode == MODE_COMP,
                                    x.info.payload_offset + x_clen, x.frame_len))

@@ -9,7 +9,7 @@ from ..checksum import Checksum
 from ..primitives import keep_count
 from ..realigner import Realigner, realigner_cfg
 from ..wire import BEAT_BITS, BEAT_BYTES, MAX_FRAME_BEATS
-from .layouts import FrameMode, HdrSums, front_result
+from .layouts import CheckFields, FrameMode, HdrSums, front_result
 
 __all__ = ["Front"]
 
@@ -22,11 +22,13 @@ class Front(wiring.Component):
     past the header checksums (IP header rest, L4 header: per-word masks of byte ranges,
     then two Checksum pipelines), whose sums leave on ``hsum``. At the frame's end its
     summary (lengths, where it sits in the orig ring, drop / user flags) goes to
-    ``result``. ``f_ptr`` mirrors the ingress's orig-ring write pointer (same beats in the
+    ``result``. The header bytes version 3's check word covers (addresses, IP ID, ports,
+    sequence number) are picked from the beats as they pass and leave on ``ck``, one
+    entry per frame, a clock after its last beat. ``f_ptr`` mirrors the ingress's orig-ring write pointer (same beats in the
     same order, the same MAX_FRAME_BEATS cap).
 
-    ``hsum`` is written without checking its ``ready`` (``valid`` is a write strobe): its
-    FIFO (16) cannot overflow while ``result``'s FIFO (8) gates this stage and the
+    ``hsum`` and ``ck`` are written without checking their ``ready`` (``valid`` is a write
+    strobe): their FIFOs (16) cannot overflow while ``result``'s FIFO (8) gates this stage and the
     checksum pipelines hold fewer than 8 more frames. ``beats.ready`` and
     ``mode.ready`` depend on ``beats.valid``, ``result.ready`` and the realigner's
     ``i.ready`` in the same clock.
@@ -41,6 +43,7 @@ class Front(wiring.Component):
             "o": Out(axis_signature()),
             "result": Out(stream.Signature(front_result(aw))),
             "hsum": Out(stream.Signature(HdrSums)),
+            "ck": Out(stream.Signature(CheckFields)),
         })
 
     def elaborate(self, platform):
@@ -95,7 +98,7 @@ class Front(wiring.Component):
         front_w = Signal(front_result(self.aw))
         m.d.comb += [
             front_w.info.eq(f_mode.info), front_w.compress.eq(f_mode.compress),
-            front_w.v2.eq(f_mode.v2),
+            front_w.v2.eq(f_mode.v2), front_w.v3.eq(f_mode.v3), front_w.k.eq(f_mode.k),
             front_w.frame_len.eq(f_bytes + nb_head), front_w.stored.eq(stored),
             front_w.orig_start.eq(f_start), front_w.user.eq(head.user),
             front_w.drop.eq(f_q >= MAX_FRAME_BEATS),
@@ -167,4 +170,34 @@ class Front(wiring.Component):
         # pipelines hold fewer than 8 more frames. Both sums are fed the same beats, so
         # their ``done`` rise together; both are read so that neither is a dead register.
         m.d.comb += [self.hsum.valid.eq(ck_ip.done & ck_l4.done), self.hsum.payload.eq(Cat(ck_ip.sum, ck_l4.sum))]
+
+        # Version 3's check fields, picked from the registered beats (ck_data), with the
+        # offsets registered beside them (f_mode moves on at a frame's end). Every field
+        # lies in beats 0..2: l3 is 14 or 18, l4 = l3 + 4 IHL in 34..78.
+        ck_b = Signal(2)            # beat index, 3 for beats past 2
+        ck_vlan = Signal()
+        ck_l4 = Signal(7)
+        m.d.sync += [ck_b.eq(Mux(f_q < 3, f_q[:2], 3)), ck_vlan.eq(f_mode.info.vlan),
+                     ck_l4.eq(f_mode.info.l4)]
+        fields = Signal(CheckFields)
+        fb = [fields.as_value()[8 * i:8 * i + 8] for i in range(18)]
+        # (message bytes, choices of the base: (condition, base offset), offset from it)
+        picks = []
+        l3s = [(~ck_vlan, 14), (ck_vlan, 18)]
+        l4s = [(ck_l4 == v, v) for v in range(34, 79, 4)]
+        for i in range(8):
+            picks.append((fb[i], l3s, 12 + i))          # source, destination
+        for i in range(2):
+            picks.append((fb[8 + i], l3s, 4 + i))       # IP identification
+        for i in range(8):
+            picks.append((fb[10 + i], l4s, i))          # ports, sequence number
+        for dst, bases, c in picks:
+            for cond, base in bases:
+                off = base + c
+                with m.If(ck_v & cond & (ck_b == off // BEAT_BYTES)):
+                    lane = off % BEAT_BYTES
+                    m.d.sync += dst.eq(ck_data[8 * lane:8 * lane + 8])
+        ck_push = Signal()
+        m.d.sync += ck_push.eq(ck_v & ck_last)
+        m.d.comb += [self.ck.valid.eq(ck_push), self.ck.payload.eq(fields)]
         return m

@@ -6,7 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..axis import AxisBeat, axis_signature
 from ..packet_matcher import MatchInfo, PacketMatcher
-from ..wire import CODEC_PORT_DEFAULT, DSCP_DEFAULT, EB_K_MAX, K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BEATS
+from ..wire import (CODEC_PORT_DEFAULT, DSCP_DEFAULT, EB_K_MAX, K_DEFAULT, K_MAX, K_MIN,
+                    MAX_FRAME_BEATS, VERSION_DEFAULT)
 from .layouts import FrameCfg, store_write
 
 __all__ = ["Ingress"]
@@ -16,8 +17,10 @@ class Ingress(wiring.Component):
     """Every input beat goes to the orig ring (``store``; beats past MAX_FRAME_BEATS are
     not stored: the frame will be dropped) and to ``beats`` (the front stage's FIFO); the
     PacketMatcher sniffs the first beats and pushes the frame's MatchInfo to ``info``;
-    the configuration (``enable``, ``k``, ``codec``) is sampled on each frame's first
-    beat into ``cfg``, with k checked against the codec's range. ``frames_in`` counts frames.
+    the configuration (``enable``, ``k``, ``codec``, ``version``) is sampled on each
+    frame's first beat into ``cfg``, with k checked against the codec's range and, for
+    the bounded codec, ``version`` against 2..3 (the paper's codec is version 1 whatever
+    ``version`` says). ``frames_in`` counts frames.
 
     Contract: ``i.ready`` is ``beats.ready`` and a free ring entry; ``info`` and ``cfg``
     are written without checking their ``ready`` (``valid`` is a write strobe): their
@@ -33,6 +36,7 @@ class Ingress(wiring.Component):
             "dscp": In(6, init=DSCP_DEFAULT),
             "k": In(7, init=K_DEFAULT),
             "codec": In(1, init=CODEC_PORT_DEFAULT),
+            "version": In(2, init=VERSION_DEFAULT),
             "store": Out(store_write(aw)),
             "beats": Out(stream.Signature(AxisBeat)),
             "info": Out(stream.Signature(MatchInfo)),
@@ -63,13 +67,16 @@ class Ingress(wiring.Component):
                 m.d.sync += in_first.eq(0)
                 with m.If(in_q <= MAX_FRAME_BEATS):
                     m.d.sync += [in_q.eq(in_q + 1), in_store.eq(in_q + 1 < MAX_FRAME_BEATS)]
-        # enable / k / codec are sampled at the first beat; the matcher samples dscp itself.
+        # enable / k / codec / version are sampled at the first beat; the matcher samples
+        # dscp itself.
         k_ok = Signal()
         m.d.comb += k_ok.eq((self.k >= K_MIN) &
-                            Mux(self.codec, self.k <= EB_K_MAX, self.k <= K_MAX))
+                            Mux(self.codec, (self.k <= EB_K_MAX) & self.version[1],
+                                self.k <= K_MAX))
         m.d.comb += [
             self.cfg.valid.eq(in_fire & in_first),
-            self.cfg.payload.eq(Cat(self.enable & k_ok, self.k, self.codec)),
+            self.cfg.payload.eq(Cat(self.enable & k_ok, self.k, self.codec,
+                                    self.codec & (self.version == 3))),
             pm.beat.eq(self.i.payload), pm.valid.eq(in_fire), pm.dscp.eq(self.dscp),
             self.info.valid.eq(pm.done), self.info.payload.eq(pm.info),
         ]

@@ -10,11 +10,12 @@ from ..wire import BEAT_BITS
 __all__ = ["FrameCfg", "CodecK", "HdrBounds", "FrameMode", "FrontResult", "HdrSums",
            "CompRegion", "Desc", "DEFAULT_AW", "front_result", "comp_region", "desc",
            "MODE_DROP", "MODE_PASS", "MODE_COMP", "ShimInfo", "TailInfo", "FedGroup",
-           "CLenInfo", "MatchInfo", "store_write", "store_read", "CuCodec", "Decoded"]
+           "CLenInfo", "MatchInfo", "store_write", "store_read", "CuCodec", "Decoded", "CheckFields"]
 
-# ingress -> dispatcher, per frame. ok: enabled and k in the codec's range, decided at the
-# ingress so the dispatcher reads one bit. v2: the bounded codec (wire format version 2).
-FrameCfg = data.StructLayout({"ok": 1, "k": 7, "v2": 1})
+# ingress -> dispatcher, per frame. ok: enabled, k in the codec's range and the version
+# port valid, decided at the ingress so the dispatcher reads one bit. v2: the bounded
+# codec (wire format versions 2 and 3); v3: version 3 (the shim's check word).
+FrameCfg = data.StructLayout({"ok": 1, "k": 7, "v2": 1, "v3": 1})
 # dispatcher -> group former -> CompressionUnit, per compressed frame: its codec.
 CodecK = data.StructLayout({"k": 7, "v2": 1})
 
@@ -36,7 +37,8 @@ FrameMode = data.StructLayout({
     "info": MatchInfo,
     "compress": 1,        # header parsed, engine enabled, k valid: run the compressor
     "k": 7,
-    "v2": 1,              # wire format version 2 (the bounded codec)
+    "v2": 1,              # the bounded codec (wire format version 2 or 3)
+    "v3": 1,              # version 3: a check word after the shim
     "bounds": HdrBounds,
 })
 
@@ -52,6 +54,8 @@ def front_result(aw):
         "info": MatchInfo,
         "compress": 1,
         "v2": 1,
+        "v3": 1,
+        "k": 7,
         "frame_len": 17,
         "stored": 9,          # beats written to the orig store (<= 288)
         "orig_start": aw + 1,
@@ -64,6 +68,11 @@ FrontResult = front_result(DEFAULT_AW)
 
 # front -> finisher: the IP header (rest) and L4 header word sums, per frame.
 HdrSums = data.StructLayout({"ip": 16, "l4": 16})
+
+# front -> finisher, per frame: the header bytes version 3's check word covers, as they
+# appear in the frame (golden.shim_check): IP source and destination (8), IP ID (2), the
+# L4 ports (4) and the 4 bytes after them (the TCP sequence number; unused for UDP).
+CheckFields = data.StructLayout({"addrs": 64, "ip_id": 16, "ports": 32, "seq": 32})
 
 def comp_region(aw):
     """comp writer -> finisher: a compressed frame's region in the comp ring."""
@@ -96,7 +105,9 @@ MODE_DROP, MODE_PASS, MODE_COMP = 0, 1, 2
 # dispatcher -> feeder: prefix and shim. The shim is kept rotated by plane mod 4, so that
 # the prefix vector (placeholder bytes below the plane are never sent) is that word
 # repeated: an AlignmentUnit fill vector.
-ShimInfo = data.StructLayout({"plane": 5, "shim_rot": 32})
+# v3: version 3's 4 check-word bytes follow the shim (placeholders here, written by
+# the egress's patches once |C| is known).
+ShimInfo = data.StructLayout({"plane": 5, "shim_rot": 32, "v3": 1})
 # group former -> feeder: the r = L mod 4 raw bytes; sep: they follow the last group as a
 # vector of their own (a final beat of fewer than 4 bytes), else they ride in the last
 # group (CompressionUnit) and ``tail`` is not used (the group carries them).

@@ -126,15 +126,15 @@ def rtl_nic_stage(frames, k: int, codec: str = "paper", *, dscp: int = golden.DS
 
     if codec not in golden.CODECS:
         raise ValueError(f"the RTL engines run {', '.join(golden.CODECS)}, not {codec!r}")
-    # The RTL engines implement wire versions 1 and 2 (rtl_golden).
-    from inceptionn.rtl.rtl_golden import RTL_VERSIONS, rtl_version
-    wire_g, host_g, info = golden_nic_stage(frames, k, codec, dscp=dscp, version=rtl_version(codec),
-                                            versions=RTL_VERSIONS)
-    tx = run_frames("tx", frames, k=k, dscp=dscp, codec=codec)
+    # The codec's wire version (1 for the paper's, 3 for the bounded one), RX accepting it.
+    from inceptionn.rtl.rtl_golden import rtl_version
+    v = rtl_version(codec)
+    wire_g, host_g, info = golden_nic_stage(frames, k, codec, dscp=dscp, version=v, versions=(v,))
+    tx = run_frames("tx", frames, k=k, dscp=dscp, codec=codec, version=max(v, 2))
     wire = [f for f, _ in tx.frames_out]
     if wire != wire_g or any(u for _, u in tx.frames_out):
         raise RuntimeError(f"RTL TX differs from golden.tx_frame: {_first_difference(wire, wire_g)}")
-    rx = run_frames("rx", wire, dscp=dscp)
+    rx = run_frames("rx", wire, dscp=dscp, versions=(v,))
     host = [f for f, _ in rx.frames_out]
     if host != host_g or any(u for _, u in rx.frames_out):
         raise RuntimeError(f"RTL RX differs from golden.rx_frame: {_first_difference(host, host_g)}")

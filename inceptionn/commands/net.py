@@ -190,8 +190,6 @@ def _fix_run(args, error):
             golden.payload.check_version(args.version, args.codec)
     except ValueError as e:
         raise error(f"--version: {e}") from None
-    if args.engine == "rtl" and (args.version == 3 or 3 in (args.versions or ())):
-        raise error("--engine rtl: the RTL engines implement wire versions 1 and 2, not 3")
     uses_python = args.rate is not None or args.drop or args.engine == "rtl"
     if args.switch == "compiled" and uses_python:
         raise error("--switch compiled: --rate, --drop and --engine rtl need the Python switch")

@@ -20,7 +20,8 @@ OUT = harness.BUILD / "vc709"
 def build_tree(out=OUT, *, engines=True, do_build=False, pass_frames=1024, name="top",
                codec="bounded"):
     """Write (and with do_build run) the Vivado build; returns the BuildPlan/products.
-    ``codec``: the TX engine's wire format version, "bounded" (2) or "paper" (1)."""
+    ``codec``: the TX engine's wire format version, "bounded" (3) or "paper" (1); RX
+    accepts that version only."""
     from inceptionn.hw.platform import VC709Platform
     from inceptionn.hw.selftest import VC709SelfTestTop
     platform = VC709Platform()
@@ -49,7 +50,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--no-engines", action="store_true",
                     help="self-test of the test: generator -> wire -> checker")
     ap.add_argument("--codec", choices=("paper", "bounded"), default="bounded",
-                    help="the wire format version TX sends: bounded (2, default) or paper (1)")
+                    help="the wire format version TX sends (RX accepts only it): bounded (3, default) or paper (1)")
 
 
 def run(args) -> int:

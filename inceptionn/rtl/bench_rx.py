@@ -3,9 +3,10 @@
 Measured here (cycle-accurate, every number from this run):
 - output beats per clock for back-to-back 1514- and 9014-byte original frames (UDP
   payloads of 1472 and 8972 bytes of real gradients, or N(0, 1e-3) when the demo's
-  .npy files are absent) compressed by the golden TX in both wire format versions:
-  the paper's codec (version 1) at 2^-6, 2^-8, 2^-10 and the bounded codec (version
-  2) at 2^-8, 2^-10, 2^-16; input always valid, sink always ready. One beat is 32 bytes = 8 float32 = one group.
+  .npy files are absent) compressed by the golden TX in every wire format version:
+  the paper's codec (version 1) at 2^-6, 2^-8, 2^-10, the bounded codec in version 2
+  at 2^-8, 2^-10, 2^-16 and in version 3 (the checked shim) at 2^-8, 2^-10, 2^-16; RX
+  accepting that version; input always valid, sink always ready. One beat is 32 bytes = 8 float32 = one group.
 - latency: for one frame alone, the clocks from its first input beat to its last
   output beat minus its output beats, i.e. the clocks not spent emitting (the
   first-beat latency, as the output then streams without a gap), and the clocks from
@@ -38,32 +39,34 @@ def _frames(size, count, seed=0):
     return [F.udp_frame(raw[i * payload:(i + 1) * payload]) for i in range(count)], source
 
 
-CASES = (("paper", 6), ("paper", 8), ("paper", 10), ("bounded", 8), ("bounded", 10),
-         ("bounded", 16))
+CASES = (("paper", 6, 1), ("paper", 8, 1), ("paper", 10, 1), ("bounded", 8, 2),
+         ("bounded", 10, 2), ("bounded", 16, 2), ("bounded", 8, 3), ("bounded", 10, 3),
+         ("bounded", 16, 3))
 
 
 def measure(sizes=(1514, 9014), cases=CASES, counts=None):
-    """Rows of output beats/clock and latency per (codec, k); raises if any frame
-    differs from golden."""
-    from .rtl_golden import rx_frame, tx_frame      # the RTL's wire versions, 1 and 2
+    """Rows of output beats/clock and latency per (codec, k, version); raises if any
+    frame differs from golden."""
+    from .rtl_golden import rx_frame, tx_frame      # golden as the RTL's ports
     from .rtl_loop import run_frames
     counts = counts or {1514: 48, 9014: 10}
     rows = []
     for size in sizes:
         host, source = _frames(size, counts.get(size, 10))
-        for codec, k in cases:
-            wire = [tx_frame(f, k=k, codec=codec) for f in host]
-            expect = [rx_frame(w) for w in wire]
-            train = run_frames("rx", wire)
+        for codec, k, version in cases:
+            acc = (version,)
+            wire = [tx_frame(f, k=k, codec=codec, version=max(version, 2)) for f in host]
+            expect = [rx_frame(w, versions=acc) for w in wire]
+            train = run_frames("rx", wire, versions=acc)
             if train.frames_out != expect:
                 raise AssertionError(f"RX output differs from golden ({size} B, {codec} k={k})")
-            one = run_frames("rx", wire[:1])
+            one = run_frames("rx", wire[:1], versions=acc)
             if one.frames_out != expect[:1]:
                 raise AssertionError(f"RX output differs from golden ({size} B, {codec} k={k}, single)")
             wire_bytes = float(np.mean([len(w) for w in wire]))
             rows.append({
                 "frame B": size,
-                "version": 1 if codec == "paper" else 2,
+                "version": version,
                 "codec": codec,
                 "bound": f"2^-{k}",
                 "frames": len(wire),

@@ -16,7 +16,7 @@ __all__ = ["COUNTER_NAMES", "DESIGNS", "RunResult", "normalize_frames", "tx_desi
 # The engines' counter ports (spec section 6), as far as each engine has them.
 COUNTER_NAMES = ("frames_in", "frames_out", "compressed", "decompressed", "bypassed",
                  "fallback", "malformed", "dropped", "payload_bytes_in", "payload_bytes_out",
-                 "version1", "version2")
+                 "version1", "version2", "version3", "check_failed")
 
 
 def tx_design():

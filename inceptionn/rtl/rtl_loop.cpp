@@ -5,8 +5,11 @@
 // loop drives the 256-bit AXI-stream ports itself and talks to Python over stdin and
 // stdout in a small binary protocol, one request per batch of frames:
 //
-//   'C' u8 k, u8 dscp, u8 enable, u8 codec  configure and reset (3 clocks); reply 'C'
-//                                         (codec: 0 the paper's, 1 the bounded one; TX only)
+//   'C' u8 k, u8 dscp, u8 enable, u8 codec, u8 version, u8 versions
+//                                         configure and reset (3 clocks); reply 'C'
+//                                         (codec: 0 the paper's, 1 the bounded one; version:
+//                                         the bounded codec's wire version, 2 or 3; TX only;
+//                                         versions: the accepted versions' mask, RX only)
 //   'R' u32 nframes, u32 expect, u64 timeout_clocks, then per frame: u32 len, u8 user, bytes
 //       play the frames back to back (source never idle, sink always ready) until
 //       `expect` frames came out, or `timeout_clocks` clocks pass with no beat moving
@@ -20,7 +23,8 @@
 //
 // All integers little-endian. Clocks count from reset and keep counting across
 // requests, so an engine's state (frames in flight, counters) persists between batches.
-// The port glue (class name, whether there are `k` and `codec` ports, the counters) comes from a
+// The port glue (class name, whether there are `k`, `codec`, `version` and `versions`
+// ports, the counters) comes from a
 // header generated per engine: rtl_loop_ports.h.
 
 #include <cstdint>
@@ -97,7 +101,8 @@ struct Loop {
         ++clock;
     }
 
-    void configure(uint8_t k, uint8_t dscp, uint8_t enable, uint8_t codec) {
+    void configure(uint8_t k, uint8_t dscp, uint8_t enable, uint8_t codec, uint8_t version,
+                   uint8_t versions) {
         top->enable = enable;
         top->dscp = dscp;
 #if ENGINE_HAS_K
@@ -109,6 +114,16 @@ struct Loop {
         top->codec = codec;
 #else
         (void)codec;
+#endif
+#if ENGINE_HAS_VERSION
+        top->version = version;
+#else
+        (void)version;
+#endif
+#if ENGINE_HAS_VERSIONS
+        top->versions = versions;
+#else
+        (void)versions;
 #endif
         top->s_axis_tvalid = 0;
         top->m_axis_tready = 0;
@@ -223,8 +238,8 @@ int main(int argc, char** argv) {
         uint8_t op = get<uint8_t>();
         if (op == 'C') {
             uint8_t k = get<uint8_t>(), dscp = get<uint8_t>(), enable = get<uint8_t>();
-            uint8_t codec = get<uint8_t>();
-            loop.configure(k, dscp, enable, codec);
+            uint8_t codec = get<uint8_t>(), version = get<uint8_t>(), versions = get<uint8_t>();
+            loop.configure(k, dscp, enable, codec, version, versions);
             out.put<uint8_t>('C');
         } else if (op == 'R') {
             loop.run(out);

@@ -37,12 +37,13 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..golden import versions_mask
 from . import designs, harness
 
 __all__ = ["FastEngine", "BatchStats", "build_loop", "run_frames", "CODECS"]
 
 # The TX engine's codec port by name: 0 the paper's codec (wire format version 1),
-# 1 the bounded one (version 2).
+# 1 the bounded one (the wire version its version port names, 2 or 3).
 CODECS = ("paper", "bounded")
 
 CPP = Path(__file__).with_name("rtl_loop.cpp")
@@ -65,6 +66,8 @@ def _ports_header(name: str, ports) -> str:
             f"#define ENGINE_TOP V{name}\n"
             f"#define ENGINE_HAS_K {int('k' in ports)}\n"
             f"#define ENGINE_HAS_CODEC {int('codec' in ports)}\n"
+            f"#define ENGINE_HAS_VERSION {int('version' in ports)}\n"
+            f"#define ENGINE_HAS_VERSIONS {int('versions' in ports)}\n"
             f"#define ENGINE_COUNTERS(t) {reads}\n"
             f"// counters: {' '.join(counters)}\n")
 
@@ -152,15 +155,21 @@ class FastEngine:
     """One Verilated engine ("tx" or "rx") in a child process; see the module docstring."""
 
     def __init__(self, kind: str, *, k: int = 10, dscp: int = 10, enable: bool = True,
-                 codec: str = "bounded", timeout_clocks: int = 100_000):
-        """``codec``: the TX engine's codec port, "bounded" (wire format version 2, the
-        default) or "paper" (version 1); RX decodes both whatever it is."""
+                 codec: str = "bounded", version: int = 3, versions=(3,),
+                 timeout_clocks: int = 100_000):
+        """``codec``: the TX engine's codec port, "bounded" (the default) or "paper"
+        (wire format version 1); ``version``: TX's version port, the bounded codec's wire
+        version (3, the default, or 2); ``versions``: the wire versions RX accepts (its
+        mask port; version 3 only by default)."""
         if codec not in CODECS:
             raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
         if not 0 <= int(dscp) <= 63:
             raise ValueError(f"dscp must be in 0..63, got {dscp!r}")
         if not 0 <= int(k) <= 127:
             raise ValueError(f"k must fit the 7-bit port (0..127), got {k!r}")
+        if not 0 <= int(version) <= 3:
+            raise ValueError(f"version must fit the 2-bit port (0..3), got {version!r}")
+        mask = versions_mask(versions)
         self.kind = kind
         self.timeout_clocks = int(timeout_clocks)
         self._expected = designs.DESIGNS[kind][2] if kind in designs.DESIGNS else None
@@ -168,8 +177,8 @@ class FastEngine:
         self._proc = subprocess.Popen([str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.last: BatchStats | None = None
         self._counters = {}
-        self._send(struct.pack("<cBBBB", b"C", int(k), int(dscp), int(bool(enable)),
-                               CODECS.index(codec)))
+        self._send(struct.pack("<cBBBBBB", b"C", int(k), int(dscp), int(bool(enable)),
+                               CODECS.index(codec), int(version), mask))
         self._expect_reply(b"C")
         self.clock = 4  # the reset clocks
 
@@ -261,9 +270,11 @@ class FastEngine:
             self._proc.kill()
 
 
-def run_frames(kind, frames, *, k=10, dscp=10, enable=True, codec="bounded") -> designs.RunResult:
+def run_frames(kind, frames, *, k=10, dscp=10, enable=True, codec="bounded", version=3,
+               versions=(3,)) -> designs.RunResult:
     """One batch through a fresh engine, as a `RunResult` (as sim/engines.py returns)."""
-    with FastEngine(kind, k=k, dscp=dscp, enable=enable, codec=codec) as eng:
+    with FastEngine(kind, k=k, dscp=dscp, enable=enable, codec=codec, version=version,
+                    versions=versions) as eng:
         out = eng.run(frames)
         st = eng.last
         return designs.RunResult(frames_out=[o for o in out if o is not None], cycles=st.cycles,

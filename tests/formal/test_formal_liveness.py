@@ -81,6 +81,7 @@ class RxFrontLive(Live, RxFrontCheck):
     def live(self, m):
         d = self.dut
         self.respond(m, self.held_wait & ~self.reported, self.mdone, "matcher")
+        self.respond(m, self.ck_busy, self.ck_answer, "check")
         self.respond(m, self.restoring, self.rdone, "restore")
         self.respond(m, self.busy & d.back.pend_ready, self.rel, "release")
         self.respond(m, self.feeding, self.fdone, "fin")
@@ -229,8 +230,8 @@ PROVE = {"live_rx_feed", "live_rx_feed_r2", "live_rx_feed_r3", "live_rx_front",
 LIVE = {
     "live_rx_feed": (RxFeedLive, 1, 2, 4),
     "live_rx_back": (RxBackLive, 1, 2, 6),
-    "live_rx_front": (RxFrontLive, 1, 5, 6),
-    "live_rx_front_engine": (RxFrontLive, ENGINE_R, 9, 10),
+    "live_rx_front": (RxFrontLive, 1, 6, 7),
+    "live_rx_front_engine": (RxFrontLive, ENGINE_R, 10, 11),
     "live_rx_du": (DuLive, 1, 7, slow(12, 18)),
     "live_rx_realign": (RealignerLive, 1, 4, slow(12, 24)),
     "live_tx_feeder": (TxFeederLive, 1, 1, slow(16, 30)),
@@ -241,8 +242,8 @@ LIVE_SLOWER = {
     "live_rx_feed_r2": (RxFeedLive, 2, 4, 6),
     "live_rx_feed_r3": (RxFeedLive, 3, 6, 6),
     "live_rx_back_r2": (RxBackLive, 2, 4, 12),
-    "live_rx_front_r2": (RxFrontLive, 2, 6, 8),
-    "live_rx_front_r3": (RxFrontLive, 3, 7, 12),
+    "live_rx_front_r2": (RxFrontLive, 2, 7, 9),
+    "live_rx_front_r3": (RxFrontLive, 3, 8, 13),
     "live_tx_feeder_r2": (TxFeederLive, 2, 2, 20),
 }
 # the tightness covers (the wait counter reaches bound - 1)

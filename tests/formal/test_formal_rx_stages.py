@@ -13,7 +13,10 @@ abstract model of their contract (stated where it is built) and asserts the stag
   the live input and DRAIN at once; the end-of-input slot is written only when free.
 - front: its start and Realigner-cfg outputs obey the handshake rule; the pending slot
   is written only when the back half has released it (a write without a ready check)
-  and stays unchanged until then; ``feed`` (a load strobe) only into an idle feed.
+  and stays unchanged until then; ``feed`` (a load strobe) only into an idle feed; a
+  frame is decompressed only in a version its mask accepts, and a version-3 frame
+  (magic 0xC7) only after the check stage answered, and answered a match: RX never
+  accepts on a check mismatch.
 - back + egress: the output obeys the handshake rule and the tkeep rule; one last beat
   per pending frame loaded (frames out = frames loaded, never ahead, never more than
   the one in progress behind); the slot released only while it holds a frame; the
@@ -397,12 +400,16 @@ class RxFrontCheck(FormalTop):
     its start; the back half releases the slot once it is ready and ends PASS only in
     PASS; the feed writes FIN some clocks after a decompressing load and steps the read
     address only then; the unit's and the Realigner's ready are free.
+    The check stage answers (``done``, a level until the next ``go``, with any ``ok``)
+    some clocks after each ``go``.
     ``dropped_release``: the front half sees the slot released at every clock (the back
-    half's handshake not wired); ``cover``: two frames taken, the second decompressed.
+    half's handshake not wired); ``ok_stuck``: it sees every check word match (the
+    check's answer not wired); ``cover``: two frames taken, the second decompressed.
     """
 
-    def __init__(self, dropped_release=False, cover=False):
-        self.dropped_release, self.cover = dropped_release, cover
+    def __init__(self, dropped_release=False, ok_stuck=False, cover=False, cover_v3=False):
+        self.dropped_release, self.ok_stuck = dropped_release, ok_stuck
+        self.cover, self.cover_v3 = cover, cover_v3
 
     def elaborate(self, platform):
         m = Module()
@@ -478,6 +485,34 @@ class RxFrontCheck(FormalTop):
         with m.If(fdone):
             m.d.sync += feeding.eq(0)
         m.d.comb += Assert(~dut.feed.start.valid | ~feeding, "front: feed loaded while busy")
+        # check stage: its answer some clocks after go, until the next go
+        ck_busy = Signal()
+        ck_done = Signal()
+        ck_ok = Signal()
+        ck_answer = Signal()
+        m.d.comb += ck_answer.eq(AnySeq(1) & ck_busy)
+        with m.If(dut.check.go):
+            m.d.sync += [ck_busy.eq(1), ck_done.eq(0)]
+        with m.Elif(ck_answer):
+            m.d.sync += [ck_busy.eq(0), ck_done.eq(1), ck_ok.eq(AnySeq(1))]
+        m.d.comb += [dut.check.done.eq(ck_done),
+                     dut.check.ok.eq(1 if self.ok_stuck else ck_ok)]
+        self.ck_busy, self.ck_answer = ck_busy, ck_answer
+        # the check's model in step with the front half: answered or answering once the
+        # frame's go left MATCH, idle before (the induction's invariant)
+        m.d.comb += Assert(~(ck_busy & ck_done), "front: check model out of step")
+        # The decision: decompressed only in an accepted version, version 3 only on a
+        # match (the answer to this frame's go: the next go comes after its take).
+        accept = dut.hold.take & dut.feed.start.payload.go
+        magic = dut.formal_magic
+        vbit = Mux(magic == 0xC5, held.versions[0],
+                   Mux(magic == 0xC6, held.versions[1], Mux(magic == 0xC7, held.versions[2], 0)))
+        m.d.comb += [
+            Assert(~accept | vbit, "front: decompresses a version its mask refuses"),
+            Assert(~accept | (magic != 0xC7) | (ck_done & ck_ok),
+                   "front: accepts version 3 on a check mismatch"),
+            Assert(~dut.check.go | dut.formal_match, "front: check started outside MATCH"),
+        ]
         self.dut, self.held_wait, self.reported, self.restoring = dut, held_wait, reported, restoring
         self.busy, self.feeding = busy, feeding
         self.mdone, self.rdone, self.rel, self.fdone = mdone, rdone, rel, fdone
@@ -502,6 +537,8 @@ class RxFrontCheck(FormalTop):
         if self.cover:
             takes = Counter(m, dut.hold.take, 4, "takes").value
             m.d.comb += Cover((takes == 1) & dut.hold.take & dut.feed.start.payload.go)
+        if self.cover_v3:
+            m.d.comb += Cover(accept & (magic == 0xC7))
         return m
 
 
@@ -518,6 +555,8 @@ PROOFS = {                     # task: (wrapper, mode, depth)
 COVERS = {                     # task: (wrapper, depth, traces)
     # two frames through the front half, the second decompressed
     "rx_front_cover": (RxFrontCheck, 20, 1),
+    # a version-3 frame decompressed (the check's property is not vacuous)
+    "rx_front_cover_v3": (lambda cover: RxFrontCheck(cover_v3=cover), 12, 1),
     # a frame fed from held and live beats to its FIN
     "rx_feed_cover": (RxFeedCheck, 10, 1),
     # two frames out with no idle clock between; a malformed decompressed frame
@@ -533,6 +572,9 @@ BUGS = {                       # task: (wrapper, its bug, depth, messages that m
     "bug_rx_front_dropped_release": (RxFrontCheck, {"dropped_release": True}, 10,
                                      ("written while full", "slot state out of step")),
     "bug_rx_feed_dropped_ready": (RxFeedCheck, {"dropped_ready": True}, 8, ("before ready",)),
+    # the check stage's answer not wired: a mismatched version-3 frame decompressed
+    "bug_rx_front_check_ignored": (RxFrontCheck, {"ok_stuck": True}, 12,
+                                   ("on a check mismatch",)),
     "bug_rx_back_dropped_ready": (RxBackCheck, {"dropped_ready": True}, 10, ("before ready",)),
 }
 

@@ -136,7 +136,7 @@ class FrontLive(_Stage):
         self.source(m, d.rl_cfg, "rl_cfg")
         self.o_ready = self.consumer(m, d.o, "rs_rl")
         self.res_room = self.room(m, "frontq")
-        m.d.comb += [d.result.ready.eq(self.res_room), d.hsum.ready.eq(1)]
+        m.d.comb += [d.result.ready.eq(self.res_room), d.hsum.ready.eq(1), d.ck.ready.eq(1)]
         cfgs = Counter(m, d.rl_cfg.valid & d.rl_cfg.ready, 8, "cfgs").value
         cmodes = Counter(m, d.mode.valid & d.mode.ready & d.mode.payload.compress, 8,
                          "cmodes").value
@@ -285,15 +285,15 @@ class FinisherLive(_Stage):
 
     def build(self, m):
         m.submodules.dut = d = self.dut = Finisher(9)
-        for port in ("front", "hsum", "clen", "dsum", "region"):
+        for port in ("front", "hsum", "ck", "clen", "dsum", "region"):
             self.source(m, getattr(d, port), port)
         self.desc_room = self.consumer(m, d.desc, "descq")
 
     def live(self, m):
         d = self.dut
         comp = d.front.payload.compress
-        entries = d.front.valid & d.hsum.valid & (~comp | (d.clen.valid & d.dsum.valid &
-                                                           d.region.valid))
+        entries = d.front.valid & d.hsum.valid & d.ck.valid & (
+            ~comp | (d.clen.valid & d.dsum.valid & d.region.valid))
         take = d.front.valid & d.front.ready
         push = d.desc.valid & d.desc.ready
         self.respond(m, d.desc.valid, self.desc_room, "descq")

@@ -254,7 +254,7 @@ class FinisherCover(FormalTop):
         m = Module()
         self.domain(m)
         m.submodules.dut = dut = Finisher()
-        for port in (dut.front, dut.hsum, dut.clen, dut.dsum, dut.region):
+        for port in (dut.front, dut.hsum, dut.ck, dut.clen, dut.dsum, dut.region):
             m.d.comb += [port.valid.eq(AnySeq(1)),
                          port.payload.eq(AnySeq(len(Value.cast(port.payload))))]
             source_rule(m, port, Assume, port.name if hasattr(port, "name") else "in")
@@ -316,30 +316,34 @@ def test_egress_max_back_to_back_cover():
     assert res.traces
 
 
-# ---- front + frontq + hsumq -------------------------------------------------------------
+# ---- front + frontq + hsumq + ckq -------------------------------------------------------
 
 class TxFrontCheck(FormalTop):
-    """The TX front with the engine's frontq (8) and hsumq (16) behind it: hsum is
-    written on the checksums' done strobe, without a ready check, and must never find
-    hsumq full. Neighbours: beatq's beats, the dispatcher's modes and Realigner cfgs are
+    """The TX front with the engine's frontq (8), hsumq (16) and ckq (16) behind it: hsum
+    is written on the checksums' done strobe and ck (version 3's header fields) a clock
+    after a frame's last beat, both without a ready check, and must never find their
+    FIFO full. Neighbours: beatq's beats, the dispatcher's modes and Realigner cfgs are
     streams held until taken (any values, tkeep as AXI-stream has it); the finisher pops
-    one result and one sum together, whenever it likes; the grouper takes the
-    Realigner's beats at any time. ``hsumq_depth`` for the injected bug."""
+    one result, one sum and one ck entry together, whenever it likes; the grouper takes
+    the Realigner's beats at any time. ``hsumq_depth`` for the injected bug."""
 
-    def __init__(self, hsumq_depth=16, frontq_depth=8):
+    def __init__(self, hsumq_depth=16, frontq_depth=8, ckq_depth=16):
         self.hsumq_depth, self.frontq_depth = hsumq_depth, frontq_depth
+        self.ckq_depth = ckq_depth
 
     def elaborate(self, platform):
         from inceptionn.hw.tx.front import Front as TxFront
-        from inceptionn.hw.tx.layouts import HdrSums, front_result
+        from inceptionn.hw.tx.layouts import CheckFields, HdrSums, front_result
         m = Module()
         self.domain(m)
         aw = 9
         m.submodules.dut = dut = TxFront(aw)
         m.submodules.frontq = frontq = StreamFifo(front_result(aw), self.frontq_depth)
         m.submodules.hsumq = hsumq = StreamFifo(HdrSums, self.hsumq_depth)
+        m.submodules.ckq = ckq = StreamFifo(CheckFields, self.ckq_depth)
         wiring.connect(m, dut.result, frontq.i)
         wiring.connect(m, dut.hsum, hsumq.i)
+        wiring.connect(m, dut.ck, ckq.i)
         for port, name in ((dut.beats, "beats"), (dut.mode, "mode"), (dut.rl_cfg, "rl_cfg")):
             m.d.comb += [port.valid.eq(AnySeq(1)),
                          port.payload.eq(AnySeq(len(Value.cast(port.payload))))]
@@ -347,9 +351,10 @@ class TxFrontCheck(FormalTop):
         keep_rule(m, dut.beats, "beats", Assume)
         m.d.comb += dut.o.ready.eq(AnySeq(1))
         fin = Signal()
-        m.d.comb += [fin.eq(AnySeq(1) & frontq.o.valid & hsumq.o.valid),
-                     frontq.o.ready.eq(fin), hsumq.o.ready.eq(fin)]
-        m.d.comb += Assert(~dut.hsum.valid | dut.hsum.ready, "front: hsumq written while full")
+        m.d.comb += [fin.eq(AnySeq(1) & frontq.o.valid & hsumq.o.valid & ckq.o.valid),
+                     frontq.o.ready.eq(fin), hsumq.o.ready.eq(fin), ckq.o.ready.eq(fin)]
+        m.d.comb += [Assert(~dut.hsum.valid | dut.hsum.ready, "front: hsumq written while full"),
+                     Assert(~dut.ck.valid | dut.ck.ready, "front: ckq written while full")]
         source_rule(m, dut.o, Assert, "o")
         return m
 
