@@ -89,13 +89,14 @@ sim-stress: $(STAMP)
 
 # The formal proofs at full depth: tests/formal with INCEPTIONN_FORMAL=1, each task
 # within a budget of 20 min (one past it fails, naming it). Each task's files,
-# counterexamples and cover traces (VCD) stay in build/formal/<task>/. formal-deep adds
-# the TX engine whole to depth 36 (its first frame out; about 50 min alone) and 4 h a task.
+# counterexamples and cover traces (VCD) stay in build/formal/<task>/. formal-deep: the
+# TX engine whole to depth 36 (its first frame out; about 50 min alone), the 16- and
+# 32-entry FIFOs' beat order to 40, and 4 h a task.
 formal: $(STAMP)
 	INCEPTIONN_FORMAL=1 $(RUN) -m pytest -n $(JOBS) -q -s -m formal tests/formal
 
 formal-deep: $(STAMP)
-	INCEPTIONN_FORMAL=1 INCEPTIONN_TX_BMC_DEPTH=36 INCEPTIONN_FORMAL_BUDGET=14400 \
+	INCEPTIONN_FORMAL=1 INCEPTIONN_FORMAL_DEEP=1 INCEPTIONN_FORMAL_BUDGET=14400 \
 	  $(RUN) -m pytest -n $(JOBS) -q -s -m formal tests/formal
 
 # The fuzz tests (tests/test_fuzz_*.py) with 50 times the examples of make test, freshly

@@ -16,12 +16,14 @@ from amaranth.hdl import Assert, Assume, Cover
 from inceptionn.rtl import formal
 
 __all__ = ["FormalTop", "past", "source_rule", "keep_rule", "stable_while", "Counter",
-           "frame_latency", "bounded_wait", "Live", "run", "run_bug", "slow", "slow_only", "SLOW",
+           "frame_latency", "bounded_wait", "Live", "run", "run_bug", "slow", "slow_only", "SLOW", "DEEP",
            "from_step", "check_tight", "check_live_bug", "cover_back_to_back",
            "AnyConst", "AnySeq", "Assert", "Assume", "Cover", "Initial"]
 
 # Proofs that take minutes run only under `make formal` (INCEPTIONN_FORMAL=1).
 SLOW = os.environ.get("INCEPTIONN_FORMAL") == "1"
+# make formal-deep: the depths past make formal's per-task budget (docs/verification.md).
+DEEP = SLOW and os.environ.get("INCEPTIONN_FORMAL_DEEP") == "1"
 
 
 def slow(depth_fast, depth_slow):
