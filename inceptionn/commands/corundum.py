@@ -14,7 +14,8 @@ below that start from Corundum's own are read from the checkout and changed ther
   (Corundum's ``fpga/Makefile`` and ``config.tcl`` with the app enabled), where ``make``
   builds a bitstream with Vivado;
 - ``fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn/``: the SUME core testbench
-  with the app enabled, plus the gradient tests;
+  with the app enabled, plus the gradient tests and the rates benchmark
+  (``make MODULE=test_inceptionn_rates`` there);
 - ``fpga/mqnic/VC709/fpga/``: a board folder for the VC709 (the SUME's FPGA), made from
   the SUME's with the VC709's pins (hw/corundum/vc709_board.py), with a build folder for
   Corundum alone (``fpga/``) and one with the app (``fpga_app_inceptionn/``).
@@ -180,6 +181,7 @@ def plan(tree, board):
     if_count = re.search(r"^export PARAM_IF_COUNT := (\d+)", files[stb / "Makefile"], re.M)
     files[stb / "test_inceptionn_sume.py"] = corundum_tests.sume_tests(
         int(if_count.group(1)) if if_count else 1)
+    files[stb / "test_inceptionn_rates.py"] = corundum_tests.rates_bench()
     return files
 
 
