@@ -6,9 +6,14 @@
   adds only wires, pass-throughs and constants, so this is the block's logic; the
   shell's constants (interface index 0 of 1) are tied here as they are there, so that
   the register decode is the one that is built.
+- ``app_verilog(nic_bits, engines=False)``: the same with the engines as black boxes,
+  the app's own logic alone (flattened with the engines, ABC maps the engines anew,
+  and their depth moves by a level either way: docs/synthesis.md, the mapper's noise);
 - ``RegsTop``, the adapters (``upsizer_64``, ...): the parts alone, to find which of them
   sets the depth.
 """
+
+import re
 
 from amaranth import *
 from amaranth.lib import wiring
@@ -44,15 +49,28 @@ class OneInterface(wiring.Component):
         return m
 
 
-def app_verilog(nic_bits):
-    """(Verilog text, top module name): one interface's app block with its engines."""
+def _blackbox(verilog, module):
+    """`module`'s header and port declarations only, marked as a black box."""
+    m = re.search(rf"^module {module}\(.*?\);\n(.*?)^endmodule", verilog, flags=re.M | re.S)
+    if m is None:
+        raise ValueError(f"no module {module} in the engine's Verilog")
+    decls = [ln for ln in m.group(1).splitlines() if re.match(r"\s*(input|output)\b", ln)]
+    header = verilog[m.start():m.start(1)]
+    return "(* blackbox *)\n" + header + "\n".join(decls) + "\nendmodule\n"
+
+
+def app_verilog(nic_bits, engines=True):
+    """(Verilog text, top module name): one interface's app block with its engines, or
+    with the engines as black boxes (``engines=False``: the app's own logic, its paths
+    cut at the engines' ports)."""
     from inceptionn.rtl import harness
     from inceptionn.rtl.designs import DESIGNS
-    top = f"inceptionn_app_w{nic_bits}_if0"
+    top = f"inceptionn_app_w{nic_bits}_if0" + ("" if engines else "_own")
     parts = [harness.convert_uncached(OneInterface(nic_bits), top)]
     for d in ENGINE_MODULES:
         module, factory, _ = DESIGNS[d]
-        parts.append(harness.to_verilog(factory, module))
+        text = harness.to_verilog(factory, module)
+        parts.append(text if engines else _blackbox(text, module))
     return "\n".join(parts), top
 
 

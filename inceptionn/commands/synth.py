@@ -33,7 +33,7 @@ from ..cli import CliError
 
 __all__ = ["LevelPath", "logic_levels", "cell_counts", "run_yosys", "synthesize",
            "report_design", "report_app", "markdown_table", "DESIGNS", "EXPERIMENTS",
-           "APP_DESIGNS", "XC7VX690T_LUTS", "add_arguments", "run"]
+           "APP_DESIGNS", "APP_OWN_DESIGNS", "XC7VX690T_LUTS", "add_arguments", "run"]
 
 # ---------------------------------------------------------------------------------------
 # Cell classes of the yosys xilinx library
@@ -392,6 +392,9 @@ DESIGNS = [
 # The whole Corundum app block of one interface (core and both engines, from Verilog):
 # report name -> interface stream width. Budget: 5% of the XC7VX690T's LUTs.
 APP_DESIGNS = {"corundum_app_w64": 64, "corundum_app_w512": 512}
+# The same blocks with the engines as black boxes: the app's own logic (paths end at the
+# engines' ports); report name -> width.
+APP_OWN_DESIGNS = {"corundum_app_w64_own": 64, "corundum_app_w512_own": 512}
 XC7VX690T_LUTS = 433_200
 APP_LUT_SHARE = 0.05
 
@@ -427,7 +430,7 @@ def design_factory(module, cls, wrap):
 def report_app(name, nic_bits, workdir):
     """One DESIGNS-style row for the Corundum app block at `nic_bits`."""
     from inceptionn.hw.corundum.synth_tops import app_verilog
-    text, top = app_verilog(nic_bits)
+    text, top = app_verilog(nic_bits, engines=name not in APP_OWN_DESIGNS)
     t0 = time.monotonic()
     mod = run_yosys(text, top, workdir, kind="verilog")
     t_synth = time.monotonic() - t0
@@ -465,7 +468,7 @@ def add_arguments(ap) -> None:
 
 
 def run(args) -> int:
-    known = {d[0] for d in DESIGNS + EXPERIMENTS} | set(APP_DESIGNS)
+    known = {d[0] for d in DESIGNS + EXPERIMENTS} | set(APP_DESIGNS) | set(APP_OWN_DESIGNS)
     for n in args.only or ():
         if n not in known:
             raise CliError(f"unknown design {n!r}; known: {', '.join(sorted(known))}")
@@ -488,7 +491,7 @@ def run(args) -> int:
               f"(vivado-style {r['vivado_levels']})  [{r['synth_seconds']} s]", flush=True)
         print(f"{'':22s} deepest path: {r['levels_start']} -> {r['levels_end']} "
               f"via {' '.join(r['levels_path'])}", flush=True)
-    for name, nic_bits in APP_DESIGNS.items():
+    for name, nic_bits in {**APP_OWN_DESIGNS, **APP_DESIGNS}.items():
         if (args.only and name not in args.only) or (not args.only and not args.blocks):
             continue
         print(f"{name:22s} synthesizing ...", end="", flush=True)
