@@ -26,7 +26,7 @@ import os
 
 import cocotb
 from cocotb.triggers import RisingEdge
-from cocotb.utils import get_sim_time
+from cocotb.utils import get_sim_time, get_time_from_sim_steps
 from cocotbext.eth import XgmiiFrame
 
 from test_inceptionn_sume import K, gradient_frames, pad60, start, write
@@ -114,7 +114,8 @@ async def _tx(tb, dut, enable):
     for f, p in zip(frames, pkts):
         want = rtl_golden.tx_frame(f, k=K, codec="bounded") if enable else f
         assert p.check_fcs() and p.get_payload() == pad60(want), "TX frame is not golden's"
-    seconds = (pkts[-1].sim_time_end - pkts[0].sim_time_start) * 1e-12
+    # The sink stamps frames in simulator steps.
+    seconds = get_time_from_sim_steps(pkts[-1].sim_time_end - pkts[0].sim_time_start, "ps") * 1e-12
     wire_bits = sum(8 * (len(p.get_payload()) + WIRE_EXTRA) for p in pkts)
     host_bits = sum(8 * len(f) for f in frames)
     return {"frames": N, "frame_bytes": len(frames[0]),
