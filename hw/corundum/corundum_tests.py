@@ -46,5 +46,5 @@ def sume_tests(if_count=2):
 
 
 def rates_bench():
-    """test_inceptionn_rates.py: the rates and latency benchmark (uses sume_tests' helpers)."""
+    """test_inceptionn_rates.py: the rates and latency benchmark (it imports functions of sume_tests' file)."""
     return (_TB / "test_inceptionn_rates.py").read_text()

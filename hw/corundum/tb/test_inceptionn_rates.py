@@ -2,7 +2,7 @@
 transmit and receive rates with the app's engines enabled and disabled, and the latency
 the block adds. Prints measured figures; asserts only that the frames are golden's.
 
-`inceptionn corundum` writes it next to test_inceptionn_sume.py (whose helpers it uses);
+`inceptionn corundum` writes it next to test_inceptionn_sume.py (whose functions it uses);
 run it alone: ``make MODULE=test_inceptionn_rates`` in that folder.
 
 - TX: the driver model queues N MSS-sized gradient frames (TCP, DSCP 10) at once; the
