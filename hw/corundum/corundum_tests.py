@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .regmap import APP_MAGIC, register_map
 
-__all__ = ["sume_tests", "APP_README"]
+__all__ = ["sume_tests", "rates_bench", "APP_README"]
 
 _TB = Path(__file__).resolve().parent / "tb"
 
@@ -43,3 +43,8 @@ def _render(name, if_count):
 def sume_tests(if_count=2):
     """test_inceptionn_sume.py, its register offsets filled in."""
     return _render("test_inceptionn_sume.py", if_count)
+
+
+def rates_bench():
+    """test_inceptionn_rates.py: the rates and latency benchmark (it imports functions of sume_tests' file)."""
+    return (_TB / "test_inceptionn_rates.py").read_text()

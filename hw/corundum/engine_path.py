@@ -124,9 +124,13 @@ class EnginePath(wiring.Component):
             narrow = down.o
 
         # The gate: each output beat takes the side-band of the FIFO's head; an entry of
-        # a dropped frame is discarded as soon as it is the head.
+        # a dropped frame is discarded as soon as it is the head. The head of a frame
+        # whose last beat went out is popped one clock later (``done``, a register), so
+        # that the adapter's lane logic does not reach the FIFO's level counter in the
+        # same clock (the 6-level budget); the gate holds during that clock.
         head = fifo.o.payload
-        head_ok = fifo.o.valid & ~head.drop
+        done = Signal()
+        head_ok = fifo.o.valid & ~head.drop & ~done
         o = out_slice.i
         m.d.comb += [
             o.payload.data.eq(narrow.payload.data), o.payload.keep.eq(narrow.payload.keep),
@@ -134,7 +138,7 @@ class EnginePath(wiring.Component):
             o.payload.side.eq(head.side),
             o.valid.eq(narrow.valid & head_ok),
             narrow.ready.eq(o.ready & head_ok),
-            fifo.o.ready.eq((fifo.o.valid & head.drop)
-                            | (narrow.valid & o.ready & head_ok & narrow.payload.last)),
+            fifo.o.ready.eq(done | (fifo.o.valid & head.drop)),
         ]
+        m.d.sync += done.eq(narrow.valid & o.ready & head_ok & narrow.payload.last)
         return m

