@@ -43,6 +43,7 @@ async def hold(dut, idle, others):
         frame = bytes(rng.getrandbits(8) for _ in range(flen))
         user = rng.getrandbits(1)
         en = rng.getrandbits(1)
+        versions = rng.getrandbits(3)           # the accepted wire versions' mask
         beats = [frame[i:i + 32] for i in range(0, flen, 32)]
         hold_n = min(nb, 5)
         # HEAD: every offered beat is taken; done on the last held one
@@ -57,6 +58,7 @@ async def hold(dut, idle, others):
                 "last": last, "user": user & last, "kc": len(b)})
             dut.beats__valid.value = valid
             dut.enable.value = en if taken == 0 else 1 - en   # sampled on the first beat
+            dut.versions.value = versions if taken == 0 else 7 - versions     # likewise
             await ReadOnly()
             assert int(dut.front__head.value) == 1
             assert int(dut.beats__ready.value) == 1, "HEAD takes every beat"
@@ -77,7 +79,8 @@ async def hold(dut, idle, others):
         kc = len(beats[hold_n - 1])
         assert held == {"nheld": hold_n, "hsel": (1 << hold_n) & 0x1F, "last": int(nb <= 5),
                         "kc": kc, "keep": (1 << kc) - 1, "user": user & int(nb <= 5),
-                        "len": 32 * (hold_n - 1) + kc, "en": en, "bank": bank}, \
+                        "len": 32 * (hold_n - 1) + kc, "en": en, "versions": versions,
+                        "bank": bank}, \
             f"frame {n}: held {held}"
         assert not dut.front__head.value
         # the held beats through both read ports

@@ -3,7 +3,7 @@ pattern (the outputs' readies independent of each other; the block is combinatio
 one step stands for a clock of the FIFOs around it); per frame, in order, the mode
 entry (compress = header_ok and config ok, the header checksums' bounds), and for
 compressed frames only the realigner config, k with the codec and the rotated shim (magic
-0xC5 or 0xC6 by the codec, wire format version 1 or 2) must come out as
+0xC5, 0xC6 or 0xC7: wire format version 1, 2 or 3) must come out as
 worked out here from the frame's fields. Outputs are write strobes: none may be valid
 while its ready is low, and info / cfg are popped together."""
 
@@ -12,14 +12,13 @@ import random
 import cocotb
 from cocotb.triggers import ReadOnly, Timer
 
+from inceptionn.hw.wire import SHIM_MAGIC, SHIM_MAGIC_V2, SHIM_MAGIC_V3
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator
 from inceptionn.sim.payloads import pack, unpack
 
 DUT = "tx_dispatcher"
 FRAMES = 200
-SHIM_MAGIC = 0xC5          # wire format version 1; version 2 (the bounded codec): 0xC6
-SHIM_MAGIC_V2 = 0xC6
 OUTS = ("mode", "rl_cfg", "k", "shim")
 
 
@@ -43,7 +42,9 @@ def _frames(seed):
                 "payload_len": rng.randint(0, 9000), "ip_total_len": rng.getrandbits(16),
                 "min_frame_len": rng.getrandbits(17), "tos": rng.getrandbits(8),
                 "l4_csum": rng.getrandbits(16)}
-        cfg = {"ok": int(rng.random() < 0.8), "k": rng.randint(0, 127), "v2": rng.getrandbits(1)}
+        v2 = rng.getrandbits(1)
+        cfg = {"ok": int(rng.random() < 0.8), "k": rng.randint(0, 127), "v2": v2,
+               "v3": v2 & rng.getrandbits(1)}     # version 3: the bounded codec only
         out.append((info, cfg))
     return out
 
@@ -53,15 +54,17 @@ def _expected(info, cfg):
     l3, l4 = info["l3"], info["l4"]
     bounds = {"ip4": l3 + 4, "ip10": l3 + 10, "ip12": l3 + 12, "ip20": l3 + 20,
               "l4c": l4 + (6 if info["udp"] else 16), "l4c2": l4 + (8 if info["udp"] else 18)}
-    mode = {"info": info, "compress": want, "k": cfg["k"], "v2": cfg["v2"], "bounds": bounds}
+    mode = {"info": info, "compress": want, "k": cfg["k"], "v2": cfg["v2"], "v3": cfg["v3"],
+            "bounds": bounds}
     if not want:
         return mode, None
     po, n = info["payload_offset"], info["payload_len"]
-    shim = [n >> 8, n & 0xFF, SHIM_MAGIC_V2 if cfg["v2"] else SHIM_MAGIC, cfg["k"]]
+    magic = SHIM_MAGIC_V3 if cfg["v3"] else SHIM_MAGIC_V2 if cfg["v2"] else SHIM_MAGIC
+    shim = [n >> 8, n & 0xFF, magic, cfg["k"]]
     c = po % 4
     rot = sum(shim[(j - c) % 4] << (8 * j) for j in range(4))
     return mode, {"rl_cfg": {"skip": po, "insert": 0, "length": n}, "k": cfg["k"] | (cfg["v2"] << 7),
-                  "shim": {"plane": po % 32, "shim_rot": rot}}
+                  "shim": {"plane": po % 32, "shim_rot": rot, "v3": cfg["v3"]}}
 
 
 @cocotb.test()
@@ -116,7 +119,7 @@ async def dispatch(dut, idle, backpressure):
         m = unpack(FrameMode, g)
         assert unpack(MatchInfo, m["info"]) == w["info"], f"frame {n}: mode.info"
         assert m["compress"] == w["compress"], f"frame {n}: compress {m['compress']}"
-        assert (m["k"], m["v2"]) == (w["k"], w["v2"]), f"frame {n}: k, v2"
+        assert (m["k"], m["v2"], m["v3"]) == (w["k"], w["v2"], w["v3"]), f"frame {n}: k, v2, v3"
         assert unpack(HdrBounds, m["bounds"]) == w["bounds"], (
             f"frame {n}: bounds {unpack(HdrBounds, m['bounds'])}, want {w['bounds']}")
     for o in ("rl_cfg", "k", "shim"):

@@ -18,7 +18,7 @@ from inceptionn.sim.payloads import pack, unpack
 
 DUT = "tx_finisher"
 FRAMES = 120
-INS = ("front", "hsum", "clen", "dsum", "region")
+INS = ("front", "hsum", "ck", "clen", "dsum", "region")
 COUNTERS = ("compressed", "bypassed", "fallback", "dropped",
             "payload_bytes_in", "payload_bytes_out")
 
@@ -52,7 +52,12 @@ def _frames(seed):
                  "user": int(rng.random() < 0.1), "drop": int(rng.random() < 0.1)}
         clen = ((plen + rng.randint(0, 40) if rng.random() < 0.3 else rng.randint(4, plen))
                 if compress else 0)
-        res = {"front": front, "hsum": {"ip": rng.getrandbits(16), "l4": rng.getrandbits(16)}}
+        # Version 3's check fields come for every frame (the front picks them from every
+        # frame's header); the frames here are versions 1 and 2 (v3 = 0): the check word's
+        # patches stay off. The engines' matrices check version 3's.
+        res = {"front": front, "hsum": {"ip": rng.getrandbits(16), "l4": rng.getrandbits(16)},
+               "ck": {"addrs": rng.getrandbits(64), "ip_id": rng.getrandbits(16),
+                      "ports": rng.getrandbits(32), "seq": rng.getrandbits(32)}}
         if compress:
             res.update(clen={"clen": clen, "tsum": rng.getrandbits(17)},
                        dsum=rng.getrandbits(16),
@@ -113,12 +118,13 @@ def _patch(v, n):
 @cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
 async def finish(dut, idle, backpressure):
     from inceptionn.hw.packet_matcher import MatchInfo
-    from inceptionn.hw.tx.layouts import CLenInfo, CompRegion, Desc, FrontResult, HdrSums
+    from inceptionn.hw.tx.layouts import CheckFields, CLenInfo, CompRegion, Desc, FrontResult, HdrSums
     await start(dut, {**{f"{s}__valid": 0 for s in INS}, "desc__ready": 0})
     seed = PAUSE_MODES.index(idle) * 3 + PAUSE_MODES.index(backpressure)
     frames = _frames(seed)
     want = [_expected(r) for r in frames]
-    layouts = {"front": FrontResult, "hsum": HdrSums, "clen": CLenInfo, "region": CompRegion}
+    layouts = {"front": FrontResult, "hsum": HdrSums, "ck": CheckFields, "clen": CLenInfo,
+               "region": CompRegion}
     queues = {s: [] for s in INS}
     for r in frames:
         for s in INS:
@@ -174,6 +180,8 @@ async def finish(dut, idle, backpressure):
                 assert gp == {"en": 1, "beat": off // 32, "word": off % 32 // 2,
                               "value": _swap(val)}, (
                     f"frame {n} ({kind}): patch {idx} {gp}, want offset {off} value {val:#06x}")
+        for idx in (5, 6):              # the check word's: versions 1 and 2 have none
+            assert not _patch(desc["patches"], idx)["en"], f"frame {n}: check word patch on"
     for c in COUNTERS:
         assert int(getattr(dut, c).value) == counts[c], (
             f"{c} {int(getattr(dut, c).value)}, want {counts[c]}")
