@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..rtl.blocks import BLOCKS
 from ..rtl.harness import BUILD  # build/ of the checkout, or of the current directory
 from .args import CliError
 
@@ -360,27 +361,10 @@ def report_design(design, name, workdir):
 # What to synthesize
 # ---------------------------------------------------------------------------------------
 
-# (report name, module under inceptionn.hw, class, wrap in AxisTop, engine?)
-DESIGNS = [
-    ("inceptionn_tx", "compression_engine", "CompressionEngine", True, True),
-    ("inceptionn_rx", "decompression_engine", "DecompressionEngine", True, True),
-    ("compression_block", "compression_block", "CompressionBlock", False, False),
-    ("shifter_tree", "shifter_tree", "ShifterTree", False, False),
-    ("compression_unit", "compression_unit", "CompressionUnit", False, False),
-    ("alignment_unit", "alignment_unit", "AlignmentUnit", False, False),
-    ("packet_matcher", "packet_matcher", "PacketMatcher", False, False),
-    ("checksum", "checksum", "Checksum", False, False),
-    ("realigner", "realigner", "Realigner", False, False),
-    ("tag_decoder", "tag_decoder", "TagDecoder", False, False),
-    ("header_restore", "header_restore", "HeaderRestore", False, False),
-    ("decompression_block", "decompression_block", "DecompressionBlock", False, False),
-    ("burst_buffer", "burst_buffer", "BurstBuffer", False, False),
-    ("decompression_unit", "decompression_unit", "DecompressionUnit", False, False),
-    ("axis_register_slice", "primitives", "AxisRegisterSlice", True, False),
-    # The board self-test's own logic (hw/selftest*.py), for the VC709 build.
-    ("selftest_generator", "selftest_gen", "FrameGenerator", False, False),
-    ("selftest_reference", "selftest_gen", "ReferenceGenerator", False, False),
-    ("selftest_checker", "selftest_check", "Checker", False, False),
+# (report name, module under inceptionn.hw, class, wrap in AxisTop, engine?): the
+# registry's blocks that are synthesized (inceptionn/rtl/blocks.py), then the
+# synthesis-only tops of Corundum's application block.
+DESIGNS = [(b.name, b.module, b.cls, b.wrap, b.engine) for b in BLOCKS if b.synth] + [
     # Corundum's application block (hw/corundum/): its register file and width adapters.
     ("corundum_regs", "inceptionn.hw.corundum.synth_tops", "RegsTop", False, False),
     ("corundum_upsizer_64", "inceptionn.hw.corundum.synth_tops", "upsizer_64", False, False),
@@ -409,7 +393,7 @@ EXPERIMENTS = [
 def design_factory(module, cls, wrap):
     """A factory for the named block. `module` is a module of inceptionn.hw, or a full
     module name (an experiment, in a source checkout only)."""
-    full = module if "." in module else f"inceptionn.hw.{module}"
+    full = module if module.startswith(("inceptionn.", "experiments.")) else f"inceptionn.hw.{module}"
     if full.startswith("experiments."):
         from ..rtl.harness import REPO
         if REPO is None:
