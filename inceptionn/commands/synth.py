@@ -390,6 +390,15 @@ EXPERIMENTS = [
 ]
 
 
+def _print_row(r, before_bram="", after_bram="", share=""):
+    """One design's line of the report as it is made, and its deepest path."""
+    print(f" LUT {r['LUT']:6d} (sites {r['LUT_SITES']:6d}{share})  FF {r['FF']:6d}  {before_bram}"
+          f"BRAM36 {r['BRAM36']:5.1f}{after_bram}  levels {r['levels']} "
+          f"(vivado-style {r['vivado_levels']})  [{r['synth_seconds']} s]", flush=True)
+    print(f"{'':22s} deepest path: {r['levels_start']} -> {r['levels_end']} "
+          f"via {' '.join(r['levels_path'])}", flush=True)
+
+
 def design_factory(module, cls, wrap):
     """A factory for the named block. `module` is a module of inceptionn.hw, or a full
     module name (an experiment, in a source checkout only)."""
@@ -470,11 +479,7 @@ def run(args) -> int:
         r = report_design(factory, name, workdir)
         r["engine"] = engine
         results.append(r)
-        print(f" LUT {r['LUT']:6d} (sites {r['LUT_SITES']:6d})  FF {r['FF']:6d}  CARRY4 {r['CARRY4']:4d}  "
-              f"BRAM36 {r['BRAM36']:5.1f}  DSP {r['DSP']:3d}  levels {r['levels']} "
-              f"(vivado-style {r['vivado_levels']})  [{r['synth_seconds']} s]", flush=True)
-        print(f"{'':22s} deepest path: {r['levels_start']} -> {r['levels_end']} "
-              f"via {' '.join(r['levels_path'])}", flush=True)
+        _print_row(r, f"CARRY4 {r['CARRY4']:4d}  ", f"  DSP {r['DSP']:3d}")
     for name, nic_bits in {**APP_OWN_DESIGNS, **APP_DESIGNS}.items():
         if (args.only and name not in args.only) or (not args.only and not args.blocks):
             continue
@@ -482,11 +487,7 @@ def run(args) -> int:
         r = report_app(name, nic_bits, workdir)
         r["engine"] = False
         results.append(r)
-        print(f" LUT {r['LUT']:6d} (sites {r['LUT_SITES']:6d}, {100 * r['lut_sites_share']:.2f}% "
-              f"of the 690T)  FF {r['FF']:6d}  BRAM36 {r['BRAM36']:5.1f}  levels {r['levels']} "
-              f"(vivado-style {r['vivado_levels']})  [{r['synth_seconds']} s]", flush=True)
-        print(f"{'':22s} deepest path: {r['levels_start']} -> {r['levels_end']} "
-              f"via {' '.join(r['levels_path'])}", flush=True)
+        _print_row(r, "", "", f", {100 * r['lut_sites_share']:.2f}% of the 690T")
     engines = [r for r in results if r["engine"]]
     summary = {
         "targets": {"max_levels": 6, "tx_plus_rx_luts_below": 20000},
