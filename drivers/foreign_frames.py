@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..golden import DSCP_DEFAULT
 from . import fastpath as fp
 
 __all__ = ["run", "frame_at", "COLS", "V3_FORCED"]
@@ -139,7 +140,7 @@ def _run(seed, start, frames, dscp, masks, tabs, counts):
             counts[r, 3] += 1
 
 
-def frame_at(seed: int, i: int, dscp: int = 10) -> bytes:
+def frame_at(seed: int, i: int, dscp: int = DSCP_DEFAULT) -> bytes:
     """Frame i of the seed's sequence, as run() judges it."""
     f = np.zeros(fp.FRAME_ROOM + 64, np.uint8)
     n, _, _ = _one(f, seed, i, dscp)

@@ -26,6 +26,7 @@ from amaranth.lib.wiring import In, Out
 
 from .axis import axis_signature
 from .selftest_gen import GenBeat, KIND_OTHER_DSCP, KIND_TCP
+from .wire import TOS_DEFAULT, TOS_OTHER
 
 __all__ = ["Checker", "FaultInjector", "FAIL_HEADER", "FAIL_PAYLOAD", "FAIL_TOS",
            "FAIL_FRAMING", "FAIL_TUSER", "FAIL_IP_CSUM", "FAIL_L4_CSUM"]
@@ -224,10 +225,10 @@ class Checker(wiring.Component):
         hdr_bad, pay_bad_o, pay_bad_d, frame_bad, user = (s7_flags[i] for i in range(5))
         if self.codec:
             use_dec = ~other & ~s7_fallback
-            tos_exp = Mux(other, 0x2C, Mux(s7_fallback, 0x00, 0x28))
+            tos_exp = Mux(other, TOS_OTHER, Mux(s7_fallback, 0x00, TOS_DEFAULT))
         else:
             use_dec = C(0)
-            tos_exp = Mux(other, 0x2C, 0x28)
+            tos_exp = Mux(other, TOS_OTHER, TOS_DEFAULT)
         reason = Signal(7)
         m.d.comb += reason.eq(Cat(hdr_bad, Mux(use_dec, pay_bad_d, pay_bad_o),
                                   s7_tos != tos_exp, frame_bad, user, ~ip_ok, ~l4_ok))

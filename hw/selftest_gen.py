@@ -30,7 +30,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .primitives import AxisRegisterSlice
-from .wire import K_DEFAULT
+from .wire import K_DEFAULT, TOS_DEFAULT, TOS_OTHER
 
 __all__ = ["xorshift32", "FrameDesc", "CsumDesc", "GenBeat", "FrameSource", "WordGen",
            "PayloadSum", "FrameEmitter", "FrameGenerator", "ReferenceGenerator",
@@ -292,7 +292,7 @@ class PayloadSum(wiring.Component):
         proto = Signal(8)
         tos = Signal(8)
         m.d.comb += [proto.eq(Mux(tcp, 6, 17)),
-                     tos.eq(Mux(desc.kind == KIND_OTHER_DSCP, 0x2C, 0x28))]
+                     tos.eq(Mux(desc.kind == KIND_OTHER_DSCP, TOS_OTHER, TOS_DEFAULT))]
         l4len = Signal(12)
         m.d.comb += l4len.eq(length + Mux(tcp, 20, 8))
         ip_base = 0x4000 + 0x0A00 + 0x0001 + 0x0A00 + 0x0002   # flags (DF) + addresses
@@ -427,7 +427,7 @@ class FrameEmitter(wiring.Component):
         desc = d.desc
         tos = Signal(8)
         proto = Signal(8)
-        m.d.comb += [tos.eq(Mux(desc.kind == KIND_OTHER_DSCP, 0x2C, 0x28)),
+        m.d.comb += [tos.eq(Mux(desc.kind == KIND_OTHER_DSCP, TOS_OTHER, TOS_DEFAULT)),
                      proto.eq(Mux(tcp, 6, 17))]
         totlen = Signal(16)
         l4len = Signal(16)

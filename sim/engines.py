@@ -2,7 +2,7 @@
 
 Used by the engine testbenches:
 
-    res = run_frames("tx", frames, k=10, dscp=10, enable=True, codec="bounded",
+    res = run_frames("tx", frames, k=10, enable=True, codec="bounded",
                      idle="none", backpressure="none", cfgs=None)
     res.frames_out      # [(bytes, tuser)] in output order
     res.cycles          # clock cycles from the first input beat to the last output beat
@@ -32,6 +32,7 @@ import os
 import pickle
 import tempfile
 
+from ..golden import DSCP_DEFAULT
 from ..rtl import harness
 from ..rtl.designs import (COUNTER_NAMES, RunResult, normalize_frames, rx_design, tx_design,
                            tx_expected)
@@ -51,7 +52,7 @@ DESIGNS = {
 }
 
 
-def run_frames(kind, frames, *, k=10, dscp=10, enable=True, codec="bounded", version=3,
+def run_frames(kind, frames, *, k=10, dscp=DSCP_DEFAULT, enable=True, codec="bounded", version=3,
                versions=(3,), idle="none", backpressure="none", seed=0, tag=None,
                timeout_cycles=None, cfgs=None):
     """Run `frames` through engine `kind` ("tx", ...) and return a RunResult. ``version``:

@@ -12,7 +12,7 @@ import pickle
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from inceptionn.golden import versions_mask
+from inceptionn.golden import DSCP_DEFAULT, versions_mask
 from inceptionn.rtl.designs import COUNTER_NAMES
 from inceptionn.sim.axis import Clock, beats_to_frame, frame_to_beats, pause_generator
 
@@ -50,7 +50,7 @@ def port_value(name, value):
     return versions_port(value) if name == "versions" else int(value)
 
 
-def configure(dut, *, k=10, dscp=10, enable=True, codec="bounded", version=3, versions=(3,)):
+def configure(dut, *, k=10, dscp=DSCP_DEFAULT, enable=True, codec="bounded", version=3, versions=(3,)):
     dut.enable.value = int(enable)
     dut.dscp.value = dscp
     if hasattr(dut, "k"):

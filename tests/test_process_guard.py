@@ -39,6 +39,16 @@ def _owner(mode):
     return proc, int(proc.stdout.readline())
 
 
+def _end(proc, sleeper):
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+    try:
+        os.kill(sleeper, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def _wait_gone(pid, timeout=10.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -57,13 +67,7 @@ def test_group_dies_with_its_owner(sig):
         proc.wait(10)
         assert _wait_gone(sleeper), "the guarded group outlived its owner"
     finally:
-        proc.kill()
-        proc.wait()
-        proc.stdout.close()
-        try:
-            os.kill(sleeper, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _end(proc, sleeper)
 
 
 def test_released_group_is_left_alone():
@@ -75,10 +79,4 @@ def test_released_group_is_left_alone():
         time.sleep(0.5)
         assert _alive(sleeper), "a released group was killed"
     finally:
-        proc.kill()
-        proc.wait()
-        proc.stdout.close()
-        try:
-            os.kill(sleeper, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _end(proc, sleeper)

@@ -1,5 +1,8 @@
 """TX payload front: a frame's beats to the realigner and past the header checksums."""
 
+import operator
+from functools import reduce
+
 from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -173,30 +176,42 @@ class Front(wiring.Component):
 
         # Version 3's check fields, picked from the registered beats (ck_data), with the
         # offsets registered beside them (f_mode moves on at a frame's end). Every field
-        # lies in beats 0..2: l3 is 14 or 18, l4 = l3 + 4 IHL in 34..78.
-        ck_b = Signal(2)            # beat index, 3 for beats past 2
+        # lies in beats 0..2: l3 is 14 or 18, l4 = l3 + 4 IHL in 34..78. The beat and the
+        # L4 offset are registered one-hot, and each byte's candidates (mutually
+        # exclusive: one base holds per frame) meet in an AND-OR, not a priority chain:
+        # 3 LUT levels from the registers to a field byte.
+        l4_offsets = range(34, 79, 4)
+        ck_beat = Signal(3)         # one-hot: beat 0, 1 or 2 (none past 2)
         ck_vlan = Signal()
-        ck_l4 = Signal(7)
-        m.d.sync += [ck_b.eq(Mux(f_q < 3, f_q[:2], 3)), ck_vlan.eq(f_mode.info.vlan),
-                     ck_l4.eq(f_mode.info.l4)]
+        ck_l4 = Signal(len(l4_offsets))
+        m.d.sync += [ck_beat.eq(Cat(f_q == 0, f_q == 1, f_q == 2)),
+                     ck_vlan.eq(f_mode.info.vlan),
+                     ck_l4.eq(Cat(*(f_mode.info.l4 == v for v in l4_offsets)))]
         fields = Signal(CheckFields)
         fb = [fields.as_value()[8 * i:8 * i + 8] for i in range(18)]
         # (message bytes, choices of the base: (condition, base offset), offset from it)
         picks = []
         l3s = [(~ck_vlan, 14), (ck_vlan, 18)]
-        l4s = [(ck_l4 == v, v) for v in range(34, 79, 4)]
+        l4s = [(ck_l4[j], v) for j, v in enumerate(l4_offsets)]
         for i in range(8):
             picks.append((fb[i], l3s, 12 + i))          # source, destination
         for i in range(2):
             picks.append((fb[8 + i], l3s, 4 + i))       # IP identification
         for i in range(8):
             picks.append((fb[10 + i], l4s, i))          # ports, sequence number
-        for dst, bases, c in picks:
+        for n, (dst, bases, c) in enumerate(picks):
+            hits, vals = [], []
             for cond, base in bases:
                 off = base + c
-                with m.If(ck_v & cond & (ck_b == off // BEAT_BYTES)):
-                    lane = off % BEAT_BYTES
-                    m.d.sync += dst.eq(ck_data[8 * lane:8 * lane + 8])
+                hit = Signal(name=f"ck_hit_{n}_{off}")
+                m.d.comb += hit.eq(ck_v & cond & ck_beat[off // BEAT_BYTES])
+                lane = off % BEAT_BYTES
+                hits.append(hit)
+                vals.append(ck_data[8 * lane:8 * lane + 8] & hit.replicate(8))
+            any_hit, val = Signal(name=f"ck_any_{n}"), Signal(8, name=f"ck_val_{n}")
+            m.d.comb += [any_hit.eq(Cat(*hits).any()), val.eq(reduce(operator.or_, vals))]
+            with m.If(any_hit):
+                m.d.sync += dst.eq(val)
         ck_push = Signal()
         m.d.sync += ck_push.eq(ck_v & ck_last)
         m.d.comb += [self.ck.valid.eq(ck_push), self.ck.payload.eq(fields)]

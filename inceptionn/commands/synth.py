@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..rtl.blocks import BLOCKS
 from ..rtl.harness import BUILD  # build/ of the checkout, or of the current directory
 from .args import CliError
 
@@ -360,27 +361,10 @@ def report_design(design, name, workdir):
 # What to synthesize
 # ---------------------------------------------------------------------------------------
 
-# (report name, module under inceptionn.hw, class, wrap in AxisTop, engine?)
-DESIGNS = [
-    ("inceptionn_tx", "compression_engine", "CompressionEngine", True, True),
-    ("inceptionn_rx", "decompression_engine", "DecompressionEngine", True, True),
-    ("compression_block", "compression_block", "CompressionBlock", False, False),
-    ("shifter_tree", "shifter_tree", "ShifterTree", False, False),
-    ("compression_unit", "compression_unit", "CompressionUnit", False, False),
-    ("alignment_unit", "alignment_unit", "AlignmentUnit", False, False),
-    ("packet_matcher", "packet_matcher", "PacketMatcher", False, False),
-    ("checksum", "checksum", "Checksum", False, False),
-    ("realigner", "realigner", "Realigner", False, False),
-    ("tag_decoder", "tag_decoder", "TagDecoder", False, False),
-    ("header_restore", "header_restore", "HeaderRestore", False, False),
-    ("decompression_block", "decompression_block", "DecompressionBlock", False, False),
-    ("burst_buffer", "burst_buffer", "BurstBuffer", False, False),
-    ("decompression_unit", "decompression_unit", "DecompressionUnit", False, False),
-    ("axis_register_slice", "primitives", "AxisRegisterSlice", True, False),
-    # The board self-test's own logic (hw/selftest*.py), for the VC709 build.
-    ("selftest_generator", "selftest_gen", "FrameGenerator", False, False),
-    ("selftest_reference", "selftest_gen", "ReferenceGenerator", False, False),
-    ("selftest_checker", "selftest_check", "Checker", False, False),
+# (report name, module under inceptionn.hw, class, wrap in AxisTop, engine?): the
+# registry's blocks that are synthesized (inceptionn/rtl/blocks.py), then the
+# synthesis-only tops of Corundum's application block.
+DESIGNS = [(b.name, b.module, b.cls, b.wrap, b.engine) for b in BLOCKS if b.synth] + [
     # Corundum's application block (hw/corundum/): its register file and width adapters.
     ("corundum_regs", "inceptionn.hw.corundum.synth_tops", "RegsTop", False, False),
     ("corundum_upsizer_64", "inceptionn.hw.corundum.synth_tops", "upsizer_64", False, False),
@@ -406,10 +390,19 @@ EXPERIMENTS = [
 ]
 
 
+def _print_row(r, before_bram="", after_bram="", share=""):
+    """One design's line of the report as it is made, and its deepest path."""
+    print(f" LUT {r['LUT']:6d} (sites {r['LUT_SITES']:6d}{share})  FF {r['FF']:6d}  {before_bram}"
+          f"BRAM36 {r['BRAM36']:5.1f}{after_bram}  levels {r['levels']} "
+          f"(vivado-style {r['vivado_levels']})  [{r['synth_seconds']} s]", flush=True)
+    print(f"{'':22s} deepest path: {r['levels_start']} -> {r['levels_end']} "
+          f"via {' '.join(r['levels_path'])}", flush=True)
+
+
 def design_factory(module, cls, wrap):
     """A factory for the named block. `module` is a module of inceptionn.hw, or a full
     module name (an experiment, in a source checkout only)."""
-    full = module if "." in module else f"inceptionn.hw.{module}"
+    full = module if module.startswith(("inceptionn.", "experiments.")) else f"inceptionn.hw.{module}"
     if full.startswith("experiments."):
         from ..rtl.harness import REPO
         if REPO is None:
@@ -486,11 +479,7 @@ def run(args) -> int:
         r = report_design(factory, name, workdir)
         r["engine"] = engine
         results.append(r)
-        print(f" LUT {r['LUT']:6d} (sites {r['LUT_SITES']:6d})  FF {r['FF']:6d}  CARRY4 {r['CARRY4']:4d}  "
-              f"BRAM36 {r['BRAM36']:5.1f}  DSP {r['DSP']:3d}  levels {r['levels']} "
-              f"(vivado-style {r['vivado_levels']})  [{r['synth_seconds']} s]", flush=True)
-        print(f"{'':22s} deepest path: {r['levels_start']} -> {r['levels_end']} "
-              f"via {' '.join(r['levels_path'])}", flush=True)
+        _print_row(r, f"CARRY4 {r['CARRY4']:4d}  ", f"  DSP {r['DSP']:3d}")
     for name, nic_bits in {**APP_OWN_DESIGNS, **APP_DESIGNS}.items():
         if (args.only and name not in args.only) or (not args.only and not args.blocks):
             continue
@@ -498,11 +487,7 @@ def run(args) -> int:
         r = report_app(name, nic_bits, workdir)
         r["engine"] = False
         results.append(r)
-        print(f" LUT {r['LUT']:6d} (sites {r['LUT_SITES']:6d}, {100 * r['lut_sites_share']:.2f}% "
-              f"of the 690T)  FF {r['FF']:6d}  BRAM36 {r['BRAM36']:5.1f}  levels {r['levels']} "
-              f"(vivado-style {r['vivado_levels']})  [{r['synth_seconds']} s]", flush=True)
-        print(f"{'':22s} deepest path: {r['levels_start']} -> {r['levels_end']} "
-              f"via {' '.join(r['levels_path'])}", flush=True)
+        _print_row(r, "", "", f", {100 * r['lut_sites_share']:.2f}% of the 690T")
     engines = [r for r in results if r["engine"]]
     summary = {
         "targets": {"max_levels": 6, "tx_plus_rx_luts_below": 20000},

@@ -260,10 +260,12 @@ def engine_factories():
 
 
 def blocks():
-    """(name, factory) of every major block (synth's DESIGNS, engines left out)."""
-    from inceptionn.commands.synth import DESIGNS, design_factory
-    return [(name, design_factory(module, cls, wrap))
-            for name, module, cls, wrap, engine in DESIGNS if not engine]
+    """(name, factory) of every synthesized block of the registry but the engines
+    (inceptionn/rtl/blocks.py)."""
+    from inceptionn.commands.synth import design_factory
+    from inceptionn.rtl.blocks import BLOCKS
+    return [(b.name, design_factory(b.module, b.cls, b.wrap))
+            for b in BLOCKS if b.synth and not b.engine]
 
 
 def add_arguments(ap) -> None:

@@ -9,6 +9,8 @@ runner of the testbenches (sim/engines.py).
 
 from dataclasses import dataclass, field
 
+from .blocks import engines
+
 __all__ = ["COUNTER_NAMES", "DESIGNS", "RunResult", "normalize_frames", "tx_design",
            "rx_design", "tx_expected"]
 
@@ -45,8 +47,8 @@ def _rx_expected(frames):
 # The names are `make verilog`'s, so that the testbenches, the compiled loop and the
 # Verilog output share one conversion of each engine (harness.to_verilog's cache).
 DESIGNS = {
-    "tx": ("inceptionn_tx", tx_design, tx_expected),
-    "rx": ("inceptionn_rx", rx_design, _rx_expected),
+    "tx": (engines()["tx"].name, tx_design, tx_expected),
+    "rx": (engines()["rx"].name, rx_design, _rx_expected),
 }
 
 

@@ -7,7 +7,7 @@ whole batches of frames with Python over a pipe::
 
     from inceptionn.rtl.rtl_loop import FastEngine
 
-    with FastEngine("tx", k=10, dscp=10, codec="bounded") as eng:   # builds (once), starts
+    with FastEngine("tx", k=10, codec="bounded") as eng:      # builds (once), starts
         out = eng.run(frames)       # frames: bytes or (bytes, tuser); one entry per input
                                     # frame, in order: (bytes, tuser), or None for a frame
                                     # the TX engine dropped (longer than MAX_FRAME_BYTES)
@@ -37,7 +37,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..golden import versions_mask
+from ..golden import DSCP_DEFAULT, versions_mask
 from . import designs, harness
 
 __all__ = ["FastEngine", "BatchStats", "build_loop", "run_frames", "CODECS"]
@@ -154,7 +154,7 @@ class BatchStats:
 class FastEngine:
     """One Verilated engine ("tx" or "rx") in a child process; see the module docstring."""
 
-    def __init__(self, kind: str, *, k: int = 10, dscp: int = 10, enable: bool = True,
+    def __init__(self, kind: str, *, k: int = 10, dscp: int = DSCP_DEFAULT, enable: bool = True,
                  codec: str = "bounded", version: int = 3, versions=(3,),
                  timeout_clocks: int = 100_000):
         """``codec``: the TX engine's codec port, "bounded" (the default) or "paper"
@@ -270,7 +270,7 @@ class FastEngine:
             self._proc.kill()
 
 
-def run_frames(kind, frames, *, k=10, dscp=10, enable=True, codec="bounded", version=3,
+def run_frames(kind, frames, *, k=10, dscp=DSCP_DEFAULT, enable=True, codec="bounded", version=3,
                versions=(3,)) -> designs.RunResult:
     """One batch through a fresh engine, as a `RunResult` (as sim/engines.py returns)."""
     with FastEngine(kind, k=k, dscp=dscp, enable=enable, codec=codec, version=version,

@@ -28,6 +28,7 @@ import mqnic
 from test_fpga_core import TB
 
 from inceptionn.rtl import rtl_golden    # the wire versions the RTL engines write and accept
+from inceptionn.golden import TOS_DEFAULT
 from inceptionn.golden.counters import Counters
 
 # The app's register map (byte offsets), written here by the install from the project's map.
@@ -52,9 +53,9 @@ def gradient_frames(seed):
     eth = Ether(src="5a:51:52:53:54:55", dst="da:d1:d2:d3:d4:d5")
     out = []
     for n_tcp, n_udp in ((1448, 1472), (8948, 8972)):
-        out.append(bytes(eth / IP(src="192.168.1.100", dst="192.168.1.101", tos=0x28)
+        out.append(bytes(eth / IP(src="192.168.1.100", dst="192.168.1.101", tos=TOS_DEFAULT)
                          / TCP(sport=5678, dport=1234, flags="A", seq=seed) / grads[:n_tcp]))
-        out.append(bytes(eth / IP(src="192.168.1.100", dst="192.168.1.101", tos=0x28)
+        out.append(bytes(eth / IP(src="192.168.1.100", dst="192.168.1.101", tos=TOS_DEFAULT)
                          / UDP(sport=5678, dport=1234) / grads[:n_udp]))
     return out
 
@@ -65,7 +66,7 @@ def plain_frames():
     from scapy.layers.l2 import Ether
     eth = Ether(src="5a:51:52:53:54:55", dst="da:d1:d2:d3:d4:d5")
     return [bytes(eth / IP(tos=0) / UDP(sport=1, dport=2) / bytes(range(200))),
-            bytes(eth / IP(tos=0x28) / UDP(sport=1, dport=2)
+            bytes(eth / IP(tos=TOS_DEFAULT) / UDP(sport=1, dport=2)
                   / (bytes([0x12, 0x34, 0x99, 0x0a]) + bytes(i % 256 for i in range(300))))]
 
 
