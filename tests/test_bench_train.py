@@ -31,6 +31,15 @@ def test_report_prints_every_target_with_its_ratio(tmp_path):
     assert (tmp_path / "p.png").stat().st_size > 1000
 
 
+def test_report_without_gloo_prints_the_rows_and_says_why_no_targets():
+    # --methods that leaves gloo (and fp16) out: a KeyError before
+    res = {(2, 1.0): {"ours-bounded": _row(1.2, 0.3, 25e6, 0.948)}}
+    lines = []
+    bench_train.report(res, out=lines.append)
+    text = "\n".join(lines)
+    assert "ours-bounded" in text and "P=2 1 Gb/s: no gloo run here, so no targets" in text
+
+
 def test_the_accuracy_comparison_flags_each_missed_target():
     res = {(2, "mlp", "mean"): {"gloo": _row(1, 1, 100e6, 0.900), "ours": _row(1, 1, 10e6, 0.897)},
            (2, "cnn", "sum"): {"gloo": _row(1, 1, 1e6, 0.950), "ours": _row(1, 1, 0.25e6, 0.950)},

@@ -323,11 +323,14 @@ def report(results, out=print):
         if "ours-bounded" not in res:
             continue
         ours = res["ours-bounded"]
+        if "gloo" not in res:           # --methods without gloo: no baseline, no ratios
+            out(f"  P={w} {_fmt_rate(g)}: no gloo run here, so no targets")
+            continue
         if g is not None and g <= 2.5:
             r = ours["step_s"] / res["gloo"]["step_s"]
             out(f"  P={w} {_fmt_rate(g)}: bounded ring vs gloo step time {r:.2f}"
                 f"{'' if r < 1 else '  MISSED'}")
-        if g is not None and g <= 1.0:
+        if g is not None and g <= 1.0 and "fp16" in res:
             r = ours["step_s"] / res["fp16"]["step_s"]
             out(f"  P={w} {_fmt_rate(g)}: bounded ring vs fp16 step time {r:.2f}"
                 f"{'' if r < 1 else '  MISSED'}")
