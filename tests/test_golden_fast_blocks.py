@@ -119,3 +119,20 @@ def test_both_unpack_kernels(kernel, codec, k):
     assert g == groups // fast_blocks.BLOCK_GROUPS * fast_blocks.BLOCK_GROUPS
     assert out[:8 * g].tobytes() == want[:8 * g].tobytes()
     assert pos == len(golden.pack_groups(bits[:8 * g], k, codec))
+
+
+@pytest.mark.parametrize("kernel", ["pack_pairs", "pack_compress"])
+@pytest.mark.parametrize("codec", ["paper", "bounded"])
+def test_both_pack_kernels(kernel, codec):
+    """Each pack kernel (fields stored in pairs, or one register compress per group: the
+    running CPU may have either) against the model, every float class and every k, with
+    a partial last block; the bytes past the groups are scratch, so the room is filled
+    with a pattern first."""
+    from inceptionn.golden import fast_blocks
+    ks = range(golden.K_MIN, golden.K_MAX + 1) if codec == "paper" else \
+        range(golden.EB_K_MIN, golden.EB_K_MAX + 1)
+    for k in ks:
+        bits = _with_zero_runs(np.random.default_rng(100 + k), 2 * fast_blocks.BLOCK + 77)
+        out = np.full(fast.pack_room(bits.size), 0xA5, np.uint8)
+        end = getattr(fast_blocks, kernel)(bits, *fast_blocks.enc_consts(k, codec), out)
+        assert out[:int(end)].tobytes() == golden.pack_groups(bits, k, codec), (codec, k)
