@@ -179,7 +179,8 @@ def _unpack_from(data, n, r, out, table, g, pos):
     for i in range(r):
         if pos + np.uint64(i) < size:
             tail |= np.uint32(data[pos + np.uint64(i)]) << np.uint32(8 * i)
-    out[n] = tail
+    if out.size > n:        # an out of exactly n words (n whole groups) has no tail word
+        out[n] = tail
     return pos
 
 
@@ -305,7 +306,8 @@ def pack_room(n: int) -> int:
 
 
 def unpack_room(n: int) -> int:
-    """Words fast_unpack_groups_into needs for n values: whole groups and one more."""
+    """Words fast_unpack_groups_into needs for n values: whole groups and one more (where
+    n is a multiple of 8, n words also do: see fast_unpack_groups_into)."""
     return -(-n // GROUP_VALUES) * GROUP_VALUES + 1
 
 
@@ -334,14 +336,17 @@ def fast_pack_groups_into(bits, out, k, codec="paper") -> int:
 
 def fast_unpack_groups_into(buf, n, out, k=None, codec="paper"):
     """fast_unpack_groups into a caller's buffer: the n bit patterns go to out[:n] (uint32,
-    at least unpack_room(n) words; the words past n are scratch). Returns (consumed, ok)
-    as fast_unpack_groups does. ``buf``: a bytes-like object or a uint8 array."""
+    at least unpack_room(n) words, the words past n scratch; or, where n is a multiple of
+    8, exactly n words: then nothing past them is written, so threads can decode pieces of
+    one stream into adjacent slices of one array). Returns (consumed, ok) as
+    fast_unpack_groups does. ``buf``: a bytes-like object or a uint8 array."""
     if n < 0:
         raise ValueError(f"value count must be >= 0, got {n}")
     table = decode_table(k, codec)  # checks codec and k
     data = buf if isinstance(buf, np.ndarray) and buf.dtype == np.uint8 and buf.ndim == 1 \
         else np.frombuffer(buf, dtype=np.uint8)
-    _out_array(out, np.uint32, unpack_room(n), "out")
+    exact = n % GROUP_VALUES == 0 and isinstance(out, np.ndarray) and out.size == n
+    _out_array(out, np.uint32, n if exact else unpack_room(n), "out")
     if n == 0:
         return 0, True
     consumed = int(_unpack_fast(np.ascontiguousarray(data), int(n), 0, out, table,

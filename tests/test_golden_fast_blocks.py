@@ -136,3 +136,17 @@ def test_both_pack_kernels(kernel, codec):
         out = np.full(fast.pack_room(bits.size), 0xA5, np.uint8)
         end = getattr(fast_blocks, kernel)(bits, *fast_blocks.enc_consts(k, codec), out)
         assert out[:int(end)].tobytes() == golden.pack_groups(bits, k, codec), (codec, k)
+
+
+def test_unpack_into_exactly_n_words_writes_nothing_past_them():
+    """Where n is a multiple of 8, an out of exactly n words is enough (threads decode
+    pieces of one stream into adjacent slices); otherwise the tail word needs its room."""
+    bits = _mixed(np.random.default_rng(4), 8 * 300)
+    buf = golden.pack_groups(bits, 10, "bounded")
+    whole = np.full(bits.size + 3, 0xDEADBEEF, np.uint32)
+    consumed, ok = fast.fast_unpack_groups_into(buf, bits.size, whole[:bits.size], 10, "bounded")
+    assert ok and consumed == len(buf)
+    assert whole[:bits.size].tobytes() == golden.unpack_groups(buf, bits.size, 10, "bounded")[0].tobytes()
+    assert whole[bits.size:].tolist() == [0xDEADBEEF] * 3
+    with pytest.raises(ValueError, match="needed"):
+        fast.fast_unpack_groups_into(buf, bits.size - 1, np.zeros(bits.size - 1, np.uint32), 10, "bounded")
