@@ -242,6 +242,7 @@ def check_word_at(f, l3, l4, proto, comp_len, p, table):
 
 
 _NO_DECODED = np.zeros(0, np.uint32)
+_NO_MARKS = np.zeros(0, np.int64)
 
 
 def _groups(bits, k, codec, decoded=None):
@@ -249,7 +250,7 @@ def _groups(bits, k, codec, decoded=None):
     decoded (uint32[n]) with the restored bit patterns when given."""
     out = np.empty(2 * -(-bits.size // GROUP_VALUES) + 4 * bits.size + 7, np.uint8)
     if decoded is None:
-        end = pack_blocks(bits, *enc_consts(k, codec), out)
+        end = pack_blocks(bits, *enc_consts(k, codec), out, _NO_MARKS, 0, 0, 0)
     else:
         end = _encode(bits, _lut(k, codec), out, decoded, True)
     return out[:int(end)].tobytes()
@@ -320,18 +321,26 @@ def _out_array(out, dtype, need, what):
     return out
 
 
-def fast_pack_groups_into(bits, out, k, codec="paper") -> int:
+def fast_pack_groups_into(bits, out, k, codec="paper", index=None, every: int = 1) -> int:
     """fast_pack_groups into a caller's buffer (no allocation, no copy): the groups go to
     the start of ``out`` (uint8, at least pack_room(bits.size) bytes; the bytes past the
     groups are scratch); returns their byte length. ``bits``: a contiguous 1-D uint32
-    array of float32 bit patterns."""
+    array of float32 bit patterns. ``index``: an int64 array of at least
+    ceil(groups / every) entries, filled while packing with the byte offsets of groups 0,
+    every, 2 every, ... (what group_offsets gives, without its walk)."""
     k = check_k(k, check_codec(codec))
     bits = _in_bits(bits)
     _out_array(out, np.uint8, pack_room(bits.size), "out")
+    marks, step = _NO_MARKS, 0
+    if index is not None:
+        if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
+            raise ValueError(f"every must be a positive group count, got {every!r}")
+        step = int(every)
+        marks = _out_array(index, np.int64, -(-(-(-bits.size // GROUP_VALUES)) // step), "index")
     if bits.size == 0:
         return 0
     t, mlim, w8 = enc_consts(k, codec)
-    return int(pack_blocks(bits, t, mlim, w8, out))
+    return int(pack_blocks(bits, t, mlim, w8, out, marks, step, 0, 0))
 
 
 def fast_unpack_groups_into(buf, n, out, k=None, codec="paper"):

@@ -189,9 +189,11 @@ def _put8(out, pos, v):
 
 
 @njit(cache=True, nogil=True)
-def pack_pairs(f, t, mlim, w8, out):
+def pack_pairs(f, t, mlim, w8, out, marks, every, g_base, pos_base):
     """The groups of f's values at the start of out (7 spare bytes past their end), as
-    fast._encode gives them, fields stored in pairs (any CPU); returns their byte length. A last partial block is padded
+    fast._encode gives them, fields stored in pairs (any CPU); returns their byte length.
+    With every > 0, marks[j] = pos_base + the byte offset of group j * every - g_base, for
+    each such group here (g_base: the groups before f; an index made while packing). A last partial block is padded
     with +0.0, which codes to nothing: its partial group comes out as _encode's."""
     n = f.size
     fld = np.empty(BLOCK, np.uint32)
@@ -228,6 +230,9 @@ def pack_pairs(f, t, mlim, w8, out):
             tws[g] = _u16((x | (x >> _u64(24))) & _u64(0xFFFF))
             glen[g] = _u8(((w * _SWAR1) >> _u64(56)) + _u64(2))
         for g in range(ngroups):                # the serial part
+            gi = g_base + b0 // 8 + g
+            if every > 0 and gi % every == 0:
+                marks[gi // every] = pos_base + pos
             tw = tws[g]
             out[pos] = _u8(tw & _u16(0xFF))
             out[pos + _U1] = _u8(tw >> _u16(8))
@@ -243,9 +248,9 @@ _NIB_TO_TAG = _SWAR1           # mask nibble 0, 1, 3, 15 -> tag 0, 1, 2, 3: bits
 
 
 @njit(cache=True, nogil=True)
-def pack_compress(f, t, mlim, w8, out):
-    """pack_pairs' bytes, one compress per group (where HAS_EXPAND; elsewhere LLVM spells
-    the compress out byte by byte, correct but slow). Whole blocks here, the last partial
+def pack_compress(f, t, mlim, w8, out, marks, every, g_base, pos_base):
+    """pack_pairs' bytes (and marks), one compress per group (where HAS_EXPAND; elsewhere
+    LLVM spells the compress out byte by byte, correct but slow). Whole blocks here, the last partial
     one through pack_pairs. out: pack_pairs' room (a group's 32-byte store at its byte
     pos + 2 ends within 34 bytes of the group's start, inside the room of whole groups)."""
     n = f.size
@@ -281,13 +286,17 @@ def pack_compress(f, t, mlim, w8, out):
             m = (m | (m >> _u64(8))) & _u64(0x0000FFFF0000FFFF)
             msk[g] = _u32((m | (m >> _u64(16))) & _u64(0xFFFFFFFF))
         for g in range(BLOCK // 8):             # the serial part
+            gi = g_base + b0 // 8 + g
+            if every > 0 and gi % every == 0:
+                marks[gi // every] = pos_base + pos
             tw, mk = tws[g], msk[g]
             out[pos] = _u8(tw & _u16(0xFF))
             out[pos + _U1] = _u8(tw >> _u16(8))
             _compress32(fld8, _u64(32 * g), mk, out, pos + _U2)
             pos += _U2 + _u64(_popcount32(mk))
     if whole < n:
-        pos += pack_pairs(f[whole:], t, mlim, w8, out[pos:])
+        pos += pack_pairs(f[whole:], t, mlim, w8, out[pos:], marks, every, g_base + whole // 8,
+                          pos_base + pos)
     return pos
 
 

@@ -134,8 +134,11 @@ def test_both_pack_kernels(kernel, codec):
     for k in ks:
         bits = _with_zero_runs(np.random.default_rng(100 + k), 2 * fast_blocks.BLOCK + 77)
         out = np.full(fast.pack_room(bits.size), 0xA5, np.uint8)
-        end = getattr(fast_blocks, kernel)(bits, *fast_blocks.enc_consts(k, codec), out)
+        marks = np.full(-(-bits.size // 8 // 16) + 1, -7, np.int64)
+        end = getattr(fast_blocks, kernel)(bits, *fast_blocks.enc_consts(k, codec), out, marks, 16, 0, 0)
         assert out[:int(end)].tobytes() == golden.pack_groups(bits, k, codec), (codec, k)
+        offsets, stop = fast.group_offsets(out[:int(end)], bits.size, 16)
+        assert stop == end and marks[:-1].tolist() == offsets.tolist() and marks[-1] == -7
 
 
 def test_unpack_into_exactly_n_words_writes_nothing_past_them():
@@ -150,3 +153,19 @@ def test_unpack_into_exactly_n_words_writes_nothing_past_them():
     assert whole[bits.size:].tolist() == [0xDEADBEEF] * 3
     with pytest.raises(ValueError, match="needed"):
         fast.fast_unpack_groups_into(buf, bits.size - 1, np.zeros(bits.size - 1, np.uint32), 10, "bounded")
+
+
+@pytest.mark.parametrize("n", [0, 5, 8 * 128, 8 * 128 * 3 + 13])
+@pytest.mark.parametrize("every", [1, 3, 64, 256])
+def test_pack_into_fills_the_index_as_group_offsets_would(n, every):
+    bits = _with_zero_runs(np.random.default_rng(n + every), n)
+    out = np.empty(fast.pack_room(n), np.uint8)
+    index = np.full(-(-(-(-n // 8)) // every), -1, np.int64)
+    end = fast.fast_pack_groups_into(bits, out, 10, "bounded", index=index, every=every)
+    offsets, stop = fast.group_offsets(out[:end], n, every)
+    assert stop == end and index.tolist() == offsets.tolist()
+    with pytest.raises(ValueError, match="every"):
+        fast.fast_pack_groups_into(bits, out, 10, "bounded", index=index, every=0)
+    if index.size:
+        with pytest.raises(ValueError, match="index"):
+            fast.fast_pack_groups_into(bits, out, 10, "bounded", index=index[:-1], every=every)

@@ -22,8 +22,9 @@ CUDA give the same bits; raw (tag 11) values are moved as integers, NaN payloads
 
 On CUDA, where triton imports, encode and decode run as Triton kernels instead
 (device_codec_triton.py: the same bytes and index, with the same checks); on the CPU
-they run as golden.fast's compiled kernels (the same bytes; the index from a walk over
-the tag words, which decode also uses to check the index given: hundreds of times the
+they run as golden.fast's compiled kernels (the same bytes; the index recorded by the
+packer as it goes, and a walk over the tag words that checks the index given before a
+decode: hundreds of times the
 torch operations' speed on the CPU, and the GIL released while they run, so a ring can
 code one chunk while its transport moves another). A chunk of at least 2 * PIECE values
 is cut at index entries into one piece per thread (`threads`, default every core) and
@@ -273,8 +274,9 @@ class DeviceCodec:
         def piece(ab):
             a, b = ab
             room = np.empty(fast.pack_room(b - a), np.uint8)
-            end = fast.fast_pack_groups_into(bits[a:b], room, self.k, self.name)
-            return room[:end], fast.group_offsets(room[:end], b - a, self.block)[0]
+            index = np.empty(index_bytes(b - a, self.block) // 4, np.int64)
+            end = fast.fast_pack_groups_into(bits[a:b], room, self.k, self.name, index, self.block)
+            return room[:end], index
 
         if len(cuts) == 1:
             data, index = piece(cuts[0])
