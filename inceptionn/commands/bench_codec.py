@@ -18,17 +18,19 @@ included); path is the code that ran (torch ops, triton, golden.fast, numba: gol
 called directly). Every coded result is
 checked against golden's bytes before it is timed.
 
---exchange: two ranks (processes) on the device under gloo all-reduce one bucket of
---exchange-size floats, median of 5 after a warm-up: gloo's all_reduce (what DDP's
-default hook does), the fp16 hook's (cast, all_reduce, cast back) and the INCEPTIONN
-ring over point-to-point (TorchRing: coded on the device, only coded bytes leave it),
-pipelined (round i + 1 coded while round i is in flight) and unpipelined (the rounds one
-after the other), both in rounds of --exchange-chunk floats. Both ranks share the one
+--exchange: two ranks (processes, one torch intra-op thread each, as torchrun sets
+them; the device codec's pieces still use every core) on the device under gloo
+all-reduce one bucket of --exchange-size floats, median of 5 after a warm-up: gloo's
+all_reduce (what DDP's default hook does), the fp16 hook's (cast, all_reduce, cast
+back) and the INCEPTIONN ring over point-to-point (TorchRing: coded on the device,
+only coded bytes leave it), pipelined (round i + 1 coded while round i is in flight)
+and unpipelined (the rounds one after the other), both in rounds of --exchange-chunk
+floats. Both ranks share the one
 device (NCCL needs a GPU per rank). Then the pipelined ring's call against its parts,
 each alone on rank 0 (median of 5): its coding alone (every round's encode, the owner's
 roundtrip, a decode and add of as many bytes; on the CPU the device codec's pieces on
-every core) and its wire alone (the same header and message sizes exchanged, no
-coding): the pipelining's target is max(coding, wire), its failure their sum.
+every core) and its wire alone (the same header and message sizes, all posted at
+once, no coding): the pipelining's target is max(coding, wire), its failure their sum.
 """
 
 from __future__ import annotations
@@ -156,6 +158,10 @@ def _exchange_rank(rank, world, port, device, n, codec, k, chunk, q):
     import torch.distributed as dist
 
     from ..drivers.collectives.torch_ring import TorchRing
+    # One intra-op thread per rank, as torchrun sets for several processes per machine:
+    # with more, torch's OpenMP threads of both ranks spin against each other (on 2
+    # shared cores the ring's adds ran 30-50x slower).
+    torch.set_num_threads(1)
     try:
         store = dist.TCPStore("127.0.0.1", port, world, rank == 0,
                               timeout=datetime.timedelta(seconds=120))
@@ -220,10 +226,10 @@ def _coding_alone(ring, x0, sync):
 
 
 def _wire_alone(ring, n, dev):
-    """A function timing one replay of the ring's last call on the wire alone: per round
-    the same header and message sizes sent to the next rank and received from the one
-    before, in one batch each, no coding (sizes from ring.message_bytes, the neighbour's
-    gathered once)."""
+    """A function timing one replay of the ring's last call on the wire alone: every
+    round's header and message (the same sizes) sent to the next rank and received from
+    the one before, all posted at once, no coding and no waiting between rounds (sizes
+    from ring.message_bytes, the neighbour's gathered once): the wire's least time."""
     import torch
     import torch.distributed as dist
     plan = ring.plan(n)
@@ -239,17 +245,16 @@ def _wire_alone(ring, n, dev):
     hdr = torch.zeros(3, dtype=torch.int64, device=cdev)
     hdr_in = torch.empty(3, dtype=torch.int64, device=cdev)
 
-    def batch(send, recv):
-        ops = ([dist.P2POp(dist.isend, send, nxt)] if send is not None else []) \
-            + ([dist.P2POp(dist.irecv, recv, prv)] if recv is not None else [])
-        for w in dist.batch_isend_irecv(ops) if ops else []:
-            w.wait()
-
     def replay():
         t0 = time.perf_counter()
+        ops = []
         for rd, (out, inc) in zip(plan, bufs):
-            batch(hdr if rd.out is not None else None, hdr_in if rd.inc is not None else None)
-            batch(out if out.numel() else None, inc if inc.numel() else None)
+            if rd.out is not None:
+                ops += [dist.P2POp(dist.isend, hdr, nxt)] + ([dist.P2POp(dist.isend, out, nxt)] if out.numel() else [])
+            if rd.inc is not None:
+                ops += [dist.P2POp(dist.irecv, hdr_in, prv)] + ([dist.P2POp(dist.irecv, inc, prv)] if inc.numel() else [])
+        for w in dist.batch_isend_irecv(ops) if ops else []:
+            w.wait()
         return time.perf_counter() - t0
     return replay
 
