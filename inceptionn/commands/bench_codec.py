@@ -160,7 +160,7 @@ def _exchange_rank(rank, world, port, device, n, codec, k, chunk, q):
     from ..drivers.collectives.torch_ring import TorchRing
     # One intra-op thread per rank, as torchrun sets for several processes per machine:
     # with more, torch's OpenMP threads of both ranks spin against each other (on 2
-    # shared cores the ring's adds ran 30-50x slower).
+    # shared cores the ring's adds ran 16-70x slower).
     torch.set_num_threads(1)
     try:
         store = dist.TCPStore("127.0.0.1", port, world, rank == 0,
