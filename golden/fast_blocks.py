@@ -5,10 +5,14 @@ bench`, docs/benchmarks.md).
 Why blocks: the per-value loops carry a serial chain (the output position) through every
 value. Here the serial part is cut to the least each group needs and everything else
 runs over a block at a time in loops the compiler vectorises:
-  pack:   per block of _BLOCK values, every field and width by arithmetic (no table
-          gathers; each step cast back to 32 bits so the vectors stay 32-bit wide), pairs
-          of fields joined into one 64-bit word; serial: one 8-byte store per pair and one
-          add per group.
+  pack:   per block of BLOCK values, every field and width by arithmetic (no table
+          gathers; each step cast back to 32 bits so the vectors stay 32-bit wide). Where
+          the CPU compresses bytes in a register (AVX-512 VBMI2's vpcompressb), the field
+          is |x| 2^w truncated to an integer (one multiply and one conversion, exact: the
+          same bits as the shift of Algorithm 2) and each group's 8 fields leave as one
+          32-byte compress and store (pack_compress); elsewhere pairs of fields are joined
+          into one 64-bit word and stored 8 bytes at a time (pack_pairs). Serial in both:
+          the stores and one add per group.
   unpack: per block of _BLOCK_GROUPS groups, serial: the tag word, the next group's
           position (popcounts of the tag word) and the group's fields copied out raw, one
           32-bit lane each (one masked expanding load where the CPU has one, AVX-512
@@ -39,8 +43,8 @@ from llvmlite import ir
 from .compression_block import band_limits
 from .wire import GROUP_VALUES
 
-__all__ = ["pack_blocks", "unpack_blocks", "unpack_gather", "unpack_expand", "enc_consts",
-           "dec_consts", "HAS_EXPAND", "BLOCK", "BLOCK_GROUPS"]
+__all__ = ["pack_blocks", "pack_pairs", "pack_compress", "unpack_blocks", "unpack_gather",
+           "unpack_expand", "enc_consts", "dec_consts", "HAS_EXPAND", "BLOCK", "BLOCK_GROUPS"]
 
 _u8, _u16, _u32, _u64 = np.uint8, np.uint16, np.uint32, np.uint64
 _U1, _U2 = np.uint64(1), np.uint64(2)
@@ -112,6 +116,43 @@ def _f32_bits(typingctx, x):
     return types.uint32(types.float32), codegen
 
 
+@intrinsic
+def _bits_f32(typingctx, x):
+    """The float32 of a bit pattern."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.uint32), codegen
+
+
+@intrinsic
+def _popcount32(typingctx, x):
+    """The population count of a uint32."""
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+    return types.uint32(types.uint32), codegen
+
+
+@intrinsic
+def _compress32(typingctx, src, pos, mask, dst, dpos):
+    """dst's bytes dpos..dpos+31 = the bytes of src's 32 from pos on whose bit is set in
+    mask, moved to the front (llvm.experimental.vector.compress: vpcompressb in a
+    register, then one 32-byte store; the lanes past the kept bytes are scratch)."""
+    def codegen(context, builder, signature, args):
+        vty = ir.VectorType(ir.IntType(8), 32)
+        mty = ir.VectorType(ir.IntType(1), 32)
+        s = _byte_ptr(context, builder, signature.args[0], args[0], args[1])
+        v = builder.load(builder.bitcast(s, vty.as_pointer()))
+        v.align = 1
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vty, [vty, mty, vty]),
+            "llvm.experimental.vector.compress.v32i8")
+        c = builder.call(fn, [v, builder.bitcast(args[2], mty), ir.Constant(vty, ir.Undefined)])
+        d = _byte_ptr(context, builder, signature.args[3], args[3], args[4])
+        builder.store(c, builder.bitcast(d, vty.as_pointer())).align = 1
+        return context.get_dummy_value()
+    return types.void(src, types.uint64, types.uint32, dst, types.uint64), codegen
+
+
 # ---------------------------------------------------------------- pack
 
 @functools.lru_cache(maxsize=None)
@@ -148,9 +189,11 @@ def _put8(out, pos, v):
 
 
 @njit(cache=True, nogil=True)
-def pack_blocks(f, t, mlim, w8, out):
+def pack_pairs(f, t, mlim, w8, out, marks, every, g_base, pos_base):
     """The groups of f's values at the start of out (7 spare bytes past their end), as
-    fast._encode gives them; returns their byte length. A last partial block is padded
+    fast._encode gives them, fields stored in pairs (any CPU); returns their byte length.
+    With every > 0, marks[j] = pos_base + the byte offset of group j * every - g_base, for
+    each such group here (g_base: the groups before f; an index made while packing). A last partial block is padded
     with +0.0, which codes to nothing: its partial group comes out as _encode's."""
     n = f.size
     fld = np.empty(BLOCK, np.uint32)
@@ -187,6 +230,9 @@ def pack_blocks(f, t, mlim, w8, out):
             tws[g] = _u16((x | (x >> _u64(24))) & _u64(0xFFFF))
             glen[g] = _u8(((w * _SWAR1) >> _u64(56)) + _u64(2))
         for g in range(ngroups):                # the serial part
+            gi = g_base + b0 // 8 + g
+            if every > 0 and gi % every == 0:
+                marks[gi // every] = pos_base + pos
             tw = tws[g]
             out[pos] = _u8(tw & _u16(0xFF))
             out[pos + _U1] = _u8(tw >> _u16(8))
@@ -195,6 +241,62 @@ def pack_blocks(f, t, mlim, w8, out):
             for j in range(4):
                 _put8(out, p, pword[4 * g + j])
                 p += _u64(pwid[4 * g + j])
+    return pos
+
+
+_NIB_TO_TAG = _SWAR1           # mask nibble 0, 1, 3, 15 -> tag 0, 1, 2, 3: bits 0 + 1 + 3
+
+
+@njit(cache=True, nogil=True)
+def pack_compress(f, t, mlim, w8, out, marks, every, g_base, pos_base):
+    """pack_pairs' bytes (and marks), one compress per group (where HAS_EXPAND; elsewhere
+    LLVM spells the compress out byte by byte, correct but slow). Whole blocks here, the last partial
+    one through pack_pairs. out: pack_pairs' room (a group's 32-byte store at its byte
+    pos + 2 ends within 34 bytes of the group's start, inside the room of whole groups)."""
+    n = f.size
+    fld = np.empty(BLOCK, np.uint32)
+    nib = np.empty(BLOCK, np.uint8)        # per value the mask of its stored bytes
+    tws = np.empty(BLOCK // 8, np.uint16)
+    msk = np.empty(BLOCK // 8, np.uint32)
+    fld8 = fld.view(np.uint8)
+    nib64 = nib.view(np.uint64)
+    tz, t16 = _u32(t << _u32(23)), _u32(mlim << _u32(23))     # |x| below: 0-bit, 8-bit band
+    s8, s16 = np.float32(2.0) ** np.float32(w8), np.float32(32768.0)
+    pos = _u64(0)
+    whole = n // BLOCK * BLOCK
+    for b0 in range(0, whole, BLOCK):
+        for i in range(BLOCK):                  # vectorised
+            x = f[b0 + i]
+            ax = x & _u32(0x7FFFFFFF)
+            b16 = ax >= t16
+            # |x| < 1 here: (1.m 2^23) >> (150 - e - w) is floor(|x| 2^w), exact in float32
+            q = _u32(np.int32(_bits_f32(ax) * (s16 if b16 else s8)))
+            fv = q | ((x >> _u32(31)) << (_u32(15) if b16 else _u32(7)))
+            raw = ax >= _u32(0x3F800000)        # e >= 127: the float itself
+            zero = ax < tz
+            fld[i] = x if raw else (_u32(0) if zero else fv)
+            nib[i] = _u8(15) if raw else (_u8(0) if zero else (_u8(3) if b16 else _u8(1)))
+        for g in range(BLOCK // 8):             # vectorised: 8 nibbles -> tag word, byte mask
+            w = nib64[g]
+            x = (w & _SWAR1) + ((w >> _U1) & _SWAR1) + ((w >> _u64(3)) & _SWAR1)
+            x = (x | (x >> _u64(6))) & _u64(0x000F000F000F000F)
+            x = (x | (x >> _u64(12))) & _u64(0x000000FF000000FF)
+            tws[g] = _u16((x | (x >> _u64(24))) & _u64(0xFFFF))
+            m = (w | (w >> _u64(4))) & _u64(0x00FF00FF00FF00FF)
+            m = (m | (m >> _u64(8))) & _u64(0x0000FFFF0000FFFF)
+            msk[g] = _u32((m | (m >> _u64(16))) & _u64(0xFFFFFFFF))
+        for g in range(BLOCK // 8):             # the serial part
+            gi = g_base + b0 // 8 + g
+            if every > 0 and gi % every == 0:
+                marks[gi // every] = pos_base + pos
+            tw, mk = tws[g], msk[g]
+            out[pos] = _u8(tw & _u16(0xFF))
+            out[pos + _U1] = _u8(tw >> _u16(8))
+            _compress32(fld8, _u64(32 * g), mk, out, pos + _U2)
+            pos += _U2 + _u64(_popcount32(mk))
+    if whole < n:
+        pos += pack_pairs(f[whole:], t, mlim, w8, out[pos:], marks, every, g_base + whole // 8,
+                          pos_base + pos)
     return pos
 
 
@@ -293,11 +395,12 @@ def unpack_gather(data, groups, out, mul, add, s8, s16):
 
 
 def _has_expand() -> bool:
-    """Whether numba compiles for this host and the host has vpexpandb."""
+    """Whether numba compiles for this host and the host has vpexpandb and vpcompressb."""
     if config.CPU_NAME is not None:     # a fixed target (a portable cache): no guess
         return False
     return bool(llvm.get_host_cpu_features().get("avx512vbmi2", False))
 
 
-HAS_EXPAND = _has_expand()
+HAS_EXPAND = _has_expand()   # also vpcompressb: the same extension (AVX-512 VBMI2)
 unpack_blocks = unpack_expand if HAS_EXPAND else unpack_gather
+pack_blocks = pack_compress if HAS_EXPAND else pack_pairs

@@ -1,6 +1,7 @@
 """`make bench` on a tiny buffer: the table is there and its numbers are sane."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -16,7 +17,8 @@ METHODS = (["numpy copy"] + [f"{m} {v} k=10" for v in ("v1", "v2") for m in PER_
 
 
 def test_bench_prints_a_sane_table(tmp_path, capsys):
-    rc = cli.main(["bench", "golden", "--size", "64K", "--repeat", "2", "--real-steps", "10", "--cache", str(tmp_path)])
+    rc = cli.main(["bench", "golden", "--size", "64K", "--repeat", "2", "--rounds", "3", "--real-steps", "10",
+                   "--cache", str(tmp_path)])
     assert rc == 0
     out = capsys.readouterr().out
     rows = [l for l in out.splitlines() if l.startswith(("N(0,1e-3)", "HDC grads"))]
@@ -32,8 +34,21 @@ def test_bench_prints_a_sane_table(tmp_path, capsys):
     summary = [l for l in out.splitlines() if l.startswith("v2 vs v1, ")]
     assert len(summary) == 2 and all("snappy" in l and "lz4" in l and "v2/v1" in l for l in summary)
     # pack and unpack on one core as a share of the copy, per buffer
-    vs_copy = [l for l in out.splitlines() if l.startswith("one core vs numpy copy")]
+    vs_copy = [l for l in out.splitlines() if l.startswith("one core vs numpy copy (")]
     assert len(vs_copy) == 2 and all(l.count("% (CPU time") == 4 for l in vs_copy), vs_copy
+    # the same, as medians of interleaved rounds with the range of the shares
+    rounds = [l for l in out.splitlines() if l.startswith("one core vs numpy copy, medians of 3 rounds")]
+    assert len(rounds) == 2 and all(len(re.findall(r"\d+% \(\d+%-\d+%\)", l)) == 4 for l in rounds), rounds
+
+
+def test_copy_rounds_times_every_round_and_checks_the_values():
+    bits = np.random.default_rng(3).normal(0, 1e-3, 5000).astype(np.float32)
+    res = bench.copy_rounds("x", bits, k=10, rounds=4, repeat=2)
+    for codec in ("paper", "bounded"):
+        assert all(len(res[codec][m]) == 4 and min(res[codec][m]) > 0 for m in ("copy", "pack", "unpack"))
+    line = bench.format_rounds(res)
+    assert line.startswith("one core vs numpy copy, medians of 4 rounds, x: copy ")
+    assert line.count(" GB/s") == 5
 
 
 def test_run_bench_numbers_match_the_codec(tmp_path):

@@ -2,6 +2,7 @@
 arguments are one-line errors (status 2)."""
 
 import math
+import re
 
 import pytest
 
@@ -44,8 +45,13 @@ def test_exchange_rows(capsys):
                    "--threads", "1", "--exchange", "--exchange-size", "256K",
                    "--exchange-chunk", "4000"])
     assert rc == 0
-    line = [l for l in capsys.readouterr().out.splitlines() if l.startswith("P = 2 on cpu")]
+    out = capsys.readouterr().out
+    line = [l for l in out.splitlines() if l.startswith("P = 2 on cpu")]
     assert len(line) == 1, line
+    # the pipelined ring against its coding and its wire, each alone
+    parts = re.search(r"TorchRing pipelined ([\d.]+) ms against its coding alone ([\d.]+) ms "
+                      r"\((\d+) threads\) and its wire alone ([\d.]+) ms: ([\d.]+) x max", out)
+    assert parts and all(float(x) > 0 for x in parts.groups()), out
     for name in ("gloo all_reduce", "fp16 hook", "TorchRing pipelined", "TorchRing unpipelined"):
         assert f"; {name} " in line[0] or f": {name} " in line[0], line[0]
     assert "MB per rank per call" in line[0]

@@ -106,3 +106,39 @@ def test_a_one_entry_index_is_plain_memory():
     """The ring sends the index as bytes (view(torch.uint8)), also when it has one entry."""
     data, index = DeviceCodec("bounded", 10, block=64).encode(torch.ones(100))
     assert index.view(torch.uint8).numel() == 4
+
+
+@pytest.mark.parametrize("codec,k", [("paper", 10), ("bounded", 1), ("bounded", 16)])
+@pytest.mark.parametrize("n", [8 * 16 * 6, 8 * 16 * 6 + 5, 8 * 16 * 9 + 1])
+def test_pieces_on_threads_give_one_piece_bytes(codec, k, n):
+    """golden.fast's CPU path cut in pieces coded on threads: the same bytes, index and
+    values as one piece (golden's), every float class."""
+    bits = _mixed(n + k, n)[:n]
+    one = DeviceCodec(codec, k, block=16, impl="fast", threads=1)
+    many = DeviceCodec(codec, k, block=16, impl="fast", threads=3, piece=8 * 16)
+    assert len(many._cuts(n)) == 3
+    data, index = many.encode(_tensor(bits, "cpu"))
+    d1, i1 = one.encode(_tensor(bits, "cpu"))
+    assert data.numpy().tobytes() == d1.numpy().tobytes() == golden.pack_groups(bits, k, codec)
+    assert index.tolist() == i1.tolist()
+    want = golden.unpack_groups(d1.numpy().tobytes(), n, k, codec)[0].tobytes()
+    assert _bits(many.decode(data, index, n)).tobytes() == want
+    assert _bits(many.roundtrip(_tensor(bits, "cpu"))).tobytes() == want
+
+
+def test_pieces_on_threads_refuse_damage():
+    bits = _mixed(5, 8 * 16 * 9)
+    c = DeviceCodec("bounded", 10, block=16, impl="fast", threads=3, piece=8 * 16)
+    data, index = c.encode(_tensor(bits, "cpu"))
+    n = bits.size
+    for at in (1, 3, 6, index.numel() - 1):        # inside a piece and at the cuts
+        for delta in (1, -1, 10 ** 6):
+            bad = index.clone()
+            bad[at] += delta
+            with pytest.raises(ValueError):
+                c.decode(data, bad, n)
+    for args in [(data[:-1], index, n), (torch.cat([data, data[:3]]), index, n), (data, index, n + 100)]:
+        with pytest.raises(ValueError):
+            c.decode(*args)
+    with pytest.raises(ValueError, match="threads"):
+        DeviceCodec("bounded", 10, threads=0)

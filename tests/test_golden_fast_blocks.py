@@ -119,3 +119,53 @@ def test_both_unpack_kernels(kernel, codec, k):
     assert g == groups // fast_blocks.BLOCK_GROUPS * fast_blocks.BLOCK_GROUPS
     assert out[:8 * g].tobytes() == want[:8 * g].tobytes()
     assert pos == len(golden.pack_groups(bits[:8 * g], k, codec))
+
+
+@pytest.mark.parametrize("kernel", ["pack_pairs", "pack_compress"])
+@pytest.mark.parametrize("codec", ["paper", "bounded"])
+def test_both_pack_kernels(kernel, codec):
+    """Each pack kernel (fields stored in pairs, or one register compress per group: the
+    running CPU may have either) against the model, every float class and every k, with
+    a partial last block; the bytes past the groups are scratch, so the room is filled
+    with a pattern first."""
+    from inceptionn.golden import fast_blocks
+    ks = range(golden.K_MIN, golden.K_MAX + 1) if codec == "paper" else \
+        range(golden.EB_K_MIN, golden.EB_K_MAX + 1)
+    for k in ks:
+        bits = _with_zero_runs(np.random.default_rng(100 + k), 2 * fast_blocks.BLOCK + 77)
+        out = np.full(fast.pack_room(bits.size), 0xA5, np.uint8)
+        marks = np.full(-(-bits.size // 8 // 16) + 1, -7, np.int64)
+        end = getattr(fast_blocks, kernel)(bits, *fast_blocks.enc_consts(k, codec), out, marks, 16, 0, 0)
+        assert out[:int(end)].tobytes() == golden.pack_groups(bits, k, codec), (codec, k)
+        offsets, stop = fast.group_offsets(out[:int(end)], bits.size, 16)
+        assert stop == end and marks[:-1].tolist() == offsets.tolist() and marks[-1] == -7
+
+
+def test_unpack_into_exactly_n_words_writes_nothing_past_them():
+    """Where n is a multiple of 8, an out of exactly n words is enough (threads decode
+    pieces of one stream into adjacent slices); otherwise the tail word needs its room."""
+    bits = _mixed(np.random.default_rng(4), 8 * 300)
+    buf = golden.pack_groups(bits, 10, "bounded")
+    whole = np.full(bits.size + 3, 0xDEADBEEF, np.uint32)
+    consumed, ok = fast.fast_unpack_groups_into(buf, bits.size, whole[:bits.size], 10, "bounded")
+    assert ok and consumed == len(buf)
+    assert whole[:bits.size].tobytes() == golden.unpack_groups(buf, bits.size, 10, "bounded")[0].tobytes()
+    assert whole[bits.size:].tolist() == [0xDEADBEEF] * 3
+    with pytest.raises(ValueError, match="needed"):
+        fast.fast_unpack_groups_into(buf, bits.size - 1, np.zeros(bits.size - 1, np.uint32), 10, "bounded")
+
+
+@pytest.mark.parametrize("n", [0, 5, 8 * 128, 8 * 128 * 3 + 13])
+@pytest.mark.parametrize("every", [1, 3, 64, 256])
+def test_pack_into_fills_the_index_as_group_offsets_would(n, every):
+    bits = _with_zero_runs(np.random.default_rng(n + every), n)
+    out = np.empty(fast.pack_room(n), np.uint8)
+    index = np.full(-(-(-(-n // 8)) // every), -1, np.int64)
+    end = fast.fast_pack_groups_into(bits, out, 10, "bounded", index=index, every=every)
+    offsets, stop = fast.group_offsets(out[:end], n, every)
+    assert stop == end and index.tolist() == offsets.tolist()
+    with pytest.raises(ValueError, match="every"):
+        fast.fast_pack_groups_into(bits, out, 10, "bounded", index=index, every=0)
+    if index.size:
+        with pytest.raises(ValueError, match="index"):
+            fast.fast_pack_groups_into(bits, out, 10, "bounded", index=index[:-1], every=every)

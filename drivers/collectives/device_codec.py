@@ -22,14 +22,23 @@ CUDA give the same bits; raw (tag 11) values are moved as integers, NaN payloads
 
 On CUDA, where triton imports, encode and decode run as Triton kernels instead
 (device_codec_triton.py: the same bytes and index, with the same checks); on the CPU
-they run as golden.fast's compiled kernels (the same bytes; the index from a walk over
-the tag words, which decode also uses to check the index given: hundreds of times the
+they run as golden.fast's compiled kernels (the same bytes; the index recorded by the
+packer as it goes, and a walk over the tag words that checks the index given before a
+decode: hundreds of times the
 torch operations' speed on the CPU, and the GIL released while they run, so a ring can
-code one chunk while its transport moves another). These torch operations stay the
+code one chunk while its transport moves another). A chunk of at least 2 * PIECE values
+is cut at index entries into one piece per thread (`threads`, default every core) and
+the pieces are coded at once on a shared pool: each encodes into its own room (then the
+bytes are joined), each decodes, and checks, the groups between two index entries into
+its slice of the output; the bytes and the checks are those of one piece. These torch operations stay the
 reference and the fallback (impl="torch" forces them).
 """
 
 from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import threading
 
 import numpy as np
 import torch
@@ -37,9 +46,10 @@ import torch
 from ... import golden
 from ...golden import fast
 
-__all__ = ["DeviceCodec", "DEFAULT_BLOCK", "IMPLS", "index_bytes", "triton_available"]
+__all__ = ["DeviceCodec", "DEFAULT_BLOCK", "IMPLS", "index_bytes", "triton_available", "PIECE"]
 
 DEFAULT_BLOCK = 64       # groups per index entry (a power of two)
+PIECE = 1 << 18          # values: below 2 pieces a CPU chunk is coded on one thread
 _WIDTH = (0, 1, 2, 4)    # bytes per tag
 IMPLS = ("auto", "torch", "triton", "fast")
 # the paths, as path() names them
@@ -71,11 +81,19 @@ def index_bytes(n: int, block: int = DEFAULT_BLOCK) -> int:
 class DeviceCodec:
     """One codec ("paper" or "bounded") at error bound 2^-k, on torch tensors."""
 
-    def __init__(self, name: str, k: int, block: int = DEFAULT_BLOCK, impl: str = "auto"):
+    def __init__(self, name: str, k: int, block: int = DEFAULT_BLOCK, impl: str = "auto",
+                 threads: int | None = None, piece: int = PIECE):
         """impl: "auto" (Triton kernels for CUDA tensors where triton imports,
         golden.fast for CPU tensors, torch operations elsewhere), "torch" (always torch
         operations), "fast" (golden.fast: CPU tensors only) or "triton" (always the
-        kernels: on CPU tensors only under the Triton interpreter, TRITON_INTERPRET=1)."""
+        kernels: on CPU tensors only under the Triton interpreter, TRITON_INTERPRET=1).
+        threads, piece: golden.fast's pieces (at most `threads`, default the cores, of
+        at least `piece` values each) coded at once."""
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive count, got {threads!r}")
+        if not isinstance(piece, int) or piece < 1:
+            raise ValueError(f"piece must be a positive number of values, got {piece!r}")
+        self.threads, self.piece = threads or os.cpu_count() or 1, piece
         if impl not in IMPLS:
             raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
         if impl == "triton" and not triton_available():
@@ -239,23 +257,78 @@ class DeviceCodec:
 
     # ------------------------------------------------------------------ CPU: golden.fast
 
+    def _cuts(self, n):
+        """[(first value, end)] of the pieces of n values: whole index blocks each but the
+        last, one piece where n is below two pieces or one thread codes."""
+        per_block = 8 * self.block
+        count = min(self.threads, n // self.piece)
+        if count < 2:
+            return [(0, n)]
+        step = -(-(-(-n // count)) // per_block) * per_block
+        return [(a, min(a + step, n)) for a in range(0, n, step)]
+
     def _fast_encode(self, x):
         bits = x.detach().view(torch.int32).numpy().view(np.uint32)
-        out = np.empty(fast.pack_room(bits.size), np.uint8)
-        end = fast.fast_pack_groups_into(bits, out, self.k, self.name)
-        index, _ = fast.group_offsets(out[:end], bits.size, self.block)
-        return torch.from_numpy(out[:end]), torch.from_numpy(index.astype(np.int32))
+        cuts = self._cuts(bits.size)
+
+        def piece(ab):
+            a, b = ab
+            room = np.empty(fast.pack_room(b - a), np.uint8)
+            index = np.empty(index_bytes(b - a, self.block) // 4, np.int64)
+            end = fast.fast_pack_groups_into(bits[a:b], room, self.k, self.name, index, self.block)
+            return room[:end], index
+
+        if len(cuts) == 1:
+            data, index = piece(cuts[0])
+            return torch.from_numpy(data), torch.from_numpy(index.astype(np.int32))
+        parts = list(_pool(self.threads).map(piece, cuts))
+        starts = np.cumsum([0] + [p[0].size for p in parts])
+        data = np.empty(int(starts[-1]), np.uint8)
+        list(_pool(self.threads).map(lambda i: np.copyto(data[starts[i]:starts[i + 1]], parts[i][0]),
+                                     range(len(parts))))
+        index = np.concatenate([p[1] + s for p, s in zip(parts, starts)]).astype(np.int32)
+        return torch.from_numpy(data), torch.from_numpy(index)
 
     def _fast_decode(self, data, index, n):
         buf = data.contiguous().numpy()
-        starts, end = fast.group_offsets(buf, n, self.block)
-        if end != buf.size or not np.array_equal(starts, index.cpu().numpy()):
+        idx = index.cpu().numpy().astype(np.int64)
+        cuts = self._cuts(n)
+        per_block = 8 * self.block
+        out = np.empty(fast.unpack_room(n), np.uint32)
+        # piece i: index entries a / per_block .. b / per_block, bytes lo..hi
+        bounds = [int(idx[a // per_block]) if i else 0 for i, (a, _) in enumerate(cuts)] + [buf.size]
+
+        def piece(i):
+            (a, b), lo, hi = cuts[i], bounds[i], bounds[i + 1]
+            if not 0 <= lo <= hi <= buf.size:
+                return False
+            part = buf[lo:hi]
+            starts, end = fast.group_offsets(part, b - a, self.block)
+            if end != part.size or not np.array_equal(starts + lo, idx[a // per_block:-(-b // per_block)]):
+                return False
+            fast.fast_unpack_groups_into(part, b - a, out[a:b] if i + 1 < len(cuts) else out[a:],
+                                         self.k, self.name)
+            return True
+
+        ok = piece(0) if len(cuts) == 1 else all(list(_pool(self.threads).map(piece, range(len(cuts)))))
+        if not ok:
             raise ValueError(f"{buf.size} bytes and an index of {index.numel()} entries are not "
                              f"the groups of {n} values (damaged bytes, a wrong index or a "
                              f"wrong count)")
-        out = np.empty(fast.unpack_room(n), np.uint32)
-        fast.fast_unpack_groups_into(buf, n, out, self.k, self.name)
         return torch.from_numpy(out[:n].view(np.float32))
+
+
+_pools: dict[int, cf.ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool(threads: int) -> cf.ThreadPoolExecutor:
+    """A pool of `threads` threads shared by every codec in the process (golden.fast's
+    kernels release the GIL)."""
+    with _pools_lock:
+        if threads not in _pools:
+            _pools[threads] = cf.ThreadPoolExecutor(threads, thread_name_prefix="device-codec")
+        return _pools[threads]
 
 
 def _width_sum(tw):

@@ -20,12 +20,16 @@ posts the same sequence of batches, so sends and receives still pair up. On the 
 codec is golden.fast, which releases the GIL while gloo's threads move the bytes; on
 CUDA the kernels queue on the GPU as before. pipeline=False runs the rounds one after the
 other (the same bits: tests/test_torch_ring.py). The bytes counted: bytes_sent (headers, index and
-groups), index_bytes (of which index), payload_bytes (groups).
+groups), index_bytes (of which index), payload_bytes (groups); code_seconds: the host's
+wall time in the codec (encode, the owner's roundtrip, decode and add; on CUDA the time
+to queue the kernels), message_bytes: the messages of the last call, in round order (for
+a benchmark's wire-only replay). plan(n): the rounds of an n-value buffer.
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 
 import torch
 import torch.distributed as dist
@@ -56,6 +60,8 @@ class TorchRing:
         self.timeout = datetime.timedelta(seconds=timeout)
         self.pipeline = bool(pipeline)
         self.bytes_sent = self.payload_bytes = self.index_bytes = 0
+        self.code_seconds = 0.0
+        self.message_bytes: list[int] = []
         self._broken = False
 
     def __repr__(self):
@@ -88,6 +94,7 @@ class TorchRing:
             return x
         try:
             self._agree(x)
+            self.message_bytes = []
             self._rounds(x)
         except BaseException:
             self._broken = True
@@ -105,25 +112,7 @@ class TorchRing:
             raise ValueError(f"buffer lengths differ between ranks ({-lo} to {hi} values)")
 
     def _rounds(self, x):
-        p, r = self.world, self.rank
-        bounds = block_bounds(x.numel(), p)
-
-        def chunks(b):
-            lo, hi = bounds[b % p]
-            return [(c0, min(c0 + self.chunk, hi)) for c0 in range(lo, hi, self.chunk)]
-
-        rounds = []
-        # reduce-scatter: step s sends block r - s, receives block r - s - 1 and adds;
-        # the owner of block r + 1 keeps what it sends in the all-gather's first step.
-        for s in range(p - 1):
-            out, inc = chunks(r - s), chunks(r - s - 1)
-            rounds += [_Round(out[c] if c < len(out) else None, inc[c] if c < len(inc) else None,
-                              True, False) for c in range(max(len(out), len(inc)))]
-        # all-gather: step s sends block r + 1 - s (its own at s = 0), receives block r - s.
-        for s in range(p - 1):
-            out, inc = chunks(r + 1 - s), chunks(r - s)
-            rounds += [_Round(out[c] if c < len(out) else None, inc[c] if c < len(inc) else None,
-                              False, s == 0) for c in range(max(len(out), len(inc)))]
+        rounds = self.plan(x.numel())
         if not self.pipeline:
             for rd in rounds:
                 self._prepare(x, rd)
@@ -148,16 +137,43 @@ class TorchRing:
                 self._post_message(x, nxt)
             self._finish(x, rd)
 
+    def plan(self, n: int) -> list:
+        """This rank's rounds for a buffer of n values, in order (_Round: the value
+        ranges sent and received, add, keep)."""
+        p, r = self.world, self.rank
+        bounds = block_bounds(n, p)
+
+        def chunks(b):
+            lo, hi = bounds[b % p]
+            return [(c0, min(c0 + self.chunk, hi)) for c0 in range(lo, hi, self.chunk)]
+
+        rounds = []
+        # reduce-scatter: step s sends block r - s, receives block r - s - 1 and adds;
+        # the owner of block r + 1 keeps what it sends in the all-gather's first step.
+        for s in range(p - 1):
+            out, inc = chunks(r - s), chunks(r - s - 1)
+            rounds += [_Round(out[c] if c < len(out) else None, inc[c] if c < len(inc) else None,
+                              True, False) for c in range(max(len(out), len(inc)))]
+        # all-gather: step s sends block r + 1 - s (its own at s = 0), receives block r - s.
+        for s in range(p - 1):
+            out, inc = chunks(r + 1 - s), chunks(r - s)
+            rounds += [_Round(out[c] if c < len(out) else None, inc[c] if c < len(inc) else None,
+                              False, s == 0) for c in range(max(len(out), len(inc)))]
+        return rounds
+
     def _prepare(self, x, rd):
         """Encode the round's outgoing chunk (the owner keeps what it sends)."""
         if rd.out is None:
             return
         dev = self._comm_device(x)
         view = x[rd.out[0]:rd.out[1]]
+        t0 = time.perf_counter()
         data, index = self.codec.encode(view)
         if rd.keep:             # the owner keeps what its neighbours will decode
             view.copy_(self.codec.roundtrip(view))
         rd.send_msg = torch.cat([index.contiguous().view(torch.uint8), data]).to(dev)
+        self.code_seconds += time.perf_counter() - t0
+        self.message_bytes.append(rd.send_msg.numel())
         rd.hdr = torch.tensor([rd.send_msg.numel(), data.numel(), view.numel()],
                               dtype=torch.int64, device=dev)
         self.bytes_sent += rd.hdr.numel() * 8 + rd.send_msg.numel()
@@ -204,6 +220,7 @@ class TorchRing:
         buf, rd.buf = rd.buf.to(x.device), None
         split = buf.numel() - rd.nbytes
         n = rd.inc[1] - rd.inc[0]
+        t0 = time.perf_counter()
         try:
             got = self.codec.decode(buf[split:], buf[:split].view(torch.int32), n)
         except ValueError as e:
@@ -214,6 +231,7 @@ class TorchRing:
             torch.add(got, view, out=view)    # received + own: the ring's fixed order
         else:
             view.copy_(got)
+        self.code_seconds += time.perf_counter() - t0
 
     def _post(self, ops, what):
         if not ops:

@@ -18,13 +18,19 @@ included); path is the code that ran (torch ops, triton, golden.fast, numba: gol
 called directly). Every coded result is
 checked against golden's bytes before it is timed.
 
---exchange: two ranks (processes) on the device under gloo all-reduce one bucket of
---exchange-size floats, median of 5 after a warm-up: gloo's all_reduce (what DDP's
-default hook does), the fp16 hook's (cast, all_reduce, cast back) and the INCEPTIONN
-ring over point-to-point (TorchRing: coded on the device, only coded bytes leave it),
-pipelined (round i + 1 coded while round i is in flight) and unpipelined (the rounds one
-after the other), both in rounds of --exchange-chunk floats. Both ranks share the one
-device (NCCL needs a GPU per rank).
+--exchange: two ranks (processes, one torch intra-op thread each, as torchrun sets
+them; the device codec's pieces still use every core) on the device under gloo
+all-reduce one bucket of --exchange-size floats, median of 5 after a warm-up: gloo's
+all_reduce (what DDP's default hook does), the fp16 hook's (cast, all_reduce, cast
+back) and the INCEPTIONN ring over point-to-point (TorchRing: coded on the device,
+only coded bytes leave it), pipelined (round i + 1 coded while round i is in flight)
+and unpipelined (the rounds one after the other), both in rounds of --exchange-chunk
+floats. Both ranks share the one
+device (NCCL needs a GPU per rank). Then the pipelined ring's call against its parts,
+each alone on rank 0 (median of 5): its coding alone (every round's encode, the owner's
+roundtrip, a decode and add of as many bytes; on the CPU the device codec's pieces on
+every core) and its wire alone (the same header and message sizes, all posted at
+once, no coding): the pipelining's target is max(coding, wire), its failure their sum.
 """
 
 from __future__ import annotations
@@ -152,6 +158,10 @@ def _exchange_rank(rank, world, port, device, n, codec, k, chunk, q):
     import torch.distributed as dist
 
     from ..drivers.collectives.torch_ring import TorchRing
+    # One intra-op thread per rank, as torchrun sets for several processes per machine:
+    # with more, torch's OpenMP threads of both ranks spin against each other (on 2
+    # shared cores the ring's adds ran 16-70x slower).
+    torch.set_num_threads(1)
     try:
         store = dist.TCPStore("127.0.0.1", port, world, rank == 0,
                               timeout=datetime.timedelta(seconds=120))
@@ -183,10 +193,70 @@ def _exchange_rank(rank, world, port, device, n, codec, k, chunk, q):
                     times.append(time.perf_counter() - t0)
             out[name] = statistics.median(times)
         out["coded bytes per rank"] = ring.bytes_sent / 6         # 6 calls
+        out["codec threads"] = ring.codec.threads
+        out["coding alone"] = statistics.median(_coding_alone(ring, x0, sync) for _ in range(5))
+        wire = _wire_alone(ring, n, dev)
+        wire()                                 # warm-up
+        out["wire alone"] = statistics.median(wire() for _ in range(5))
         dist.destroy_process_group()
         q.put((rank, out))
     except BaseException as e:  # reported by the parent
         q.put((rank, f"{type(e).__name__}: {e}"))
+
+
+def _coding_alone(ring, x0, sync):
+    """Seconds of the codec work of one pipelined call of `ring` on x0's values, without
+    the wire: per round the encode of what it sends (and the owner's roundtrip), then
+    the decode and add of as many bytes (its own, standing in for the neighbour's)."""
+    import torch
+    t = x0.clone()
+    sync()
+    t0 = time.perf_counter()
+    for rd in ring.plan(t.numel()):
+        if rd.out is None:
+            continue
+        view = t[rd.out[0]:rd.out[1]]
+        data, index = ring.codec.encode(view)
+        if rd.keep:
+            view.copy_(ring.codec.roundtrip(view))
+        got = ring.codec.decode(data, index, view.numel())
+        torch.add(got, view, out=view)
+    sync()
+    return time.perf_counter() - t0
+
+
+def _wire_alone(ring, n, dev):
+    """A function timing one replay of the ring's last call on the wire alone: every
+    round's header and message (the same sizes) sent to the next rank and received from
+    the one before, all posted at once, no coding and no waiting between rounds (sizes
+    from ring.message_bytes, the neighbour's gathered once): the wire's least time."""
+    import torch
+    import torch.distributed as dist
+    plan = ring.plan(n)
+    mine = iter(ring.message_bytes)
+    sizes = [next(mine) if rd.out is not None else 0 for rd in plan]
+    every: list = [None] * ring.world
+    dist.all_gather_object(every, sizes)
+    theirs = every[(ring.rank - 1) % ring.world]
+    cdev = ring._comm_device(torch.empty(0, device=dev))
+    nxt, prv = (ring.rank + 1) % ring.world, (ring.rank - 1) % ring.world
+    bufs = [(torch.zeros(a, dtype=torch.uint8, device=cdev), torch.empty(b, dtype=torch.uint8, device=cdev))
+            for a, b in zip(sizes, theirs)]
+    hdr = torch.zeros(3, dtype=torch.int64, device=cdev)
+    hdr_in = torch.empty(3, dtype=torch.int64, device=cdev)
+
+    def replay():
+        t0 = time.perf_counter()
+        ops = []
+        for rd, (out, inc) in zip(plan, bufs):
+            if rd.out is not None:
+                ops += [dist.P2POp(dist.isend, hdr, nxt)] + ([dist.P2POp(dist.isend, out, nxt)] if out.numel() else [])
+            if rd.inc is not None:
+                ops += [dist.P2POp(dist.irecv, hdr_in, prv)] + ([dist.P2POp(dist.irecv, inc, prv)] if inc.numel() else [])
+        for w in dist.batch_isend_irecv(ops) if ops else []:
+            w.wait()
+        return time.perf_counter() - t0
+    return replay
 
 
 def run_exchange(device, n, codec="bounded", k=10, chunk=1 << 20):
@@ -307,9 +377,15 @@ def run(args) -> int:
             progress(f"exchange on {d}")
             ex = run_exchange(d, n, args.codec, args.k, args.exchange_chunk)
             coded = ex.pop("coded bytes per rank")
+            code, wire = ex.pop("coding alone"), ex.pop("wire alone")
+            threads = ex.pop("codec threads")
             base = ex["gloo all_reduce"]
             print(f"P = 2 on {d}, one bucket of {n} floats, rounds of {args.exchange_chunk} "
                   f"(gloo; median of 5): "
                   + "; ".join(f"{m} {s * 1e3:.1f} ms ({s / base:.2f} x gloo)" for m, s in ex.items())
                   + f"; the ring sent {coded / 1e6:.1f} MB per rank per call")
+            ring = ex["TorchRing pipelined"]
+            print(f"  TorchRing pipelined {ring * 1e3:.1f} ms against its coding alone "
+                  f"{code * 1e3:.1f} ms ({threads} threads) and its wire alone {wire * 1e3:.1f} ms: "
+                  f"{ring / max(code, wire):.2f} x max(coding, wire), {ring / (code + wire):.2f} x their sum")
     return 0

@@ -18,6 +18,9 @@ golden.fast_unpack_groups of those groups; fast pack into / fast unpack into = t
 kernels writing buffers made once (golden.fast.fast_pack_groups_into /
 fast_unpack_groups_into), as the copy writes its own, so that the last summary line
 compares the codec with the copy on one core (the issue's target: half a copy or better);
+that comparison is then repeated in --rounds rounds (copy, pack into, unpack into in
+turn, each the best of --repeat runs) and printed as medians with the range of the
+per-round shares, steadier than one best-of when other jobs share the machine;
 fast encode+pack =
 golden.fast_compress_payload per 65532-byte payload (the largest whole number of floats
 the 16-bit shim allows, about 64 KiB), with shim and tail, as a NIC compresses; fast NIC =
@@ -45,7 +48,7 @@ from .args import CliError
 from .checks import int_in, size_in_memory
 
 __all__ = ["DEFAULT_SIZE", "Result", "parse_size", "bench_buffer", "run_bench", "format_table",
-           "format_vs_copy", "add_arguments", "run"]
+           "format_vs_copy", "copy_rounds", "format_rounds", "add_arguments", "run"]
 
 DEFAULT_SIZE = 64 << 20
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
@@ -201,16 +204,67 @@ def bench_buffer(name, values: np.ndarray, *, k=golden.K_DEFAULT, repeat=3, budg
     return results
 
 
+def copy_rounds(name, values: np.ndarray, *, k=golden.K_DEFAULT, rounds=5, repeat=7,
+                codecs=("paper", "bounded")):
+    """One core, the copy against pack and unpack into buffers made once, in `rounds`
+    rounds of (copy, pack, unpack) in turn, each the best of `repeat` runs: returns
+    {"buffer", "bytes", codec: {"copy", "pack", "unpack": [seconds per round]}}. The
+    decoded values are checked against golden's once before timing."""
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    bits = values.view(np.uint32)
+    dst = np.empty_like(bits)
+    out = {"buffer": name, "bytes": values.nbytes}
+    for codec in codecs:
+        room = np.empty(fast.pack_room(bits.size), np.uint8)
+        words = np.empty(fast.unpack_room(bits.size), np.uint32)
+        packed = room[:fast.fast_pack_groups_into(bits, room, k, codec)].copy()
+        fast.fast_unpack_groups_into(packed, bits.size, words, k, codec)
+        if words[:bits.size].tobytes() != golden.compression_block(bits, k, codec)[3].astype("<u4").tobytes():
+            raise RuntimeError(f"fast unpack {CODEC_TAGS[codec]} restored values other than the model's")
+        times: dict[str, list[float]] = {"copy": [], "pack": [], "unpack": []}
+        for _ in range(rounds):
+            for what, fn in (("copy", lambda: np.copyto(dst, bits)),
+                             ("pack", lambda: fast.fast_pack_groups_into(bits, room, k, codec)),
+                             ("unpack", lambda: fast.fast_unpack_groups_into(packed, bits.size, words,
+                                                                              k, codec))):
+                times[what].append(_best_time(fn, repeat, math.inf)[0])
+        out[codec] = times
+    return out
+
+
+def format_rounds(res) -> str:
+    """copy_rounds' result as one line: medians of the rounds, and per method the median
+    and range of the per-round shares of the copy (copy time / method time)."""
+    copy_all = [t for c in CODEC_TAGS if c in res for t in res[c]["copy"]]
+    parts = [f"copy {res['bytes'] / float(np.median(copy_all)) / 1e9:.3g} GB/s"]
+    for codec, tag in CODEC_TAGS.items():
+        if codec not in res:
+            continue
+        t = res[codec]
+        for what in ("pack", "unpack"):
+            shares = [c / m for c, m in zip(t["copy"], t[what])]
+            parts.append(f"{what} {tag} {res['bytes'] / float(np.median(t[what])) / 1e9:.3g} GB/s = "
+                         f"{float(np.median(shares)):.0%} ({min(shares):.0%}-{max(shares):.0%})")
+    n = len(next(res[c] for c in CODEC_TAGS if c in res)["copy"])
+    return f"one core vs numpy copy, medians of {n} rounds, {res['buffer']}: " + "; ".join(parts)
+
+
 def run_bench(size=DEFAULT_SIZE, *, k=golden.K_DEFAULT, seed=0, real=True, real_steps=None,
-              cache_dir=None, repeat=3, budget=5.0, progress=None):
-    """Benchmark the synthetic buffer and (if `real`) the demo's gradients."""
+              cache_dir=None, repeat=3, budget=5.0, progress=None, rounds=0):
+    """Benchmark the synthetic buffer and (if `real`) the demo's gradients; with rounds,
+    also copy_rounds on each (returned as the Result list's `rounds` attribute)."""
     from inceptionn import gradients
 
     size = parse_size(size)
     rng = np.random.default_rng(seed)
     synth = rng.normal(0.0, 1e-3, size // 4).astype(np.float32)
-    results = bench_buffer(f"N(0,1e-3) {_human(size)}", synth, k=k, repeat=repeat,
-                           budget=budget, progress=progress)
+    results = _Results(bench_buffer(f"N(0,1e-3) {_human(size)}", synth, k=k, repeat=repeat,
+                                    budget=budget, progress=progress))
+    if rounds:
+        if progress:
+            progress(f"N(0,1e-3) {_human(size)}: {rounds} rounds of copy, pack, unpack")
+        results.rounds.append(copy_rounds(f"N(0,1e-3) {_human(size)}", synth, k=k, rounds=rounds,
+                                          repeat=repeat))
     del synth
     if real:
         if progress:
@@ -220,7 +274,20 @@ def run_bench(size=DEFAULT_SIZE, *, k=golden.K_DEFAULT, seed=0, real=True, real_
         g = grads.all()[: size // 4]
         results += bench_buffer(f"HDC grads {_human(g.nbytes)}", g, k=k, repeat=repeat,
                                 budget=budget, progress=progress)
+        if rounds:
+            if progress:
+                progress(f"HDC grads {_human(g.nbytes)}: {rounds} rounds of copy, pack, unpack")
+            results.rounds.append(copy_rounds(f"HDC grads {_human(g.nbytes)}", g, k=k,
+                                              rounds=rounds, repeat=repeat))
     return results
+
+
+class _Results(list):
+    """run_bench's Result list, with the copy_rounds results beside it."""
+
+    def __init__(self, items=()):
+        super().__init__(items)
+        self.rounds: list = []
 
 
 def _human(n):
@@ -288,6 +355,9 @@ def add_arguments(ap) -> None:
     ap.add_argument("--k", type=int, default=golden.K_DEFAULT,
                     help="error bound 2^-k, 1..16 (both codecs run; default %(default)s)")
     ap.add_argument("--repeat", type=int_in(1), default=3, help="runs per method, best kept (default %(default)s)")
+    ap.add_argument("--rounds", type=int_in(0), default=5,
+                    help="rounds of copy, pack, unpack in turn for the one-core comparison, "
+                         "medians printed (0: none; default %(default)s)")
     ap.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0)
     ap.add_argument("--no-real", action="store_true", help="skip the demo's real gradients")
     ap.add_argument("--real-steps", type=int, default=None,
@@ -308,11 +378,14 @@ def run(args) -> int:
         print(f"  ... {msg}", file=sys.stderr, flush=True)
 
     results = run_bench(size, k=args.k, seed=args.seed, real=not args.no_real, real_steps=args.real_steps,
-                        cache_dir=args.cache, repeat=args.repeat, progress=progress)
+                        cache_dir=args.cache, repeat=args.repeat, progress=progress,
+                        rounds=args.rounds)
     print("ratio = uncompressed bytes / compressed bytes; GB/s = uncompressed bytes per wall second "
           "(in to compress, out of decompress); x copy = wall time / numpy copy wall time on the "
           "same buffer; best of `runs`")
     print(format_table(results))
     print(format_versions(results))
     print(format_vs_copy(results))
+    for r in getattr(results, "rounds", []):
+        print(format_rounds(r))
     return 0
