@@ -30,7 +30,7 @@ import datetime
 import torch
 import torch.distributed as dist
 
-from ...golden.compressors.communicator import block_bounds
+from .communicator import block_bounds
 from .device_codec import DEFAULT_BLOCK, DeviceCodec
 from .transport import DEFAULT_TIMEOUT, CollectiveError
 
