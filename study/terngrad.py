@@ -9,7 +9,7 @@ TernGrad, docs/compressors.md 3.3). Digits and mnist1d (2,000 test images there,
 
 from __future__ import annotations
 
-from inceptionn.golden.compressors import make
+from inceptionn.drivers.collectives.compressors import make
 
 from .harness import Group, lenet, pct, signed
 from .models import build, dataset, layer_sizes

@@ -16,7 +16,7 @@ from study.harness import FastGoldenCodec  # noqa: E402
 from study.results import reduced, write  # noqa: E402
 from study.harness import REDUCED  # noqa: E402
 
-from inceptionn.golden.compressors.inceptionn import GoldenCodec  # noqa: E402
+from inceptionn.drivers.collectives.compressors.inceptionn import GoldenCodec  # noqa: E402
 
 CHANCE = 0.1
 

@@ -9,7 +9,7 @@ in software (emulate=True), and control on untagged sockets. The ring also has t
 software wire (wire="software"): the codec's bytes on plain sockets, decoded on receipt. Built from a
 torch.distributed Store (`from_store`), so torchrun's rendezvous sets them up.
 
-The companion papers' compressors run golden.compressors.communicator's collectives
+The companion papers' compressors run the communicator's collectives
 (the simulation's code) over a transport: torch_p2p.TorchTransport (torch.distributed
 point-to-point; compressed.step, the DDP hook) or socket_p2p.SocketTransport (these
 sockets, no torch), their element-wise sums around a Ring.

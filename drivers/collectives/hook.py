@@ -13,9 +13,12 @@ By default (`IncState()`) the bound follows the gradients' scale (each chunk sca
 2^(s-10)), and what the codec drops is fed back into the next step (error feedback,
 per parameter): docs/compressors.md, "Absolute or scale-following bound".
 
-As PyTorch's own hooks do, the hook returns at once a Future that completes when the
-bucket's exchange does; the exchange runs on one background worker per state, bucket
-after bucket in DDP's order, so backward keeps computing the next buckets meanwhile.
+`IncState` is settings only (as PyTorch's PowerSGDState); what runs lives in its
+`HookWorker`: the sockets, the thread, the per-bucket compressor states and the rank's
+error-feedback memory. As PyTorch's own hooks do, the hook returns at once a Future
+that completes when the bucket's exchange does; the exchange runs on the worker's
+thread, bucket after bucket in DDP's order, so backward keeps computing the next
+buckets meanwhile.
 Each bucket is copied to the host when the hook is called (for CUDA, an asynchronous copy
 on the producing stream that the worker waits for); the worker never reads DDP's bucket.
 
@@ -39,15 +42,14 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from . import golden
-from .drivers import sockets
-from .drivers.collectives import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring,
-                                  WorkerAggregator, make_codec)
-from .drivers.collectives.agreement import agree_via_store
-from .drivers.collectives.codecs import DEFAULT_SHARE, ScaledCodec
-from .drivers.collectives.compressed import step as compressed_step
-from .drivers.collectives.memory import LossRecorder, Memory
-from .golden import compressors
+from ... import golden
+from .. import sockets
+from . import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring, WorkerAggregator,
+               compressors, make_codec)
+from .agreement import agree_via_store
+from .codecs import DEFAULT_SHARE, ScaledCodec
+from .compressed import step as compressed_step
+from .memory import LossRecorder, Memory
 
 __all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS", "BOUNDS",
            "TRANSPORTS"]
@@ -61,13 +63,9 @@ BOUNDS = ("scaled", "absolute")
 # device (device_codec.py), so a CUDA bucket never leaves its GPU uncompressed.
 TRANSPORTS = ("socket", "torch")
 RING_METHODS = ("inceptionn", "none")
-# Dense compressors on the ring whose loss the ring records like INCEPTIONN's (error
-# feedback through the Memory object); off by default (docs/compressors.md, section 5).
-_FED = ("truncation",)
-# Every compressor of golden.compressors, on its own collective.
+# Every compressor of compressors/, on its own collective; what each takes from the
+# hook (a density, the bucket's layer sizes) it declares itself (compressors.needs).
 METHODS = RING_METHODS + tuple(m for m in compressors.METHODS if m not in RING_METHODS)
-_DENSITY = ("topk", "gtopk", "randomk", "blockk", "scalecom")   # take a density
-_LAYERED = ("terngrad", "randomk", "blockk")   # take per-layer sizes: the bucket's parameters
 _STATES = itertools.count()     # same order on every rank: a key prefix per state
 
 
@@ -91,10 +89,11 @@ def _error_bound_k(bound) -> int:
 
 
 class IncState:
-    """Everything the hook needs, in one object (as PowerSGDState is for PowerSGD).
+    """The hook's settings, in one object (as PowerSGDState is for PowerSGD); what runs
+    (sockets, thread, per-bucket state, error-feedback memory) is its `worker`.
 
     method: "inceptionn" (the ring, every hop coded) or "none" (the ring, float32); or a
-    companion paper's compressor of golden.compressors ("terngrad", "topk", "gtopk",
+    companion paper's compressor of compressors/ ("terngrad", "topk", "gtopk",
     "randomk", "blockk", "scalecom", "truncation", "inceptionn_eb"): those summed
     element-wise ride the same ring with their own codec, the others (all-gathers,
     gTop-k's tree, the preludes) go over the process group.
@@ -103,32 +102,33 @@ class IncState:
     error_bound: 2^-k, as a number (2**-10) or text ("2^-10").
     bound: "scaled" (each chunk times 2^-s before coding, 2^s after, s from its values
     so that at least `share` of them are coded with bits: |error| <= 2^(s-k); the
-    default for "inceptionn" with the bounded codec in mode "inc" on the socket
-    transport, every wire: on "nic" and "emulate" the chunk crosses as float32 times
-    2^-s, s on the control connection, and the NIC codes it at its fixed k) or
-    "absolute" (|error| < error_bound whatever the gradients' scale: the paper's; the
-    default elsewhere).
-    error_feedback: keep what the codec dropped and add it to the next step, per
-    parameter (drivers/collectives/memory.py); on by default with bound "scaled".
-    Available for "inceptionn" in mode "inc" on the socket transport, every wire (on
-    "nic" the sender computes its loss with the golden codec, which the engines match
-    bit for bit; a segment the NIC sends uncompressed arrives exact, and its modelled
-    loss is then fed back needlessly once); and for "truncation" (its codec on the
-    ring, the same memory; off by default). The sparsifiers keep their own memory;
-    "terngrad" has none.
+    default for "inceptionn" with the bounded codec in mode "inc", on every wire and
+    both transports: on "nic" and "emulate" the chunk crosses as float32 times 2^-s, s
+    on the control connection, and the NIC codes it at its fixed k; on the torch
+    transport s is the first byte of each coded chunk) or "absolute" (|error| <
+    error_bound whatever the gradients' scale: the paper's; the default elsewhere).
+    error_feedback: keep what the exchange dropped and add it to the next step, per
+    parameter (drivers/collectives/memory.py); on by default with bound "scaled" on the
+    socket transport. For "inceptionn" in mode "inc" on the socket transport, every
+    wire (on "nic" the sender computes its loss with the golden codec, which the
+    engines match bit for bit; a segment the NIC sends uncompressed arrives exact, and
+    its modelled loss is then fed back needlessly once); for the dense compressors on
+    the ring ("truncation", "inceptionn_eb"; off by default); for "terngrad" (off by
+    default: docs/compressors.md, measured). The sparsifiers' memory is part of their
+    method (always on, the same Memory object).
     wire: "software" (the codec's bytes on plain sockets: the bytes are saved without a
     NIC), "nic" (float32 on tagged sockets, an INCEPTIONN NIC on the path codes them;
     the NIC's codec must be `codec`), or "emulate" (float32 on the wire, the roundtrip
     applied on receipt: the same numbers, no byte saved).
     mode: "inc" (the ring) or "wa" (worker-aggregator, rank 0 aggregates; nic/emulate).
-    density: the fraction of values a sparsifier keeps (topk, gtopk, randomk, blockk,
-    scalecom); method_kw: the method's other parameters.
+    density: the fraction of values a sparsifier keeps (the methods that need "k");
+    method_kw: the method's other parameters.
     chunk_floats: floats per pipelined chunk; mss_bytes: the gradient sockets' MSS (nic);
     timeout_s: how long a silent peer is waited for; codec_threads: the software wire's
     codec threads. transport: "socket" (the project's sockets) or "torch" (the process
     group's point-to-point, the buckets coded on their device: method "inceptionn", wire
-    "software", mode "inc" only). bytes_sent counts this rank's data bytes; hook_seconds the worker's
-    time per bucket exchange.
+    "software", mode "inc" only). bytes_sent counts this rank's data bytes; hook_seconds
+    the worker's time per bucket exchange.
     """
 
     def __init__(self, process_group=None, *, method: str = "inceptionn",
@@ -159,21 +159,30 @@ class IncState:
         if not isinstance(chunk_floats, int) or chunk_floats < 1:
             raise ValueError(f"chunk_floats must be a positive int, got {chunk_floats!r}")
         kw = dict(method_kw or {})
-        if "k" in kw:
-            raise ValueError("method_kw has no 'k': give a sparsifier's fraction as density=, "
-                             "an error bound as error_bound=")
+        for name, instead in (("k", "give a sparsifier's fraction as density=, an error "
+                                    "bound as error_bound="),
+                              ("feedback", "give error_feedback=")):
+            if name in kw:
+                raise ValueError(f"method_kw has no {name!r}: {instead}")
+        ring = method in RING_METHODS
+        takes = () if ring else compressors.needs(method)
         if density is not None:
-            if method not in _DENSITY:
-                raise ValueError(f"density applies to {_DENSITY}, not {method!r}")
+            if "k" not in takes:
+                dense = [m for m in METHODS if m not in RING_METHODS
+                         and "k" in compressors.needs(m)]
+                raise ValueError(f"density applies to {tuple(dense)}, not {method!r}")
             kw["k"] = float(density)
-        elif method in _DENSITY:
+        elif "k" in takes:
             raise ValueError(f"method {method!r} needs density= (the fraction of values kept)")
         self.k = _error_bound_k(error_bound)
+        probe = None if ring else compressors.make(method, **kw)   # bad parameters fail here
         self.bound, self.share, self.error_feedback = _bound_and_feedback(
-            method, codec, wire, mode, bound, share, error_feedback, transport)
-        self.memory = Memory() if self.error_feedback else None
-        if method not in RING_METHODS:
-            compressors.make(method, **kw)      # bad parameters fail here
+            method, probe, codec, wire, mode, bound, share, error_feedback, transport)
+        if probe is not None and "feedback" in _takes_feedback(probe):
+            kw["feedback"] = self.error_feedback
+        # The bucket rides the ring and the ring records its loss (a ring method, or a
+        # dense compressor on the ring, with error feedback).
+        self.ring_fed = self.error_feedback and (ring or probe.collective == "ring_inc")
         self.method_kw, self.seed = kw, seed
         self.process_group, self.mode, self.method = process_group, mode, method
         self.codec, self.wire = codec, wire
@@ -183,19 +192,13 @@ class IncState:
         self.transport = transport
         self.prefix = (f"inceptionn/hook/{os.environ.get('TORCHELASTIC_RESTART_COUNT', 0)}/"
                        f"{next(_STATES)}")
-        self.collective = None
-        self.calls = 0
-        self.bytes_sent = 0
-        self.hook_seconds: list[float] = []
-        self._buckets = _BucketStates(self)
-        self._worker = None
-        self._failed: BaseException | None = None
-        self.world = None
+        self.worker = HookWorker(self)
 
     def settings(self) -> dict:
         """What every rank must agree on."""
         ring = self.method in RING_METHODS
-        params = {("density" if k == "k" else k): v for k, v in self.method_kw.items()}
+        params = {("density" if k == "k" else k): v for k, v in self.method_kw.items()
+                  if k != "feedback"}
         return {"method": self.method, "method_params": params,
                 "codec": self.codec if self.method == "inceptionn" else None,
                 "error_bound_log2": -self.k if self.method == "inceptionn" else None,
@@ -205,15 +208,73 @@ class IncState:
                 "chunk_floats": self.chunk, "seed": self.seed, "transport": self.transport,
                 "mss_bytes": self.mss if self.wire == "nic" else None}
 
+    def compressor(self, layers=None):
+        """The method's compressor for a bucket whose parameters have these sizes."""
+        kw = dict(self.method_kw)
+        if "layers" in compressors.needs(self.method) and "layers" not in kw \
+                and layers is not None:
+            kw["layers"] = layers
+        return compressors.make(self.method, **kw)
+
+    # What the worker counts, where users read it.
+    @property
+    def bytes_sent(self) -> int:
+        return self.worker.bytes_sent
+
+    @property
+    def calls(self) -> int:
+        return self.worker.calls
+
+    @property
+    def hook_seconds(self) -> list[float]:
+        return self.worker.hook_seconds
+
+    @property
+    def memory(self) -> Memory | None:
+        """This rank's error-feedback memory (None: the exchange keeps none)."""
+        return self.worker.memory
+
+    @property
+    def collective(self):
+        return self.worker.collective
+
+    def close(self):
+        self.worker.close()
+
+
+class HookWorker:
+    """What the hook runs for one IncState: the collective (set up on first use), the
+    thread that exchanges the buckets in order, the compressors' per-bucket states and
+    the rank's error-feedback memory (one Memory, keyed by parameter)."""
+
+    def __init__(self, settings: IncState):
+        self.st = settings
+        self.collective = None
+        self.calls = 0
+        self.bytes_sent = 0
+        self.hook_seconds: list[float] = []
+        self.world: int | None = None
+        self.memory: Memory | None = None
+        if settings.error_feedback and settings.ring_fed:
+            self.memory = Memory()
+        elif settings.method not in RING_METHODS:
+            comp = settings.compressor()
+            if comp.feedback:
+                self.memory = comp.new_memory()
+        self.buckets = _BucketStates(self)
+        self._thread: threading.Thread | None = None
+        self._failed: BaseException | None = None
+
     # ------------------------------------------------------------------ setup
 
-    def _group(self):
-        pg = self.process_group or dist.group.WORLD
+    def group(self):
+        pg = self.st.process_group or dist.group.WORLD
         return pg, dist.get_rank(pg), dist.get_world_size(pg)
 
     def _the_store(self):
-        if self.store is not None:
-            return self.store
+        st = self.st
+        if st.store is not None:
+            return st.store
         addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
         if not addr or not port:
             raise CollectiveError("no rendezvous store: pass IncState(store=...) or run under "
@@ -221,70 +282,70 @@ class IncState:
         import datetime
         try:
             return dist.TCPStore(addr, int(port), is_master=False, wait_for_workers=False,
-                                 timeout=datetime.timedelta(seconds=self.timeout))
+                                 timeout=datetime.timedelta(seconds=st.timeout))
         except Exception as e:  # the store is not reachable
             raise CollectiveError(f"cannot reach the rendezvous store at {addr}:{port}: {e}") \
                 from None
 
     def _setup(self):
-        pg, rank, world = self._group()
+        st = self.st
+        pg, rank, world = self.group()
         self.world = world
-        if self.transport == "torch":
+        if st.transport == "torch":
             self._setup_torch(pg, rank, world)
             return
         store = self._the_store()
-        wire = self.wire if self.method == "inceptionn" else "software"
-        if self.method == "none":
+        wire = st.wire if st.method == "inceptionn" else "software"
+        if st.method == "none":
             wire = "plain"
-        if self.mode == "wa" and self.method in RING_METHODS:
-            agree_via_store(store, self.prefix, rank, world, self.settings(), self.timeout)
+        if st.mode == "wa" and st.method in RING_METHODS:
+            agree_via_store(store, st.prefix, rank, world, st.settings(), st.timeout)
             self.collective = WorkerAggregator.from_store(
-                store, rank, world, host=self.host or _default_host(), prefix=self.prefix,
-                k=self.k, codec=self.codec, compress=wire == "nic", emulate=wire == "emulate",
-                mss=self.mss,
-                chunk=self.chunk, timeout=self.timeout)
+                store, rank, world, host=st.host or _default_host(), prefix=st.prefix,
+                k=st.k, codec=st.codec, compress=wire == "nic", emulate=wire == "emulate",
+                mss=st.mss, chunk=st.chunk, timeout=st.timeout)
             return
-        codec = self.codec
-        if self.bound == "scaled":
-            codec = ScaledCodec(self.k, self.share)
-        if self.method not in RING_METHODS:
-            codec = compressors.make(self.method, **self._kw_for(None)).codec
-        if self.memory is not None:
-            codec = LossRecorder(make_codec(codec, self.k))
+        codec = st.codec
+        if st.bound == "scaled":
+            codec = ScaledCodec(st.k, st.share)
+        if st.method not in RING_METHODS:
+            codec = st.compressor().codec
+        if st.ring_fed:
+            codec = LossRecorder(make_codec(codec, st.k))
         self.collective = Ring.from_store(
-            store, rank, world, host=self.host or _default_host(), prefix=self.prefix, k=self.k,
-            codec=codec, wire=wire, mss=self.mss, chunk=self.chunk, timeout=self.timeout,
-            codec_threads=self.codec_threads, settings=self.settings())
+            store, rank, world, host=st.host or _default_host(), prefix=st.prefix, k=st.k,
+            codec=codec, wire=wire, mss=st.mss, chunk=st.chunk, timeout=st.timeout,
+            codec_threads=st.codec_threads, settings=st.settings())
 
     def _setup_torch(self, pg, rank, world):
         """The ring over the process group; the settings compared over it too."""
-        from .drivers.collectives.agreement import compare_settings
-        from .drivers.collectives.torch_ring import TorchRing
-        mine = self.settings()
+        from .agreement import compare_settings
+        from .torch_ring import TorchRing
+        from .torch_scaled import ScaledTorchRing
+        st = self.st
         every: list = [None] * world
-        dist.all_gather_object(every, mine, group=pg)
+        dist.all_gather_object(every, st.settings(), group=pg)
         compare_settings(dict(enumerate(every)))
-        self.collective = TorchRing(pg, codec=self.codec, k=self.k, chunk=self.chunk,
-                                    timeout=self.timeout)
+        if st.bound == "scaled":
+            self.collective = ScaledTorchRing(pg, k=st.k, share=st.share, chunk=st.chunk,
+                                              timeout=st.timeout)
+        else:
+            self.collective = TorchRing(pg, codec=st.codec, k=st.k, chunk=st.chunk,
+                                        timeout=st.timeout)
 
-    def _kw_for(self, layers):
-        kw = dict(self.method_kw)
-        if self.method in _LAYERED and "layers" not in kw and layers is not None:
-            kw["layers"] = layers
-        return kw
+    # ------------------------------------------------------------------ the thread
 
-    # ------------------------------------------------------------------ the worker
-
-    def _submit(self, item):
-        if self._worker is None:
+    def submit(self, item):
+        if self._thread is None:
             self._q: queue.Queue = queue.Queue()
-            self._worker = threading.Thread(target=self._run, name="inceptionn-hook",
+            self._thread = threading.Thread(target=self._run, name="inceptionn-hook",
                                             daemon=True)
-            self._worker.start()
+            self._thread.start()
         self._q.put(item)
 
     def _run(self):
         import time
+        st = self.st
         while True:
             item = self._q.get()
             if item is None:
@@ -300,7 +361,7 @@ class IncState:
                     self._setup()
                 if event is not None:
                     event.synchronize()      # the snapshot's copy has landed
-                if self.transport == "torch":     # on the bucket's device, in place
+                if st.transport == "torch":     # on the bucket's device, in place
                     t = self._exchange_tensor(snap.view(-1)).view(snap.shape)
                 else:
                     out = self._exchange(snap.numpy().reshape(-1), params)
@@ -311,7 +372,7 @@ class IncState:
                 fut.set_result(t if t.device == device else t.to(device))
             except BaseException as e:  # handed to DDP through the future
                 if self._failed is None and self.collective is None:
-                    _release_waiting_ranks(e, self.store)
+                    _release_waiting_ranks(e, st.store)
                 self._failed = self._failed or e
                 if self.collective is not None:
                     self.collective.close()
@@ -321,7 +382,8 @@ class IncState:
     def _exchange(self, arr, params):
         # A dense compressor with error feedback (truncation) rides the ring as INCEPTIONN
         # does: its select and expand are the identity, so the ring sums the bucket itself.
-        if self.method in RING_METHODS or self.memory is not None:
+        st = self.st
+        if st.method in RING_METHODS or st.ring_fed:
             before = self.collective.bytes_sent
             if self.memory is None:
                 self.collective.allreduce(arr)
@@ -336,7 +398,7 @@ class IncState:
                 self.memory.update(params, loss)
             self.bytes_sent += self.collective.bytes_sent - before
             return arr
-        return self._buckets.step(arr, params)
+        return self.buckets.step(arr, params)
 
     def _exchange_tensor(self, t):
         before = self.collective.bytes_sent
@@ -348,42 +410,55 @@ class IncState:
         return t
 
     def close(self):
-        if self._worker is not None:
+        if self._thread is not None:
             self._q.put(None)
-            self._worker.join(self.timeout)
-            self._worker = None
+            self._thread.join(self.st.timeout)
+            self._thread = None
         if self.collective is not None:
             self.collective.close()
             self.collective = None
 
 
-def _bound_and_feedback(method, codec, wire, mode, bound, share, feedback, transport):
+def _takes_feedback(comp) -> tuple:
+    """("feedback",) where error feedback is the compressor's option (TernGrad's)."""
+    import inspect
+    return ("feedback",) if "feedback" in inspect.signature(type(comp)).parameters else ()
+
+
+def _bound_and_feedback(method, comp, codec, wire, mode, bound, share, feedback, transport):
     """The bound ("scaled" / "absolute") and whether error feedback is on: defaults where
-    None, a clear error where the choice cannot apply. The ring scales and records its
-    loss on every wire (software, nic, emulate: on the NIC path s rides the control
-    connection and the sender models its engine's loss with the golden codec). The
-    torch transport's device codec and the worker-aggregator code with the absolute
-    bound and keep no memory (not built)."""
-    coded_ring = method == "inceptionn" and mode == "inc" and transport == "socket"
-    scalable = coded_ring and codec == "bounded"
-    recordable = (coded_ring or method in _FED) and mode == "inc" and transport == "socket"
+    None, a clear error where the choice cannot apply. The socket ring scales and records
+    its loss on every wire (software, nic, emulate: on the NIC path s rides the control
+    connection and the sender models its engine's loss with the golden codec); the torch
+    transport scales (s in each chunk's frame) but keeps no memory; the worker-aggregator
+    codes with the absolute bound (not built). A compressor that keeps a residual
+    (`comp.feedback`: the sparsifiers) has it as part of its method; TernGrad takes it
+    as an option; a dense compressor on the ring (`ring_inc`) through the ring's loss."""
+    scalable = method == "inceptionn" and mode == "inc" and codec == "bounded"
     if bound is None:
         bound = "scaled" if scalable else "absolute"
     if bound not in BOUNDS:
         raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
     if bound == "scaled" and not scalable:
         raise ValueError("bound='scaled' needs method 'inceptionn' with the bounded codec in "
-                         "mode 'inc' on the socket transport (the paper's codec, mode 'wa' "
-                         "and the torch transport take bound='absolute')")
+                         "mode 'inc' (the paper's codec and mode 'wa' take bound='absolute')")
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1], got {share!r}")
+    if comp is not None and comp.feedback and not _takes_feedback(comp):
+        if feedback is False:
+            raise ValueError(f"{method!r} keeps its residual as part of the method "
+                             "(error_feedback cannot be turned off)")
+        return bound, float(share), True
+    recordable = mode == "inc" and transport == "socket" and (
+        method == "inceptionn" or (comp is not None and comp.collective == "ring_inc"))
     if feedback is None:        # the absolute bound alone is the paper's exchange
-        feedback = bound == "scaled"
-    if feedback and not recordable:
-        raise ValueError("error_feedback needs method 'inceptionn' or 'truncation' in mode "
-                         "'inc' on the socket transport (elsewhere the codec's loss is not "
-                         "seen on this rank; topk, gtopk, randomk, blockk and scalecom keep "
-                         "their own memory; terngrad has none)")
+        feedback = bound == "scaled" and recordable
+    if feedback and not (recordable or (comp is not None and _takes_feedback(comp))):
+        raise ValueError("error_feedback needs method 'inceptionn' or a dense compressor "
+                         "('truncation', 'inceptionn_eb') in mode 'inc' on the socket "
+                         "transport, or 'terngrad' (elsewhere the codec's loss is not seen "
+                         "on this rank; the sparsifiers keep their memory as part of the "
+                         "method)")
     return bound, float(share), bool(feedback)
 
 
@@ -392,8 +467,8 @@ def _release_waiting_ranks(error, store) -> None:
     without the hook waits in gloo for this rank, so this process's connections but the
     store's are ended and that rank raises too (inceptionn/group_teardown.py). Not on a
     SettingsMismatch: every rank raises that itself, and the group stays usable."""
-    from .drivers.collectives import SettingsMismatch
-    from .group_teardown import shut_down_connections
+    from . import SettingsMismatch
+    from ...group_teardown import shut_down_connections
     if isinstance(error, CollectiveError) and not isinstance(error, SettingsMismatch):
         shut_down_connections([os.environ.get("MASTER_PORT"), getattr(store, "port", None)])
 
@@ -401,52 +476,39 @@ def _release_waiting_ranks(error, store) -> None:
 class _BucketStates:
     """A compressor's state per bucket, keyed by the bucket's parameters (not by
     bucket.index(): DDP rebuilds its buckets after the first step, and the same index then
-    names other parameters). A rebuilt bucket starts from the residual memory its
-    parameters had in the buckets they came from."""
+    names other parameters). Every bucket's state shares the worker's one Memory, keyed
+    by parameter, so a rebuilt bucket finds its parameters' residuals wherever they were;
+    its step continues from the buckets its parameters came from (seeds and leaders
+    follow the step on every rank)."""
 
-    def __init__(self, state):
-        self.state = state
-        self.entries: dict = {}      # key -> [comp, State, layout {param: (offset, n)}]
-        self.owner: dict = {}        # param -> key of the entry holding its memory
+    def __init__(self, worker):
+        self.worker = worker
+        self.entries: dict = {}      # key -> [comp, State]
+        self.owner: dict = {}        # param -> key of the entry it was last exchanged in
 
     def step(self, arr, params):
-        st = self.state
-        pg, rank, world = st._group()
+        w, st = self.worker, self.worker.st
+        pg, rank, world = w.group()
         key = tuple(params)
         if key not in self.entries:
             self._new(key, params, arr.size, rank, world)
         entry = self.entries[key]
-        comp, cstate = entry[0], entry[1]
-        total, cstate, sent = compressed_step(comp, arr, cstate, pg, ring=st.collective,
-                                             timeout=st.timeout)
+        comp, cstate = entry
+        total, cstate, sent = compressed_step(comp, arr, cstate, pg, ring=w.collective,
+                                              timeout=st.timeout)
         entry[1] = cstate
-        st.bytes_sent += sent
+        w.bytes_sent += sent
         return np.ascontiguousarray(total, np.float32)
 
     def _new(self, key, params, size, rank, world):
-        layers = [n for _, n in params]
-        comp = compressors.make(self.state.method, **self.state._kw_for(layers))
-        cstate = comp.init(size, rank=rank, world=world, seed=self.state.seed)
-        layout, off = {}, 0
-        for p, n in params:
-            layout[p] = (off, n)
-            off += n
-        if off != size:
-            raise ValueError(f"the bucket's parameters hold {off} values, its buffer {size}")
+        comp = self.worker.st.compressor([n for _, n in params])
+        cstate = comp.init(size, rank=rank, world=world, seed=self.worker.st.seed,
+                           memory=self.worker.memory, layout=params)
         old = [self.entries[self.owner[p]] for p, _ in params if p in self.owner]
         if old:
-            memory = np.zeros(size, np.float32)
-            for p, (o, n) in layout.items():
-                if p in self.owner:
-                    prev = self.entries[self.owner[p]]
-                    if prev[1].memory is not None:
-                        po = prev[2][p][0]
-                        memory[o:o + n] = prev[1].memory[po:po + n]
-            # The step counts the exchanges (seeds and leaders follow it on every rank).
-            cstate = replace(cstate, memory=memory if any(e[1].memory is not None for e in old)
-                             else None, step=max(e[1].step for e in old))
-        self.entries[key] = [comp, cstate, layout]
-        for p in layout:
+            cstate = replace(cstate, step=max(e[1].step for e in old))
+        self.entries[key] = [comp, cstate]
+        for p, _ in params:
             self.owner[p] = key
         held = set(self.owner.values())
         for k in [k for k in self.entries if k not in held]:
@@ -482,5 +544,5 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
     else:
         snap = buf.detach().clone()
     params = [(_param_key(p), p.numel()) for p in bucket.parameters()]
-    state._submit((snap, buf.device, params, fut, event))
+    state.worker.submit((snap, buf.device, params, fut, event))
     return fut
