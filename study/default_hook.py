@@ -19,7 +19,7 @@ import numpy as np
 from inceptionn.drivers.collectives.codecs import ObjectCodec, ScaledCodec, WireCodec
 from inceptionn.drivers.collectives.compressors.truncation import TruncCodec
 from inceptionn.drivers.collectives.memory import LossRecorder, Memory
-from inceptionn.drivers.collectives.compressors import communicator
+from inceptionn.drivers.collectives import communicator
 
 from .harness import Group, lenet, pct, signed
 

@@ -215,7 +215,7 @@ def _real_rank(rank, world, port, steps, how, q):
     from inceptionn.drivers.collectives import Ring
     from inceptionn.drivers.collectives.compressed import step
     from inceptionn.drivers.collectives.socket_p2p import SocketTransport
-    from inceptionn.drivers.collectives.compressors import communicator
+    from inceptionn.drivers.collectives import communicator
     try:
         dist, store = _init(rank, world, port)
         out = {}
@@ -277,7 +277,7 @@ def _dies_mid_step(rank, world, port, name, victim, how, q):
     import time
     from inceptionn.drivers.collectives import socket_p2p, torch_p2p
     from inceptionn.drivers.collectives.compressed import step
-    from inceptionn.drivers.collectives.compressors import communicator
+    from inceptionn.drivers.collectives import communicator
     t0 = time.monotonic()
     try:
         dist, store = _init(rank, world, port)
