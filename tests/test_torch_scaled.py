@@ -63,6 +63,20 @@ def test_scaled_device_codec_gives_the_socket_codecs_bytes_and_values(name, impl
     assert (err <= 2.0 ** (s - k)).all(), (s, err.max())
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", list(CHUNKS))
+def test_scaled_device_codec_on_cuda_gives_the_socket_codecs_bytes(name):
+    x = CHUNKS[name]
+    dev = ScaledDeviceCodec(10)
+    t = torch.from_numpy(x.copy()).cuda()
+    data, index = dev.encode(t)
+    assert bytes(data.cpu().numpy()) == ScaledCodec(10).encode(x)
+    want = ScaledCodec(10).roundtrip(x)
+    got = dev.decode(data, index, x.size).cpu().numpy()
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(dev.roundtrip(t).cpu().numpy().view(np.uint32), want.view(np.uint32))
+
+
 def test_the_scale_reaches_both_ends_of_its_range():
     assert choose_scale_tensor(torch.from_numpy(CHUNKS["largest finite"]), 10) == SCALE_MAX
     assert choose_scale_tensor(torch.from_numpy(CHUNKS["subnormal"]), 10) == SCALE_MIN
