@@ -117,6 +117,20 @@ def test_error_feedback_conserves_mass(name, kw):
         assert np.count_nonzero(sent * state.residual()) == 0 or "value_k" in kw
 
 
+def test_terngrad_feedback_keeps_what_the_ternary_values_did_not_carry():
+    rng = np.random.default_rng(9)
+    comp, plain = make("terngrad", layers=[100, 200], feedback=True), make("terngrad")
+    assert comp.feedback and not plain.feedback and comp.name == "terngrad_ef"
+    state = comp.init(300)
+    for _ in range(5):
+        g = rng.normal(0, 1e-2, 300).astype(np.float32)
+        x = state.compensate(g)
+        sent, state = one_step(comp, g, state)
+        assert set(np.unique(sent)) - {0} and np.allclose(sent + state.residual(), x,
+                                                          rtol=0, atol=1e-7)
+    assert np.abs(state.residual()).max() > 1e-3          # the rounding is kept, not lost
+
+
 def test_scalecom_low_pass_filter():
     rng = np.random.default_rng(6)
     comp = make("scalecom", k=10, beta=0.25)
