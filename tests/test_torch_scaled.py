@@ -120,8 +120,8 @@ def _simulated(world, i, n, chunk):
     return res
 
 
-@pytest.mark.parametrize("world", [2, 3])
-def test_scaled_torch_ring_gives_the_simulated_rings_bits(world):
+def test_scaled_torch_ring_gives_the_simulated_rings_bits():
+    world = 3                       # blocks of unequal length, a forwarded hop
     res = spawn(_scaled_ring, world, timeout=300)
     assert sorted(res) == list(range(world))
     for i, (n, chunk) in enumerate(BUCKETS):
