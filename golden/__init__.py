@@ -44,10 +44,12 @@ _FAST = ("fast_compress_payload", "fast_compress_payload_with_decoded",
 
 
 def __getattr__(name):
+    import importlib
     if name == "fast" or name in _FAST:
-        import importlib
         fast = importlib.import_module(".fast", __name__)
         return fast if name == "fast" else getattr(fast, name)
+    if name == "compressors":   # its old place: gradient exchange lives in drivers.collectives
+        return importlib.import_module("..drivers.collectives.compressors", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

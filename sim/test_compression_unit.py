@@ -15,7 +15,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn import golden
-from inceptionn.golden.compressors.inceptionn_eb import EBCodec
+from inceptionn.drivers.collectives.compressors.inceptionn_eb import EBCodec
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
 

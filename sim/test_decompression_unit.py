@@ -23,7 +23,7 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from inceptionn import golden
-from inceptionn.golden.compressors.inceptionn_eb import EBCodec
+from inceptionn.drivers.collectives.compressors.inceptionn_eb import EBCodec
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
 

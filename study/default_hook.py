@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from inceptionn.drivers.collectives.codecs import ObjectCodec, ScaledCodec, WireCodec
-from inceptionn.golden.compressors.truncation import TruncCodec
+from inceptionn.drivers.collectives.compressors.truncation import TruncCodec
 from inceptionn.drivers.collectives.memory import LossRecorder, Memory
-from inceptionn.golden.compressors import communicator
+from inceptionn.drivers.collectives import communicator
 
 from .harness import Group, lenet, pct, signed
 

@@ -27,7 +27,7 @@ from torch.func import functional_call, grad_and_value, vmap
 
 from inceptionn import golden
 from inceptionn.golden.compression_block import check_k
-from inceptionn.golden.compressors import collectives, make
+from inceptionn.drivers.collectives.compressors import collectives, make
 
 from .models import build, dataset, layer_sizes
 

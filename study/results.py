@@ -72,7 +72,7 @@ def _conditions(res: dict, scale: Scale, seconds: float) -> list:
         f"divided by 5 for the last third of the steps; He initialisation;",
         "- data: scikit-learn's 8x8 digits (1,438 training and 359 test images: one test "
         "image is 0.28 points) and mnist1d generated locally (8,000 and 2,000);",
-        "- wire bytes: the exact per-rank counts of golden.compressors.collectives (payload "
+        "- wire bytes: the exact per-rank counts of compressors.collectives (payload "
         "bytes, no frame headers); bytes-only simulations use N(0, 1) gradients;",
         f"- {len(runs)} training runs, {cpu:.0f} s of CPU in {scale.jobs} worker processes "
         f"(one thread each); the whole study took {seconds:.0f} s on "

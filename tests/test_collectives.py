@@ -15,7 +15,7 @@ from torch.distributed import FileStore, HashStore
 from inceptionn import golden
 from inceptionn.drivers.collectives import (CollectiveError, Ring, SettingsMismatch,
                                             WorkerAggregator, block_bounds)
-from inceptionn.golden.compressors.inceptionn_eb import EBCodec
+from inceptionn.drivers.collectives.compressors.inceptionn_eb import EBCodec
 
 CLASSES = {"ring": Ring, "wa": WorkerAggregator}
 
@@ -26,7 +26,7 @@ def _grads(p, n, seed=0):
 
 
 def _roundtrip(k, codec="bounded"):
-    """The NumPy model's roundtrip (golden.api, golden.compressors.inceptionn_eb)."""
+    """The NumPy model's roundtrip (golden.api, compressors.inceptionn_eb)."""
     if not k:
         return lambda a: a
     if codec == "bounded":

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from inceptionn import golden
-from inceptionn.golden.compressors import EBCodec, TruncCodec, inceptionn, inceptionn_eb, make
+from inceptionn.drivers.collectives.compressors import EBCodec, TruncCodec, inceptionn, inceptionn_eb, make
 
 
 def every_exponent(rng, per=48):
@@ -122,8 +122,8 @@ def test_terngrad_wire():
 
 
 def test_a_codec_given_to_the_inceptionn_compressors_must_have_their_k():
-    from inceptionn.golden.compressors.inceptionn import GoldenCodec
-    from inceptionn.golden.compressors.inceptionn_eb import EBCodec
+    from inceptionn.drivers.collectives.compressors.inceptionn import GoldenCodec
+    from inceptionn.drivers.collectives.compressors.inceptionn_eb import EBCodec
     assert make("inceptionn", k=8, codec=GoldenCodec(8)).codec.k == 8
     with pytest.raises(ValueError, match="2\\^-8"):
         make("inceptionn", k=10, codec=GoldenCodec(8))

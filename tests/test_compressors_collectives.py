@@ -6,7 +6,7 @@ import pytest
 import ranks
 
 from inceptionn import golden
-from inceptionn.golden.compressors import collectives, make, topk_indices
+from inceptionn.drivers.collectives.compressors import collectives, make, topk_indices
 
 METHODS = [
     ("none", {}), ("inceptionn", {"k": 6}), ("inceptionn", {"k": 10}),
@@ -152,9 +152,9 @@ def test_gtopk_bytes_grow_with_log_p(p):
 
 def test_block_random_k_scaled_is_biased_at_a_scopes_edges():
     """scale=True: random-k is unbiased; block-random-k's E[C(x)]/x, measured over many
-    seeds, follows n c_i / (k (n-k+1)) (golden.compressors.randomk.block_coverage):
+    seeds, follows n c_i / (k (n-k+1)) (compressors.randomk.block_coverage):
     below 0.1 at the edges, 1.35 in the middle (n = 100, k = 27)."""
-    from inceptionn.golden.compressors.randomk import block_coverage
+    from inceptionn.drivers.collectives.compressors.randomk import block_coverage
     n, k, draws = 100, 27, 4000
     x = np.ones(n, np.float32)
     for block, want in ((False, np.ones(n)), (True, n * block_coverage(n, k) / k)):
@@ -215,7 +215,7 @@ def _real_rank(rank, world, port, steps, how, q):
     from inceptionn.drivers.collectives import Ring
     from inceptionn.drivers.collectives.compressed import step
     from inceptionn.drivers.collectives.socket_p2p import SocketTransport
-    from inceptionn.golden.compressors import communicator
+    from inceptionn.drivers.collectives import communicator
     try:
         dist, store = _init(rank, world, port)
         out = {}
@@ -277,7 +277,7 @@ def _dies_mid_step(rank, world, port, name, victim, how, q):
     import time
     from inceptionn.drivers.collectives import socket_p2p, torch_p2p
     from inceptionn.drivers.collectives.compressed import step
-    from inceptionn.golden.compressors import communicator
+    from inceptionn.drivers.collectives import communicator
     t0 = time.monotonic()
     try:
         dist, store = _init(rank, world, port)

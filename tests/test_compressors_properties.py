@@ -1,13 +1,13 @@
 """Properties the papers claim: unbiasedness (TernGrad, unbiased random-k), contraction
 (top-k, CLT-k), and that error feedback keeps every bit of gradient mass."""
 
-from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from inceptionn.golden.compressors import collectives, make, topk_indices
-from inceptionn.golden.compressors.base import scatter
+from inceptionn.drivers.collectives import communicator
+from inceptionn.drivers.collectives.compressors import collectives, make, topk_indices
+from inceptionn.drivers.collectives.compressors.base import scatter
 
 
 def draws(comp, x, n):
@@ -16,8 +16,16 @@ def draws(comp, x, n):
     for i in range(n):
         payload, state = comp.compress(x, state)
         out[i] = comp.decompress(payload, x.size, state)
-        state = comp.finish(replace(state, memory=None))
+        state = comp.finish(state)      # no memory: compress never compensates
     return out
+
+
+def one_step(comp, g, state):
+    """One worker's step through the communicator (compensate, compress, update):
+    (what it sent, decoded; the new state)."""
+    t = communicator.InProcess(0, 1, None)
+    sent, state = communicator.drive(communicator.exchange(comp, g, state, t), t)
+    return sent, state
 
 
 def assert_unbiased(samples, mean, var, spread=True):
@@ -81,7 +89,7 @@ def test_clt_k_leader_contraction_and_rotation():
     states = [comp.init(d, r, p) for r in range(p)]
     for step in range(6):
         g = [rng.laplace(size=d).astype(np.float32) for _ in range(p)]
-        xs = [s.feedback(x).astype(np.float64) for s, x in zip(states, g)]
+        xs = [s.compensate(x).astype(np.float64) for s, x in zip(states, g)]
         lead = step % p
         idx = topk_indices(xs[lead].astype(np.float32), k)
         ex = collectives.run(comp, g, states)
@@ -103,12 +111,24 @@ def test_error_feedback_conserves_mass(name, kw):
     state = comp.init(300)
     for _ in range(5):
         g = rng.normal(0, 1e-2, 300).astype(np.float32)
-        x = state.feedback(g)
-        payload, state = comp.compress(g, state)
-        sent = comp.decompress(payload, 300, state)
-        assert np.array_equal(sent + state.memory, x)   # bit for bit
-        assert np.count_nonzero(sent * state.memory) == 0 or "value_k" in kw
-        state = comp.finish(state)
+        x = state.compensate(g)
+        sent, state = one_step(comp, g, state)
+        assert np.array_equal(sent + state.residual(), x)   # bit for bit
+        assert np.count_nonzero(sent * state.residual()) == 0 or "value_k" in kw
+
+
+def test_terngrad_feedback_keeps_what_the_ternary_values_did_not_carry():
+    rng = np.random.default_rng(9)
+    comp, plain = make("terngrad", layers=[100, 200], feedback=True), make("terngrad")
+    assert comp.feedback and not plain.feedback and comp.name == "terngrad_ef"
+    state = comp.init(300)
+    for _ in range(5):
+        g = rng.normal(0, 1e-2, 300).astype(np.float32)
+        x = state.compensate(g)
+        sent, state = one_step(comp, g, state)
+        assert set(np.unique(sent)) - {0} and np.allclose(sent + state.residual(), x,
+                                                          rtol=0, atol=1e-7)
+    assert np.abs(state.residual()).max() > 1e-3          # the rounding is kept, not lost
 
 
 def test_scalecom_low_pass_filter():
@@ -119,11 +139,10 @@ def test_scalecom_low_pass_filter():
     for _ in range(4):
         g = rng.normal(size=100).astype(np.float32)
         x = m + g
-        payload, state = comp.compress(g, state)
-        residual = x - comp.decompress(payload, 100, state)
+        sent, state = one_step(comp, g, state)
+        residual = x - sent
         m = np.float32(0.75) * m + np.float32(0.25) * residual   # Eq. (5)
-        assert np.array_equal(state.memory, m)
-        state = comp.finish(state)
+        assert np.array_equal(state.residual(), m)
 
 
 def test_gtopk_puts_back_what_missed_the_global_set():
@@ -133,10 +152,10 @@ def test_gtopk_puts_back_what_missed_the_global_set():
     states = [comp.init(d, r, p) for r in range(p)]
     for _ in range(3):
         g = [rng.normal(size=d).astype(np.float32) for _ in range(p)]
-        xs = [s.feedback(x) for s, x in zip(states, g)]
+        xs = [s.compensate(x) for s, x in zip(states, g)]
         ex = collectives.run(comp, g, states)
         states, glob = ex.states, np.flatnonzero(ex.results[0])
         assert glob.size == k
         for x, s in zip(xs, states):
             mine = np.intersect1d(topk_indices(x, k), glob)
-            assert np.array_equal(scatter(mine, x[mine], d) + s.memory, x)
+            assert np.array_equal(scatter(mine, x[mine], d) + s.residual(), x)

@@ -151,7 +151,7 @@ def _overlap(rank, world):
     net = DDP(nn.Sequential(*[nn.Linear(64, 64) for _ in range(6)]), bucket_cap_mb=0.01)
     state = IncState(method="none")
     calls, trace, last_called = [], [], threading.Event()
-    inner = state._exchange
+    inner = state.worker._exchange
     armed = [False]
 
     def gated(arr, params):
@@ -161,7 +161,7 @@ def _overlap(rank, world):
         trace.append(("exchanged", arr.size, time.perf_counter()))
         return out
 
-    state._exchange = gated
+    state.worker._exchange = gated
 
     def hook(st, bucket):
         fut = inc_allreduce_hook(st, bucket)
@@ -224,8 +224,8 @@ def _rebuild(rank, world):
                 opt.zero_grad()
                 net(torch.randn(16, 30, generator=g)).pow(2).sum().backward()
                 opt.step()
-                layouts.append(sorted(tuple(n for _, n in e[2].values())
-                                      for e in state._buckets.entries.values()))
+                layouts.append(sorted(tuple(n for _, n in e[1].layout)
+                                      for e in state.worker.buckets.entries.values()))
             out[method] = {"layouts": layouts,
                            "weights": [p.detach().sum().item() for p in net.parameters()]}
         except Exception as e:  # reported per method
@@ -352,22 +352,31 @@ def test_the_bound_and_error_feedback_defaults_and_refusals():
         IncState(bound="absolute", error_feedback=True), IncState(mode="wa", wire="nic"),
         IncState(wire="nic", codec="paper", error_feedback=True),
         IncState(method="truncation", method_kw={"bits": 22}),
-        IncState(method="truncation", method_kw={"bits": 22}, error_feedback=True))]
+        IncState(method="truncation", method_kw={"bits": 22}, error_feedback=True),
+        IncState(transport="torch"), IncState(transport="torch", codec="paper"),
+        IncState(method="terngrad"), IncState(method="terngrad", error_feedback=True))]
     assert on == [("scaled", True), ("absolute", False), ("absolute", False),
                   ("scaled", True), ("scaled", True), ("absolute", False),
-                  ("absolute", False), ("absolute", True), ("absolute", False),
-                  ("absolute", True), ("absolute", False), ("absolute", True)]
+                  ("absolute", True), ("absolute", True), ("absolute", False),
+                  ("absolute", True), ("absolute", False), ("absolute", True),
+                  ("scaled", False), ("absolute", False),
+                  ("absolute", False), ("absolute", True)]
     assert IncState().settings()["share"] == 0.25
     with pytest.raises(ValueError, match="bound must be"):
         IncState(bound="relative")
     for kw in ({"codec": "paper"}, {"wire": "nic", "codec": "paper"},
-               {"mode": "wa", "wire": "emulate"}, {"method": "terngrad"}):
+               {"mode": "wa", "wire": "emulate"}, {"method": "terngrad"},
+               {"transport": "torch", "codec": "paper"}):
         with pytest.raises(ValueError, match="bound='scaled' needs"):
             IncState(bound="scaled", **kw)
     for kw in ({"mode": "wa", "wire": "emulate"}, {"method": "none"},
-               {"method": "topk", "density": 0.1}, {"method": "terngrad"}):
+               {"transport": "torch"}):
         with pytest.raises(ValueError, match="error_feedback needs"):
             IncState(error_feedback=True, **kw)
+    with pytest.raises(ValueError, match="part of the method"):
+        IncState(method="topk", density=0.1, error_feedback=False)
+    with pytest.raises(ValueError, match="no 'feedback'"):
+        IncState(method="terngrad", method_kw={"feedback": True})
     for share in (0, 1.5, "1/4"):
         with pytest.raises(ValueError, match="share"):
             IncState(share=share)

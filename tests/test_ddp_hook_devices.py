@@ -93,10 +93,16 @@ def _device_vs_replay(rank, world, device, method, method_kw, replay_kw=None):
 
 CASES = [("inceptionn", {}), ("topk", {"density": 0.05})]
 # The ring over the process group's point-to-point (gloo here), coded on the bucket's
-# device, against the socket ring's host path with the same (absolute) bound: the same
-# bits. The torch transport has no scale-following bound yet.
+# device, against the socket ring's host path with the same bound (the scale-following
+# one by default, s per chunk; the torch transport keeps no error-feedback memory, so
+# the replay keeps none either): the same bits.
 TORCH_CASES = [{"transport": "torch"}, {"transport": "torch", "codec": "paper"},
-               {"transport": "torch", "chunk_floats": 1000}]
+               {"transport": "torch", "chunk_floats": 1000},
+               {"transport": "torch", "chunk_floats": 1000, "bound": "absolute"}]
+
+
+def _replay(kw):
+    return {k: v for k, v in kw.items() if k != "transport"} | {"error_feedback": False}
 
 
 @pytest.mark.parametrize("method,method_kw", CASES)
@@ -109,16 +115,14 @@ def test_torch_transport_on_host_buckets_gives_the_socket_rings_values():
     """Several buckets, overlapped with the backward, through TorchRing over gloo, in
     several rounds per block (the other cases run on CUDA; the codecs' every k is
     tests/test_device_codec.py's)."""
-    kw = TORCH_CASES[-1]
-    replay = {k: v for k, v in kw.items() if k != "transport"} | {"bound": "absolute"}
-    _check(spawn(_device_vs_replay, 2, "cpu", "inceptionn", kw, replay, timeout=300))
+    for kw in TORCH_CASES[-2:]:
+        _check(spawn(_device_vs_replay, 2, "cpu", "inceptionn", kw, _replay(kw), timeout=300))
 
 
 @CUDA
 @pytest.mark.parametrize("kw", TORCH_CASES)
 def test_torch_transport_codes_cuda_buckets_on_the_gpu_bit_for_bit(kw):
-    replay = {k: v for k, v in kw.items() if k != "transport"} | {"bound": "absolute"}
-    _check(spawn(_device_vs_replay, 2, "cuda", "inceptionn", kw, replay, timeout=300))
+    _check(spawn(_device_vs_replay, 2, "cuda", "inceptionn", kw, _replay(kw), timeout=300))
 
 
 @CUDA

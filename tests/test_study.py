@@ -16,7 +16,7 @@ from study.harness import FastGoldenCodec  # noqa: E402
 from study.results import reduced, write  # noqa: E402
 from study.harness import REDUCED  # noqa: E402
 
-from inceptionn.golden.compressors.inceptionn import GoldenCodec  # noqa: E402
+from inceptionn.drivers.collectives.compressors.inceptionn import GoldenCodec  # noqa: E402
 
 CHANCE = 0.1
 
@@ -88,6 +88,8 @@ def test_terngrad_sixteen_times_fewer_payload_bytes(res):
     assert r["payload_ratio"] > 15.5
     assert r["ratio"] == pytest.approx(32 / REDUCED.workers, rel=0.02)   # all-gather vs ring
     assert abs(r["delta"][0]) < 0.03
+    assert r["ef_sent"] == r["tern_sent"]            # error feedback: the same bytes
+    assert abs(r["ef_acc"][0] - r["tern_acc"][0]) < 0.05
 
 
 def test_gtopk_bytes_grow_as_log_p_topk_as_p(res):

@@ -44,7 +44,7 @@ def _model(world, codec, k, i, n):
     import numpy as np
 
     from inceptionn import golden
-    from inceptionn.golden.compressors.communicator import block_bounds
+    from inceptionn.drivers.collectives.communicator import block_bounds
     xs = [_values(r, i, n).numpy().copy() for r in range(world)]
 
     def code(v):

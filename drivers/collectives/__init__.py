@@ -1,18 +1,23 @@
-"""Gradient exchange between ranks over TCP (docs/collectives.md).
+"""Gradient exchange between ranks, in one package (docs/collectives.md), on GRACE's
+split:
 
-  Ring               the paper's aggregator-free exchange (Algorithm 1)
-  WorkerAggregator   the worker-aggregator baseline (WA, WA+C)
+  compressors/       the methods (INCEPTIONN, truncation, TernGrad, top-k, gTop-k,
+                     random-k, ScaleCom): what a rank sends, declared needs, residuals
+  memory.py          error feedback: one Memory per rank, keyed by parameter
+  communicator.py    every collective once, one rank's program; the in-process transport
+  transports         socket_p2p.py (the project's sockets), torch_p2p.py (torch
+                     point-to-point); the rings ring.py (Ring), torch_ring.py and
+                     torch_scaled.py; wa.py (WorkerAggregator)
+  hook.py            the DDP communication hook (inceptionn.ddp_hook names it)
 
-Both sum float32 buffers in place, bit-identical on every rank, with data on tagged
+Ring (the paper's aggregator-free exchange, Algorithm 1) and WorkerAggregator (WA,
+WA+C) sum float32 buffers in place, bit-identical on every rank, with data on tagged
 gradient sockets (compress=True, the NIC compresses) or the golden roundtrip applied
 in software (emulate=True), and control on untagged sockets. The ring also has the
-software wire (wire="software"): the codec's bytes on plain sockets, decoded on receipt. Built from a
-torch.distributed Store (`from_store`), so torchrun's rendezvous sets them up.
-
-The companion papers' compressors run golden.compressors.communicator's collectives
-(the simulation's code) over a transport: torch_p2p.TorchTransport (torch.distributed
-point-to-point; compressed.step, the DDP hook) or socket_p2p.SocketTransport (these
-sockets, no torch), their element-wise sums around a Ring.
+software wire (wire="software"): the codec's bytes on plain sockets, decoded on
+receipt. Built from a torch.distributed Store (`from_store`), so torchrun's rendezvous
+sets them up. The compressors run the communicator's collectives (the simulation's
+code) over a transport, their element-wise sums around a Ring.
 """
 
 from .agreement import SettingsMismatch

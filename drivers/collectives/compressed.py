@@ -1,9 +1,9 @@
-"""The companion papers' compressors (golden.compressors) on a torch.distributed process
+"""The companion papers' compressors (drivers.collectives.compressors) on a torch.distributed process
 group: one step of a method's collective between real processes.
 
 `step(comp, grad, state)` returns the SUM over ranks (identical on every rank), the new
-state and the bytes this rank sent. The collectives are golden.compressors.communicator's,
-the code the simulation (golden.compressors.collectives.run) runs, so the numbers and the
+state and the bytes this rank sent. The collectives are the communicator's,
+the code the simulation (compressors.collectives.run) runs, so the numbers and the
 bytes are the simulated ones: preludes, all-gathers and gTop-k's tree over the process
 group's point-to-point messages (torch_p2p.TorchTransport); the element-wise methods
 (random-k with a shared seed, ScaleCom, none, INCEPTIONN's codecs, truncation) around
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch.distributed as dist
 
-from ...golden.compressors import communicator
+from . import communicator
 from .torch_p2p import TorchTransport
 from .transport import DEFAULT_TIMEOUT
 

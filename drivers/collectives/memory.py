@@ -1,6 +1,8 @@
-"""Error feedback for the ring: what the codec dropped or rounded this step is added to
-the next step's values (GRACE's memory: `compensate` before the exchange, `update`
-after it), per rank and per parameter.
+"""Error feedback as one object (GRACE's memory: `compensate` before the exchange,
+`update` after it), per rank and per parameter, for every method that loses values:
+the ring's codecs (INCEPTIONN's, truncation) and the compressors whose `feedback` is on
+(top-k, gTop-k, random-k, block-random-k, ScaleCom, TernGrad when asked). What the
+exchange dropped or rounded this step is added to the next step's values.
 
 The ring codes partial sums, not only this rank's values, so "what this rank lost" is
 the error of every hop it coded: its own block on the first hop, each partial sum it
@@ -9,11 +11,13 @@ codec and adds each encoded chunk's error (values - decode(encode(values))) at t
 chunk's place in the buffer. Summed over ranks these errors are exactly the exchange's
 total error (the sums telescope; forwarding decoded values re-codes them unchanged), so
 with the memory the sum of every value any rank computed reaches the model, late
-rather than never.
+rather than never. A compressor's residual is what its own rank kept back
+(`Compressor.residual`, computed by the communicator after the collective).
 
 The memory is keyed by parameter, not by bucket: DDP rebuilds its buckets after the
 first step (other parameters under the same index, in another order), and a parameter
-keeps its residual in whichever bucket it lands.
+keeps its residual in whichever bucket it lands. A simulated rank's whole vector is one
+key (`compressors.base.WHOLE`).
 """
 
 from __future__ import annotations
@@ -38,9 +42,14 @@ def _layout(params, size: int):
 
 class Memory:
     """Residuals per parameter (float32). `compensate(x, params)` adds them to the bucket
-    x in place; `update(params, residual)` keeps the new ones (GRACE's split)."""
+    x in place; `update(params, residual)` keeps the new ones (GRACE's split). With
+    `beta` (ScaleCom's low-pass filter, Eq. 5) the kept residual is
+    (1 - beta) old + beta new, old 0 for a parameter not seen yet."""
 
-    def __init__(self):
+    def __init__(self, beta: float | None = None):
+        if beta is not None and not 0 < beta <= 1:
+            raise ValueError(f"beta must be in (0, 1], got {beta}")
+        self.beta = None if beta is None else np.float32(beta)
         self.residual: dict = {}
 
     def compensate(self, x: np.ndarray, params) -> np.ndarray:
@@ -53,8 +62,23 @@ class Memory:
         return x
 
     def update(self, params, residual: np.ndarray) -> None:
+        b = self.beta
         for key, off, n in _layout(params, residual.size):
-            self.residual[key] = np.array(residual[off:off + n], np.float32)
+            new = np.array(residual[off:off + n], np.float32)
+            if b is not None:
+                old = self.residual.get(key)
+                new = (np.float32(1) - b) * (np.zeros_like(new) if old is None else old) + b * new
+            self.residual[key] = new
+
+    def gather(self, params) -> np.ndarray:
+        """The residuals of a bucket laid out as `params` (0 where a parameter has none)."""
+        lay = list(params)
+        out = np.zeros(sum(int(n) for _, n in lay), np.float32)
+        for key, off, n in _layout(lay, out.size):
+            r = self.residual.get(key)
+            if r is not None:
+                out[off:off + n] = r
+        return out
 
     def norm(self) -> float:
         """The residuals' L2 norm, all parameters together (for reports)."""

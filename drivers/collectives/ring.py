@@ -45,7 +45,7 @@ import threading
 import numpy as np
 
 from ... import golden
-from ...golden.compressors.communicator import block_bounds, ring_plan, run_ring
+from .communicator import block_bounds, ring_plan, run_ring
 from .. import sockets
 from .agreement import agree_via_store
 from .codecs import SCALE_MAX, SCALE_MIN, ScaledCodec, make_codec

@@ -1,5 +1,5 @@
 """A communicator transport on the project's own sockets: every collective of
-golden.compressors.communicator between processes without torch.distributed.
+the communicator between processes without torch.distributed.
 
 Links come from `rendezvous` (authenticated, transport.py's trust model), one to every
 other rank (gTop-k's tree talks to ranks 2^j away); a message is one `send_frame` on the
@@ -16,7 +16,7 @@ import threading
 import time
 
 from .. import sockets
-from ...golden.compressors import communicator
+from . import communicator
 from .agreement import agree_via_store
 from .sender import LinkSender
 from .transport import DEFAULT_TIMEOUT, Collective, CollectiveError, rendezvous

@@ -34,7 +34,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from ...golden.compressors.communicator import block_bounds
+from .communicator import block_bounds
 from .device_codec import DEFAULT_BLOCK, DeviceCodec
 from .transport import DEFAULT_TIMEOUT, CollectiveError
 

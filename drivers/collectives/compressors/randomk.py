@@ -36,12 +36,15 @@ def block_coverage(n: int, k: int) -> np.ndarray:
 
 
 class RandomK(Reducible):
+    needs = ("k", "layers")
+
     def __init__(self, k, layers=None, scope: str = "layer", block: bool = False,
                  shared: bool = True, scale: bool = False):
         if scope not in ("layer", "global"):
             raise ValueError(f"scope must be 'layer' or 'global', got {scope!r}")
         self.k, self.layers, self.scope = k, layers, scope
         self.block, self.shared, self.scale = block, shared, scale
+        self.feedback = not scale     # the unbiased form keeps no memory
         self.collective = "allreduce" if shared else "allgather"
         self.name = (f"{'block' if block else 'random'}k_{scope}_"
                      f"{'allreduce' if shared else 'allgather'}{'_unbiased' if scale else ''}")
@@ -72,14 +75,17 @@ class RandomK(Reducible):
         return int(self._sizes(size)[1].sum())
 
     def select(self, grad, state):
-        x = state.feedback(as_grad(grad))
+        x = as_grad(grad)
         idx, starts, factor = self._draw(x.size, state)
         vals = x[idx]
         if self.scale:
-            return vals * factor, replace(state, memory=None, sent=(idx, starts))
+            return vals * factor, replace(state, sent=(idx, starts))
+        return vals, replace(state, sent=(idx, starts))
+
+    def residual(self, x, state, info=None):
         memory = x.copy()
-        memory[idx] = 0
-        return vals, replace(state, memory=memory, sent=(idx, starts))
+        memory[state.sent[0]] = 0
+        return memory
 
     def expand(self, vals, size, state):
         return scatter(self._draw(size, state)[0], vals, size)

@@ -5,6 +5,10 @@ the scaler s = max |clipped| and share the largest over all workers (scaler shar
 Section 3.1), then send sign(g) b with P(b = 1) = |g| / s. Unbiased: E[s sign(g) b] = g
 (the clipped g). Wire: 2 bits a value, 4 values a byte (value i in bits [2(i%4)+1:2(i%4)]
 of byte i//4; 00 = 0, 01 = +1, 10 = -1), then one float32 scaler per layer.
+
+feedback=True (beyond the paper) keeps what a step's ternary values did not carry, the
+clipped-off part and the rounding, x - s t, in the rank's Memory and adds it to the next
+step's gradient (docs/compressors.md: measured, off by default).
 """
 
 from dataclasses import replace
@@ -36,13 +40,18 @@ def unpack2(buf: bytes, n: int) -> np.ndarray:
 
 
 class TernGrad(Compressor):
-    """layers: sizes of the layers (default one); clip: c, or None for no clipping."""
+    """layers: sizes of the layers (default one); clip: c, or None for no clipping;
+    feedback: error feedback through the rank's Memory."""
     collective = "allgather"
     prelude_op = "max"   # scaler sharing: the largest scaler per layer over all workers
+    needs = ("layers",)
 
-    def __init__(self, layers=None, clip: float | None = 2.5):
-        self.layers, self.clip_c = layers, clip
-        self.name = "terngrad" if clip is not None else "terngrad_noclip"
+    def __init__(self, layers=None, clip: float | None = 2.5, feedback: bool = False):
+        if not isinstance(feedback, bool):
+            raise ValueError(f"feedback must be True or False, got {feedback!r}")
+        self.layers, self.clip_c, self.feedback = layers, clip, feedback
+        self.name = ("terngrad" if clip is not None else "terngrad_noclip") + \
+            ("_ef" if feedback else "")
 
     def clip(self, grad: np.ndarray) -> np.ndarray:
         """Eq. (9) per layer, sigma the layer's standard deviation."""
@@ -74,7 +83,12 @@ class TernGrad(Compressor):
         b = state.rng().random(g.size) < p   # stochastic rounding, Eq. (2)
         t = (np.sign(g) * b).astype(np.int8)
         payload = Payload(values=pack2(t), scale=s.astype("<f4").tobytes())
-        return payload, replace(state, shared=s)
+        return payload, replace(state, shared=s, sent=(t,))
+
+    def residual(self, x, state, info=None):
+        """x minus this rank's own decoded contribution (as decompress restores it)."""
+        s = state.shared.astype(np.float32)
+        return x - state.sent[0].astype(np.float32) * np.repeat(s, scopes(self.layers, x.size))
 
     def decompress(self, payload, size, state):
         t = unpack2(payload.values, size)

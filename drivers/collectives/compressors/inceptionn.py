@@ -3,8 +3,8 @@ golden model, on every hop of the paper's ring (Algorithm 1; collectives.run).""
 
 import numpy as np
 
-from ..api import decode, encode
-from ..compression_block import check_k
+from ....golden.api import decode, encode
+from ....golden.compression_block import check_k
 from .base import DenseCompressor
 
 __all__ = ["GoldenCodec", "inceptionn"]

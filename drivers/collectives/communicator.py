@@ -1,7 +1,8 @@
-"""Every collective of golden.compressors, written once, per rank, over a transport.
+"""Every collective of drivers.collectives.compressors, written once, per rank, over a transport.
 
-GRACE's split: a compressor (golden.compressors), its memory (the State), and the
-communicator here. A collective is one rank's program: a generator that sends with
+GRACE's split: a compressor (compressors/), its memory (memory.py: the rank's
+residuals, compensated here before the step and updated after it), and the communicator
+here. A collective is one rank's program: a generator that sends with
 `t.send(peer, data)` and receives with `data = yield peer`, so the same code runs in one
 process (`play`: the P programs interleaved by a deterministic scheduler, no threads,
 behind collectives.run and the study), and between processes on a blocking transport
@@ -30,8 +31,8 @@ from typing import Protocol
 
 import numpy as np
 
-from .base import Payload, as_grad, scatter
-from .gtopk import merge
+from .compressors.base import Payload, as_grad, scatter
+from .compressors.gtopk import merge
 
 __all__ = ["Transport", "InProcess", "play", "drive", "step", "exchange", "block_bounds",
            "ring_plan", "ring_steps", "run_ring", "ring_allreduce", "allgather", "gtopk_tree",
@@ -238,6 +239,10 @@ def exchange(comp, grad, state, t: Transport):
                          f"{t.rank} of {t.world}")
     if comp.collective == "gtopk_tree" and t.world & (t.world - 1):
         raise ValueError(f"gTop-k's tree needs a power-of-two number of workers, got {t.world}")
+    # Error feedback (GRACE's compensate -> compress -> update): the method works on
+    # x = gradient + residual and says afterwards what it kept back.
+    if comp.feedback:
+        grad = state.compensate(grad)
     if comp.prelude_op is not None:
         state = replace(state, shared=(yield from prelude(comp, grad, state, t)))
     info = None
@@ -262,6 +267,8 @@ def exchange(comp, grad, state, t: Transport):
         result, info = scatter(idx, vals, d), idx
     else:
         raise ValueError(f"unknown collective {comp.collective!r}")
+    if comp.feedback and state.memory is not None:
+        state.memory.update(state.layout, comp.residual(grad, state, info))
     return result, comp.finish(state, info)
 
 

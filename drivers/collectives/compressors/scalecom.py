@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..memory import Memory
 from .base import Float32Codec, Reducible, as_grad, counts, scatter, topk_indices
 from .inceptionn import GoldenCodec
 
@@ -24,6 +25,8 @@ __all__ = ["CLTK"]
 class CLTK(Reducible):
     collective = "allreduce"
     prelude_op = "leader"
+    feedback = True
+    needs = ("k",)
 
     def __init__(self, k, beta: float = 1.0, value_k: int | None = None):
         if not 0 < beta <= 1:
@@ -39,21 +42,24 @@ class CLTK(Reducible):
     def leader(state) -> int:
         return state.step % state.world
 
+    def new_memory(self):
+        return Memory(beta=self.beta)       # Eq. 5's filter, in the memory's update
+
     def prelude(self, grad, state):
-        """The leader's local top-k indices of its error-feedback gradient."""
-        x = state.feedback(as_grad(grad))
+        """The leader's local top-k indices of its error-feedback gradient (m + g)."""
+        x = as_grad(grad)
         return topk_indices(x, self.count(x.size))
 
     def select(self, grad, state):
-        x = state.feedback(as_grad(grad))
+        x = as_grad(grad)
         idx = state.shared if state.shared is not None else topk_indices(x, self.count(x.size))
         vals = x[idx]
+        return vals, replace(state, shared=idx, sent=(idx, vals))
+
+    def residual(self, x, state, info=None):
         residual = x.copy()
-        residual[idx] = 0   # m + grad - g_t, exactly
-        m = np.zeros_like(x) if state.memory is None else state.memory
-        b = np.float32(self.beta)
-        memory = (np.float32(1) - b) * m + b * residual
-        return vals, replace(state, memory=memory, shared=idx, sent=(idx, vals))
+        residual[state.sent[0]] = 0   # m + grad - g_t, exactly
+        return residual
 
     def nvalues(self, size, state):
         return int(state.shared.size)

@@ -1,9 +1,14 @@
 """One interface for every gradient compressor (in the style of GRACE).
 
 A compressor turns a 1-D float32 gradient into a `Payload` (the exact bytes a worker
-puts on the wire) and back. Everything that changes from step to step (error-feedback
-memory, step counter, values agreed with the other workers) lives in an explicit,
-immutable `State`, so a run is reproducible from its seed alone.
+puts on the wire) and back. Everything that changes from step to step (step counter,
+values agreed with the other workers) lives in an explicit, immutable `State`, so a run
+is reproducible from its seed alone. Error feedback is not the compressor's: a method
+that keeps back what it did not send says so (`feedback = True`) and says what it kept
+(`residual`); the communicator adds the rank's `Memory` (drivers/collectives/memory.py,
+the one the ring's codecs use too) before compressing and updates it after the
+collective, as GRACE splits them. A compressor declares what else it needs in `needs`
+(a density `k`, per-layer sizes `layers`), so a caller (the DDP hook) keeps no lists.
 """
 
 from __future__ import annotations
@@ -13,12 +18,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-__all__ = ["COLLECTIVES", "Payload", "State", "Float32Codec", "Compressor", "Reducible",
+from ..memory import Memory
+
+__all__ = ["COLLECTIVES", "WHOLE", "Payload", "State", "Float32Codec", "Compressor", "Reducible",
            "DenseCompressor", "NoCompression", "as_grad", "scopes", "counts", "topk_indices",
            "scatter"]
 
 # What a method needs from the network; collectives.run simulates each one.
 COLLECTIVES = ("allreduce", "allgather", "gtopk_tree", "ring_inc")
+# The memory's key for a whole simulated gradient (the hook keys by parameter instead).
+WHOLE = "grad"
 
 
 @dataclass(frozen=True)
@@ -40,7 +49,11 @@ class State:
     world: int = 1
     seed: int = 0
     step: int = 0
-    memory: np.ndarray | None = None   # error-feedback residual (None: no memory yet)
+    # The rank's error-feedback Memory (None: the method keeps none). One mutable object
+    # for the whole run, shared by the states that follow each other (and by every
+    # bucket's state in the DDP hook); `layout` is where this state's values sit in it.
+    memory: Memory | None = None
+    layout: tuple = ()                 # ((key, n), ...): the gradient's parameters in order
     shared: np.ndarray | None = None   # agreed by all workers this step (scalers, indices)
     sent: tuple | None = None          # what this worker sent this step (method-specific)
 
@@ -49,9 +62,14 @@ class State:
         key = [self.seed, self.step, 0] if shared else [self.seed, self.step, 1, self.rank]
         return np.random.default_rng(key)
 
-    def feedback(self, grad: np.ndarray) -> np.ndarray:
-        """Gradient plus the residual carried from earlier steps (float32)."""
-        return grad.copy() if self.memory is None else self.memory + grad
+    def compensate(self, grad: np.ndarray) -> np.ndarray:
+        """Gradient plus the residual carried from earlier steps (a new float32 array)."""
+        x = np.array(grad, np.float32)
+        return x if self.memory is None else self.memory.compensate(x, self.layout)
+
+    def residual(self) -> np.ndarray | None:
+        """The residual the memory holds for this state's values (None: no memory)."""
+        return None if self.memory is None else self.memory.gather(self.layout)
 
 
 class Float32Codec:
@@ -68,16 +86,41 @@ class Float32Codec:
 
 
 class Compressor:
-    """Base class. Subclasses set `collective` and implement compress/decompress."""
+    """Base class. Subclasses set `collective` and implement compress/decompress; one
+    that keeps a residual sets `feedback` and implements `residual`."""
     name = "compressor"
     collective = "allgather"
     prelude_op: str | None = None   # "max": element-wise max over workers; "leader": broadcast
     codec = Float32Codec()          # per-hop codec of the ring collectives
+    feedback = False                # keeps back what it does not send (error feedback)
+    # What the constructor takes from its caller's context: "k" (a density or count),
+    # "layers" (the sizes of the gradient's parameters, in order).
+    needs: tuple[str, ...] = ()
 
-    def init(self, size: int, rank: int = 0, world: int = 1, seed: int = 0) -> State:
+    def init(self, size: int, rank: int = 0, world: int = 1, seed: int = 0,
+             memory: Memory | None = None, layout=None) -> State:
+        """The state of rank `rank` before its first step. memory: the rank's Memory to
+        share (the hook's, across buckets); a new one by default where `feedback` is on.
+        layout: ((key, n), ...) of the gradient's parameters (default one key, WHOLE)."""
         if not 0 <= rank < world:
             raise ValueError(f"rank {rank} outside 0..{world - 1}")
-        return State(rank=rank, world=world, seed=seed)
+        lay = ((WHOLE, size),) if layout is None else tuple((k, int(n)) for k, n in layout)
+        if sum(n for _, n in lay) != size:
+            raise ValueError(f"the layout holds {sum(n for _, n in lay)} values, not {size}")
+        if self.feedback and memory is None:
+            memory = self.new_memory()
+        return State(rank=rank, world=world, seed=seed,
+                     memory=memory if self.feedback else None, layout=lay)
+
+    def new_memory(self) -> Memory:
+        """The memory this method's error feedback keeps (ScaleCom's filters it)."""
+        return Memory()
+
+    def residual(self, x: np.ndarray, state: State, info=None) -> np.ndarray:
+        """What this rank kept back this step: x (the compensated gradient) minus what it
+        contributed, after the collective (info: the collective's outcome, gTop-k's
+        global indices). Only for methods with `feedback`."""
+        raise NotImplementedError(f"{self.name} keeps no residual")
 
     def prelude(self, grad: np.ndarray, state: State) -> np.ndarray | None:
         """Small array this worker contributes to the agreement before compressing."""

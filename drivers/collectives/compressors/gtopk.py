@@ -13,8 +13,6 @@ As in the paper, a value dropped in an early merge whose index still makes the g
 set is neither applied nor put back: the sum over the global set can miss it.
 """
 
-from dataclasses import replace
-
 import numpy as np
 
 from .base import topk_indices
@@ -40,10 +38,10 @@ class GTopK(TopK):
         super().__init__(k)
         self.name = "gtopk"
 
-    def finish(self, state, info=None):
+    def residual(self, x, state, info=None):
         """info: the global indices; put back what this worker sent that did not make it."""
+        memory = super().residual(x, state)
         idx, vals = state.sent
         back = ~np.isin(idx, info)
-        memory = state.memory.copy()
         memory[idx[back]] += vals[back]
-        return super().finish(replace(state, memory=memory))
+        return memory

@@ -20,10 +20,10 @@ golden.decode with codec="bounded", the bytes the NIC's version 2 puts on the wi
 
 import numpy as np
 
-from ..api import decode, encode
-from ..compression_block import check_k, compression_block
-from ..decompression_block import decompression_block
-from ..wire import EB_K_MAX
+from ....golden.api import decode, encode
+from ....golden.compression_block import check_k, compression_block
+from ....golden.decompression_block import decompression_block
+from ....golden.wire import EB_K_MAX
 from .base import DenseCompressor
 from .inceptionn import _same_k
 

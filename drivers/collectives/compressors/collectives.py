@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import communicator
+from .. import communicator
 from .base import COLLECTIVES, Compressor, as_grad
 
 __all__ = ["Exchange", "run", "ring_allreduce"]

@@ -1,0 +1,548 @@
+"""A PyTorch DDP communication hook that averages each gradient bucket through the
+paper's ring, its values coded on every hop (or through a companion paper's compressor).
+
+    import torch.distributed as dist
+    from inceptionn.ddp_hook import IncState, inc_allreduce_hook
+
+    dist.init_process_group("gloo")                      # torchrun sets the rendezvous
+    model = DDP(model)
+    model.register_comm_hook(IncState(), inc_allreduce_hook)
+
+By default (`IncState()`) the bound follows the gradients' scale (each chunk scaled by
+2^-s, s from its values, so a quarter of them or more are coded with bits; |error| <=
+2^(s-10)), and what the codec drops is fed back into the next step (error feedback,
+per parameter): docs/compressors.md, "Absolute or scale-following bound".
+
+`IncState` is settings only (as PyTorch's PowerSGDState); what runs lives in its
+`HookWorker`: the sockets, the thread, the per-bucket compressor states and the rank's
+error-feedback memory. As PyTorch's own hooks do, the hook returns at once a Future
+that completes when the bucket's exchange does; the exchange runs on the worker's
+thread, bucket after bucket in DDP's order, so backward keeps computing the next
+buckets meanwhile.
+Each bucket is copied to the host when the hook is called (for CUDA, an asynchronous copy
+on the producing stream that the worker waits for); the worker never reads DDP's bucket.
+
+The ring's sockets are set up once, on the worker, from the rendezvous store: `store=`,
+or torchrun's (MASTER_ADDR / MASTER_PORT). Every rank's settings are compared there
+first; a rank set up differently, or with no hook, is an error on every rank. Peers
+prove the job's secret (drivers/collectives/transport.py: the trust model). Each rank
+listens on `host=` (or INCEPTIONN_HOST; by default the address that reaches
+MASTER_ADDR). The hook averages, like PyTorch's default all-reduce hook.
+"""
+# No `from __future__ import annotations`: DDP checks the hook's return annotation.
+
+import itertools
+import os
+import queue
+import socket
+import threading
+from dataclasses import replace
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from ... import golden
+from .. import sockets
+from . import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring, WorkerAggregator,
+               compressors, make_codec)
+from .agreement import agree_via_store
+from .codecs import DEFAULT_SHARE, ScaledCodec
+from .compressed import step as compressed_step
+from .memory import LossRecorder, Memory
+
+__all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS", "BOUNDS",
+           "TRANSPORTS"]
+
+MODES = ("inc", "wa")
+WIRES = ("software", "nic", "emulate")
+CODECS = ("bounded", "paper")
+BOUNDS = ("scaled", "absolute")
+# "socket": the ring on the project's sockets, coded on the host (golden.fast); "torch":
+# the ring over the process group's point-to-point (NCCL or gloo), coded on the bucket's
+# device (device_codec.py), so a CUDA bucket never leaves its GPU uncompressed.
+TRANSPORTS = ("socket", "torch")
+RING_METHODS = ("inceptionn", "none")
+# Every compressor of compressors/, on its own collective; what each takes from the
+# hook (a density, the bucket's layer sizes) it declares itself (compressors.needs).
+METHODS = RING_METHODS + tuple(m for m in compressors.METHODS if m not in RING_METHODS)
+_STATES = itertools.count()     # same order on every rank: a key prefix per state
+
+
+def _default_host() -> str:
+    if os.environ.get("INCEPTIONN_HOST"):
+        return os.environ["INCEPTIONN_HOST"]
+    master = os.environ.get("MASTER_ADDR", "127.0.0.1")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect((master, 9))          # no packet is sent; picks the route's address
+            return s.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+
+
+def _error_bound_k(bound) -> int:
+    """k of an error bound 2^-k given as a number (0.0009765625, 2**-10) or text."""
+    if isinstance(bound, bool) or not isinstance(bound, (int, float, str)):
+        raise ValueError(f"error_bound must be 2^-k (a number or text), got {bound!r}")
+    return golden.parse_error_bound(repr(float(bound)) if not isinstance(bound, str) else bound)
+
+
+class IncState:
+    """The hook's settings, in one object (as PowerSGDState is for PowerSGD); what runs
+    (sockets, thread, per-bucket state, error-feedback memory) is its `worker`.
+
+    method: "inceptionn" (the ring, every hop coded) or "none" (the ring, float32); or a
+    companion paper's compressor of compressors/ ("terngrad", "topk", "gtopk",
+    "randomk", "blockk", "scalecom", "truncation", "inceptionn_eb"): those summed
+    element-wise ride the same ring with their own codec, the others (all-gathers,
+    gTop-k's tree, the preludes) go over the process group.
+    codec: "bounded" (inceptionn_eb: |error| < error_bound) or "paper" (the paper's
+    codec, which drops values below 2^-7 whatever the bound).
+    error_bound: 2^-k, as a number (2**-10) or text ("2^-10").
+    bound: "scaled" (each chunk times 2^-s before coding, 2^s after, s from its values
+    so that at least `share` of them are coded with bits: |error| <= 2^(s-k); the
+    default for "inceptionn" with the bounded codec in mode "inc", on every wire and
+    both transports: on "nic" and "emulate" the chunk crosses as float32 times 2^-s, s
+    on the control connection, and the NIC codes it at its fixed k; on the torch
+    transport s is the first byte of each coded chunk) or "absolute" (|error| <
+    error_bound whatever the gradients' scale: the paper's; the default elsewhere).
+    error_feedback: keep what the exchange dropped and add it to the next step, per
+    parameter (drivers/collectives/memory.py); on by default with bound "scaled" on the
+    socket transport. For "inceptionn" in mode "inc" on the socket transport, every
+    wire (on "nic" the sender computes its loss with the golden codec, which the
+    engines match bit for bit; a segment the NIC sends uncompressed arrives exact, and
+    its modelled loss is then fed back needlessly once); for the dense compressors on
+    the ring ("truncation", "inceptionn_eb"; off by default); for "terngrad" (off by
+    default: docs/compressors.md, measured). The sparsifiers' memory is part of their
+    method (always on, the same Memory object).
+    wire: "software" (the codec's bytes on plain sockets: the bytes are saved without a
+    NIC), "nic" (float32 on tagged sockets, an INCEPTIONN NIC on the path codes them;
+    the NIC's codec must be `codec`), or "emulate" (float32 on the wire, the roundtrip
+    applied on receipt: the same numbers, no byte saved).
+    mode: "inc" (the ring) or "wa" (worker-aggregator, rank 0 aggregates; nic/emulate).
+    density: the fraction of values a sparsifier keeps (the methods that need "k");
+    method_kw: the method's other parameters.
+    chunk_floats: floats per pipelined chunk; mss_bytes: the gradient sockets' MSS (nic);
+    timeout_s: how long a silent peer is waited for; codec_threads: the software wire's
+    codec threads. transport: "socket" (the project's sockets) or "torch" (the process
+    group's point-to-point, the buckets coded on their device: method "inceptionn", wire
+    "software", mode "inc" only). bytes_sent counts this rank's data bytes; hook_seconds
+    the worker's time per bucket exchange.
+    """
+
+    def __init__(self, process_group=None, *, method: str = "inceptionn",
+                 codec: str = "bounded", error_bound=2 ** -10, wire: str = "software",
+                 mode: str = "inc", density: float | None = None, method_kw: dict | None = None,
+                 chunk_floats: int = DEFAULT_CHUNK, mss_bytes: int = sockets.GRADIENT_MSS,
+                 timeout_s: float = DEFAULT_TIMEOUT, host: str | None = None, store=None,
+                 seed: int = 0, codec_threads: int | None = None, bound: str | None = None,
+                 share: float = DEFAULT_SHARE, error_feedback: bool | None = None,
+                 transport: str = "socket"):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if method not in METHODS:
+            raise ValueError(f"method {method!r} is not available in the hook; choose one of "
+                             f"{METHODS}")
+        if codec not in CODECS:
+            raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
+        if wire not in WIRES:
+            raise ValueError(f"wire must be one of {WIRES}, got {wire!r}")
+        if mode == "wa" and wire == "software":
+            raise ValueError("mode 'wa' carries float32 (wire 'nic' or 'emulate'), not the "
+                             "software wire")
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {TRANSPORTS}, got {transport!r}")
+        if transport == "torch" and (method, wire, mode) != ("inceptionn", "software", "inc"):
+            raise ValueError("transport 'torch' carries method 'inceptionn' on wire 'software' "
+                             f"in mode 'inc', not {method!r} / {wire!r} / {mode!r}")
+        if not isinstance(chunk_floats, int) or chunk_floats < 1:
+            raise ValueError(f"chunk_floats must be a positive int, got {chunk_floats!r}")
+        kw = dict(method_kw or {})
+        for name, instead in (("k", "give a sparsifier's fraction as density=, an error "
+                                    "bound as error_bound="),
+                              ("feedback", "give error_feedback=")):
+            if name in kw:
+                raise ValueError(f"method_kw has no {name!r}: {instead}")
+        ring = method in RING_METHODS
+        takes = () if ring else compressors.needs(method)
+        if density is not None:
+            if "k" not in takes:
+                dense = [m for m in METHODS if m not in RING_METHODS
+                         and "k" in compressors.needs(m)]
+                raise ValueError(f"density applies to {tuple(dense)}, not {method!r}")
+            kw["k"] = float(density)
+        elif "k" in takes:
+            raise ValueError(f"method {method!r} needs density= (the fraction of values kept)")
+        self.k = _error_bound_k(error_bound)
+        probe = None if ring else compressors.make(method, **kw)   # bad parameters fail here
+        self.bound, self.share, self.error_feedback = _bound_and_feedback(
+            method, probe, codec, wire, mode, bound, share, error_feedback, transport)
+        if probe is not None and "feedback" in _takes_feedback(probe):
+            kw["feedback"] = self.error_feedback
+        # The bucket rides the ring and the ring records its loss (a ring method, or a
+        # dense compressor on the ring, with error feedback).
+        self.ring_fed = self.error_feedback and (ring or probe.collective == "ring_inc")
+        self.method_kw, self.seed = kw, seed
+        self.process_group, self.mode, self.method = process_group, mode, method
+        self.codec, self.wire = codec, wire
+        self.host, self.store = host, store
+        self.chunk, self.mss, self.timeout = chunk_floats, mss_bytes, timeout_s
+        self.codec_threads = codec_threads
+        self.transport = transport
+        self.prefix = (f"inceptionn/hook/{os.environ.get('TORCHELASTIC_RESTART_COUNT', 0)}/"
+                       f"{next(_STATES)}")
+        self.worker = HookWorker(self)
+
+    def settings(self) -> dict:
+        """What every rank must agree on."""
+        ring = self.method in RING_METHODS
+        params = {("density" if k == "k" else k): v for k, v in self.method_kw.items()
+                  if k != "feedback"}
+        return {"method": self.method, "method_params": params,
+                "codec": self.codec if self.method == "inceptionn" else None,
+                "error_bound_log2": -self.k if self.method == "inceptionn" else None,
+                "bound": self.bound, "share": self.share if self.bound == "scaled" else None,
+                "error_feedback": self.error_feedback,
+                "mode": self.mode if ring else None, "wire": self.wire if ring else None,
+                "chunk_floats": self.chunk, "seed": self.seed, "transport": self.transport,
+                "mss_bytes": self.mss if self.wire == "nic" else None}
+
+    def compressor(self, layers=None):
+        """The method's compressor for a bucket whose parameters have these sizes."""
+        kw = dict(self.method_kw)
+        if "layers" in compressors.needs(self.method) and "layers" not in kw \
+                and layers is not None:
+            kw["layers"] = layers
+        return compressors.make(self.method, **kw)
+
+    # What the worker counts, where users read it.
+    @property
+    def bytes_sent(self) -> int:
+        return self.worker.bytes_sent
+
+    @property
+    def calls(self) -> int:
+        return self.worker.calls
+
+    @property
+    def hook_seconds(self) -> list[float]:
+        return self.worker.hook_seconds
+
+    @property
+    def memory(self) -> Memory | None:
+        """This rank's error-feedback memory (None: the exchange keeps none)."""
+        return self.worker.memory
+
+    @property
+    def collective(self):
+        return self.worker.collective
+
+    def close(self):
+        self.worker.close()
+
+
+class HookWorker:
+    """What the hook runs for one IncState: the collective (set up on first use), the
+    thread that exchanges the buckets in order, the compressors' per-bucket states and
+    the rank's error-feedback memory (one Memory, keyed by parameter)."""
+
+    def __init__(self, settings: IncState):
+        self.st = settings
+        self.collective = None
+        self.calls = 0
+        self.bytes_sent = 0
+        self.hook_seconds: list[float] = []
+        self.world: int | None = None
+        self.memory: Memory | None = None
+        if settings.error_feedback and settings.ring_fed:
+            self.memory = Memory()
+        elif settings.method not in RING_METHODS:
+            comp = settings.compressor()
+            if comp.feedback:
+                self.memory = comp.new_memory()
+        self.buckets = _BucketStates(self)
+        self._thread: threading.Thread | None = None
+        self._failed: BaseException | None = None
+
+    # ------------------------------------------------------------------ setup
+
+    def group(self):
+        pg = self.st.process_group or dist.group.WORLD
+        return pg, dist.get_rank(pg), dist.get_world_size(pg)
+
+    def _the_store(self):
+        st = self.st
+        if st.store is not None:
+            return st.store
+        addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+        if not addr or not port:
+            raise CollectiveError("no rendezvous store: pass IncState(store=...) or run under "
+                                  "torchrun (MASTER_ADDR and MASTER_PORT)")
+        import datetime
+        try:
+            return dist.TCPStore(addr, int(port), is_master=False, wait_for_workers=False,
+                                 timeout=datetime.timedelta(seconds=st.timeout))
+        except Exception as e:  # the store is not reachable
+            raise CollectiveError(f"cannot reach the rendezvous store at {addr}:{port}: {e}") \
+                from None
+
+    def _setup(self):
+        st = self.st
+        pg, rank, world = self.group()
+        self.world = world
+        if st.transport == "torch":
+            self._setup_torch(pg, rank, world)
+            return
+        store = self._the_store()
+        wire = st.wire if st.method == "inceptionn" else "software"
+        if st.method == "none":
+            wire = "plain"
+        if st.mode == "wa" and st.method in RING_METHODS:
+            agree_via_store(store, st.prefix, rank, world, st.settings(), st.timeout)
+            self.collective = WorkerAggregator.from_store(
+                store, rank, world, host=st.host or _default_host(), prefix=st.prefix,
+                k=st.k, codec=st.codec, compress=wire == "nic", emulate=wire == "emulate",
+                mss=st.mss, chunk=st.chunk, timeout=st.timeout)
+            return
+        codec = st.codec
+        if st.bound == "scaled":
+            codec = ScaledCodec(st.k, st.share)
+        if st.method not in RING_METHODS:
+            codec = st.compressor().codec
+        if st.ring_fed:
+            codec = LossRecorder(make_codec(codec, st.k))
+        self.collective = Ring.from_store(
+            store, rank, world, host=st.host or _default_host(), prefix=st.prefix, k=st.k,
+            codec=codec, wire=wire, mss=st.mss, chunk=st.chunk, timeout=st.timeout,
+            codec_threads=st.codec_threads, settings=st.settings())
+
+    def _setup_torch(self, pg, rank, world):
+        """The ring over the process group; the settings compared over it too."""
+        from .agreement import compare_settings
+        from .torch_ring import TorchRing
+        from .torch_scaled import ScaledTorchRing
+        st = self.st
+        every: list = [None] * world
+        dist.all_gather_object(every, st.settings(), group=pg)
+        compare_settings(dict(enumerate(every)))
+        if st.bound == "scaled":
+            self.collective = ScaledTorchRing(pg, k=st.k, share=st.share, chunk=st.chunk,
+                                              timeout=st.timeout)
+        else:
+            self.collective = TorchRing(pg, codec=st.codec, k=st.k, chunk=st.chunk,
+                                        timeout=st.timeout)
+
+    # ------------------------------------------------------------------ the thread
+
+    def submit(self, item):
+        if self._thread is None:
+            self._q: queue.Queue = queue.Queue()
+            self._thread = threading.Thread(target=self._run, name="inceptionn-hook",
+                                            daemon=True)
+            self._thread.start()
+        self._q.put(item)
+
+    def _run(self):
+        import time
+        st = self.st
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            snap, device, params, fut, event = item
+            try:
+                if self._failed is not None:
+                    raise CollectiveError(f"an earlier bucket's exchange failed: {self._failed}")
+                t0 = time.perf_counter()
+                if device.type == "cuda":   # this thread's NCCL calls use the bucket's GPU
+                    torch.cuda.set_device(device)
+                if self.collective is None:
+                    self._setup()
+                if event is not None:
+                    event.synchronize()      # the snapshot's copy has landed
+                if st.transport == "torch":     # on the bucket's device, in place
+                    t = self._exchange_tensor(snap.view(-1)).view(snap.shape)
+                else:
+                    out = self._exchange(snap.numpy().reshape(-1), params)
+                    out /= np.float32(self.world)
+                    t = torch.from_numpy(out).view(snap.shape)
+                self.calls += 1
+                self.hook_seconds.append(time.perf_counter() - t0)
+                fut.set_result(t if t.device == device else t.to(device))
+            except BaseException as e:  # handed to DDP through the future
+                if self._failed is None and self.collective is None:
+                    _release_waiting_ranks(e, st.store)
+                self._failed = self._failed or e
+                if self.collective is not None:
+                    self.collective.close()
+                # DDP passes on the message only, so the message names the class.
+                fut.set_exception(CollectiveError(f"inceptionn hook: {type(e).__name__}: {e}"))
+
+    def _exchange(self, arr, params):
+        # A dense compressor with error feedback (truncation) rides the ring as INCEPTIONN
+        # does: its select and expand are the identity, so the ring sums the bucket itself.
+        st = self.st
+        if st.method in RING_METHODS or st.ring_fed:
+            before = self.collective.bytes_sent
+            if self.memory is None:
+                self.collective.allreduce(arr)
+            else:       # compensate, exchange recording each hop's loss, keep it
+                self.memory.compensate(arr, params)
+                rec = self.collective.codec
+                rec.start(arr)
+                try:
+                    self.collective.allreduce(arr)
+                finally:
+                    loss = rec.stop()
+                self.memory.update(params, loss)
+            self.bytes_sent += self.collective.bytes_sent - before
+            return arr
+        return self.buckets.step(arr, params)
+
+    def _exchange_tensor(self, t):
+        before = self.collective.bytes_sent
+        self.collective.allreduce(t)
+        self.bytes_sent += self.collective.bytes_sent - before
+        t /= self.world
+        if t.is_cuda:
+            torch.cuda.current_stream(t.device).synchronize()   # final when the Future is set
+        return t
+
+    def close(self):
+        if self._thread is not None:
+            self._q.put(None)
+            self._thread.join(self.st.timeout)
+            self._thread = None
+        if self.collective is not None:
+            self.collective.close()
+            self.collective = None
+
+
+def _takes_feedback(comp) -> tuple:
+    """("feedback",) where error feedback is the compressor's option (TernGrad's)."""
+    import inspect
+    return ("feedback",) if "feedback" in inspect.signature(type(comp)).parameters else ()
+
+
+def _bound_and_feedback(method, comp, codec, wire, mode, bound, share, feedback, transport):
+    """The bound ("scaled" / "absolute") and whether error feedback is on: defaults where
+    None, a clear error where the choice cannot apply. The socket ring scales and records
+    its loss on every wire (software, nic, emulate: on the NIC path s rides the control
+    connection and the sender models its engine's loss with the golden codec); the torch
+    transport scales (s in each chunk's frame) but keeps no memory; the worker-aggregator
+    codes with the absolute bound (not built). A compressor that keeps a residual
+    (`comp.feedback`: the sparsifiers) has it as part of its method; TernGrad takes it
+    as an option; a dense compressor on the ring (`ring_inc`) through the ring's loss."""
+    scalable = method == "inceptionn" and mode == "inc" and codec == "bounded"
+    if bound is None:
+        bound = "scaled" if scalable else "absolute"
+    if bound not in BOUNDS:
+        raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
+    if bound == "scaled" and not scalable:
+        raise ValueError("bound='scaled' needs method 'inceptionn' with the bounded codec in "
+                         "mode 'inc' (the paper's codec and mode 'wa' take bound='absolute')")
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share!r}")
+    if comp is not None and comp.feedback and not _takes_feedback(comp):
+        if feedback is False:
+            raise ValueError(f"{method!r} keeps its residual as part of the method "
+                             "(error_feedback cannot be turned off)")
+        return bound, float(share), True
+    recordable = mode == "inc" and transport == "socket" and (
+        method == "inceptionn" or (comp is not None and comp.collective == "ring_inc"))
+    if feedback is None:        # the absolute bound alone is the paper's exchange
+        feedback = bound == "scaled" and recordable
+    if feedback and not (recordable or (comp is not None and _takes_feedback(comp))):
+        raise ValueError("error_feedback needs method 'inceptionn' or a dense compressor "
+                         "('truncation', 'inceptionn_eb') in mode 'inc' on the socket "
+                         "transport, or 'terngrad' (elsewhere the codec's loss is not seen "
+                         "on this rank; the sparsifiers keep their memory as part of the "
+                         "method)")
+    return bound, float(share), bool(feedback)
+
+
+def _release_waiting_ranks(error, store) -> None:
+    """The ring could not be set up (a peer never joined: no hook, or it died): a rank
+    without the hook waits in gloo for this rank, so this process's connections but the
+    store's are ended and that rank raises too (inceptionn/group_teardown.py). Not on a
+    SettingsMismatch: every rank raises that itself, and the group stays usable."""
+    from . import SettingsMismatch
+    from ...group_teardown import shut_down_connections
+    if isinstance(error, CollectiveError) and not isinstance(error, SettingsMismatch):
+        shut_down_connections([os.environ.get("MASTER_PORT"), getattr(store, "port", None)])
+
+
+class _BucketStates:
+    """A compressor's state per bucket, keyed by the bucket's parameters (not by
+    bucket.index(): DDP rebuilds its buckets after the first step, and the same index then
+    names other parameters). Every bucket's state shares the worker's one Memory, keyed
+    by parameter, so a rebuilt bucket finds its parameters' residuals wherever they were;
+    its step continues from the buckets its parameters came from (seeds and leaders
+    follow the step on every rank)."""
+
+    def __init__(self, worker):
+        self.worker = worker
+        self.entries: dict = {}      # key -> [comp, State]
+        self.owner: dict = {}        # param -> key of the entry it was last exchanged in
+
+    def step(self, arr, params):
+        w, st = self.worker, self.worker.st
+        pg, rank, world = w.group()
+        key = tuple(params)
+        if key not in self.entries:
+            self._new(key, params, arr.size, rank, world)
+        entry = self.entries[key]
+        comp, cstate = entry
+        total, cstate, sent = compressed_step(comp, arr, cstate, pg, ring=w.collective,
+                                              timeout=st.timeout)
+        entry[1] = cstate
+        w.bytes_sent += sent
+        return np.ascontiguousarray(total, np.float32)
+
+    def _new(self, key, params, size, rank, world):
+        comp = self.worker.st.compressor([n for _, n in params])
+        cstate = comp.init(size, rank=rank, world=world, seed=self.worker.st.seed,
+                           memory=self.worker.memory, layout=params)
+        old = [self.entries[self.owner[p]] for p, _ in params if p in self.owner]
+        if old:
+            cstate = replace(cstate, step=max(e[1].step for e in old))
+        self.entries[key] = [comp, cstate]
+        for p, _ in params:
+            self.owner[p] = key
+        held = set(self.owner.values())
+        for k in [k for k in self.entries if k not in held]:
+            del self.entries[k]
+
+
+def _param_key(p) -> tuple:
+    """A parameter's identity and size: its storage address and element count."""
+    return (p.data_ptr(), p.numel())
+
+
+def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Tensor]:
+    """Average the bucket over all ranks; returns a Future completed by the worker."""
+    buf = bucket.buffer()
+    if buf.dtype != torch.float32:
+        raise TypeError(f"the INCEPTIONN hook carries float32 gradients, got {buf.dtype}")
+    cuda = buf.device.type == "cuda"
+    fut: torch.futures.Future[torch.Tensor] = (
+        torch.futures.Future(devices=[buf.device]) if cuda else torch.futures.Future())
+    # The worker exchanges a host snapshot taken now, never the bucket itself: DDP may
+    # write the bucket's memory before the Future completes (seen on CPU: a bucket read
+    # later by the worker held other values than at the call, in 3 test runs of 4).
+    event = None
+    if cuda and state.transport == "torch":     # stays on the GPU, coded there
+        snap = buf.detach().clone()
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(buf.device))
+    elif cuda:
+        snap = torch.empty(buf.shape, dtype=buf.dtype, pin_memory=True)
+        snap.copy_(buf.detach(), non_blocking=True)   # on the producing stream, in order
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(buf.device))
+    else:
+        snap = buf.detach().clone()
+    params = [(_param_key(p), p.numel()) for p in bucket.parameters()]
+    state.worker.submit((snap, buf.device, params, fut, event))
+    return fut
