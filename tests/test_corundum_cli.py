@@ -118,8 +118,14 @@ def test_plan_turns_the_app_on(tmp_path, monkeypatch):
     assert 'APP_ENABLE "1"' in cfg and f"32'h{APP_ID:08x}" in cfg
     mk = files["fpga/mqnic/NetFPGA_SUME/fpga/fpga_app_inceptionn/Makefile"]
     assert mk.index("app/inceptionn/rtl/inceptionn_rx.v") < mk.index("rtl/common/mqnic_core.v")
-    sume = files["fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn/test_inceptionn_sume.py"]
+    sume = files["fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn/inceptionn_suite.py"]
     assert "'if1.rx.malformed'" in sume and f"APP_ID = {APP_ID:#010x}" in sume
+    assert "run_suite" in files["fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn/test_inceptionn_sume.py"]
+    # The template app testbench (512 bits) runs the same suite after Corundum's own test.
+    app_tb = "fpga/app/inceptionn/tb/mqnic_core_pcie_us/"
+    assert "MODULE   = test_mqnic_core_pcie_us,test_inceptionn_app" in files[app_tb + "Makefile"]
+    assert f"APP_ID = {APP_ID:#010x}" in files[app_tb + "inceptionn_suite.py"]
+    assert "run_suite" in files[app_tb + "test_inceptionn_app.py"]
     assert files["fpga/app/inceptionn/rtl/common"] == ("link", "../../../common/rtl/")
 
 

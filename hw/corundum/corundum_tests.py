@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .regmap import APP_MAGIC, register_map
 
-__all__ = ["sume_tests", "rates_bench", "APP_README"]
+__all__ = ["suite", "sume_tests", "app_tests", "rates_bench", "APP_README"]
 
 _TB = Path(__file__).resolve().parent / "tb"
 
@@ -28,9 +28,11 @@ The register map and what was verified are in the project's docs/corundum.md.
 """
 
 
-def _render(name, if_count):
+def suite(if_count, nic_bits):
+    """inceptionn_suite.py, the gradient tests both testbenches run, its register offsets filled in."""
+    name = "inceptionn_suite.py"
     text = (_TB / name).read_text()
-    regs = {r.name: r.offset for r in register_map(if_count, 64)}
+    regs = {r.name: r.offset for r in register_map(if_count, nic_bits)}
     body = "".join(f"    {k!r}: {v:#05x},\n" for k, v in regs.items())
     for old, new in (("REGS: dict = {}", "REGS: dict = {\n" + body + "}"),
                      ("APP_ID = 0\n", f"APP_ID = {APP_MAGIC:#010x}\n")):
@@ -40,11 +42,16 @@ def _render(name, if_count):
     return text
 
 
-def sume_tests(if_count=2):
-    """test_inceptionn_sume.py, its register offsets filled in."""
-    return _render("test_inceptionn_sume.py", if_count)
+def sume_tests():
+    """test_inceptionn_sume.py: the suite in the NetFPGA SUME core testbench (XGMII MAC)."""
+    return (_TB / "test_inceptionn_sume.py").read_text()
+
+
+def app_tests():
+    """test_inceptionn_app.py: the suite in the template app testbench (512-bit AXI-stream MAC)."""
+    return (_TB / "test_inceptionn_app.py").read_text()
 
 
 def rates_bench():
-    """test_inceptionn_rates.py: the rates and latency benchmark (it imports functions of sume_tests' file)."""
+    """test_inceptionn_rates.py: the rates and latency benchmark (it uses the suite's and the SUME test's functions)."""
     return (_TB / "test_inceptionn_rates.py").read_text()

@@ -135,6 +135,12 @@ def _app_config(text, path):
     return _set_tcl_param(text, "APP_ENABLE", "1", path)
 
 
+def _if_count(makefile):
+    """The interface count a Corundum testbench Makefile sets (1 where it sets none)."""
+    m = re.search(r"^export PARAM_IF_COUNT := (\d+)", makefile, re.M)
+    return int(m.group(1)) if m else 1
+
+
 def plan(tree, board):
     """{relative path: text or ("link", target)}: everything the install writes."""
     from inceptionn.hw.corundum import corundum_tests
@@ -151,9 +157,12 @@ def plan(tree, board):
     src = tree / _TEMPLATE / "tb/mqnic_core_pcie_us"
     files[tb / "Makefile"] = _tb_makefile(
         (src / "Makefile").read_text(), src / "Makefile", _app_files("../../rtl"),
-        ["test_mqnic_core_pcie_us"])
+        ["test_mqnic_core_pcie_us", "test_inceptionn_app"])
     for name in ("test_mqnic_core_pcie_us.py", "mqnic.py"):
         files[tb / name] = (src / name).read_text()
+    files[tb / "inceptionn_suite.py"] = corundum_tests.suite(
+        _if_count(files[tb / "Makefile"]), WIDTHS[-1])
+    files[tb / "test_inceptionn_app.py"] = corundum_tests.app_tests()
 
     bdir = _board_dir(board)
     build = bdir / f"fpga_app_{APP}"
@@ -178,9 +187,8 @@ def plan(tree, board):
     for name in ("test_fpga_core.py", "mqnic.py"):
         if (ssrc / name).is_file():
             files[stb / name] = (ssrc / name).read_text()
-    if_count = re.search(r"^export PARAM_IF_COUNT := (\d+)", files[stb / "Makefile"], re.M)
-    files[stb / "test_inceptionn_sume.py"] = corundum_tests.sume_tests(
-        int(if_count.group(1)) if if_count else 1)
+    files[stb / "inceptionn_suite.py"] = corundum_tests.suite(_if_count(files[stb / "Makefile"]), 64)
+    files[stb / "test_inceptionn_sume.py"] = corundum_tests.sume_tests()
     files[stb / "test_inceptionn_rates.py"] = corundum_tests.rates_bench()
     return files
 
@@ -219,4 +227,6 @@ def run(args) -> int:
     print(f"VC709 bitstream (Vivado): make -C {args.tree / 'fpga/mqnic/VC709/fpga' / f'fpga_app_{APP}'}")
     print(f"Corundum's {args.board} testbench with the app: "
           f"make -C {args.tree / bdir / f'tb/fpga_core_{APP}'} (cocotb 1.8, Icarus)")
+    print(f"Corundum's template app testbench (512 bits) with the app: "
+          f"make -C {args.tree / 'fpga/app' / APP / 'tb/mqnic_core_pcie_us'} (cocotb 1.8, Icarus)")
     return 0

@@ -2,7 +2,8 @@
 transmit and receive rates with the app's engines enabled and disabled, and the latency
 the block adds. Prints measured figures; asserts only that the frames are golden's.
 
-`inceptionn corundum` writes it next to test_inceptionn_sume.py (whose functions it uses);
+`inceptionn corundum` writes it next to test_inceptionn_sume.py and inceptionn_suite.py
+(whose functions it uses);
 run it alone: ``make MODULE=test_inceptionn_rates`` in that folder.
 
 - TX: the driver model queues N MSS-sized gradient frames (TCP, DSCP 10) at once; the
@@ -29,7 +30,8 @@ from cocotb.triggers import RisingEdge
 from cocotb.utils import get_sim_time, get_time_from_sim_steps
 from cocotbext.eth import XgmiiFrame
 
-from test_inceptionn_sume import K, gradient_frames, pad60, start, write
+from inceptionn_suite import K, gradient_frames, pad60, write
+from test_inceptionn_sume import start
 
 from inceptionn.rtl import rtl_golden
 
