@@ -162,7 +162,7 @@ class ScaledCodec:
 
 
 class ObjectCodec:
-    """A golden.compressors value codec (Float32Codec, TruncCodec, GoldenCodec, EBCodec)
+    """A drivers.collectives.compressors value codec (Float32Codec, TruncCodec, GoldenCodec, EBCodec)
     as a ring hop's codec: the bytes its encode() gives, as the simulated ring counts."""
 
     def __init__(self, codec):
@@ -182,7 +182,7 @@ class ObjectCodec:
 
 
 def make_codec(codec, k: int):
-    """A codec by name ("paper", "bounded") at 2^-k, or a golden.compressors codec object."""
+    """A codec by name ("paper", "bounded") at 2^-k, or a drivers.collectives.compressors codec object."""
     if isinstance(codec, str):
         return WireCodec(codec, k)
     if isinstance(codec, (WireCodec, ScaledCodec)) or getattr(codec, "wire_codec", False):

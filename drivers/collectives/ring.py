@@ -24,7 +24,7 @@ bytes can be fewer (the paper's codec spends a byte on an 8-bit-band value that 
 to 0, and none on the 0 it forwards).
 
 The schedule (which chunk is sent and received at each step, what is added, what the
-owner keeps) is golden.compressors.communicator's `ring_plan`, played by its `run_ring`,
+owner keeps) is drivers.collectives.communicator's `ring_plan`, played by its `run_ring`,
 the code the simulation runs; this module supplies the hops: `_FloatHops` on the float32
 wires, `_CodedHops` on the software wire.
 
