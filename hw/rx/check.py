@@ -108,8 +108,9 @@ class Check(wiring.Component):
 
         msg_r = Signal.like(msg)
         rcv_r = Signal(32)
-        # go, delayed: the message registered, then the ShimCheck's LATENCY
-        steps = Signal(1 + ShimCheck.LATENCY)
+        # go, delayed: done rises with the word, 1 + LATENCY clocks after go (the
+        # message register, then the ShimCheck)
+        steps = Signal(ShimCheck.LATENCY)
         done = Signal()
         m.d.sync += steps.eq(Cat(go, steps[:-1]))
         with m.If(go):
