@@ -110,3 +110,26 @@ def test_xor_trees_map_to_three_levels(tmp_path):
 
     r = synth.report_design(lambda: Top(), "shim_check_top", tmp_path)
     assert r["levels"] <= 3, r["levels_path"]
+
+
+def test_one_message_every_clock():
+    """Back to back, a message each clock: each word comes LATENCY clocks after its
+    message, the stages hold no state across messages."""
+    rng = np.random.default_rng(3)
+    msgs = [rng.bytes(MESSAGE_BYTES) for _ in range(12)]
+    dut = ShimCheck()
+    got = []
+
+    async def bench(ctx):
+        for i in range(len(msgs) + ShimCheck.LATENCY):
+            if i < len(msgs):
+                ctx.set(dut.msg, int.from_bytes(msgs[i], "little"))
+            await ctx.tick()
+            if i + 1 >= ShimCheck.LATENCY:
+                got.append(ctx.get(dut.word))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got[:len(msgs)] == [zlib.crc32(m) for m in msgs]
