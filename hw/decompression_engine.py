@@ -23,7 +23,7 @@ them (the FIFOs are 4-entry register slices in distributed RAM):
 - check: version 3's check word (docs/wire-format.md section 10), recomputed from a
   copy of the held beats (taken as the hold writes them) while the frame is held: the
   CRC-32 of the header fields and shim bytes 0-3 (ShimCheck), compared with shim bytes
-  4-7, 2 clocks after MATCH, before the front half decides.
+  4-7, 3 clocks after MATCH, before the front half decides.
 - front: MATCH (the matcher's result; L, the magic and k from the shim; starts the
   check), SH2, VER (the magic against the accepted versions), CHECK (with the check's
   answer: every per-frame sum and compare, so that ACT only copies registers), ACT: decompress

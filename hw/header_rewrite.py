@@ -9,7 +9,8 @@ gathered while the frame streamed in, and the compressed length |C|:
   0xFFFF;
 - fall-back: DSCP := 0 (ECN kept), IP header checksum recomputed;
 - compressed in version 3 (``v3``): the check word (hw/shim_check.py, over
-  ``check_msg``, the 26-byte message golden.shim_check builds) into payload bytes
+  ``check_msg``, the 26-byte message golden.shim_check builds, whose zero byte 11 and
+  magic byte 24 are taken as constants, not read) into payload bytes
   P+4..P+7, the placeholders the TX feeder left for it;
 - otherwise nothing.
 
@@ -37,6 +38,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .shim_check import MESSAGE_BYTES, ShimCheck
+from .wire import SHIM_MAGIC_V3
 
 __all__ = ["HeaderRewrite", "Patch", "PATCHES"]
 
@@ -78,7 +80,8 @@ class HeaderRewrite(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.check = check = ShimCheck()
+        # the message's zero byte and magic are constants (the finisher's message)
+        m.submodules.check = check = ShimCheck(fixed={11: 0, 24: SHIM_MAGIC_V3})
 
         # R1: new field values and the offsets of the bytes to patch.
         v1 = Signal()
@@ -99,8 +102,8 @@ class HeaderRewrite(wiring.Component):
             verihl1.eq(Cat(self.ihl, C(4, 4))), proto1.eq(self.proto),
             ipr1.eq(self.ip_rest_sum), l4h1.eq(self.l4_hdr_sum), d1.eq(self.d_sum),
         ]
-        # The check message registered here, so the CRC's XOR tree starts at flip-flops;
-        # its word is registered in the ShimCheck (R2) and carried to R5.
+        # The check message registered here, so the CRC's XORs start at flip-flops; the
+        # ShimCheck's word is registered at R3 (its LATENCY is 2) and carried to R5.
         v3_1 = Signal()
         msg1 = Signal(8 * MESSAGE_BYTES)
         m.d.sync += [v3_1.eq(self.v3), msg1.eq(self.check_msg)]
@@ -132,8 +135,10 @@ class HeaderRewrite(wiring.Component):
         ipf3 = Signal(17)
         l4f3 = Signal(17)
         m.d.sync += [ipf3.eq(ipacc2[:16] + ipacc2[16:]), l4f3.eq(l4acc2[:16] + l4acc2[16:])]
-        v3, comp3, fb3, udp3, zu3, tot3, tos3, udpl3, verihl3, v3_3, ckw3 = carry(
-            [v2, comp2, fb2, udp2, zu2, tot2, tos2, udpl2, verihl2, v3_2, check.word], 3)
+        v3, comp3, fb3, udp3, zu3, tot3, tos3, udpl3, verihl3, v3_3 = carry(
+            [v2, comp2, fb2, udp2, zu2, tot2, tos2, udpl2, verihl2, v3_2], 3)
+        assert ShimCheck.LATENCY == 2
+        ckw3 = check.word
         offs3 = carry(offs2, 3)
 
         # R4: last end-around carry and complement; UDP never sends a computed 0.

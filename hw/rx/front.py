@@ -25,8 +25,9 @@ class Front(wiring.Component):
       when it is lane 0 of the next beat; MATCH also starts the check stage
       (``check.go``: version 3's check word, recomputed from the held beats);
     * VER decodes the magic against the frame's accepted versions (``held.versions``,
-      sampled with its first beat) and picks the shim's length (4 bytes, or 8 for
-      version 3) into the sums CHECK uses;
+      sampled with its first beat), picks the shim's length (4 bytes, or 8 for
+      version 3) into the sums CHECK uses and registers the compares of L and k (the
+      size limit, L > |C|, k's range, the length bound for either shim length);
     * CHECK works out every per-frame sum and compare ACT needs (the shim check, the size
       limit, the output beat count, the first beat's offer, which held beats end the
       compressed stream), so ACT only copies registers; it waits for the check stage
@@ -134,8 +135,8 @@ class Front(wiring.Component):
         # a <= H - 2 - d, d = ceil((c - E) / 2), c = 2 [b >= 4] + (b & 3); the four
         # thresholds H - 2 - d are summed in MATCH from the matcher's |C|.
         d_thr = [Signal(signed(15), name=f"d_thr{j}") for j in range(4)]
-        # ... and version 3's (8-byte shim: the thresholds 2 lower), its P + 8, |C| - 8,
-        # picked in VER.
+        # ... and version 3's (8-byte shim: the thresholds 2 lower; both compared in VER),
+        # its P + 8, |C| - 8, picked in VER.
         d_thr8 = [Signal(signed(15), name=f"d_thr8_{j}") for j in range(4)]
         d_p8 = Signal(9)
         d_rem8 = Signal(14)
@@ -146,6 +147,10 @@ class Front(wiring.Component):
         acc_v1 = Signal()
         acc_v2 = Signal()
         acc_v3 = Signal()
+        v_k_ok = Signal()              # VER: k in the bounded codec's range
+        v_len_ok = Signal()            # L > |C| and P + L within the largest frame
+        v_fit4 = Signal()              # version 2's length bound holds (4-byte shim)
+        v_fit8 = Signal()              # ... with version 3's 8-byte shim
         ck_ok = Signal()               # the check stage's answer (valid in CHECK)
         m.d.comb += ck_ok.eq(self.check.ok)
         d_fidx = Signal(range(HOLD_BEATS + 1))   # beat of the stream's first byte
@@ -280,11 +285,25 @@ class Front(wiring.Component):
                 s_ver.eq(0), s_check.eq(1),
             ]
             with m.If(is_v3):
-                m.d.sync += [d_p4.eq(d_p8), d_rem.eq(d_rem8),
-                             *[d_thr[j].eq(d_thr8[j]) for j in range(4)]]
+                m.d.sync += [d_p4.eq(d_p8), d_rem.eq(d_rem8)]
+            # The length and k rules' compares, from the shim's registers (read in MATCH
+            # or SH2); in CHECK behind them the decision mapped to 7 levels.
+            ls = shim_l
+            c8 = Signal(3)             # c + 1 - E, 0..6; d = (c + 1 - E) >> 1
+            m.d.comb += c8.eq(Cat(C(0, 1), ls[2:5] != 0) + ls[0:2] + 1 - d_lr[0])
+            for fit, thr in ((v_fit4, d_thr), (v_fit8, d_thr8)):
+                fits = Signal(4, name=f"{fit.name}_j")     # a <= H - 2 - j (- 2)
+                m.d.comb += [fits[j].eq(~thr[j][14] & (ls[5:16] <= thr[j][0:14]))
+                             for j in range(4)]
+                m.d.sync += fit.eq(fits.bit_select(c8[1:3], 1))
+            m.d.sync += [
+                v_k_ok.eq((shim_k >= K_MIN) & (shim_k <= EB_K_MAX)),
+                # P + L <= MAX_FRAME_BYTES as L <= MAX_FRAME_BYTES - P.
+                v_len_ok.eq((ls > d_lr) & (ls <= d_lim)),
+            ]
 
         # CHECK: the shim check and everything ACT needs, one register stage (once the
-        # check stage has answered: 2 clocks after MATCH, so CHECK rarely waits).
+        # check stage has answered: 3 clocks after MATCH, so CHECK waits about a clock).
         with m.If(s_check & self.check.done):
             m.d.sync += ra.eq(d_fidx[:3])          # the feed's first held beat
             ls = shim_l
@@ -292,22 +311,18 @@ class Front(wiring.Component):
             m.d.comb += end_first.eq(held_last & (d_fidx + 1 == nheld))
             bounded = Signal()
             m.d.comb += bounded.eq(acc_v2 | acc_v3)
-            c8 = Signal(3)             # c + 1 - E, 0..6; d = (c + 1 - E) >> 1
-            m.d.comb += c8.eq(Cat(C(0, 1), ls[2:5] != 0) + ls[0:2] + 1 - d_lr[0])
-            fits = Signal(4)           # a <= H - 2 - j
-            m.d.comb += [fits[j].eq(~d_thr[j][14] & (ls[5:16] <= d_thr[j][0:14])) for j in range(4)]
-            # The bounded codec's rules (versions 2 and 3), the check word aside.
+            # The bounded codec's rules (versions 2 and 3), the check word aside: the
+            # length bound with version 3's 8-byte shim where the magic is version 3's
+            # and accepted (otherwise the rules do not count: not bounded, or version 2).
             v2_rules = Signal()
-            m.d.comb += v2_rules.eq((shim_k >= K_MIN) & (shim_k <= EB_K_MAX)
-                                    & fits.bit_select(c8[1:3], 1))
+            m.d.comb += v2_rules.eq(v_k_ok & Mux(acc_v3, v_fit8, v_fit4))
             common = Signal()
-            m.d.comb += common.eq(d_ok & shim_ok & (ls > d_lr) & (ls <= d_lim))
+            m.d.comb += common.eq(d_ok & shim_ok & v_len_ok)
             m.d.sync += [
                 d_ls.eq(ls),
                 d_k.eq(shim_k[:5]),
                 d_v2.eq(bounded),
                 d_v3.eq(acc_v3),
-                # P + L <= MAX_FRAME_BYTES as L <= MAX_FRAME_BYTES - P.
                 x_ok.eq(common & (acc_v1 | (bounded & v2_rules & (ck_ok | ~acc_v3)))),
                 x_refused.eq(common & acc_v3 & v2_rules & ~ck_ok),
                 x_sum.eq(d_p31 + ls),

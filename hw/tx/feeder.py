@@ -1,6 +1,7 @@
 """TX feeder: the AlignmentUnit's input for one compressed frame, and its lengths."""
 
 from amaranth import *
+from amaranth.hdl import Assert
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -130,8 +131,18 @@ class Feeder(wiring.Component):
                     Mux(fd_tail, Cat(tail_h.tail, g.data[24:32]), g.data[:32])),
                 g.data[32:])),
         ]
-        ends_frame = Signal()
-        m.d.comb += ends_frame.eq(fd_fire & a_in.payload.last)
+        # A frame's last vector taken (fd_fire & last), written flat on the registers it
+        # comes from: behind the four-way state select it mapped to 5 levels in front
+        # of the shim and tail FIFOs' reads (7 in all). Kept, so it stays one cone. Only
+        # a separate tail (fd_tail) or a last group with its tail inside ends a frame,
+        # and both wait for the tail entry and clen's room.
+        ends_frame = Signal(attrs={"keep": 1})
+        m.d.comb += ends_frame.eq(a_in.ready & self.tail.valid & self.clen.ready &
+                                  (fd_tail | (fd_groups & ~fd_ck & go.valid & g.last &
+                                              ~tail_h.sep)))
+        if platform == "formal":
+            m.d.comb += Assert(ends_frame == (fd_fire & a_in.payload.last),
+                               "feeder: flat frame end differs")
 
         # c_len sums the shim (and check word), the groups (tails inside included) and a separate tail;
         # the frame's length is pushed into clenq one clock after its end (a registered

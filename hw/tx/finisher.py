@@ -82,13 +82,19 @@ class Finisher(wiring.Component):
         # "In IDLE" as a flip-flop of its own: the FIFO reads below need no state decode.
         fin_idle = Signal(init=1)
         fin_take = Signal()
+        # The compressed-only entries' reads (fin_take & compress), flat on the FIFOs'
+        # output flip-flops and kept: derived from fin_take they mapped to 4 levels in
+        # front of a FIFO's level counter (7 in all).
+        comp_take = Signal(attrs={"keep": 1})
         m.d.comb += [
             fin_take.eq(fin_idle & fin_ready),
+            comp_take.eq(fin_idle & self.front.valid & self.hsum.valid & self.ck.valid &
+                         fr.compress & self.clen.valid & self.dsum.valid & self.region.valid),
             self.front.ready.eq(fin_take), self.hsum.ready.eq(fin_take),
             self.ck.ready.eq(fin_take),
-            self.clen.ready.eq(fin_take & fr.compress),
-            self.dsum.ready.eq(fin_take & fr.compress),
-            self.region.ready.eq(fin_take & fr.compress),
+            self.clen.ready.eq(comp_take),
+            self.dsum.ready.eq(comp_take),
+            self.region.ready.eq(comp_take),
         ]
         with m.FSM() as fsm:
             with m.State("IDLE"):
@@ -140,7 +146,9 @@ class Finisher(wiring.Component):
         if platform == "formal":
             # The IDLE flag is the FSM's IDLE (the liveness induction's invariant).
             m.d.comb += [self.formal_busy.eq(~fin_idle),
-                         Assert(fin_idle == fsm.ongoing("IDLE"), "finisher: idle flag out of step")]
+                         Assert(fin_idle == fsm.ongoing("IDLE"), "finisher: idle flag out of step"),
+                         Assert(comp_take == (fin_take & fr.compress),
+                                "finisher: flat compressed-entry read differs")]
         # One's-complement fold of x_ds: two end-around carries (< 2^18 needs two).
         d_fold1 = Signal(17)
         d_fold2 = Signal(16)
