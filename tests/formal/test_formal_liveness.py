@@ -213,11 +213,11 @@ class TxFeederLive(Live, TxFeederCheck):
 
 # ---- the checks ------------------------------------------------------------------------
 
-# The matcher's and the HeaderRestore's response times in the engine (their LATENCY:
-# the matcher's result 5 clocks after the beat that decides it, which for a frame of 1
-# or 2 beats is the hold's done beat; the checksum 3 clocks after start), the others
-# at once.
-ENGINE_R = {None: 1, "matcher": 5, "restore": 3}
+# The matcher's, the HeaderRestore's and the check stage's response times in the engine
+# (their LATENCY: the matcher's result 5 clocks after the beat that decides it, which for
+# a frame of 1 or 2 beats is the hold's done beat; the checksum 3 clocks after start; the
+# version-3 check word 3 clocks after go, ShimCheck's two stages), the others at once.
+ENGINE_R = {None: 1, "matcher": 5, "restore": 3, "check": 3}
 
 # task: (wrapper, r, bound, depth). The bounds are the tight ones (the covers below reach
 # bound - 1, the bugs show bound - 1 fails); r = 1 is the downstream always ready. The
@@ -231,7 +231,7 @@ LIVE = {
     "live_rx_feed": (RxFeedLive, 1, 2, 4),
     "live_rx_back": (RxBackLive, 1, 2, 6),
     "live_rx_front": (RxFrontLive, 1, 6, 7),
-    "live_rx_front_engine": (RxFrontLive, ENGINE_R, 10, 11),
+    "live_rx_front_engine": (RxFrontLive, ENGINE_R, 11, 12),
     "live_rx_du": (DuLive, 1, 7, slow(12, 18)),
     "live_rx_realign": (RealignerLive, 1, 4, slow(12, 24)),
     "live_tx_feeder": (TxFeederLive, 1, 1, slow(16, 30)),
