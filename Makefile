@@ -84,8 +84,14 @@ bench-codec: $(STAMP)
 sim: $(STAMP)
 	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q sim
 
+# The cocotb regression with the long random runs, and what make test leaves to it (the
+# builds and runs docs/verification.md lists under "What make test leaves to make
+# sim-stress"): the 512-bit Corundum app, the TX -> RX loopback, the AlignmentUnit's
+# default build, the wheel's own TX loop build, the RX rate's other configurations and
+# the synthesis rows of tests/test_synth.py.
+STRESS_TESTS = sim experiments tests/test_wheel.py tests/test_synth.py
 sim-stress: $(STAMP)
-	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q sim experiments
+	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q $(STRESS_TESTS)
 
 # The formal proofs at full depth: tests/formal with INCEPTIONN_FORMAL=1, longest first.
 # A stated time by construction: each task within a budget of 20 min and the whole run

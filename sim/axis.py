@@ -21,17 +21,24 @@ from ..hw.wire import BEAT_BYTES
 
 __all__ = ["frame_to_beats", "beats_to_frame", "StreamSource", "StreamSink", "port_source",
            "port_sink", "AxisDriver", "AxisMonitor", "pause_generator", "PAUSE_MODES", "Clock",
-           "start", "stress_count"]
+           "start", "stress", "stress_count"]
 
 from cocotb.clock import Clock  # re-exported for testbenches
 
 PAUSE_MODES = ("none", "cyclic", "random")
 
 
+def stress():
+    """True under `make sim-stress` (INCEPTIONN_STRESS=1): the long runs and the builds
+    `make test` leaves to it (docs/verification.md, "What make test leaves to make
+    sim-stress")."""
+    return os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0")
+
+
 def stress_count(short, long):
     """Frames of a random stress run: `short` in `make test` (every frame kind and pause
     pattern still occurs), `long` under `make sim-stress` (INCEPTIONN_STRESS=1)."""
-    return long if os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0") else short
+    return long if stress() else short
 
 
 def pause_generator(mode, seed=0):
