@@ -16,25 +16,14 @@ from inceptionn.drivers import tcp_frames as F
 STEPS = 60
 
 
-# The demo's two stages through the software NIC (root: real TCP between namespaces, and
-# the paper's gradient exchange among 4 ranks) run whole under `make demo`; here on an
-# eighth of the data, through the same code: at full size they were most of this file's
-# time (57 s and 121 s of a 211 s demo on the loaded 2-core machine).
-SHARE = 8
-
-
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     cache = tmp_path_factory.mktemp("cache")
     import contextlib
     import io
-    from inceptionn.commands import bench_collectives
     buf = io.StringIO()
-    tcp_stage = demo.tcp_stage
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf):
-        mp.setattr(demo, "tcp_stage", lambda x, k: tcp_stage(x[:len(x) // SHARE], k))
-        mp.setattr(bench_collectives, "HDC_FLOATS", bench_collectives.HDC_FLOATS // SHARE)
+    with contextlib.redirect_stdout(buf):
         rc = cli.main(["demo", "--steps", str(STEPS), "--out", str(out), "--cache", str(cache),
                         "--nic", "golden"])
     return rc, buf.getvalue(), out, cache
@@ -223,8 +212,5 @@ def test_demo_real_tcp_stage_reports_or_says_why_not(demo_run):
         rows = [l.split("|") for l in text.splitlines() if l.startswith("| 1500 ") or l.startswith("| 9000 ")]
         assert len(rows) == 2 and all(r[6].strip() == "0" and r[7].strip() == "0" for r in rows)
         assert "7. The paper's gradient exchange" in text and "INC+C" in text
-        # the exchange ran on the share of the gradients the fixture gave it
-        from inceptionn.commands.bench_collectives import HDC_FLOATS
-        assert f"{4 * (HDC_FLOATS // SHARE) / 1e6:.1f} MB of gradients each" in text
     else:
         assert "6. Real Linux TCP through the software NIC: skipped" in text
