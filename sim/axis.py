@@ -1,8 +1,13 @@
-"""Lean 256-bit AXI-stream driver and monitor for bulk regression.
+"""The testbenches' stream driver and monitor: one valid/ready source and one sink
+(StreamSource, StreamSink) under every stream a testbench drives by hand, on Amaranth
+stream ports (port_source, port_sink: ``<port>__valid/__ready/__payload``) and on
+256-bit AXI-stream buses (AxisDriver, AxisMonitor: whole frames).
 
-cocotbext-axi stays the reference for protocol tests; these read and write each beat
-once (it touches the bus per byte), which makes multi-thousand-frame runs practical.
-Both take pause generators: an iterable of bools, True meaning "idle this cycle".
+cocotbext-axi stays the reference for protocol tests on the engines' and Corundum's
+buses; these read and write each beat once (it touches the bus per byte), which makes
+multi-thousand-frame runs practical, and they drive the packed payloads of the stages'
+Amaranth streams, which it does not model. All take pause generators: an iterable of
+bools, True meaning "idle this cycle".
 """
 
 import itertools
@@ -14,18 +19,26 @@ from cocotb.triggers import RisingEdge
 
 from ..hw.wire import BEAT_BYTES
 
-__all__ = ["frame_to_beats", "beats_to_frame", "AxisDriver", "AxisMonitor",
-           "pause_generator", "PAUSE_MODES", "Clock", "start", "stress_count"]
+__all__ = ["frame_to_beats", "beats_to_frame", "StreamSource", "StreamSink", "port_source",
+           "port_sink", "AxisDriver", "AxisMonitor", "pause_generator", "PAUSE_MODES", "Clock",
+           "start", "stress", "stress_count"]
 
 from cocotb.clock import Clock  # re-exported for testbenches
 
 PAUSE_MODES = ("none", "cyclic", "random")
 
 
+def stress():
+    """True under `make sim-stress` (INCEPTIONN_STRESS=1): the long runs and the builds
+    `make test` leaves to it (docs/verification.md, "What make test leaves to make
+    sim-stress")."""
+    return os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0")
+
+
 def stress_count(short, long):
     """Frames of a random stress run: `short` in `make test` (every frame kind and pause
     pattern still occurs), `long` under `make sim-stress` (INCEPTIONN_STRESS=1)."""
-    return long if os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0") else short
+    return long if stress() else short
 
 
 def pause_generator(mode, seed=0):
@@ -70,70 +83,145 @@ def _sig(dut, prefix, name):
     return getattr(dut, f"{prefix}_t{name}")
 
 
-class AxisDriver:
-    """Drives ``<prefix>_t*`` from a queue of frames, honouring tready."""
+class StreamSource:
+    """Drives one valid/ready stream from a sequence of items, honouring ready: the one
+    driver under every testbench's input streams. ``put(item)`` sets the payload signals
+    for an item; an item may be a zero-argument callable, called on every clock it is
+    offered (payload bits that are don't-care may then change while it waits, as a DUT
+    must allow). ``pause``: True = idle this clock (pause_generator); ``on_taken(item)``,
+    where given, runs as each item is taken; ``on_idle()`` on each clock nothing is
+    offered (to scramble side inputs that only count with an item)."""
 
-    def __init__(self, dut, clk, prefix="s_axis", pause=None):
-        self.clk = clk
-        self.tdata, self.tkeep, self.tlast, self.tuser, self.tvalid, self.tready = (
-            _sig(dut, prefix, n) for n in ("data", "keep", "last", "user", "valid", "ready"))
+    def __init__(self, clk, valid, ready, put, pause=None, on_taken=None, on_idle=None):
+        self.clk, self.valid, self.ready, self.put = clk, valid, ready, put
         self.pause = pause or pause_generator("none")
-        self.tvalid.value = 0
-        self.beats_sent = 0
+        self.on_taken, self.on_idle = on_taken, on_idle
+        self.valid.value = 0
+        self.sent = 0
 
-    async def send(self, frames):
-        """frames: iterable of bytes or (bytes, user). Returns when the last beat is taken."""
-        for item in frames:
-            frame, user = item if isinstance(item, tuple) else (item, False)
-            for data, keep, last, usr in frame_to_beats(frame, user):
-                while next(self.pause):
-                    self.tvalid.value = 0
-                    await RisingEdge(self.clk)
-                self.tdata.value = data
-                self.tkeep.value = keep
-                self.tlast.value = last
-                self.tuser.value = usr
-                self.tvalid.value = 1
+    async def send(self, items):
+        """Returns when the last item is taken."""
+        for item in items:
+            while next(self.pause):
+                self.valid.value = 0
+                if self.on_idle is not None:
+                    self.on_idle()
                 await RisingEdge(self.clk)
-                while not self.tready.value:
-                    await RisingEdge(self.clk)
-                self.beats_sent += 1
-        self.tvalid.value = 0
+            while True:
+                self.put(item() if callable(item) else item)
+                self.valid.value = 1
+                await RisingEdge(self.clk)
+                if self.ready.value:
+                    break
+            self.sent += 1
+            if self.on_taken is not None:
+                self.on_taken(item)
+        self.valid.value = 0
 
 
-class AxisMonitor:
-    """Collects frames from ``<prefix>_t*``, driving tready from a pause generator."""
+class StreamSink:
+    """Takes one valid/ready stream, driving ready from ``pause`` (True = backpressure
+    this clock); ``get()`` reads the payload of each item taken, kept in ``items``
+    (or handed to ``on_item`` when given): the one monitor under every testbench's output
+    streams."""
 
-    def __init__(self, dut, clk, prefix="m_axis", pause=None):
-        self.clk = clk
-        self.tdata, self.tkeep, self.tlast, self.tuser, self.tvalid, self.tready = (
-            _sig(dut, prefix, n) for n in ("data", "keep", "last", "user", "valid", "ready"))
+    def __init__(self, clk, valid, ready, get, pause=None, on_item=None):
+        self.clk, self.valid, self.ready, self.get = clk, valid, ready, get
         self.pause = pause or pause_generator("none")
-        self.frames = []      # list of (bytes, user)
-        self.beats = 0
-        self._cur = []
-        self.tready.value = 0
+        self.on_item = on_item
+        self.items = []
+        self.ready.value = 0
 
     async def run(self):
         while True:
-            self.tready.value = 0 if next(self.pause) else 1
+            self.ready.value = 0 if next(self.pause) else 1
             await RisingEdge(self.clk)
-            if self.tvalid.value and self.tready.value:
-                beat = (int(self.tdata.value), int(self.tkeep.value),
-                        int(self.tlast.value), int(self.tuser.value))
-                self.beats += 1
-                self._cur.append(beat)
-                if beat[2]:
-                    self.frames.append((beats_to_frame(self._cur), bool(beat[3])))
-                    self._cur = []
+            if self.valid.value and self.ready.value:
+                item = self.get()
+                if self.on_item is None:
+                    self.items.append(item)
+                else:
+                    self.on_item(item)
+
+    async def wait_items(self, n, timeout_cycles=1_000_000):
+        await _wait(self.clk, lambda: len(self.items) >= n, timeout_cycles,
+                    lambda: f"got {len(self.items)} of {n} items")
+
+
+async def _wait(clk, done, timeout_cycles, what):
+    waited = 0
+    while not done():
+        await RisingEdge(clk)
+        waited += 1
+        if waited > timeout_cycles:
+            raise TimeoutError(f"{what()} in {timeout_cycles} cycles")
+
+
+def port_source(dut, port, clk=None, pause=None, on_taken=None):
+    """A StreamSource on an Amaranth stream port (``<port>__valid/__ready/__payload``):
+    items are payload ints (or callables giving one)."""
+    payload = getattr(dut, f"{port}__payload")
+
+    def put(value):
+        payload.value = value
+    return StreamSource(clk or dut.clk, getattr(dut, f"{port}__valid"),
+                        getattr(dut, f"{port}__ready"), put, pause, on_taken)
+
+
+def port_sink(dut, port, clk=None, pause=None, on_item=None):
+    """A StreamSink on an Amaranth stream port: items are payload ints."""
+    payload = getattr(dut, f"{port}__payload")
+    return StreamSink(clk or dut.clk, getattr(dut, f"{port}__valid"),
+                      getattr(dut, f"{port}__ready"), lambda: int(payload.value), pause, on_item)
+
+
+class AxisDriver(StreamSource):
+    """Drives ``<prefix>_t*`` from a queue of frames, honouring tready."""
+
+    def __init__(self, dut, clk, prefix="s_axis", pause=None):
+        self.tdata, self.tkeep, self.tlast, self.tuser = (
+            _sig(dut, prefix, n) for n in ("data", "keep", "last", "user"))
+        super().__init__(clk, _sig(dut, prefix, "valid"), _sig(dut, prefix, "ready"),
+                         self._put, pause)
+
+    def _put(self, beat):
+        self.tdata.value, self.tkeep.value, self.tlast.value, self.tuser.value = beat
+
+    @property
+    def beats_sent(self):
+        return self.sent
+
+    async def send(self, frames):
+        """frames: iterable of bytes or (bytes, user). Returns when the last beat is taken."""
+        def beats():
+            for item in frames:
+                frame, user = item if isinstance(item, tuple) else (item, False)
+                yield from frame_to_beats(frame, user)
+        await super().send(beats())
+
+
+class AxisMonitor(StreamSink):
+    """Collects frames from ``<prefix>_t*``, driving tready from a pause generator."""
+
+    def __init__(self, dut, clk, prefix="m_axis", pause=None):
+        sig = {n: _sig(dut, prefix, n) for n in ("data", "keep", "last", "user")}
+        super().__init__(clk, _sig(dut, prefix, "valid"), _sig(dut, prefix, "ready"),
+                         lambda: tuple(int(sig[n].value) for n in ("data", "keep", "last", "user")),
+                         pause, self._beat)
+        self.frames = []      # list of (bytes, user)
+        self.beats = 0
+        self._cur = []
+
+    def _beat(self, beat):
+        self.beats += 1
+        self._cur.append(beat)
+        if beat[2]:
+            self.frames.append((beats_to_frame(self._cur), bool(beat[3])))
+            self._cur = []
 
     async def wait_frames(self, n, timeout_cycles=1_000_000):
-        waited = 0
-        while len(self.frames) < n:
-            await RisingEdge(self.clk)
-            waited += 1
-            if waited > timeout_cycles:
-                raise TimeoutError(f"got {len(self.frames)} of {n} frames in {timeout_cycles} cycles")
+        await _wait(self.clk, lambda: len(self.frames) >= n, timeout_cycles,
+                    lambda: f"got {len(self.frames)} of {n} frames")
 
 
 async def start(dut, inputs, reset_cycles=2):

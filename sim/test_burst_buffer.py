@@ -22,7 +22,7 @@ import cocotb
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
+from inceptionn.sim.axis import Clock, PAUSE_MODES, StreamSource, pause_generator, port_source
 
 DUT = "burst_buffer"
 WINDOW = 37
@@ -84,9 +84,17 @@ async def run(dut, payloads, idle, stall, seed, flush_rate=0.0, cut=None):
     if cut is None:
         cut = [pieces_of(pl, rng) for pl in payloads]
     pieces = [(k, p) for k, c in enumerate(cut) for p in c]
-    idle_p, stall_p = pause_generator(idle, seed + 1), pause_generator(stall, seed + 2)
-    pi = 0
+    stall_p = pause_generator(stall, seed + 2)
     delivered = [0] * len(payloads)   # bytes of each payload the buffer has taken
+
+    def taken(piece):
+        delivered[piece[0]] += piece[1][2]
+    # The producer: i.ready depends on registers only, so a piece offered now is taken at
+    # the next edge when it shows ready (the source's rule).
+    src = StreamSource(dut.clk, dut.i__valid, dut.i__ready,
+                       lambda piece: setattr(dut.i__payload, "value", _piece_value(*piece[1])),
+                       pause_generator(idle, seed + 1), on_taken=taken)
+    producer = cocotb.start_soon(src.send(pieces))
     seen = []
     cur = bytearray()
     pl = 0                            # payload being consumed
@@ -98,7 +106,7 @@ async def run(dut, payloads, idle, stall, seed, flush_rate=0.0, cut=None):
     while pl < len(payloads):
         await FallingEdge(dut.clk)
         cycles += 1
-        assert cycles < limit, f"stuck: payload {pl}, position {pos}, piece {pi}"
+        assert cycles < limit, f"stuck: payload {pl}, position {pos}, piece {src.sent}"
         want = payloads[pl]
         ext = want + bytes(pos + 40)       # zero extension
         if check_window is not None:
@@ -128,18 +136,6 @@ async def run(dut, payloads, idle, stall, seed, flush_rate=0.0, cut=None):
         dut.past_ok.value = int(past_ok)
         dut.flush.value = int(flush)
 
-        # Producer: i.ready depends on registers only, so what it shows now holds at the
-        # next edge.
-        taken = None
-        if pi < len(pieces) and not next(idle_p):
-            dut.i__payload.value = _piece_value(*pieces[pi][1])
-            dut.i__valid.value = 1
-            if dut.i__ready.value:
-                taken = pieces[pi]
-                pi += 1
-        else:
-            dut.i__valid.value = 0
-
         await Timer(1, unit="ns")          # let the outputs follow the inputs
         go = bool(dut.go.value)
         assert not go or allow or past_ok, "went without allow or past_ok"
@@ -165,8 +161,7 @@ async def run(dut, payloads, idle, stall, seed, flush_rate=0.0, cut=None):
             cur = bytearray()
             pl += 1
             pos = 0
-        if taken is not None:
-            delivered[taken[0]] += taken[1][2]
+    producer.cancel()
     await FallingEdge(dut.clk)
     for sig in (dut.allow, dut.past_ok, dut.flush, dut.i__valid):
         sig.value = 0
@@ -222,7 +217,10 @@ async def full_rate(dut, glen):
     payload = group * 200
     beats = [payload[i:i + 32] for i in range(0, len(payload), 32)]
     await _reset(dut)
-    pos, pi = 0, 0
+    pos = 0
+    producer = cocotb.start_soon(port_source(dut, "i").send(
+        _piece_value(int.from_bytes(b, "little"), 0, 32, i == len(beats) - 1)
+        for i, b in enumerate(beats)))
     go_cycles = []
     cycle = 0
     taken = bytearray()
@@ -235,19 +233,12 @@ async def full_rate(dut, glen):
         if pending is not None:
             taken += int(dut.window.value).to_bytes(WINDOW, "little")[:pending]
             pending = None
-        if pi < len(beats):
-            dut.i__payload.value = _piece_value(int.from_bytes(beats[pi], "little"), 0, 32,
-                                                pi == len(beats) - 1)
-            dut.i__valid.value = 1
-            if dut.i__ready.value:
-                pi += 1
-        else:
-            dut.i__valid.value = 0
         await Timer(1, unit="ns")
         if dut.go.value:
             pos += glen
             pending = glen
             go_cycles.append(cycle)
+    producer.cancel()
     await FallingEdge(dut.clk)
     taken += int(dut.window.value).to_bytes(WINDOW, "little")[:pending]
     dut.allow.value = 0

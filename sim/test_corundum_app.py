@@ -2,7 +2,8 @@
 it: the generated Verilog shell with Corundum's parameters around the Amaranth core,
 driven by cocotbext-axi on the interface-level streams and the AXI-Lite control port.
 
-At 64 bits (the 10G boards) and 512 bits (the 100G boards): every frame leaves equal to
+At 64 bits (the 10G boards; `make test`) and 512 bits (the 100G boards; `make sim-stress`,
+a second build of both engines): every frame leaves equal to
 the golden model's (TX: ``golden.tx_frame``, RX: ``golden.rx_frame``), with the tid,
 tdest and tuser side-band of its own input frame (the TX tag, the RX timestamp), the
 bad-frame bit mapped both ways, under an idle x backpressure matrix; frames the TX
@@ -14,6 +15,7 @@ import os
 import random
 
 import cocotb
+import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
@@ -22,7 +24,7 @@ from inceptionn.golden.counters import Counters
 from inceptionn.rtl import harness
 from inceptionn.rtl import frame_builders as F
 from inceptionn.sim.corundum_app import FACTORIES
-from inceptionn.sim.axis import pause_generator, stress_count
+from inceptionn.sim.axis import pause_generator, stress, stress_count
 
 IDLE = ("none", "random")
 CODECS = ("paper", "bounded")
@@ -325,5 +327,7 @@ def test_corundum_app_64():
     _run(64)
 
 
+@pytest.mark.skipif(not stress(), reason="the 512-bit app is a second build of both engines "
+                    "(minutes): make sim-stress; make test runs the 64-bit one")
 def test_corundum_app_512():
     _run(512)

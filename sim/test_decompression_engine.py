@@ -611,8 +611,10 @@ def test_decompression_engine_back_to_back_rate():
     from inceptionn.sim.engines import run_frames
     rng = np.random.default_rng(8)
     host = [F.udp_frame(F.float_payload(rng.normal(0, 1e-3, 368))) for _ in range(8)]
-    for k, codec, version in ((6, "paper", 1), (10, "paper", 1), (10, "bounded", 2),
-                              (16, "bounded", 2), (10, "bounded", 3)):
+    configs = ((6, "paper", 1), (10, "paper", 1), (10, "bounded", 2), (16, "bounded", 2),
+               (10, "bounded", 3))
+    # make test: one per wire version (two simulator runs each); make sim-stress: all five
+    for k, codec, version in stress_count(configs[1::2] + configs[4:], configs):
         wire = [tx_frame(f, k=k, codec=codec, version=version) for f in host]
         expect = [rx_frame(w, versions=(version,)) for w in wire]
         train = run_frames("rx", wire, tag=f"rx_rate_{codec}_{k}_{version}", versions=(version,))

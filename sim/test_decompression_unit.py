@@ -25,7 +25,7 @@ from cocotb.triggers import RisingEdge
 from inceptionn import golden
 from inceptionn.drivers.collectives.compressors.inceptionn_eb import EBCodec
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator
+from inceptionn.sim.axis import Clock, PAUSE_MODES, pause_generator, port_sink, port_source
 
 DUT = "decompression_unit"
 MASK256 = (1 << 256) - 1
@@ -118,65 +118,55 @@ async def _reset(dut):
 
 
 async def drive_starts(dut, jobs, pause):
-    for job in jobs:
-        n, r, v2, k = (*job, 0, 0)[:4]
-        while next(pause):
-            dut.start__valid.value = 0
-            await RisingEdge(dut.clk)
-        dut.start__payload.value = n | (r << 12) | (v2 << 14) | (k << 15)
-        dut.start__valid.value = 1
-        await RisingEdge(dut.clk)
-        while not dut.start__ready.value:
-            await RisingEdge(dut.clk)
-    dut.start__valid.value = 0
+    await port_source(dut, "start", pause=pause).send(
+        n | (r << 12) | (v2 << 14) | (k << 15) for n, r, v2, k in ((*j, 0, 0)[:4] for j in jobs))
 
 
 async def drive_pieces(dut, all_pieces, pause):
-    for pieces in all_pieces:
-        for data, first, count, last in pieces:
-            while next(pause):
-                dut.i__valid.value = 0
-                await RisingEdge(dut.clk)
-            dut.i__payload.value = (data | (first << 256) | (count << 261)
-                                    | (int(last) << 267))
-            dut.i__valid.value = 1
-            await RisingEdge(dut.clk)
-            while not dut.i__ready.value:
-                await RisingEdge(dut.clk)
-    dut.i__valid.value = 0
+    await port_source(dut, "i", pause=pause).send(
+        data | (first << 256) | (count << 261) | (int(last) << 267)
+        for pieces in all_pieces for data, first, count, last in pieces)
 
 
 class WordMonitor:
+    """The unit's output words (on the shared stream sink) joined into payloads, with
+    the clock each word was taken in."""
+
     def __init__(self, dut, pause):
         self.dut = dut
-        self.pause = pause
         self.payloads = []       # (bytes, error)
         self.word_cycles = []    # cycle of every word taken
         self.cycle = 0
         self._cur = bytearray()
+        self._sink = port_sink(dut, "o", pause=pause, on_item=self._word)
+
+    async def _count(self):
+        while True:
+            await RisingEdge(self.dut.clk)
+            self.cycle += 1
 
     async def run(self):
-        dut = self.dut
-        while True:
-            dut.o__ready.value = 0 if next(self.pause) else 1
-            await RisingEdge(dut.clk)
-            self.cycle += 1
-            if dut.o__valid.value and dut.o__ready.value:
-                p = int(dut.o__payload.value)
-                data, count = p & MASK256, (p >> 256) & 63
-                last, error = (p >> 262) & 1, (p >> 263) & 1
-                self.word_cycles.append(self.cycle)
-                assert count <= 32, f"word count {count} > 32"
-                raw = data.to_bytes(32, "little")
-                if not last:
-                    assert count == 32, f"non-final word with count {count}"
-                    assert not error, "error flag on a non-final word"
-                else:
-                    assert raw[count:] == bytes(32 - count), "bytes past count are not zero"
-                self._cur += raw[:count]
-                if last:
-                    self.payloads.append((bytes(self._cur), bool(error)))
-                    self._cur = bytearray()
+        counter = cocotb.start_soon(self._count())
+        try:
+            await self._sink.run()
+        finally:
+            counter.cancel()
+
+    def _word(self, p):
+        data, count = p & MASK256, (p >> 256) & 63
+        last, error = (p >> 262) & 1, (p >> 263) & 1
+        self.word_cycles.append(self.cycle)
+        assert count <= 32, f"word count {count} > 32"
+        raw = data.to_bytes(32, "little")
+        if not last:
+            assert count == 32, f"non-final word with count {count}"
+            assert not error, "error flag on a non-final word"
+        else:
+            assert raw[count:] == bytes(32 - count), "bytes past count are not zero"
+        self._cur += raw[:count]
+        if last:
+            self.payloads.append((bytes(self._cur), bool(error)))
+            self._cur = bytearray()
 
     async def wait(self, n, limit):
         start = self.cycle

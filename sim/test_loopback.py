@@ -3,11 +3,13 @@ golden.rx_frame(golden.tx_frame(f)), and the restored frames pass the checksum
 checks a Linux receiver makes (scapy recomputes the IP and L4 checksums).
 
 The link between the engines is a FIFO whose output stalls at random (sim/loopback_top.py).
+A third Verilator build of both engines: `make sim-stress` runs it, `make test` does not.
 """
 
 import random
 
 import cocotb
+import pytest
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from inceptionn.golden.counters import Counters
@@ -15,7 +17,8 @@ from inceptionn.golden import versions_mask
 from inceptionn.rtl.rtl_golden import rx_frame, tx_frame   # golden as the RTL's ports
 from inceptionn.rtl import frame_builders as F
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, pause_generator, stress_count
+from inceptionn.sim.axis import (AxisDriver, AxisMonitor, Clock, pause_generator, stress,
+                                 stress_count)
 from inceptionn.sim.engines import loopback_design  # the runner's factory
 from inceptionn.sim.test_decompression_engine import DEMO_DIR
 
@@ -161,5 +164,8 @@ async def loopback_reset_mid_frame(dut):
         assert int(getattr(dut, name).value) == counters[name], name
 
 
+@pytest.mark.skipif(not stress(), reason="a third build of both engines (minutes): make "
+                    "sim-stress; make test has each engine's own matrix and the TX -> RX "
+                    "compiled loop (sim/test_rtl_loop.py)")
 def test_loopback():
     assert harness.run(loopback_design, DUT, "inceptionn.sim.test_loopback") == 3

@@ -7,7 +7,8 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import Clock, PAUSE_MODES, frame_to_beats, pause_generator
+from inceptionn.sim.axis import (Clock, PAUSE_MODES, frame_to_beats, pause_generator, port_sink,
+                                 port_source)
 
 DUT = "realigner"
 
@@ -38,6 +39,12 @@ def _jobs(seed, count):
     return jobs
 
 
+def _beats(jobs):
+    """The frames' beats as the input port's payloads."""
+    return [data | (keep << 256) | (last << 288) | (usr << 289)
+            for frame, *_, user in jobs for data, keep, last, usr in frame_to_beats(frame, user)]
+
+
 @cocotb.test()
 @cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
 async def realign_matrix(dut, idle, backpressure):
@@ -51,55 +58,30 @@ async def realign_matrix(dut, idle, backpressure):
     dut.rst.value = 0
     jobs = _jobs(hash((idle, backpressure)) & 0xFFFF, 150)
 
-    async def feed_cfg():
-        for _, skip, insert, length, _ in jobs:
-            dut.cfg__payload.value = skip | (insert << 8) | (length << 13)
-            dut.cfg__valid.value = 1
-            await RisingEdge(dut.clk)
-            while not int(dut.cfg__ready.value):
-                await RisingEdge(dut.clk)
-        dut.cfg__valid.value = 0
-
-    async def feed():
-        pause = pause_generator(idle, 1)
-        for frame, _, _, _, user in jobs:
-            for data, keep, last, usr in frame_to_beats(frame, user):
-                while next(pause):
-                    dut.i__valid.value = 0
-                    await RisingEdge(dut.clk)
-                dut.i__payload.value = data | (keep << 256) | (last << 288) | (usr << 289)
-                dut.i__valid.value = 1
-                await RisingEdge(dut.clk)
-                while not int(dut.i__ready.value):
-                    await RisingEdge(dut.clk)
-        dut.i__valid.value = 0
-
+    cfg = port_source(dut, "cfg")
+    src = port_source(dut, "i", pause=pause_generator(idle, 1))
     got = []
     cur = bytearray()
     beats = []
 
-    async def sink():
-        pause = pause_generator(backpressure, 2)
-        while True:
-            dut.o__ready.value = 0 if next(pause) else 1
-            await RisingEdge(dut.clk)
-            if int(dut.o__valid.value) and int(dut.o__ready.value):
-                p = int(dut.o__payload.value)
-                data, keep = p & ((1 << 256) - 1), (p >> 256) & 0xFFFFFFFF
-                last, user = (p >> 288) & 1, (p >> 289) & 1
-                n = bin(keep).count("1")
-                assert keep == (1 << n) - 1, f"keep {keep:#x} not contiguous"
-                assert data >> (8 * n) == 0, "bytes past keep must be zero"
-                beats.append(n)
-                cur.extend(data.to_bytes(32, "little")[:n])
-                if last:
-                    got.append((bytes(cur), bool(user), list(beats)))
-                    cur.clear()
-                    beats.clear()
+    def take(p):
+        data, keep = p & ((1 << 256) - 1), (p >> 256) & 0xFFFFFFFF
+        last, user = (p >> 288) & 1, (p >> 289) & 1
+        n = bin(keep).count("1")
+        assert keep == (1 << n) - 1, f"keep {keep:#x} not contiguous"
+        assert data >> (8 * n) == 0, "bytes past keep must be zero"
+        beats.append(n)
+        cur.extend(data.to_bytes(32, "little")[:n])
+        if last:
+            got.append((bytes(cur), bool(user), list(beats)))
+            cur.clear()
+            beats.clear()
 
-    cocotb.start_soon(feed_cfg())
-    cocotb.start_soon(feed())
-    cocotb.start_soon(sink())
+    sink = port_sink(dut, "o", pause=pause_generator(backpressure, 2), on_item=take)
+    cocotb.start_soon(cfg.send(skip | (insert << 8) | (length << 13)
+                               for _, skip, insert, length, _ in jobs))
+    cocotb.start_soon(src.send(_beats(jobs)))
+    cocotb.start_soon(sink.run())
     waited = 0
     while len(got) < len(jobs):
         await RisingEdge(dut.clk)
@@ -134,32 +116,20 @@ async def back_to_back_throughput(dut):
     dut.rst.value = 0
     rng = random.Random(5)
     jobs = [(rng.randbytes(1514), p, 1514 - p) for p in (42, 54, 66, 42, 54, 66)]
-    dut.cfg__valid.value = 1
-    ci = 0
-    dut.cfg__payload.value = jobs[0][1] | (jobs[0][2] << 13)
     beats = [b for f, _, _ in jobs for b in frame_to_beats(f)]
-    bi = 0
     cycles = 0
     accepted = []
-    out_beats = 0
-    while bi < len(beats):
-        d, k, last, _ = beats[bi]
-        dut.i__payload.value = d | (k << 256) | (last << 288)
-        dut.i__valid.value = 1
-        await RisingEdge(dut.clk)
-        cycles += 1
-        if int(dut.cfg__ready.value) and int(dut.cfg__valid.value):
-            ci += 1
-            if ci < len(jobs):
-                dut.cfg__payload.value = jobs[ci][1] | (jobs[ci][2] << 13)
-            else:
-                dut.cfg__valid.value = 0
-        if int(dut.o__valid.value):
-            out_beats += 1
-        if int(dut.i__ready.value):
-            bi += 1
-            accepted.append(cycles)
-    dut.i__valid.value = 0
+
+    async def count():
+        nonlocal cycles
+        while True:
+            await RisingEdge(dut.clk)
+            cycles += 1
+
+    cocotb.start_soon(count())
+    cocotb.start_soon(port_source(dut, "cfg").send(p | (n << 13) for _, p, n in jobs))
+    await port_source(dut, "i", on_taken=lambda _: accepted.append(cycles)).send(
+        d | (k << 256) | (last << 288) for d, k, last, _ in beats)
     # Steady state (after the first frame, which waits for the first cfg to load).
     first = len(frame_to_beats(jobs[0][0]))
     span = accepted[-1] - accepted[first] + 1

@@ -17,6 +17,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.headers import header_layout
 from inceptionn.sim.payloads import pack, unpack
 
 DUT = "rx_back"
@@ -60,10 +61,7 @@ def _frames(seed):
                 beats += [{"live": 1, "held": 0, "beat": b} for b in live]
             out.append({"kind": kind, "pend": pend, "beats": beats, "words": [], "live": live})
             continue
-        vlan, ihl, udp = rng.getrandbits(1), rng.randint(5, 15), rng.getrandbits(1)
-        l3 = 18 if vlan else 14
-        l4 = l3 + 4 * ihl
-        p = l4 + (8 if udp else 4 * rng.randint(5, 15))
+        vlan, ihl, udp, l3, l4, p = header_layout(rng)
         ln = rng.randint(1, 300)
         left = (p + 31 + ln) >> 5
         hleft = p >> 5

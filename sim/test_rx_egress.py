@@ -15,6 +15,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.headers import header_layout
 from inceptionn.sim.payloads import pack
 
 DUT = "rx_egress"
@@ -40,10 +41,7 @@ def _fields(vlan, ihl, udp):
 
 def _case(rng):
     kind = rng.choice(("live", "held", "hdr", "first", "data"))
-    vlan, ihl, udp = rng.getrandbits(1), rng.randint(5, 15), rng.getrandbits(1)
-    l3 = 18 if vlan else 14
-    l4 = l3 + 4 * ihl
-    p = l4 + (8 if udp else 4 * rng.randint(5, 15))
+    vlan, ihl, udp, l3, l4, p = header_layout(rng)
     if kind == "hdr":
         idx = rng.randint(0, (p >> 5) - 1)
     elif kind == "first":

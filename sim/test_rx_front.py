@@ -22,6 +22,7 @@ from cocotb.triggers import ReadOnly, ReadWrite, RisingEdge
 
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.headers import header_layout
 from inceptionn.sim.payloads import pack, unpack
 from inceptionn.sim.test_rx_feed import feed_load
 
@@ -51,10 +52,7 @@ def _frames(seed):
     rng = random.Random(seed)
     out = []
     for n in range(FRAMES):
-        vlan, ihl, udp = rng.getrandbits(1), rng.randint(5, 15), rng.getrandbits(1)
-        l3 = 18 if vlan else 14
-        l4 = l3 + 4 * ihl
-        p = l4 + (8 if udp else 4 * rng.randint(5, 15))
+        vlan, ihl, udp, l3, l4, p = header_layout(rng)
         plen = rng.choice((rng.randint(4, 60), rng.randint(4, 3000)))
         magic = rng.choice((MAGIC,) * 6 + (MAGIC_V2,) * 6 + (MAGIC_V3,) * 6
                            + (rng.getrandbits(8),) * 3)

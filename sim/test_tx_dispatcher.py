@@ -15,6 +15,7 @@ from cocotb.triggers import ReadOnly, Timer
 from inceptionn.hw.wire import SHIM_MAGIC, SHIM_MAGIC_V2, SHIM_MAGIC_V3
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator
+from inceptionn.sim.headers import header_layout, match_info
 from inceptionn.sim.payloads import pack, unpack
 
 DUT = "tx_dispatcher"
@@ -31,17 +32,9 @@ def _frames(seed):
     rng = random.Random(seed)
     out = []
     for _ in range(FRAMES):
-        l3 = rng.choice((14, 18))
-        ihl = rng.randint(5, 15)
-        udp = rng.getrandbits(1)
-        l4 = l3 + 4 * ihl
-        po = l4 + (8 if udp else 4 * rng.randint(5, 15))
-        info = {"header_ok": int(rng.random() < 0.7), "vlan": int(l3 == 18), "udp": udp,
-                "proto": 17 if udp else 6, "l3": l3, "ihl": ihl, "l4": l4,
-                "l4_hdr_len": po - l4, "payload_offset": po,
-                "payload_len": rng.randint(0, 9000), "ip_total_len": rng.getrandbits(16),
-                "min_frame_len": rng.getrandbits(17), "tos": rng.getrandbits(8),
-                "l4_csum": rng.getrandbits(16)}
+        info = match_info(rng, header_layout(rng), header_ok=int(rng.random() < 0.7),
+                          payload_len=rng.randint(0, 9000), ip_total_len=rng.getrandbits(16),
+                          min_frame_len=rng.getrandbits(17))
         v2 = rng.getrandbits(1)
         cfg = {"ok": int(rng.random() < 0.8), "k": rng.randint(0, 127), "v2": v2,
                "v3": v2 & rng.getrandbits(1)}     # version 3: the bounded codec only

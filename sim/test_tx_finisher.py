@@ -14,6 +14,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn.rtl import harness
 from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.headers import header_layout, match_info
 from inceptionn.sim.payloads import pack, unpack
 
 DUT = "tx_finisher"
@@ -32,20 +33,14 @@ def _frames(seed):
     rng = random.Random(seed)
     out = []
     for _ in range(FRAMES):
-        l3 = rng.choice((14, 18))
-        ihl = rng.randint(5, 15)
-        udp = rng.getrandbits(1)
-        l4 = l3 + 4 * ihl
-        po = l4 + (8 if udp else 4 * rng.randint(5, 15))
+        lay = header_layout(rng)
+        l3, po = lay.l3, lay.p
         plen = rng.randint(4, 9000)
         tot = po - l3 + plen
         frame_len = l3 + tot + rng.choice((0, 0, 0, 2, 6))
         if rng.random() < 0.1:
             tot += 4                    # the frame is shorter than its IP length says
-        info = {"header_ok": 1, "vlan": int(l3 == 18), "udp": udp, "proto": 17 if udp else 6,
-                "l3": l3, "ihl": ihl, "l4": l4, "l4_hdr_len": po - l4, "payload_offset": po,
-                "payload_len": plen, "ip_total_len": tot, "min_frame_len": l3 + tot,
-                "tos": rng.getrandbits(8), "l4_csum": rng.getrandbits(16)}
+        info = match_info(rng, lay, payload_len=plen, ip_total_len=tot)
         compress = int(rng.random() < 0.75)
         front = {"info": info, "compress": compress, "frame_len": frame_len,
                  "stored": rng.randint(1, 288), "orig_start": rng.getrandbits(11),

@@ -106,7 +106,8 @@ SUPPORT = {
     "axis": "AXI-stream payloads and the AxisTop wrapper (every engine testbench)",
     "primitives": "FIFOs, selects, register slices (tests/formal/test_formal_fifos.py)",
     "pipeline": "the engines' stage pipeline and its diagrams (tests/test_architecture.py)",
-    "engine_instance": "an engine as an instance of its shared module (sim/test_loopback.py)",
+    "engine_instance": "an engine as an instance of its shared module (sim/test_corundum_app.py; "
+                       "sim/test_loopback.py under make sim-stress)",
     "tx.layouts": "TX stage payload layouts (the TX stage testbenches)",
     "rx.layouts": "RX stage payload layouts (the RX stage testbenches)",
     "platform.vc709": "the VC709 platform (tests/test_vc709.py)",

@@ -16,7 +16,7 @@ from amaranth.hdl import Assert, Assume, Cover
 from inceptionn.rtl import formal
 
 __all__ = ["FormalTop", "past", "source_rule", "keep_rule", "stable_while", "Counter",
-           "frame_latency", "bounded_wait", "Live", "run", "run_bug", "slow", "slow_only", "SLOW", "DEEP",
+           "frame_latency", "bounded_wait", "Live", "run", "run_bug", "task_budget", "slow", "slow_only", "SLOW", "DEEP",
            "from_step", "check_tight", "check_live_bug", "cover_back_to_back",
            "AnyConst", "AnySeq", "Assert", "Assume", "Cover", "Initial"]
 
@@ -115,6 +115,25 @@ class FormalTop(Elaboratable):
                      ResetSignal().eq(self.rst if self.rst is not None else 0)]
 
 
+def task_budget(name, now=None):
+    """A task's wall-clock budget in seconds (SymbiYosys's own ``timeout``): the per-task
+    budget (INCEPTIONN_FORMAL_BUDGET; make formal 20 min, make formal-deep 4 h), cut to
+    what is left of the whole run where it has a deadline (INCEPTIONN_FORMAL_DEADLINE, a
+    Unix time that `make formal` sets): so the run ends in a stated time by construction,
+    whatever the solvers do. A task that would start with under a minute left fails at
+    once, naming the deadline, rather than run on past it."""
+    import time
+    budget = int(os.environ.get("INCEPTIONN_FORMAL_BUDGET", "1200"))
+    deadline = os.environ.get("INCEPTIONN_FORMAL_DEADLINE")
+    if not deadline:
+        return budget
+    left = int(float(deadline) - (time.time() if now is None else now))
+    if left < 60:
+        raise AssertionError(f"{name}: not started: the run's deadline "
+                             f"(INCEPTIONN_FORMAL_DEADLINE) is {max(left, 0)} s away")
+    return min(budget, left)
+
+
 def run(top, name, *, mode="bmc", depth=20, expect="PASS", **kw):
     """Run one check and require ``expect`` (PASS, or FAIL for an injected bug, in which
     case a counterexample trace must exist)."""
@@ -122,13 +141,12 @@ def run(top, name, *, mode="bmc", depth=20, expect="PASS", **kw):
     # make formal's tasks in build/formal/<task>, make test's short ones beside them in
     # build/formal/quick/<task>, so that a quick run never replaces a full one's traces.
     kw.setdefault("workdir", formal.FORMAL_BUILD if SLOW else formal.FORMAL_BUILD / "quick")
-    # A wall-clock budget per task (make formal: 20 min, make formal-deep: 4 h), so that
-    # a run ends in a stated time: a task past it fails and names its budget.
-    kw.setdefault("timeout", int(os.environ.get("INCEPTIONN_FORMAL_BUDGET", "1200")))
+    kw.setdefault("timeout", task_budget(name))
     res = formal.check(top, name, mode=mode, depth=depth, ports=[top.clk], **kw)
     print(res.summary())
     assert res.status != "TIMEOUT", (f"{name}: not done within its budget of {kw['timeout']} s "
-                                     "(INCEPTIONN_FORMAL_BUDGET); make formal-deep gives more")
+                                     "(INCEPTIONN_FORMAL_BUDGET, or what was left of "
+                                     "INCEPTIONN_FORMAL_DEADLINE); make formal-deep gives more")
     assert res.status == expect, res.summary() + "\n" + res.log[-3000:]
     if expect == "FAIL":
         assert res.traces, "a failed proof must leave a counterexample trace"
