@@ -41,19 +41,7 @@ def test_shim_check_equals_golden():
     info = golden.packet_matcher(f)
     comp = f[info.payload_offset:]
     msgs.append(golden.check_message(f, info.l3, info.l4, info.proto, len(comp), comp[:4]))
-    dut = ShimCheck()
-    got = []
-
-    async def bench(ctx):
-        for msg in msgs:
-            ctx.set(dut.msg, int.from_bytes(msg, "little"))
-            await ctx.tick().repeat(ShimCheck.LATENCY)
-            got.append(ctx.get(dut.word))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    got = _run(ShimCheck(), msgs)
     assert got == [zlib.crc32(msg) for msg in msgs]
     assert got[-1] == int.from_bytes(comp[4:8], "big")
 
