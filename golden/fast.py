@@ -24,7 +24,10 @@ parallel on separate buffers.
 Argument checks and errors are the model's own (check_codec, check_k, as_bits, make_shim,
 shim_codec), in the same order. Byte positions are unsigned: numba then drops its negative-index
 fix-up and merges the four byte stores into one. Each loop is compiled on first use and
-kept in numba's on-disk cache. The decoded words are written as native uint32: a
+kept in numba's on-disk cache. That cache is checked against each function's own file
+only: the loops here compile fast_blocks.py's kernels into themselves, so after editing
+fast_blocks.py touch this file too (or delete golden/__pycache__/fast.*.nbi), or the old
+kernels stay in use. The decoded words are written as native uint32: a
 little-endian host is assumed (x86-64, AArch64). tests/test_golden_fast.py checks every function against
 the model. `FAST` is an implementation for golden.tx_frame / rx_frame
 (`impl=golden.fast.FAST`).
