@@ -21,7 +21,7 @@ from ..hw.wire import BEAT_BYTES
 
 __all__ = ["frame_to_beats", "beats_to_frame", "StreamSource", "StreamSink", "port_source",
            "port_sink", "AxisDriver", "AxisMonitor", "pause_generator", "PAUSE_MODES", "Clock",
-           "start", "stress", "stress_count"]
+           "start", "stress", "stress_count", "guard_strobe"]
 
 from cocotb.clock import Clock  # re-exported for testbenches
 
@@ -173,6 +173,15 @@ def port_sink(dut, port, clk=None, pause=None, on_item=None):
     payload = getattr(dut, f"{port}__payload")
     return StreamSink(clk or dut.clk, getattr(dut, f"{port}__valid"),
                       getattr(dut, f"{port}__ready"), lambda: int(payload.value), pause, on_item)
+
+
+async def guard_strobe(clk, valid, ready, name):
+    """Fails if ``ready`` is high on a clock ``valid`` is low: for inputs the DUT reads as
+    a FIFO's read strobe (popping an empty FIFO would lose or invent an entry). Run it
+    beside the stream's StreamSource (cocotb.start_soon)."""
+    while True:
+        await RisingEdge(clk)
+        assert not (ready.value and not valid.value), f"{name} popped while empty"
 
 
 class AxisDriver(StreamSource):
