@@ -21,7 +21,7 @@ from ..hw.wire import BEAT_BYTES
 
 __all__ = ["frame_to_beats", "beats_to_frame", "StreamSource", "StreamSink", "port_source",
            "port_sink", "AxisDriver", "AxisMonitor", "pause_generator", "PAUSE_MODES", "Clock",
-           "start", "stress", "stress_count"]
+           "start", "stress", "stress_count", "guard_strobe"]
 
 from cocotb.clock import Clock  # re-exported for testbenches
 
@@ -90,10 +90,14 @@ class StreamSource:
     offered (payload bits that are don't-care may then change while it waits, as a DUT
     must allow). ``pause``: True = idle this clock (pause_generator); ``on_taken(item)``,
     where given, runs as each item is taken; ``on_idle()`` on each clock nothing is
-    offered (to scramble side inputs that only count with an item)."""
+    offered (to scramble side inputs that only count with an item). ``step``, where
+    given, is a zero-argument callable giving the trigger of one step instead of a
+    rising edge of ``clk``: a combinational DUT (no clock) is stepped by a Timer."""
 
-    def __init__(self, clk, valid, ready, put, pause=None, on_taken=None, on_idle=None):
+    def __init__(self, clk, valid, ready, put, pause=None, on_taken=None, on_idle=None,
+                 step=None):
         self.clk, self.valid, self.ready, self.put = clk, valid, ready, put
+        self.step = step or (lambda: RisingEdge(clk))
         self.pause = pause or pause_generator("none")
         self.on_taken, self.on_idle = on_taken, on_idle
         self.valid.value = 0
@@ -106,11 +110,11 @@ class StreamSource:
                 self.valid.value = 0
                 if self.on_idle is not None:
                     self.on_idle()
-                await RisingEdge(self.clk)
+                await self.step()
             while True:
                 self.put(item() if callable(item) else item)
                 self.valid.value = 1
-                await RisingEdge(self.clk)
+                await self.step()
                 if self.ready.value:
                     break
             self.sent += 1
@@ -173,6 +177,15 @@ def port_sink(dut, port, clk=None, pause=None, on_item=None):
     payload = getattr(dut, f"{port}__payload")
     return StreamSink(clk or dut.clk, getattr(dut, f"{port}__valid"),
                       getattr(dut, f"{port}__ready"), lambda: int(payload.value), pause, on_item)
+
+
+async def guard_strobe(clk, valid, ready, name):
+    """Fails if ``ready`` is high on a clock ``valid`` is low: for inputs the DUT reads as
+    a FIFO's read strobe (popping an empty FIFO would lose or invent an entry). Run it
+    beside the stream's StreamSource (cocotb.start_soon)."""
+    while True:
+        await RisingEdge(clk)
+        assert not (ready.value and not valid.value), f"{name} popped while empty"
 
 
 class AxisDriver(StreamSource):

@@ -16,7 +16,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.axis import PAUSE_MODES, StreamSource, pause_generator, port_sink, port_source, start
 from inceptionn.sim.headers import header_layout
 from inceptionn.sim.payloads import pack, unpack
 
@@ -106,15 +106,30 @@ async def back(dut, idle, backpressure):
     assert {f["kind"] for f in frames} == {"held", "live", "comp"}
     rng = random.Random(100 + seed)
     idl = {s: pause_generator(idle, 10 * k + seed) for k, s in enumerate(("w", "l", "f"))}
-    bp = pause_generator(backpressure, 50 + seed)
     want = [b for f in frames for b in f["beats"]]
     words = [w for f in frames for w in f["words"]]
     fins = [f["fin"] for f in frames if f["kind"] == "comp"]
-    live = []                       # live beats of a PASS frame
+    live = [b for f in frames for b in f["live"]]
+    n_live = [0]                    # live beats of PASS frames released so far
+
+    def live_pause():
+        # A PASS frame's live beats come only once its slot is released.
+        while True:
+            yield src_l.sent >= n_live[0] or next(idl["l"])
+
+    def put_live(b):
+        dut.hold__beat.value = pack(InBeat, b)
+    src_w = port_source(dut, "words", pause=idl["w"])
+    src_l = StreamSource(dut.clk, dut.hold__beat_valid, dut.hold__pass_take, put_live, live_pause())
     got = []
+    sink = port_sink(dut, "o", pause=pause_generator(backpressure, 50 + seed),
+                     on_item=lambda p: got.append(unpack(OutCtl, p)))
+    tasks = [cocotb.start_soon(sink.run()),
+             cocotb.start_soon(src_w.send([pack(AxisBeat, w) for w in words])),
+             cocotb.start_soon(src_l.send(live))]
     slot, age, delay = 0, 0, rng.randint(0, 3)   # the frame in the pending slot
     fin_v = None                    # the end-of-input slot's contents
-    w_off = l_off = f_pass = False
+    f_pass = False
     cycles = 0
     while len(got) < len(want):
         cycles += 1
@@ -130,24 +145,7 @@ async def back(dut, idle, backpressure):
         if fin_v is None and fins and not next(idl["f"]):
             fin_v = fins.pop(0)
         dut.feed__fin.value = pack(FinSlot, fin_v) if fin_v else 0
-        if not w_off and words and not next(idl["w"]):
-            w_off = True
-            dut.words__payload.value = pack(AxisBeat, words[0])
-        dut.words__valid.value = int(w_off)
-        if not l_off and live and not next(idl["l"]):
-            l_off = True
-            dut.hold__beat.value = pack(InBeat, live[0])
-        dut.hold__beat_valid.value = int(l_off)
-        dut.o__ready.value = int(not next(bp))
         await ReadOnly()
-        if dut.o__valid.value and dut.o__ready.value:
-            got.append(unpack(OutCtl, int(dut.o__payload.value)))
-        if dut.words__ready.value and w_off:
-            words.pop(0)
-            w_off = False
-        if dut.hold__pass_take.value and l_off:
-            live.pop(0)
-            l_off = False
         if dut.feed__fin_clear.value:
             assert fin_v is not None, "read an empty end-of-input slot"
             fin_v = None
@@ -157,7 +155,7 @@ async def back(dut, idle, backpressure):
             assert ready, "released a slot that was not offered"
             if frames[slot]["kind"] == "live":     # PASS: the rest comes live
                 f_pass = True
-                live += frames[slot]["live"]
+                n_live[0] += len(frames[slot]["live"])
             slot, age, delay = slot + 1, 0, rng.randint(0, 3)
         await RisingEdge(dut.clk)
     for n, (g, w) in enumerate(zip(got, want)):
@@ -166,7 +164,8 @@ async def back(dut, idle, backpressure):
                 assert unpack(AxisBeat, g["beat"]) == v, f"beat {n}: the live beat"
             else:
                 assert g[k] == v, f"beat {n}: {k} {g[k]:#x}, want {v:#x} ({w})"
-    assert not words and not live and fin_v is None and not fins
+    assert tasks[1].done() and src_l.sent == len(live) and fin_v is None and not fins
+    tasks[0].cancel()
     # (the slot was released in the last clock: no frame is offered any more)
     dut.front__pend_ready.value = 0
     dut.o__ready.value = 1

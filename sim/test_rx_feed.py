@@ -15,7 +15,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.axis import PAUSE_MODES, StreamSource, pause_generator, port_sink, start
 from inceptionn.sim.payloads import pack, unpack
 
 DUT = "rx_feed"
@@ -71,6 +71,18 @@ def feed_load(f):
     return start, pend, nheld
 
 
+class _Taken:
+    """The live input's ready: a beat is taken when the feed drains it (past the
+    stream) or feeds it (``live_take``)."""
+
+    def __init__(self, dut):
+        self.drain, self.take = dut.hold__drain, dut.hold__live_take
+
+    @property
+    def value(self):
+        return int(self.drain.value or self.take.value)
+
+
 @cocotb.test()
 @cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
 async def feed(dut, idle, backpressure):
@@ -85,6 +97,7 @@ async def feed(dut, idle, backpressure):
     fin_pending = False            # the slot holds a frame's end not yet read
     fins = []
     cycles = 0
+    taken = _Taken(dut)
     for n, f in enumerate(frames):
         fr = f["frame"]
         beats = [fr[i:i + 32] for i in range(0, len(fr), 32)]
@@ -97,30 +110,25 @@ async def feed(dut, idle, backpressure):
         await RisingEdge(dut.clk)
         dut.front__start__valid.value = 0
         pieces = []
-        offered = False
+
+        def put(item, f=f, live=live):
+            j, b = item
+            last = j == len(live) - 1
+            dut.hold__beat.value = pack(InBeat, {
+                "data": int.from_bytes(b, "little"), "keep": (1 << len(b)) - 1,
+                "last": int(last), "user": f["user"] & last, "kc": len(b)})
+        src = StreamSource(dut.clk, dut.hold__beat_valid, taken, put, idl)
+        sink = port_sink(dut, "o", pause=bp,
+                         on_item=lambda p, pieces=pieces: pieces.append(unpack(PieceLayout, p)))
+        tasks = [cocotb.start_soon(src.send(list(enumerate(live)))), cocotb.start_soon(sink.run())]
         fin_seen = False
         while not fin_seen:
             cycles += 1
             assert cycles < 200 * FRAMES + 1000, f"frame {n}: stuck"
             held = beats[ra] if ra < nheld else b""
             dut.hold__f_data.value = int.from_bytes(held.ljust(32, b"\0"), "little")
-            if not offered and live and not next(idl):
-                b = live[0]
-                last = len(live) == 1
-                dut.hold__beat.value = pack(InBeat, {
-                    "data": int.from_bytes(b, "little"), "keep": (1 << len(b)) - 1,
-                    "last": int(last), "user": f["user"] & last, "kc": len(b)})
-                offered = True
-            dut.hold__beat_valid.value = int(offered)
-            dut.o__ready.value = int(not next(bp))
             dut.back__fin_clear.value = int(fin_pending and clr.random() < 0.5)
             await ReadOnly()
-            if dut.o__valid.value and dut.o__ready.value:
-                pc = unpack(PieceLayout, int(dut.o__payload.value))
-                pieces.append(pc)
-            if offered and (dut.hold__drain.value or dut.hold__live_take.value):
-                live.pop(0)
-                offered = False
             if dut.front__ra_step.value:
                 ra = int(dut.front__ra_next.value)
             if dut.back__fin_clear.value:
@@ -128,11 +136,12 @@ async def feed(dut, idle, backpressure):
             if dut.front__fin_done.value:
                 fin_seen = True
             await RisingEdge(dut.clk)
-        dut.hold__beat_valid.value = 0
-        await ReadOnly()
+        await ReadOnly()            # the source and sink have seen the last clock
+        for t in tasks:
+            t.cancel()
         fins.append(unpack(FinSlot, int(dut.back__fin.value)))
         fin_pending = True
-        assert not live, f"frame {n}: {len(live)} input beats left"
+        assert src.sent == len(live), f"frame {n}: {len(live) - src.sent} input beats left"
         # The pieces: the frame's bytes of the compressed stream.
         want = fr[f["p"] + 4:f["p"] + 4 + f["rem"]]
         got = b"".join(pc["data"].to_bytes(32, "little")[pc["first"]:pc["first"] + pc["count"]]
@@ -149,6 +158,7 @@ async def feed(dut, idle, backpressure):
         # Nothing is fed between frames.
         await RisingEdge(dut.clk)
         dut.o__ready.value = 1
+        dut.hold__beat_valid.value = 0
         await ReadOnly()
         assert not dut.o__valid.value, f"frame {n}: a piece offered after FIN"
         await RisingEdge(dut.clk)

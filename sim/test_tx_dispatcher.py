@@ -14,7 +14,7 @@ from cocotb.triggers import ReadOnly, Timer
 
 from inceptionn.hw.wire import SHIM_MAGIC, SHIM_MAGIC_V2, SHIM_MAGIC_V3
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import PAUSE_MODES, pause_generator
+from inceptionn.sim.axis import PAUSE_MODES, StreamSource, pause_generator
 from inceptionn.sim.headers import header_layout, match_info
 from inceptionn.sim.payloads import pack, unpack
 
@@ -75,39 +75,38 @@ async def dispatch(dut, idle, backpressure):
     want = [_expected(*f) for f in frames]
     want_mode = [w[0] for w in want]
     want_c = [w[1] for w in want if w[1] is not None]
-    idle_i = pause_generator(idle, 10 + seed)
-    idle_c = pause_generator(idle, 30 + seed)
+    # info and cfg: FIFO-like sources offered independently, one step per 2 ns.
+    srcs = []
+    for name, layout, k, part in (("info", MatchInfo, 10, 0), ("cfg", FrameCfg, 30, 1)):
+        payload = getattr(dut, f"{name}__payload")
+
+        def put(v, payload=payload):
+            payload.value = v
+        src = StreamSource(None, getattr(dut, f"{name}__valid"), getattr(dut, f"{name}__ready"),
+                           put, pause_generator(idle, k + seed), step=lambda: Timer(2, "ns"))
+        srcs.append(cocotb.start_soon(src.send([pack(layout, f[part]) for f in frames])))
     bps = {o: pause_generator(backpressure, 50 + 7 * n + seed) for n, o in enumerate(OUTS)}
-    ni = nc = 0                     # info / cfg entries taken so far
-    off_i = off_c = False           # an entry is offered
     got = {o: [] for o in OUTS}
     cycles = 0
     while len(got["mode"]) < FRAMES:
         await Timer(2, "ns")
         cycles += 1
         assert cycles < 20 * FRAMES + 100, f"stuck: {len(got['mode'])} of {FRAMES} frames"
-        # FIFO-like sources: an entry, once offered, stays until taken; info and cfg are
-        # offered independently.
-        if not off_i and ni < FRAMES and not next(idle_i):
-            off_i = True
-            dut.info__payload.value = pack(MatchInfo, frames[ni][0])
-        if not off_c and nc < FRAMES and not next(idle_c):
-            off_c = True
-            dut.cfg__payload.value = pack(FrameCfg, frames[nc][1])
-        dut.info__valid.value = int(off_i)
-        dut.cfg__valid.value = int(off_c)
         for o in OUTS:
             getattr(dut, f"{o}__ready").value = int(not next(bps[o]))
         await ReadOnly()
         ir, cr = int(dut.info__ready.value), int(dut.cfg__ready.value)
         assert ir == cr, "info and cfg must be popped together"
         if ir:
-            assert off_i and off_c, "popped an empty input"
-            ni, nc, off_i, off_c = ni + 1, nc + 1, False, False
+            assert dut.info__valid.value and dut.cfg__valid.value, "popped an empty input"
+        # The outputs are write strobes into FIFOs: valid only with ready.
         for o in OUTS:
             if getattr(dut, f"{o}__valid").value:
                 assert getattr(dut, f"{o}__ready").value, f"{o} written while not ready"
                 got[o].append(int(getattr(dut, f"{o}__payload").value))
+    await Timer(2, "ns")            # the sources see the last entries taken
+    await ReadOnly()
+    assert all(t.done() for t in srcs), "inputs left over"
     for n, (g, w) in enumerate(zip(got["mode"], want_mode)):
         m = unpack(FrameMode, g)
         assert unpack(MatchInfo, m["info"]) == w["info"], f"frame {n}: mode.info"

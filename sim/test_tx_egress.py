@@ -17,7 +17,8 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import PAUSE_MODES, frame_to_beats, pause_generator, start
+from inceptionn.sim.axis import (PAUSE_MODES, frame_to_beats, guard_strobe, pause_generator, port_sink,
+                                 port_source, start)
 from inceptionn.sim.payloads import pack, unpack
 
 DUT = "tx_egress"
@@ -158,51 +159,58 @@ def _split(beat):
     return b["data"], b["keep"], b["last"], b["user"]
 
 
+async def _stores(dut, stores):
+    """The rings' read sides, clock by clock."""
+    while True:
+        await RisingEdge(dut.clk)
+        for s in stores.values():
+            s.clock()
+        await ReadOnly()
+        for s in stores.values():
+            s.sample()
+
+
 async def _run(dut, frames, idle, backpressure, seed):
     """Offers the frames' descriptors (ring contents written as each is offered) and
     collects output beats; returns (frames as beat lists, orig releases, comp releases)."""
     from inceptionn.hw.tx.layouts import Desc
     rng = random.Random(1000 + seed)
     stores = {s: _Store(dut, s, rng) for s in ("orig", "comp")}
-    idl = pause_generator(idle, 10 + seed)
-    bp = pause_generator(backpressure, 20 + seed)
     want_out = sum(f["out"] is not None for f in frames)
-    queue = list(frames)
-    offered = False
+
+    def desc(f):
+        # A descriptor is offered once its frame is in the rings (rewritten, unchanged,
+        # on each clock it waits).
+        stores["orig"].write(f["desc"]["orig_start"], f["orig"])
+        stores["comp"].write(f["desc"]["comp_start"], f["comp"])
+        return pack(Desc, f["desc"])
+
     got, cur = [], []
+
+    def beat(p):
+        cur.append(_split(p))
+        if cur[-1][2]:
+            got.append(list(cur))
+            cur.clear()
+
+    sink = port_sink(dut, "o", pause=pause_generator(backpressure, 20 + seed), on_item=beat)
+    src = port_source(dut, "desc", pause=pause_generator(idle, 10 + seed))
+    tasks = [cocotb.start_soon(_stores(dut, stores)), cocotb.start_soon(sink.run()),
+             cocotb.start_soon(guard_strobe(dut.clk, dut.desc__valid, dut.desc__ready, "desc")),
+             cocotb.start_soon(src.send([lambda f=f: desc(f) for f in frames]))]
     cycles = 0
-    while len(got) < want_out or queue or offered:
+    while len(got) < want_out or not tasks[-1].done():
         await RisingEdge(dut.clk)
-        for s in stores.values():
-            s.clock()
         cycles += 1
         assert cycles < 400 * len(frames) + 200, f"stuck: {len(got)} of {want_out} frames"
-        if not offered and queue and not next(idl):
-            f = queue[0]
-            stores["orig"].write(f["desc"]["orig_start"], f["orig"])
-            stores["comp"].write(f["desc"]["comp_start"], f["comp"])
-            dut.desc__payload.value = pack(Desc, f["desc"])
-            offered = True
-        dut.desc__valid.value = int(offered)
-        dut.o__ready.value = int(not next(bp))
-        await ReadOnly()
-        for s in stores.values():
-            s.sample()
-        if dut.desc__ready.value:
-            assert offered, "desc popped while empty"
-            queue.pop(0)
-            offered = False
-        if dut.o__valid.value and dut.o__ready.value:
-            cur.append(_split(int(dut.o__payload.value)))
-            if cur[-1][2]:
-                got.append(cur)
-                cur = []
+    tasks[1].cancel()
     for _ in range(20):
         await RisingEdge(dut.clk)
-        for s in stores.values():
-            s.clock()
+        dut.o__ready.value = 1
         await ReadOnly()
         assert not dut.o__valid.value, "an extra beat came out"
+    for t in tasks:
+        t.cancel()
     assert int(dut.frames_out.value) == want_out, f"frames_out {int(dut.frames_out.value)}"
     return got, stores["orig"].released, stores["comp"].released
 

@@ -18,7 +18,8 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import PAUSE_MODES, frame_to_beats, pause_generator, start
+from inceptionn.sim.axis import (PAUSE_MODES, frame_to_beats, guard_strobe, pause_generator, port_sink,
+                                 port_source, start)
 from inceptionn.sim.payloads import pack, unpack
 
 DUT = "tx_feeder"
@@ -118,28 +119,30 @@ def _d_beats(f, rng):
     return out
 
 
-class _Source:
-    """A stream source: an entry, once offered, stays until taken (valid and ready).
-    ``strict``: a FIFO's read strobe, ``ready`` only with ``valid``."""
-
-    def __init__(self, dut, name, entries, pause, strict=True):
-        self.valid = getattr(dut, f"{name}__valid")
-        self.ready = getattr(dut, f"{name}__ready")
-        self.payload = getattr(dut, f"{name}__payload")
-        self.name, self.entries, self.pause, self.offered = name, list(entries), pause, False
-        self.strict = strict
-
-    def drive(self):
-        if not self.offered and self.entries and not next(self.pause):
-            self.offered = True
-            self.payload.value = self.entries[0]
-        self.valid.value = int(self.offered)
-
-    def sample(self):
-        if self.ready.value and (self.offered or self.strict):
-            assert self.offered, f"{self.name} popped while empty"
-            self.entries.pop(0)
-            self.offered = False
+async def _side_ports(dut, d_beats, d_idle, bp_c, clens, dsums):
+    """The ports that are not valid/ready streams, clock by clock: the CompressionUnit's
+    decoded side port (valid only), ``clen`` (a write strobe into a 2-entry FIFO model,
+    ready while it has room, its reader backpressured) and ``dsum`` (valid only)."""
+    clenq = []
+    while True:
+        await RisingEdge(dut.clk)
+        dv = bool(d_beats) and not next(d_idle)
+        if dv:
+            first, last, data, mask = d_beats.pop(0)
+            dut.decoded__d_first.value, dut.decoded__d_last.value = first, last
+            dut.decoded__d_data.value, dut.decoded__d_mask.value = data, mask
+        dut.decoded__d_valid.value = int(dv)
+        clen_room = len(clenq) < CLEN_DEPTH
+        dut.clen__ready.value = int(clen_room)
+        pop = bool(clenq) and not next(bp_c)
+        await ReadOnly()
+        if pop:
+            clens.append(clenq.pop(0))
+        if dut.clen__valid.value:
+            assert clen_room, "clen written into a full FIFO"
+            clenq.append(int(dut.clen__payload.value))
+        if dut.dsum__valid.value:
+            dsums.append(int(dut.dsum__payload.value))
 
 
 async def _run(dut, frames, idle, backpressure, seed):
@@ -151,54 +154,39 @@ async def _run(dut, frames, idle, backpressure, seed):
                                                       "little"),
                               "length": len(gb), "last": int(last)})
               for f in frames for gb, last in f["groups"]]
-    srcs = [_Source(dut, "groups", groups, pause_generator(idle, 10 + seed), strict=False),
-            _Source(dut, "shim", [pack(ShimInfo, f["shim"]) for f in frames],
-                    pause_generator(idle, 20 + seed)),
-            _Source(dut, "tail", [pack(TailInfo, f["tail"]) for f in frames],
-                    pause_generator(idle, 30 + seed))]
+    inputs = [("groups", groups, 10), ("shim", [pack(ShimInfo, f["shim"]) for f in frames], 20),
+              ("tail", [pack(TailInfo, f["tail"]) for f in frames], 30)]
     d_beats = [b for f in frames for b in _d_beats(f, rng)]
-    d_idle = pause_generator(idle, 40 + seed)
-    bp_o = pause_generator(backpressure, 50 + seed)
-    bp_c = pause_generator(backpressure, 60 + seed)
     n_vecs = sum(len(f["vecs"]) for f in frames)
-    vecs, clenq, clens, dsums = [], [], [], []
+    vecs, clens, dsums = [], [], []
     dut.dsum__ready.value = 1
+    sink = port_sink(dut, "o", pause=pause_generator(backpressure, 50 + seed),
+                     on_item=lambda p: vecs.append(unpack(ByteVector, p)))
+    tasks = [cocotb.start_soon(sink.run()),
+             cocotb.start_soon(_side_ports(dut, d_beats, pause_generator(idle, 40 + seed),
+                                           pause_generator(backpressure, 60 + seed), clens, dsums))]
+    # shim and tail are FIFO read strobes: ready only with valid.
+    tasks += [cocotb.start_soon(guard_strobe(dut.clk, getattr(dut, f"{n}__valid"),
+                                             getattr(dut, f"{n}__ready"), n))
+              for n in ("shim", "tail")]
+    srcs = [cocotb.start_soon(port_source(dut, n, pause=pause_generator(idle, k + seed)).send(items))
+            for n, items, k in inputs]
     cycles = 0
     while len(vecs) < n_vecs or len(clens) < len(frames) or len(dsums) < len(frames):
         await RisingEdge(dut.clk)
         cycles += 1
         assert cycles < 60 * n_vecs + 200, (
             f"stuck: {len(vecs)} of {n_vecs} vectors, {len(clens)} clen, {len(dsums)} dsum")
-        for s in srcs:
-            s.drive()
-        dv = bool(d_beats) and not next(d_idle)
-        if dv:
-            first, last, data, mask = d_beats.pop(0)
-            dut.decoded__d_first.value, dut.decoded__d_last.value = first, last
-            dut.decoded__d_data.value, dut.decoded__d_mask.value = data, mask
-        dut.decoded__d_valid.value = int(dv)
-        dut.o__ready.value = int(not next(bp_o))
-        clen_room = len(clenq) < CLEN_DEPTH
-        dut.clen__ready.value = int(clen_room)
-        pop = bool(clenq) and not next(bp_c)
-        await ReadOnly()
-        for s in srcs:
-            s.sample()
-        if dut.o__valid.value and dut.o__ready.value:
-            vecs.append(unpack(ByteVector, int(dut.o__payload.value)))
-        if pop:
-            clens.append(clenq.pop(0))
-        if dut.clen__valid.value:
-            assert clen_room, "clen written into a full FIFO"
-            clenq.append(int(dut.clen__payload.value))
-        if dut.dsum__valid.value:
-            dsums.append(int(dut.dsum__payload.value))
+    tasks[0].cancel()
     for _ in range(30):
         await RisingEdge(dut.clk)
+        dut.o__ready.value = 1
         await ReadOnly()
         assert not (dut.o__valid.value or dut.clen__valid.value or dut.dsum__valid.value), \
             "an extra output came out"
-    assert not any(s.entries for s in srcs), "inputs left over"
+    assert all(t.done() for t in srcs), "inputs left over"
+    for t in tasks:
+        t.cancel()
     return vecs, clens, dsums
 
 
