@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from ... import golden
-from ...golden import fast
+from ...golden import fast, fast_index
 
 __all__ = ["DeviceCodec", "DEFAULT_BLOCK", "IMPLS", "index_bytes", "triton_available", "PIECE"]
 
@@ -302,12 +302,12 @@ class DeviceCodec:
             (a, b), lo, hi = cuts[i], bounds[i], bounds[i + 1]
             if not 0 <= lo <= hi <= buf.size:
                 return False
-            part = buf[lo:hi]
-            starts, end = fast.group_offsets(part, b - a, self.block)
-            if end != part.size or not np.array_equal(starts + lo, idx[a // per_block:-(-b // per_block)]):
+            try:
+                fast_index.fast_unpack_groups_indexed_into(
+                    buf[lo:hi], b - a, out[a:b] if i + 1 < len(cuts) else out[a:],
+                    idx[a // per_block:-(-b // per_block)] - lo, self.block, self.k, self.name)
+            except ValueError:
                 return False
-            fast.fast_unpack_groups_into(part, b - a, out[a:b] if i + 1 < len(cuts) else out[a:],
-                                         self.k, self.name)
             return True
 
         ok = piece(0) if len(cuts) == 1 else all(list(_pool(self.threads).map(piece, range(len(cuts)))))
