@@ -18,7 +18,7 @@ METHODS = (["numpy copy"] + [f"{m} {v} k=10" for v in ("v1", "v2") for m in PER_
 
 def test_bench_prints_a_sane_table(tmp_path, capsys):
     rc = cli.main(["bench", "golden", "--size", "64K", "--repeat", "2", "--rounds", "3", "--real-steps", "10",
-                   "--cache", str(tmp_path)])
+                   "--cache", str(tmp_path), "--no-mlp"])
     assert rc == 0
     out = capsys.readouterr().out
     rows = [l for l in out.splitlines() if l.startswith(("N(0,1e-3)", "HDC grads"))]
@@ -38,17 +38,29 @@ def test_bench_prints_a_sane_table(tmp_path, capsys):
     assert len(vs_copy) == 2 and all(l.count("% (CPU time") == 4 for l in vs_copy), vs_copy
     # the same, as medians of interleaved rounds with the range of the shares
     rounds = [l for l in out.splitlines() if l.startswith("one core vs numpy copy, medians of 3 rounds")]
-    assert len(rounds) == 2 and all(len(re.findall(r"\d+% \(\d+%-\d+%\)", l)) == 4 for l in rounds), rounds
+    assert len(rounds) == 2 and all(len(re.findall(r"\d+% \(\d+%-\d+%\)", l)) == 6 for l in rounds), rounds
+    assert all(l.count("unpack with the ring's index") == 2 for l in rounds)
 
 
 def test_copy_rounds_times_every_round_and_checks_the_values():
     bits = np.random.default_rng(3).normal(0, 1e-3, 5000).astype(np.float32)
     res = bench.copy_rounds("x", bits, k=10, rounds=4, repeat=2)
     for codec in ("paper", "bounded"):
-        assert all(len(res[codec][m]) == 4 and min(res[codec][m]) > 0 for m in ("copy", "pack", "unpack"))
+        assert all(len(res[codec][m]) == 4 and min(res[codec][m]) > 0
+                   for m in ("copy", "pack", "unpack", "unpack_idx"))
     line = bench.format_rounds(res)
     assert line.startswith("one core vs numpy copy, medians of 4 rounds, x: copy ")
-    assert line.count(" GB/s") == 5
+    assert line.count(" GB/s") == 7
+
+
+def test_mlp_bucket_is_the_models_gradient_and_cached(tmp_path):
+    """The MLP's bucket: one gradient per parameter of the 12.2M-parameter model, finite,
+    not all zero, the same from the cache as freshly trained."""
+    b = bench.mlp_bucket(steps=1, cache_dir=tmp_path)
+    assert b.dtype == np.float32 and b.size == 64 * 3000 + 3000 + 3000 * 3000 + 3000 + 3000 * 1000 + 1000 + 10010
+    assert np.isfinite(b).all() and np.count_nonzero(b) > b.size // 10
+    assert (tmp_path / "mlp_bucket_steps1_seed0.npy").exists()
+    assert np.array_equal(bench.mlp_bucket(steps=1, cache_dir=tmp_path), b)
 
 
 def test_run_bench_numbers_match_the_codec(tmp_path):

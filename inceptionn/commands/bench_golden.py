@@ -18,9 +18,13 @@ golden.fast_unpack_groups of those groups; fast pack into / fast unpack into = t
 kernels writing buffers made once (golden.fast.fast_pack_groups_into /
 fast_unpack_groups_into), as the copy writes its own, so that the last summary line
 compares the codec with the copy on one core (the issue's target: half a copy or better);
-that comparison is then repeated in --rounds rounds (copy, pack into, unpack into in
-turn, each the best of --repeat runs) and printed as medians with the range of the
-per-round shares, steadier than one best-of when other jobs share the machine;
+that comparison is then repeated in --rounds rounds (copy, pack into, unpack into and
+unpack with the ring's index in turn, each the best of --repeat runs) and printed as
+medians with the range of the per-round shares, steadier than one best-of when other
+jobs share the machine, on both buffers and on the 12.2M-parameter MLP's DDP bucket
+(gradients after 3 steps, cached beside the HDC ones; --no-mlp skips it). "unpack"
+decodes the stream alone, as the NIC's wire carries it; "unpack with the ring's index"
+also reads the offset of every 64th group, as the device codec's ring frames it;
 fast encode+pack =
 golden.fast_compress_payload per 65532-byte payload (the largest whole number of floats
 the 16-bit shim allows, about 64 KiB), with shim and tail, as a NIC compresses; fast NIC =
@@ -43,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from inceptionn import golden
-from inceptionn.golden import fast
+from inceptionn.golden import fast, fast_index
 from .args import CliError
 from .checks import int_in, size_in_memory
 
@@ -204,12 +208,18 @@ def bench_buffer(name, values: np.ndarray, *, k=golden.K_DEFAULT, repeat=3, budg
     return results
 
 
+RING_EVERY = 64    # groups per index entry, as the device codec's ring frames them
+
+
 def copy_rounds(name, values: np.ndarray, *, k=golden.K_DEFAULT, rounds=5, repeat=7,
                 codecs=("paper", "bounded")):
     """One core, the copy against pack and unpack into buffers made once, in `rounds`
-    rounds of (copy, pack, unpack) in turn, each the best of `repeat` runs: returns
-    {"buffer", "bytes", codec: {"copy", "pack", "unpack": [seconds per round]}}. The
-    decoded values are checked against golden's once before timing."""
+    rounds of (copy, pack, unpack, unpack with the ring's index) in turn, each the best
+    of `repeat` runs: returns {"buffer", "bytes", codec: {"copy", "pack", "unpack",
+    "unpack_idx": [seconds per round]}}. "unpack" reads the stream alone (the NIC's
+    wire: no index); "unpack_idx" also the byte offset of every RING_EVERY-th group,
+    which the ring carries (golden.fast_index). Both decoders' values are checked
+    against golden's once before timing."""
     values = np.ascontiguousarray(values, dtype=np.float32)
     bits = values.view(np.uint32)
     dst = np.empty_like(bits)
@@ -217,19 +227,30 @@ def copy_rounds(name, values: np.ndarray, *, k=golden.K_DEFAULT, rounds=5, repea
     for codec in codecs:
         room = np.empty(fast.pack_room(bits.size), np.uint8)
         words = np.empty(fast.unpack_room(bits.size), np.uint32)
-        packed = room[:fast.fast_pack_groups_into(bits, room, k, codec)].copy()
+        index = np.empty(-(-(-(-bits.size // 8)) // RING_EVERY), np.int64)
+        packed = room[:fast.fast_pack_groups_into(bits, room, k, codec, index, RING_EVERY)].copy()
+        want = golden.compression_block(bits, k, codec)[3].astype("<u4").tobytes()
         fast.fast_unpack_groups_into(packed, bits.size, words, k, codec)
-        if words[:bits.size].tobytes() != golden.compression_block(bits, k, codec)[3].astype("<u4").tobytes():
+        if words[:bits.size].tobytes() != want:
             raise RuntimeError(f"fast unpack {CODEC_TAGS[codec]} restored values other than the model's")
-        times: dict[str, list[float]] = {"copy": [], "pack": [], "unpack": []}
+        words[:] = 0
+        fast_index.fast_unpack_groups_indexed_into(packed, bits.size, words, index, RING_EVERY, k, codec)
+        if words[:bits.size].tobytes() != want:
+            raise RuntimeError(f"indexed unpack {CODEC_TAGS[codec]} restored values other than the model's")
+        times: dict[str, list[float]] = {"copy": [], "pack": [], "unpack": [], "unpack_idx": []}
         for _ in range(rounds):
             for what, fn in (("copy", lambda: np.copyto(dst, bits)),
                              ("pack", lambda: fast.fast_pack_groups_into(bits, room, k, codec)),
                              ("unpack", lambda: fast.fast_unpack_groups_into(packed, bits.size, words,
-                                                                              k, codec))):
+                                                                              k, codec)),
+                             ("unpack_idx", lambda: fast_index.fast_unpack_groups_indexed_into(
+                                 packed, bits.size, words, index, RING_EVERY, k, codec))):
                 times[what].append(_best_time(fn, repeat, math.inf)[0])
         out[codec] = times
     return out
+
+
+_ROUND_LABELS = {"pack": "pack", "unpack": "unpack", "unpack_idx": "unpack with the ring's index"}
 
 
 def format_rounds(res) -> str:
@@ -241,18 +262,51 @@ def format_rounds(res) -> str:
         if codec not in res:
             continue
         t = res[codec]
-        for what in ("pack", "unpack"):
+        for what, label in _ROUND_LABELS.items():
             shares = [c / m for c, m in zip(t["copy"], t[what])]
-            parts.append(f"{what} {tag} {res['bytes'] / float(np.median(t[what])) / 1e9:.3g} GB/s = "
+            parts.append(f"{label} {tag} {res['bytes'] / float(np.median(t[what])) / 1e9:.3g} GB/s = "
                          f"{float(np.median(shares)):.0%} ({min(shares):.0%}-{max(shares):.0%})")
     n = len(next(res[c] for c in CODEC_TAGS if c in res)["copy"])
     return f"one core vs numpy copy, medians of {n} rounds, {res['buffer']}: " + "; ".join(parts)
 
 
+def mlp_bucket(steps: int = 3, seed: int = 0, cache_dir=None) -> np.ndarray:
+    """The gradient DDP hands over as one bucket for the 12.2M-parameter MLP of `bench
+    train` (64-3000-3000-1000-10, all its parameters' gradients, float32, 48.8 MB) after
+    `steps` SGD steps on digits (batch 64, lr 0.05), cached in cache_dir as a .npy."""
+    path = Path(cache_dir) / f"mlp_bucket_steps{steps}_seed{seed}.npy" if cache_dir is not None else None
+    if path is not None and path.exists():
+        return np.load(path)
+    import torch
+
+    from inceptionn import gradients
+    from .bench_train import _model
+
+    net = _model("mlp")
+    data = gradients.load_digits_split(seed)
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    for _ in range(steps):
+        pick = rng.integers(0, len(data.y_train), 64)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(torch.from_numpy(data.x_train[pick])),
+                                                 torch.from_numpy(data.y_train[pick]))
+        loss.backward()
+        opt.step()
+    grad = torch.cat([p.grad.reshape(-1) for p in net.parameters()]).numpy().astype(np.float32)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npy")
+        np.save(tmp, grad)
+        tmp.replace(path)
+    return grad
+
+
 def run_bench(size=DEFAULT_SIZE, *, k=golden.K_DEFAULT, seed=0, real=True, real_steps=None,
-              cache_dir=None, repeat=3, budget=5.0, progress=None, rounds=0):
+              cache_dir=None, repeat=3, budget=5.0, progress=None, rounds=0, mlp=True):
     """Benchmark the synthetic buffer and (if `real`) the demo's gradients; with rounds,
-    also copy_rounds on each (returned as the Result list's `rounds` attribute)."""
+    also copy_rounds on each and (if `real` and `mlp`) on the MLP's DDP bucket
+    (mlp_bucket; returned as the Result list's `rounds` attribute)."""
     from inceptionn import gradients
 
     size = parse_size(size)
@@ -279,6 +333,14 @@ def run_bench(size=DEFAULT_SIZE, *, k=golden.K_DEFAULT, seed=0, real=True, real_
                 progress(f"HDC grads {_human(g.nbytes)}: {rounds} rounds of copy, pack, unpack")
             results.rounds.append(copy_rounds(f"HDC grads {_human(g.nbytes)}", g, k=k,
                                               rounds=rounds, repeat=repeat))
+        if rounds and mlp:
+            if progress:
+                progress("the 12.2M-parameter MLP's DDP bucket (training 3 steps if not cached)")
+            b = mlp_bucket(cache_dir=cache_dir if cache_dir is not None else gradients.DEFAULT_CACHE)
+            if progress:
+                progress(f"MLP bucket {_human(b.nbytes)}: {rounds} rounds of copy, pack, unpack")
+            results.rounds.append(copy_rounds(f"MLP bucket {_human(b.nbytes)}", b, k=k, rounds=rounds,
+                                              repeat=repeat))
     return results
 
 
@@ -360,6 +422,8 @@ def add_arguments(ap) -> None:
                          "medians printed (0: none; default %(default)s)")
     ap.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0)
     ap.add_argument("--no-real", action="store_true", help="skip the demo's real gradients")
+    ap.add_argument("--no-mlp", action="store_true",
+                    help="skip the rounds on the 12.2M-parameter MLP's DDP bucket (48.8 MB)")
     ap.add_argument("--real-steps", type=int, default=None,
                     help="training steps for the real gradients (default: the demo's)")
     ap.add_argument("--cache", type=Path, default=None, help="gradient cache directory (default: the demo's)")
@@ -379,7 +443,7 @@ def run(args) -> int:
 
     results = run_bench(size, k=args.k, seed=args.seed, real=not args.no_real, real_steps=args.real_steps,
                         cache_dir=args.cache, repeat=args.repeat, progress=progress,
-                        rounds=args.rounds)
+                        rounds=args.rounds, mlp=not args.no_mlp)
     print("ratio = uncompressed bytes / compressed bytes; GB/s = uncompressed bytes per wall second "
           "(in to compress, out of decompress); x copy = wall time / numpy copy wall time on the "
           "same buffer; best of `runs`")
