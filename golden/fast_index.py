@@ -152,6 +152,15 @@ _expand_decode1 = _expand_decode(1)
 _U2, _U8, _SH = np.uint64(2), np.uint64(8), np.uint64(56)
 
 
+_LANES_NZ = np.uint64(0xFFFFFFFF)    # E's expand mask: zero where all 8 tags are 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _zero8(out, o):
+    for i in range(8):
+        out[o + np.uint64(i)] = 0
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _step(data, p, j, tab):
     """Group at chain j's offset: (its fields' offset, its E word); moves the chain on."""
@@ -182,8 +191,12 @@ def unpack_indexed(data, index, every, nsafe, out, tab, mshift, add8, add16, sc8
                 for j in range(0, CHAINS, 2):       # unrolled: the chains interleave
                     pa, ea = _step(data, p, j, tab)
                     pb, eb = _step(data, p, j + 1, tab)
-                    _expand_decode2(data, pa, ea, pb, eb, out, oa, oa + step8,
-                                    mshift, add8, add16, sc8, sc16)
+                    if (ea | eb) & _LANES_NZ:
+                        _expand_decode2(data, pa, ea, pb, eb, out, oa, oa + step8,
+                                        mshift, add8, add16, sc8, sc16)
+                    else:                           # two zero groups (runs of zeros)
+                        _zero8(out, oa)
+                        _zero8(out, oa + step8)
                     oa += step8 + step8
         else:
             for s in range(every):

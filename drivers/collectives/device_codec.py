@@ -23,8 +23,8 @@ CUDA give the same bits; raw (tag 11) values are moved as integers, NaN payloads
 On CUDA, where triton imports, encode and decode run as Triton kernels instead
 (device_codec_triton.py: the same bytes and index, with the same checks); on the CPU
 they run as golden.fast's compiled kernels (the same bytes; the index recorded by the
-packer as it goes, and a walk over the tag words that checks the index given before a
-decode: hundreds of times the
+packer as it goes, and decoded with golden.fast_index, which walks several index blocks
+at once and checks every block's end against the index: hundreds of times the
 torch operations' speed on the CPU, and the GIL released while they run, so a ring can
 code one chunk while its transport moves another). A chunk of at least 2 * PIECE values
 is cut at index entries into one piece per thread (`threads`, default every core) and
