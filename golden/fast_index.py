@@ -26,6 +26,8 @@ index entry says (checked after it is decoded: a mismatch is an error, the value
 then not used). fast.py decodes the blocks near the end with its checked per-group loop.
 Needs AVX-512 VBMI2 (vpexpandb: fast_blocks.HAS_EXPAND) to run at speed; elsewhere LLVM
 spells the expanding load out (correct, slow). A little-endian host is assumed.
+numba's on-disk cache keys these loops on this file only: after editing fast_blocks.py
+(whose loads are compiled in here) touch this file too, as fast.py.
 """
 
 from __future__ import annotations
