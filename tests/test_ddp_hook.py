@@ -341,6 +341,17 @@ def test_hook_rejects_bad_configuration():
     assert IncState(error_bound="2^-8").k == 8 and IncState(error_bound=2 ** -12).k == 12
     with pytest.raises(ValueError, match="software"):
         IncState(mode="wa")
+    with pytest.raises(ValueError, match="chunk_floats"):
+        IncState(chunk_floats=0)
+
+
+def test_the_chunk_follows_the_transport():
+    """Socket frames are filled by 2^16 floats; a torch-transport round costs kernel
+    launches and syncs whatever its size, so it takes 2^22 unless told otherwise."""
+    from inceptionn.ddp_hook import IncState
+    assert IncState().settings()["chunk_floats"] == 1 << 16
+    assert IncState(transport="torch").settings()["chunk_floats"] == 1 << 22
+    assert IncState(transport="torch", chunk_floats=1000).chunk == 1000
 
 
 

@@ -44,7 +44,10 @@ def _check(codec, k, block, bits):
     assert torch.equal(index.cpu(), rindex.cpu())
     got = tri.decode(data, index, bits.size)
     assert got.dtype == torch.float32 and got.device.type == DEVICE
-    assert _bits(got).tobytes() == golden.unpack_groups(want, bits.size, k, codec)[0].tobytes()
+    values = golden.unpack_groups(want, bits.size, k, codec)[0].tobytes()
+    assert _bits(got).tobytes() == values
+    rt = tri.roundtrip(x)                  # the one-pass kernel, no bytes
+    assert rt.device.type == DEVICE and _bits(rt).tobytes() == values
 
 
 def test_the_path_is_triton_where_asked():
@@ -85,6 +88,7 @@ def test_large_buffer_against_the_torch_operations():
     assert torch.equal(data, rdata) and torch.equal(index, rindex)
     assert torch.equal(tri.decode(data, index, x.numel()).view(torch.int32),
                        ref.decode(rdata, rindex, x.numel()).view(torch.int32))
+    assert torch.equal(tri.roundtrip(x).view(torch.int32), ref.roundtrip(x).view(torch.int32))
 
 
 def test_damage_is_an_error():
@@ -118,6 +122,7 @@ def test_zero_values_and_bad_impl():
     data, index = tri.encode(torch.zeros(0, device=DEVICE))
     assert data.numel() == 0 and index.numel() == 0
     assert tri.decode(data, index, 0).numel() == 0
+    assert tri.roundtrip(torch.zeros(0, device=DEVICE)).numel() == 0
     with pytest.raises(ValueError, match="impl"):
         DeviceCodec("paper", 10, impl="cuda")
 

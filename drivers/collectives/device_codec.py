@@ -180,7 +180,10 @@ class DeviceCodec:
     def roundtrip(self, x: torch.Tensor) -> torch.Tensor:
         """What a receiver decodes from encode(x), computed without the bytes."""
         x = _flat_f32(x)
-        if x.numel() and self.path(x.device) == FAST:
+        path = self.path(x.device)
+        if path == TRITON:
+            return _triton().roundtrip(self, x)
+        if x.numel() and path == FAST:
             return self.decode(*self._fast_encode(x), x.numel())
         tag, field = self._fields(x.view(torch.int32))
         return self._values(tag, field).view(torch.float32)

@@ -15,6 +15,10 @@ in step (the tag word gives the next group's place), each step storing 8 values 
 Every group must lie inside the bytes, block 0 must start at 0 and every block must end
 where the next one starts and the last where the bytes end: anything else (damaged bytes,
 a wrong index, a wrong count) sets the block's error flag, read with one sync at the end.
+
+Roundtrip (what a receiver decodes, for the owner of a block, who keeps what it sends)
+is one elementwise kernel, the encoder's field and the decoder's value arithmetic
+(`_field`, `_value`, shared with the two kernels above) back to back: no bytes, no sync.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["encode", "decode"]
+__all__ = ["encode", "decode", "roundtrip"]
 
 # Chosen on an H200 at 256M floats (bounded 2^-10), the kernels alone: encode 640 GB/s
 # at 256 groups and 4 warps (405-505 at 1024); decode 950-1000 GB/s at 32 lanes in one
@@ -32,6 +36,7 @@ TILE_G = 256       # groups per encode program (2048 values)
 ENC_WARPS = 4
 LANES = 32         # index blocks per decode program (one lane each)
 DEC_WARPS = 1
+RT_VALUES = 1024   # values per roundtrip program
 
 
 @triton.jit
@@ -39,6 +44,44 @@ def _tags(bits, T, MLIM):
     """A value's tag (0 zero, 1 8-bit, 2 16-bit, 3 raw) from its exponent."""
     e = (bits >> 23) & 0xFF
     return tl.where(e >= 127, 3, tl.where(e < T, 0, tl.where(e >= MLIM, 2, 1)))
+
+
+@triton.jit
+def _field(bits, tag, MLIM, W8):
+    """Algorithm 2's field (encode_luts' rules): the significand with its hidden one,
+    shifted to the band's width, and the sign above it; raw values keep all 32 bits."""
+    e = (bits >> 23) & 0xFF
+    b16 = e >= MLIM
+    w = tl.where(b16, 15, W8)
+    sh = tl.minimum(tl.maximum(150 - e - w, 0), 31)
+    q = ((bits & 0x7FFFFF) | 0x800000) >> sh
+    fv = q | (((bits >> 31) & 1) << tl.where(b16, 15, 7))
+    return tl.where(tag == 3, bits, fv)
+
+
+@triton.jit
+def _value(tag, v, MUL, ADD, S8, S16):
+    """The decoded bits of a field v (its bytes as read; Algorithm 3, decode_table's
+    values): {s, q} is (-1)^s (q mul + add) 2^-(e8|e16), exact in float32 (a product by
+    a power of two); raw values move as integers, zero tags are +0.0."""
+    b16 = tag == 2
+    f = tl.where(b16, v & 0xFFFF, v & 0xFF)
+    sb = tl.where(b16, 15, 7)
+    num = ((f & ((1 << sb) - 1)) * MUL + ADD).to(tl.float32)
+    mag = num * tl.where(b16, S16, S8)
+    sv = mag.to(tl.int32, bitcast=True) | (((f >> sb) & 1) << 31)
+    sv = tl.where(num == 0, 0, sv)                 # paper: q = 0 is +0.0
+    return tl.where(tag == 3, v, tl.where(tag == 0, 0, sv))
+
+
+@triton.jit
+def _roundtrip(x_ptr, y_ptr, n, T, MLIM, W8, MUL, ADD, S8, S16, BV: tl.constexpr):
+    """What a receiver decodes, value by value, without the bytes: one pass, read and
+    write, where encode then decode is three passes and two syncs."""
+    i = tl.program_id(0).to(tl.int64) * BV + tl.arange(0, BV)
+    bits = tl.load(x_ptr + i, mask=i < n, other=0)
+    tag = _tags(bits, T, MLIM)
+    tl.store(y_ptr + i, _value(tag, _field(bits, tag, MLIM, W8), MUL, ADD, S8, S16), mask=i < n)
 
 
 @triton.jit
@@ -63,15 +106,7 @@ def _enc_write(x_ptr, tile_start_ptr, out_ptr, index_ptr, n, G, T, MLIM, W8,
     bits = tl.load(x_ptr + i, mask=i < n, other=0)
     tag = _tags(bits, T, MLIM)
     width = tag + (tag == 3).to(tl.int32)
-    # Algorithm 2's field (encode_luts' rules): the significand with its hidden one,
-    # shifted to the band's width, and the sign above it; raw values keep all 32 bits.
-    e = (bits >> 23) & 0xFF
-    b16 = e >= MLIM
-    w = tl.where(b16, 15, W8)
-    sh = tl.minimum(tl.maximum(150 - e - w, 0), 31)
-    q = ((bits & 0x7FFFFF) | 0x800000) >> sh
-    fv = q | (((bits >> 31) & 1) << tl.where(b16, 15, 7))
-    field = tl.where(tag == 3, bits, fv)
+    field = _field(bits, tag, MLIM, W8)
     gmask = g < G
     glen = tl.where(gmask, 2 + tl.sum(width, 1), 0)
     gstart = tl.load(tile_start_ptr + pid) + tl.cumsum(glen, 0) - glen       # int64
@@ -110,16 +145,7 @@ def _dec_blocks(data_ptr, index_ptr, out_ptr, err_ptr, size, n, G, NB,
         for k in tl.static_range(4):
             byte = tl.load(data_ptr + foff + k, mask=inside[:, None] & (width > k), other=0)
             v = v | (byte.to(tl.int32) << (8 * k))
-        # Algorithm 3 (decode_table's values): {s, q} is (-1)^s (q mul + add) 2^-(e8|e16),
-        # exact in float32 (a product by a power of two); raw values move as integers.
-        b16 = tag == 2
-        f = tl.where(b16, v & 0xFFFF, v & 0xFF)
-        sb = tl.where(b16, 15, 7)
-        num = ((f & ((1 << sb) - 1)) * MUL + ADD).to(tl.float32)
-        mag = num * tl.where(b16, S16, S8)
-        sv = mag.to(tl.int32, bitcast=True) | (((f >> sb) & 1) << 31)
-        sv = tl.where(num == 0, 0, sv)                 # paper: q = 0 is +0.0
-        val = tl.where(tag == 3, v, tl.where(tag == 0, 0, sv))
+        val = _value(tag, v, MUL, ADD, S8, S16)
         o = (b * BLOCK + s)[:, None] * 8 + j[None, :]
         tl.store(out_ptr + o, val, mask=inside[:, None] & (o < n))
         pos = tl.where(live, end, pos)
@@ -162,4 +188,15 @@ def decode(codec, data: torch.Tensor, index: torch.Tensor, n: int) -> torch.Tens
     if not size or bool(err.any()):                        # the one sync of the check
         raise ValueError(f"{size} bytes and an index of {nb} entries are not the groups of "
                          f"{n} values (damaged bytes, a wrong index or a wrong count)")
+    return out.view(torch.float32)
+
+
+def roundtrip(codec, x: torch.Tensor) -> torch.Tensor:
+    """decode(encode(x)) of a flat contiguous float32 tensor, in one elementwise pass."""
+    n = x.numel()
+    out = torch.empty(n, dtype=torch.int32, device=x.device)
+    if n:
+        _roundtrip[(-(-n // RT_VALUES),)](x.view(torch.int32), out, n, codec.t, codec.mlim,
+                                          codec.w8, codec.mul, codec.add, codec.s8, codec.s16,
+                                          BV=RT_VALUES)
     return out.view(torch.float32)

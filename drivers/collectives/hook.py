@@ -123,7 +123,9 @@ class IncState:
     mode: "inc" (the ring) or "wa" (worker-aggregator, rank 0 aggregates; nic/emulate).
     density: the fraction of values a sparsifier keeps (the methods that need "k");
     method_kw: the method's other parameters.
-    chunk_floats: floats per pipelined chunk; mss_bytes: the gradient sockets' MSS (nic);
+    chunk_floats: floats per pipelined chunk (default: 2^16 on the sockets, whose
+    frames it fills; 2^22 on the torch transport, where each round costs kernel launches
+    and syncs whatever its size); mss_bytes: the gradient sockets' MSS (nic);
     timeout_s: how long a silent peer is waited for; codec_threads: the software wire's
     codec threads. transport: "socket" (the project's sockets) or "torch" (the process
     group's point-to-point, the buckets coded on their device: method "inceptionn", wire
@@ -134,7 +136,7 @@ class IncState:
     def __init__(self, process_group=None, *, method: str = "inceptionn",
                  codec: str = "bounded", error_bound=2 ** -10, wire: str = "software",
                  mode: str = "inc", density: float | None = None, method_kw: dict | None = None,
-                 chunk_floats: int = DEFAULT_CHUNK, mss_bytes: int = sockets.GRADIENT_MSS,
+                 chunk_floats: int | None = None, mss_bytes: int = sockets.GRADIENT_MSS,
                  timeout_s: float = DEFAULT_TIMEOUT, host: str | None = None, store=None,
                  seed: int = 0, codec_threads: int | None = None, bound: str | None = None,
                  share: float = DEFAULT_SHARE, error_feedback: bool | None = None,
@@ -156,6 +158,9 @@ class IncState:
         if transport == "torch" and (method, wire, mode) != ("inceptionn", "software", "inc"):
             raise ValueError("transport 'torch' carries method 'inceptionn' on wire 'software' "
                              f"in mode 'inc', not {method!r} / {wire!r} / {mode!r}")
+        if chunk_floats is None:
+            from .torch_ring import DEFAULT_CHUNK as TORCH_CHUNK
+            chunk_floats = TORCH_CHUNK if transport == "torch" else DEFAULT_CHUNK
         if not isinstance(chunk_floats, int) or chunk_floats < 1:
             raise ValueError(f"chunk_floats must be a positive int, got {chunk_floats!r}")
         kw = dict(method_kw or {})

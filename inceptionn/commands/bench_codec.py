@@ -25,7 +25,7 @@ all_reduce (what DDP's default hook does), the fp16 hook's (cast, all_reduce, ca
 back) and the INCEPTIONN ring over point-to-point (TorchRing: coded on the device,
 only coded bytes leave it), pipelined (round i + 1 coded while round i is in flight)
 and unpipelined (the rounds one after the other), both in rounds of --exchange-chunk
-floats. Both ranks share the one
+floats (default TorchRing's, as the hook's torch transport uses). Both ranks share the one
 device (NCCL needs a GPU per rank). Then the pipelined ring's call against its parts,
 each alone on rank 0 (median of 5): its coding alone (every round's encode, the owner's
 roundtrip, a decode and add of as many bytes; on the CPU the device codec's pieces on
@@ -259,7 +259,7 @@ def _wire_alone(ring, n, dev):
     return replay
 
 
-def run_exchange(device, n, codec="bounded", k=10, chunk=1 << 20):
+def run_exchange(device, n, codec="bounded", k=10, chunk=1 << 22):
     """{method: median seconds} of rank 0 (see the module's docstring)."""
     import multiprocessing as mp
     import socket
@@ -332,8 +332,9 @@ def add_arguments(ap) -> None:
                          "fp16, the ring over point-to-point)")
     ap.add_argument("--exchange-size", default="48M",
                     help="the bucket of --exchange (default %(default)s, as DDP's 12.2M floats)")
-    ap.add_argument("--exchange-chunk", type=int, default=1 << 20,
-                    help="floats per round of the ring in --exchange (default %(default)s)")
+    ap.add_argument("--exchange-chunk", type=int, default=None,
+                    help="floats per round of the ring in --exchange (default: TorchRing's, "
+                         "4194304)")
 
 
 def run(args) -> int:
@@ -343,7 +344,7 @@ def run(args) -> int:
         raise CliError("--repeat must be >= 1")
     if args.threads is not None and args.threads < 1:
         raise CliError("--threads must be >= 1")
-    if args.exchange_chunk < 1:
+    if args.exchange_chunk is not None and args.exchange_chunk < 1:
         raise CliError("--exchange-chunk must be >= 1")
     try:
         parse_size(args.size)
@@ -372,20 +373,23 @@ def run(args) -> int:
           f"float32 bytes, best of {args.repeat}; x memcpy against that device's memcpy")
     print(format_rows(rows))
     if args.exchange:
+        from ..drivers.collectives.torch_ring import DEFAULT_CHUNK
         n = parse_size(args.exchange_size) // 4
+        chunk = args.exchange_chunk or DEFAULT_CHUNK
         for d in sorted(names):
             progress(f"exchange on {d}")
-            ex = run_exchange(d, n, args.codec, args.k, args.exchange_chunk)
+            ex = run_exchange(d, n, args.codec, args.k, chunk)
             coded = ex.pop("coded bytes per rank")
             code, wire = ex.pop("coding alone"), ex.pop("wire alone")
             threads = ex.pop("codec threads")
             base = ex["gloo all_reduce"]
-            print(f"P = 2 on {d}, one bucket of {n} floats, rounds of {args.exchange_chunk} "
+            print(f"P = 2 on {d}, one bucket of {n} floats, rounds of {chunk} "
                   f"(gloo; median of 5): "
                   + "; ".join(f"{m} {s * 1e3:.1f} ms ({s / base:.2f} x gloo)" for m, s in ex.items())
                   + f"; the ring sent {coded / 1e6:.1f} MB per rank per call")
             ring = ex["TorchRing pipelined"]
+            where = "on the GPU" if d.startswith("cuda") else f"{threads} threads"
             print(f"  TorchRing pipelined {ring * 1e3:.1f} ms against its coding alone "
-                  f"{code * 1e3:.1f} ms ({threads} threads) and its wire alone {wire * 1e3:.1f} ms: "
+                  f"{code * 1e3:.1f} ms ({where}) and its wire alone {wire * 1e3:.1f} ms: "
                   f"{ring / max(code, wire):.2f} x max(coding, wire), {ring / (code + wire):.2f} x their sum")
     return 0
