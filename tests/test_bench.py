@@ -58,6 +58,9 @@ def test_copy_rounds_times_every_round_and_checks_the_values():
     assert set(res["zero_groups"]) == {"paper", "bounded"}
     line = bench.format_rounds(res)
     assert line.startswith("one core vs numpy copy, medians of 4 rounds, x (zero groups: v1 ")
+    assert res["ratio"]["bounded"] == pytest.approx(
+        bits.nbytes / len(golden.pack_groups(bits.view(np.uint32), 10, "bounded")))
+    assert f"ratio: v1 {res['ratio']['paper']:.2f}, v2 {res['ratio']['bounded']:.2f})" in line
     assert line.count(" GB/s") == 7
     # an extra step (the hook's scaling) timed in the same rounds, for the first codec only
     res = bench.copy_rounds("y", bits, k=10, rounds=3, repeat=1, codecs=("bounded",),

@@ -27,7 +27,7 @@ gradients and the bucket are timed twice: at the absolute bound 2^-k (both codec
 as the DDP hook's default codes them (the bounded codec on each 2^16-float chunk times
 2^-s, s chosen by ScaledCodec; the scaling is done before the rounds, outside pack's
 and unpack's times, and timed as its own row). Each line's header gives the share of
-groups that code to zero (a tag word, no field). "unpack"
+groups that code to zero (a tag word, no field) and the compression ratio. "unpack"
 decodes the stream alone, as the NIC's wire carries it; "unpack with the ring's index"
 also reads the offset of every 64th group, as the device codec's ring frames it;
 fast encode+pack =
@@ -231,7 +231,7 @@ def copy_rounds(name, values: np.ndarray, *, k=golden.K_DEFAULT, rounds=5, repea
     """One core, the copy against pack and unpack into buffers made once, in `rounds`
     rounds of (copy, pack, unpack, unpack with the ring's index) in turn, each the best
     of `repeat` runs: returns {"buffer", "bytes", "zero_groups": {codec: share},
-    codec: {"copy", "pack", "unpack", "unpack_idx": [seconds per round]}}. "unpack"
+    "ratio": {codec: bytes / packed bytes}, codec: {"copy", "pack", "unpack", "unpack_idx": [seconds per round]}}. "unpack"
     reads the stream alone (the NIC's wire: no index); "unpack_idx" also the byte
     offset of every RING_EVERY-th group, which the ring carries (golden.fast_index).
     Both decoders' values are checked against golden's once before timing. `extra`
@@ -247,6 +247,7 @@ def copy_rounds(name, values: np.ndarray, *, k=golden.K_DEFAULT, rounds=5, repea
         packed = room[:fast.fast_pack_groups_into(bits, room, k, codec, index, RING_EVERY)].copy()
         tags, _, _, decoded = golden.compression_block(bits, k, codec)
         out["zero_groups"][codec] = zero_group_share(tags)
+        out.setdefault("ratio", {})[codec] = values.nbytes / packed.size
         want = decoded.astype("<u4").tobytes()
         fast.fast_unpack_groups_into(packed, bits.size, words, k, codec)
         if words[:bits.size].tobytes() != want:
@@ -311,8 +312,9 @@ def format_rounds(res) -> str:
                          f"{float(np.median(shares)):.0%} ({min(shares):.0%}-{max(shares):.0%})")
     n = len(next(res[c] for c in CODEC_TAGS if c in res)["copy"])
     zeros = ", ".join(f"{CODEC_TAGS[c]} {z:.1%}" for c, z in res.get("zero_groups", {}).items())
-    return (f"one core vs numpy copy, medians of {n} rounds, {res['buffer']} (zero groups: {zeros}): "
-            + "; ".join(parts))
+    ratios = ", ".join(f"{CODEC_TAGS[c]} {r:.2f}" for c, r in res.get("ratio", {}).items())
+    return (f"one core vs numpy copy, medians of {n} rounds, {res['buffer']} (zero groups: {zeros}; "
+            f"ratio: {ratios}): " + "; ".join(parts))
 
 
 MLP_SIZES = (64, 3000, 3000, 1000, 10)     # bench train's 12.2M-parameter MLP
