@@ -120,6 +120,9 @@ def test_a_scaled_frame_and_its_decode_are_the_numpy_definitions(v, k, share):
     s, scaled = c.scale_down(v)
     assert s == s_ref and type(s) is int
     assert np.array_equal(_bits(scaled), _bits(ref_times_2_to(v, -s_ref)))
+    into = np.empty_like(v)
+    s_into, got = c.scale_down(v, out=into)
+    assert s_into == s and got is into and np.array_equal(_bits(into), _bits(scaled))
     body = c.encode(v)
     assert body == bytes([s_ref - SCALE_MIN]) + WireCodec("bounded", k).encode(scaled)
     y = c.decode(body, v.size)
@@ -158,6 +161,8 @@ def test_edges_empty_non_finite_and_shares_outside_the_unit_range():
         choose_scale(np.ones(4, np.float32), 10, float("nan"))
     with pytest.raises(ValueError, match="out"):
         _times_2_to(np.ones(4, np.float32), 3, out=np.empty(4, np.float64))
+    with pytest.raises(ValueError, match="out"):
+        ScaledCodec(10).scale_down(np.ones(4, np.float32), out=np.empty(5, np.float32))
 
 
 def test_shapes_and_other_dtypes_are_taken_as_float32():

@@ -135,10 +135,14 @@ class ScaledCodec:
     def scale(self, values: np.ndarray) -> int:
         return choose_scale(values, self.k, self.share)
 
-    def scale_down(self, values: np.ndarray) -> tuple[int, np.ndarray]:
-        """(s, values 2^-s): what a float32 wire carries for this chunk (a new array)."""
+    def scale_down(self, values: np.ndarray, out: np.ndarray | None = None) -> tuple[int, np.ndarray]:
+        """(s, values 2^-s): what a float32 wire carries for this chunk (a new array, or
+        `out`: C-contiguous float32 of the values' size)."""
         v = np.ascontiguousarray(values, np.float32)
-        out = np.empty_like(v)
+        if out is None:
+            out = np.empty_like(v)
+        elif out.dtype != np.float32 or not out.flags.c_contiguous or out.size != v.size:
+            raise ValueError("out must be a C-contiguous float32 array of the values' size")
         # One call: the octave histogram, then the product by 2^-s (still in cache).
         s = fast_scale.scale_down_into(v.reshape(-1), self.k, self.share, SCALE_MIN, SCALE_MAX,
                                        out.reshape(-1))

@@ -287,7 +287,7 @@ def scale_chunks(values: np.ndarray, k: int, chunk: int | None = None) -> tuple[
     out = np.empty_like(values)
     scales = np.empty(-(-values.size // chunk), np.int16)
     for j, i in enumerate(range(0, values.size, chunk)):
-        scales[j], out[i:i + chunk] = codec.scale_down(values[i:i + chunk])
+        scales[j], _ = codec.scale_down(values[i:i + chunk], out=out[i:i + chunk])
     return out, scales
 
 
@@ -383,7 +383,7 @@ def both_bounds_rounds(name, values, *, k, rounds, repeat, progress=None):
     scaled, _ = scale_chunks(values, k)
     out.append(copy_rounds(f"{name}, scaled as the default hook", scaled, k=k, rounds=rounds,
                            repeat=repeat, codecs=("bounded",),
-                           extra={"choosing and applying the scales (numpy)":
+                           extra={"choosing and applying the scales (compiled)":
                                   lambda: scale_chunks(values, k)}))
     return out
 
