@@ -18,7 +18,7 @@ METHODS = (["numpy copy"] + [f"{m} {v} k=10" for v in ("v1", "v2") for m in PER_
 
 def test_bench_prints_a_sane_table(tmp_path, capsys):
     rc = cli.main(["bench", "golden", "--size", "64K", "--repeat", "2", "--rounds", "3", "--real-steps", "10",
-                   "--cache", str(tmp_path)])
+                   "--cache", str(tmp_path), "--no-mlp"])
     assert rc == 0
     out = capsys.readouterr().out
     rows = [l for l in out.splitlines() if l.startswith(("N(0,1e-3)", "HDC grads"))]
@@ -36,19 +36,88 @@ def test_bench_prints_a_sane_table(tmp_path, capsys):
     # pack and unpack on one core as a share of the copy, per buffer
     vs_copy = [l for l in out.splitlines() if l.startswith("one core vs numpy copy (")]
     assert len(vs_copy) == 2 and all(l.count("% (CPU time") == 4 for l in vs_copy), vs_copy
-    # the same, as medians of interleaved rounds with the range of the shares
+    # the same, as medians of interleaved rounds with the range of the shares: the
+    # synthetic buffer, then the HDC gradients at the absolute bound and scaled as the hook
     rounds = [l for l in out.splitlines() if l.startswith("one core vs numpy copy, medians of 3 rounds")]
-    assert len(rounds) == 2 and all(len(re.findall(r"\d+% \(\d+%-\d+%\)", l)) == 4 for l in rounds), rounds
+    assert len(rounds) == 3, rounds
+    synth, absolute, scaled = rounds
+    assert ", absolute 2^-10 (zero groups: v1 " in absolute and ", v2 " in absolute
+    assert ", scaled as the default hook (zero groups: v2 " in scaled and " v1 " not in scaled
+    shares = [len(re.findall(r"\d+% \(\d+%-\d+%\)", l)) for l in rounds]
+    assert shares == [6, 6, 4], rounds          # the scaled row: v2 only, and the scaling
+    assert all(l.count("unpack with the ring's index") == 2 for l in (synth, absolute))
+    assert "choosing and applying the scales" in scaled
 
 
 def test_copy_rounds_times_every_round_and_checks_the_values():
     bits = np.random.default_rng(3).normal(0, 1e-3, 5000).astype(np.float32)
     res = bench.copy_rounds("x", bits, k=10, rounds=4, repeat=2)
     for codec in ("paper", "bounded"):
-        assert all(len(res[codec][m]) == 4 and min(res[codec][m]) > 0 for m in ("copy", "pack", "unpack"))
+        assert all(len(res[codec][m]) == 4 and min(res[codec][m]) > 0
+                   for m in ("copy", "pack", "unpack", "unpack_idx"))
+    assert set(res["zero_groups"]) == {"paper", "bounded"}
     line = bench.format_rounds(res)
-    assert line.startswith("one core vs numpy copy, medians of 4 rounds, x: copy ")
-    assert line.count(" GB/s") == 5
+    assert line.startswith("one core vs numpy copy, medians of 4 rounds, x (zero groups: v1 ")
+    assert res["ratio"]["bounded"] == pytest.approx(
+        bits.nbytes / len(golden.pack_groups(bits.view(np.uint32), 10, "bounded")))
+    assert f"ratio: v1 {res['ratio']['paper']:.2f}, v2 {res['ratio']['bounded']:.2f})" in line
+    assert line.count(" GB/s") == 7
+    # an extra step (the hook's scaling) timed in the same rounds, for the first codec only
+    res = bench.copy_rounds("y", bits, k=10, rounds=3, repeat=1, codecs=("bounded",),
+                            extra={"scaling": lambda: bench.scale_chunks(bits, 10)})
+    assert "paper" not in res and len(res["bounded"]["scaling"]) == 3
+    assert " scaling " in bench.format_rounds(res) and bench.format_rounds(res).count(" GB/s") == 5
+
+
+def test_mlp_bucket_is_the_models_gradient_and_cached(tmp_path):
+    """The MLP's bucket, on a small MLP of the same build: one gradient per parameter,
+    finite, not all zero, the same from the cache as freshly trained; and the default
+    build is bench train's 12.2M-parameter model, parameter for parameter."""
+    sizes = (64, 40, 20, 10)
+    b = bench.mlp_bucket(steps=1, cache_dir=tmp_path, sizes=sizes)
+    assert b.dtype == np.float32 and b.size == 64 * 40 + 40 + 40 * 20 + 20 + 20 * 10 + 10
+    assert np.isfinite(b).all() and np.count_nonzero(b) > b.size // 10
+    assert (tmp_path / "mlp_bucket_64-40-20-10_steps1_seed0.npy").exists()
+    assert np.array_equal(bench.mlp_bucket(steps=1, cache_dir=tmp_path, sizes=sizes), b)
+    assert not np.array_equal(bench.mlp_bucket(steps=2, sizes=sizes), b)    # it trains
+    with pytest.raises(ValueError, match="64 pixels"):
+        bench.mlp_bucket(sizes=(32, 10))
+    import torch
+
+    from inceptionn.commands.bench_train import _model
+    ours, theirs = list(bench.mlp_net().parameters()), list(_model("mlp").parameters())
+    assert len(ours) == len(theirs) == 8
+    assert sum(p.numel() for p in ours) == 64 * 3000 + 3000 + 3000 * 3000 + 3000 + 3000 * 1000 + 1000 + 10010
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+
+
+def test_scale_chunks_are_what_the_hook_codes():
+    """scale_chunks gives each chunk ScaledCodec's s and the values it codes: packed in
+    one go, the chunks' frames back to back less their scale bytes."""
+    from inceptionn.drivers.collectives.codecs import SCALE_MIN, ScaledCodec, choose_scale
+    rng = np.random.default_rng(5)
+    v = np.concatenate([rng.normal(0, 1e-6, 3000), rng.normal(0, 1e-2, 3000),
+                        rng.normal(0, 1.0, 2005)]).astype(np.float32)
+    scaled, s = bench.scale_chunks(v, 10, chunk=1000)
+    assert list(s) == [choose_scale(v[i:i + 1000], 10) for i in range(0, v.size, 1000)]
+    assert len(set(s.tolist())) >= 3                    # three magnitudes, three scales
+    codec = ScaledCodec(10)
+    frames = [codec.encode(v[i:i + 1000]) for i in range(0, v.size, 1000)]
+    assert [f[0] + SCALE_MIN for f in frames] == list(s)
+    assert golden.fast_pack_groups(scaled.view(np.uint32), 10, "bounded") == b"".join(f[1:] for f in frames)
+    # Scaled, far fewer groups code to zero than at the absolute bound.
+    zero = bench.zero_group_share
+    absolute = zero(golden.compression_block(v.view(np.uint32), 10, "bounded")[0])
+    assert zero(golden.compression_block(scaled.view(np.uint32), 10, "bounded")[0]) < absolute / 2
+
+
+def test_zero_group_share_counts_whole_groups():
+    tags = np.zeros(20, np.uint8)            # 3 groups, the last one of 4 values
+    assert bench.zero_group_share(tags) == 1.0
+    tags[9] = 1
+    assert bench.zero_group_share(tags) == pytest.approx(2 / 3)
+    tags[17] = 3
+    assert bench.zero_group_share(tags) == pytest.approx(1 / 3)
 
 
 def test_run_bench_numbers_match_the_codec(tmp_path):

@@ -12,8 +12,8 @@ chunks or TCP segments: the ring, the NIC and the emulation agree bit for bit, e
 where the NIC's TX sends a segment uncompressed (fall-back: a segment of a few floats
 that coding does not shrink, which TCP can cut under load), whose floats arrive exact.
 
-Encoding and decoding run in golden.fast's compiled loops, which release the GIL, so
-several threads code several chunks at once.
+Encoding and decoding run in golden.fast's compiled loops, ScaledCodec's scaling in
+golden.fast_scale's; all release the GIL, so several threads code several chunks at once.
 
 `ScaledCodec` makes the bound follow the data (docs/compressors.md, "Absolute or
 scale-following bound"): each chunk is multiplied by 2^-s before the bounded codec and
@@ -23,10 +23,12 @@ The engines' k stays fixed; the bound becomes |error| <= 2^(s-k) per value.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ... import golden
-from ...golden import fast
+from ...golden import fast, fast_scale
 
 __all__ = ["CODECS", "WireCodec", "ScaledCodec", "ObjectCodec", "make_codec", "choose_scale",
            "SCALE_MIN", "SCALE_MAX", "DEFAULT_SHARE"]
@@ -70,48 +72,45 @@ class WireCodec:
 SCALE_MIN, SCALE_MAX = -126, 129
 # Coded with bits (not in the 0-bit band): at least this share of each chunk's values.
 DEFAULT_SHARE = 0.25
-_EXP_BIAS, _EXP_NONFINITE = 127, 255
 
 
 def choose_scale(values: np.ndarray, k: int, share: float = DEFAULT_SHARE) -> int:
     """s for one chunk: the largest s at which at least `share` of the finite values
     (one at least) reach the 8-bit band, |v| 2^-s >= 2^-k; i.e. the octave of the
-    ceil(share n)-th largest |v|, plus k.
+    ceil(share n)-th largest |v|, plus k. Then raised so that the largest finite value
+    stays far from overflow once scaled up (e_max - 127 - 120), kept within
+    SCALE_MIN..SCALE_MAX; SCALE_MIN where that octave is the subnormals'; 0 for a chunk
+    with no finite value.
 
     Only octaves of |v| are counted, and the bounded codec keeps every value at 2^-k or
     above in its octave (its steps are powers of two); so the decoded chunk gives the
-    same s again and re-coding it changes nothing (a ring forwards decoded values)."""
-    bits = np.ascontiguousarray(values, np.float32).view(np.uint32)
-    exp = (bits >> np.uint32(23)).astype(np.uint8)       # the sign bit falls off
-    nonfinite = int(np.count_nonzero(exp == _EXP_NONFINITE))
-    finite = exp.size - nonfinite
-    if finite == 0:
-        return 0
-    m = max(1, int(np.ceil(share * finite)))
-
-    # A binary search of ~8 counting passes over the uint8 octaves: in CPU time about
-    # half of one np.bincount histogram, which widens them to int64 (measured).
-    def at_least(e):            # finite values of octave >= e (inf and NaN are 255)
-        return int(np.count_nonzero(exp >= e)) - nonfinite
-
-    lo, hi = 0, _EXP_NONFINITE - 1        # at_least(lo) >= m; find the largest such
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if at_least(mid) >= m else (lo, mid - 1)
-    e_m = lo
-    e_max = int((np.where(exp == _EXP_NONFINITE, 0, exp) if nonfinite else exp).max())
-    s = e_m - _EXP_BIAS + k if e_m > 0 else SCALE_MIN             # subnormal: finest
-    # The largest value stays far from overflow once scaled up.
-    s = max(s, e_max - _EXP_BIAS - 120, SCALE_MIN)
-    return min(s, SCALE_MAX)
+    same s again and re-coding it changes nothing (a ring forwards decoded values).
+    Computed in one compiled pass, a histogram of the 8-bit exponents
+    (golden/fast_scale.py; the NumPy definition it equals is in tests/test_fast_scale.py)."""
+    bits = np.ascontiguousarray(values, np.float32).reshape(-1).view(np.uint32)
+    return int(fast_scale.choose_scale_bits(bits, int(k), _check_share(share),
+                                            SCALE_MIN, SCALE_MAX))
 
 
-def _times_2_to(v: np.ndarray, s: int) -> np.ndarray:
-    """v 2^s in float32, rounded once (exact where the result is normal): a product with
-    the power of two where it is a normal float32, ldexp beyond (10-40x slower)."""
-    if -126 <= s <= 127:
-        return v * np.float32(2.0 ** s)
-    return np.ldexp(v, s).astype(np.float32)
+def _check_share(share) -> float:
+    share = float(share)
+    if math.isnan(share):
+        raise ValueError("share must be a number, got NaN")
+    return share
+
+
+def _times_2_to(v: np.ndarray, s: int, out: np.ndarray | None = None) -> np.ndarray:
+    """v 2^s in float32, rounded once (exact where the result is normal): the product
+    with the power of two where it is a normal float32, as np.ldexp beyond; compiled
+    (golden/fast_scale.py), the same bits as NumPy's. Into `out` (C-contiguous float32
+    of v's size; v itself allowed) if given, else a new array."""
+    v = np.ascontiguousarray(v, np.float32)
+    if out is None:
+        out = np.empty_like(v)
+    elif out.dtype != np.float32 or not out.flags.c_contiguous or out.size != v.size:
+        raise ValueError("out must be a C-contiguous float32 array of the values' size")
+    fast_scale.times_2_to_into(v.reshape(-1), int(s), out.reshape(-1))
+    return out
 
 
 class ScaledCodec:
@@ -136,11 +135,18 @@ class ScaledCodec:
     def scale(self, values: np.ndarray) -> int:
         return choose_scale(values, self.k, self.share)
 
-    def scale_down(self, values: np.ndarray) -> tuple[int, np.ndarray]:
-        """(s, values 2^-s): what a float32 wire carries for this chunk (a new array)."""
+    def scale_down(self, values: np.ndarray, out: np.ndarray | None = None) -> tuple[int, np.ndarray]:
+        """(s, values 2^-s): what a float32 wire carries for this chunk (a new array, or
+        `out`: C-contiguous float32 of the values' size)."""
         v = np.ascontiguousarray(values, np.float32)
-        s = self.scale(v)
-        return s, _times_2_to(v, -s)
+        if out is None:
+            out = np.empty_like(v)
+        elif out.dtype != np.float32 or not out.flags.c_contiguous or out.size != v.size:
+            raise ValueError("out must be a C-contiguous float32 array of the values' size")
+        # One call: the octave histogram, then the product by 2^-s (still in cache).
+        s = fast_scale.scale_down_into(v.reshape(-1), self.k, self.share, SCALE_MIN, SCALE_MAX,
+                                       out.reshape(-1))
+        return int(s), out
 
     @staticmethod
     def scale_up(values: np.ndarray, s: int) -> np.ndarray:
@@ -155,7 +161,8 @@ class ScaledCodec:
         if len(buf) < 1:
             raise ValueError(f"a scaled frame of {n} values has no scale byte")
         s = buf[0] + SCALE_MIN            # every byte is a scale of the range
-        return _times_2_to(self.inner.decode(memoryview(buf)[1:], n), s)
+        y = self.inner.decode(memoryview(buf)[1:], n)
+        return _times_2_to(y, s, out=y if y.flags.writeable else None)   # a fresh array
 
     def roundtrip(self, values: np.ndarray) -> np.ndarray:
         return self.decode(self.encode(values), values.size)

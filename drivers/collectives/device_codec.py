@@ -23,8 +23,8 @@ CUDA give the same bits; raw (tag 11) values are moved as integers, NaN payloads
 On CUDA, where triton imports, encode and decode run as Triton kernels instead
 (device_codec_triton.py: the same bytes and index, with the same checks); on the CPU
 they run as golden.fast's compiled kernels (the same bytes; the index recorded by the
-packer as it goes, and a walk over the tag words that checks the index given before a
-decode: hundreds of times the
+packer as it goes, and decoded with golden.fast_index, which walks several index blocks
+at once and checks every block's end against the index: hundreds of times the
 torch operations' speed on the CPU, and the GIL released while they run, so a ring can
 code one chunk while its transport moves another). A chunk of at least 2 * PIECE values
 is cut at index entries into one piece per thread (`threads`, default every core) and
@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from ... import golden
-from ...golden import fast
+from ...golden import fast, fast_index
 
 __all__ = ["DeviceCodec", "DEFAULT_BLOCK", "IMPLS", "index_bytes", "triton_available", "PIECE"]
 
@@ -305,12 +305,12 @@ class DeviceCodec:
             (a, b), lo, hi = cuts[i], bounds[i], bounds[i + 1]
             if not 0 <= lo <= hi <= buf.size:
                 return False
-            part = buf[lo:hi]
-            starts, end = fast.group_offsets(part, b - a, self.block)
-            if end != part.size or not np.array_equal(starts + lo, idx[a // per_block:-(-b // per_block)]):
+            try:
+                fast_index.fast_unpack_groups_indexed_into(
+                    buf[lo:hi], b - a, out[a:b] if i + 1 < len(cuts) else out[a:],
+                    idx[a // per_block:-(-b // per_block)] - lo, self.block, self.k, self.name)
+            except ValueError:
                 return False
-            fast.fast_unpack_groups_into(part, b - a, out[a:b] if i + 1 < len(cuts) else out[a:],
-                                         self.k, self.name)
             return True
 
         ok = piece(0) if len(cuts) == 1 else all(list(_pool(self.threads).map(piece, range(len(cuts)))))

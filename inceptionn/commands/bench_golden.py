@@ -18,9 +18,18 @@ golden.fast_unpack_groups of those groups; fast pack into / fast unpack into = t
 kernels writing buffers made once (golden.fast.fast_pack_groups_into /
 fast_unpack_groups_into), as the copy writes its own, so that the last summary line
 compares the codec with the copy on one core (the issue's target: half a copy or better);
-that comparison is then repeated in --rounds rounds (copy, pack into, unpack into in
-turn, each the best of --repeat runs) and printed as medians with the range of the
-per-round shares, steadier than one best-of when other jobs share the machine;
+that comparison is then repeated in --rounds rounds (copy, pack into, unpack into and
+unpack with the ring's index in turn, each the best of --repeat runs) and printed as
+medians with the range of the per-round shares, steadier than one best-of when other
+jobs share the machine, on both buffers and on the 12.2M-parameter MLP's DDP bucket
+(gradients after 3 steps, cached beside the HDC ones; --no-mlp skips it). The real
+gradients and the bucket are timed twice: at the absolute bound 2^-k (both codecs), and
+as the DDP hook's default codes them (the bounded codec on each 2^16-float chunk times
+2^-s, s chosen by ScaledCodec; the scaling is done before the rounds, outside pack's
+and unpack's times, and timed as its own row). Each line's header gives the share of
+groups that code to zero (a tag word, no field) and the compression ratio. "unpack"
+decodes the stream alone, as the NIC's wire carries it; "unpack with the ring's index"
+also reads the offset of every 64th group, as the device codec's ring frames it;
 fast encode+pack =
 golden.fast_compress_payload per 65532-byte payload (the largest whole number of floats
 the 16-bit shim allows, about 64 KiB), with shim and tail, as a NIC compresses; fast NIC =
@@ -38,17 +47,19 @@ import re
 import sys
 import time
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 import numpy as np
 
 from inceptionn import golden
-from inceptionn.golden import fast
+from inceptionn.golden import fast, fast_index
 from .args import CliError
 from .checks import int_in, size_in_memory
 
 __all__ = ["DEFAULT_SIZE", "Result", "parse_size", "bench_buffer", "run_bench", "format_table",
-           "format_vs_copy", "copy_rounds", "format_rounds", "add_arguments", "run"]
+           "format_vs_copy", "copy_rounds", "format_rounds", "zero_group_share", "scale_chunks",
+           "both_bounds_rounds", "mlp_net", "mlp_bucket", "MLP_SIZES", "add_arguments", "run"]
 
 DEFAULT_SIZE = 64 << 20
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
@@ -204,55 +215,188 @@ def bench_buffer(name, values: np.ndarray, *, k=golden.K_DEFAULT, repeat=3, budg
     return results
 
 
+RING_EVERY = 64    # groups per index entry, as the device codec's ring frames them
+
+
+def zero_group_share(tags: np.ndarray) -> float:
+    """The share of 8-value groups whose values all fall in the 0-bit band (tag 0): a
+    2-byte tag word and no field each (lanes past the end count as tag 0)."""
+    t = np.zeros(-(-tags.size // 8) * 8, np.uint8)
+    t[:tags.size] = tags.reshape(-1)
+    return float(np.mean(~t.reshape(-1, 8).any(axis=1))) if t.size else 0.0
+
+
 def copy_rounds(name, values: np.ndarray, *, k=golden.K_DEFAULT, rounds=5, repeat=7,
-                codecs=("paper", "bounded")):
+                codecs=("paper", "bounded"), extra=None):
     """One core, the copy against pack and unpack into buffers made once, in `rounds`
-    rounds of (copy, pack, unpack) in turn, each the best of `repeat` runs: returns
-    {"buffer", "bytes", codec: {"copy", "pack", "unpack": [seconds per round]}}. The
-    decoded values are checked against golden's once before timing."""
+    rounds of (copy, pack, unpack, unpack with the ring's index) in turn, each the best
+    of `repeat` runs: returns {"buffer", "bytes", "zero_groups": {codec: share},
+    "ratio": {codec: bytes / packed bytes}, codec: {"copy", "pack", "unpack", "unpack_idx": [seconds per round]}}. "unpack"
+    reads the stream alone (the NIC's wire: no index); "unpack_idx" also the byte
+    offset of every RING_EVERY-th group, which the ring carries (golden.fast_index).
+    Both decoders' values are checked against golden's once before timing. `extra`
+    ({label: fn}) is timed in the same rounds, after the copy, for the first codec."""
     values = np.ascontiguousarray(values, dtype=np.float32)
     bits = values.view(np.uint32)
     dst = np.empty_like(bits)
-    out = {"buffer": name, "bytes": values.nbytes}
+    out = {"buffer": name, "bytes": values.nbytes, "zero_groups": {}}
     for codec in codecs:
         room = np.empty(fast.pack_room(bits.size), np.uint8)
         words = np.empty(fast.unpack_room(bits.size), np.uint32)
-        packed = room[:fast.fast_pack_groups_into(bits, room, k, codec)].copy()
+        index = np.empty(-(-(-(-bits.size // 8)) // RING_EVERY), np.int64)
+        packed = room[:fast.fast_pack_groups_into(bits, room, k, codec, index, RING_EVERY)].copy()
+        tags, _, _, decoded = golden.compression_block(bits, k, codec)
+        out["zero_groups"][codec] = zero_group_share(tags)
+        out.setdefault("ratio", {})[codec] = values.nbytes / packed.size
+        want = decoded.astype("<u4").tobytes()
         fast.fast_unpack_groups_into(packed, bits.size, words, k, codec)
-        if words[:bits.size].tobytes() != golden.compression_block(bits, k, codec)[3].astype("<u4").tobytes():
+        if words[:bits.size].tobytes() != want:
             raise RuntimeError(f"fast unpack {CODEC_TAGS[codec]} restored values other than the model's")
-        times: dict[str, list[float]] = {"copy": [], "pack": [], "unpack": []}
+        words[:] = 0
+        fast_index.fast_unpack_groups_indexed_into(packed, bits.size, words, index, RING_EVERY, k, codec)
+        if words[:bits.size].tobytes() != want:
+            raise RuntimeError(f"indexed unpack {CODEC_TAGS[codec]} restored values other than the model's")
+        steps: list[tuple[str, Callable[[], object]]] = [("copy", lambda: np.copyto(dst, bits))]
+        if extra and codec == codecs[0]:
+            steps += list(extra.items())
+        steps += [("pack", lambda: fast.fast_pack_groups_into(bits, room, k, codec)),
+                  ("unpack", lambda: fast.fast_unpack_groups_into(packed, bits.size, words, k, codec)),
+                  ("unpack_idx", lambda: fast_index.fast_unpack_groups_indexed_into(
+                      packed, bits.size, words, index, RING_EVERY, k, codec))]
+        times: dict[str, list[float]] = {what: [] for what, _ in steps}
         for _ in range(rounds):
-            for what, fn in (("copy", lambda: np.copyto(dst, bits)),
-                             ("pack", lambda: fast.fast_pack_groups_into(bits, room, k, codec)),
-                             ("unpack", lambda: fast.fast_unpack_groups_into(packed, bits.size, words,
-                                                                              k, codec))):
+            for what, fn in steps:
                 times[what].append(_best_time(fn, repeat, math.inf)[0])
         out[codec] = times
     return out
 
 
+def scale_chunks(values: np.ndarray, k: int, chunk: int | None = None,
+                 out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(values 2^-s per chunk, the s of each chunk): what the DDP hook's default
+    (ScaledCodec, the scale-following bound) hands its codec, chunk by chunk of the
+    socket ring's `chunk` floats (default ring.DEFAULT_CHUNK), s from ScaledCodec's own
+    choice. The bounded codec codes each value alone and a chunk is whole groups, so
+    packing the result in one go gives the chunks' frames back to back, less their
+    scale bytes. Into `out` if given (float32, the values' size): the timed rounds reuse
+    one, so that they time the scaling, not the faulting-in of a fresh buffer's pages."""
+    from inceptionn.drivers.collectives.codecs import ScaledCodec
+    from inceptionn.drivers.collectives.ring import DEFAULT_CHUNK
+
+    chunk = DEFAULT_CHUNK if chunk is None else chunk
+    codec = ScaledCodec(k)
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    out = np.empty_like(values) if out is None else out
+    scales = np.empty(-(-values.size // chunk), np.int16)
+    for j, i in enumerate(range(0, values.size, chunk)):
+        scales[j], _ = codec.scale_down(values[i:i + chunk], out=out[i:i + chunk])
+    return out, scales
+
+
+_ROUND_LABELS = {"pack": "pack", "unpack": "unpack", "unpack_idx": "unpack with the ring's index"}
+
+
 def format_rounds(res) -> str:
     """copy_rounds' result as one line: medians of the rounds, and per method the median
-    and range of the per-round shares of the copy (copy time / method time)."""
+    and range of the per-round shares of the copy (copy time / method time); the header
+    gives each codec's share of zero groups."""
     copy_all = [t for c in CODEC_TAGS if c in res for t in res[c]["copy"]]
     parts = [f"copy {res['bytes'] / float(np.median(copy_all)) / 1e9:.3g} GB/s"]
     for codec, tag in CODEC_TAGS.items():
         if codec not in res:
             continue
         t = res[codec]
-        for what in ("pack", "unpack"):
+        labels = {w: w for w in t if w != "copy" and w not in _ROUND_LABELS}
+        for what, label in {**labels, **_ROUND_LABELS}.items():
             shares = [c / m for c, m in zip(t["copy"], t[what])]
-            parts.append(f"{what} {tag} {res['bytes'] / float(np.median(t[what])) / 1e9:.3g} GB/s = "
+            name = label if what in labels else f"{label} {tag}"
+            parts.append(f"{name} {res['bytes'] / float(np.median(t[what])) / 1e9:.3g} GB/s = "
                          f"{float(np.median(shares)):.0%} ({min(shares):.0%}-{max(shares):.0%})")
     n = len(next(res[c] for c in CODEC_TAGS if c in res)["copy"])
-    return f"one core vs numpy copy, medians of {n} rounds, {res['buffer']}: " + "; ".join(parts)
+    zeros = ", ".join(f"{CODEC_TAGS[c]} {z:.1%}" for c, z in res.get("zero_groups", {}).items())
+    ratios = ", ".join(f"{CODEC_TAGS[c]} {r:.2f}" for c, r in res.get("ratio", {}).items())
+    return (f"one core vs numpy copy, medians of {n} rounds, {res['buffer']} (zero groups: {zeros}; "
+            f"ratio: {ratios}): " + "; ".join(parts))
+
+
+MLP_SIZES = (64, 3000, 3000, 1000, 10)     # bench train's 12.2M-parameter MLP
+
+
+def mlp_net(sizes=MLP_SIZES):
+    """The MLP of `bench train` (sizes: its layers' widths, ReLU between), seeded as
+    bench_train._model seeds it, so that the default sizes give the same parameters."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    layers: list = []
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        layers += [nn.Linear(a, b)] + ([nn.ReLU()] if i < len(sizes) - 2 else [])
+    return nn.Sequential(*layers)
+
+
+def mlp_bucket(steps: int = 3, seed: int = 0, cache_dir=None, sizes=MLP_SIZES) -> np.ndarray:
+    """The gradient DDP hands over as one bucket for the MLP of `sizes` (by default
+    `bench train`'s 12.2M-parameter 64-3000-3000-1000-10: all its parameters' gradients,
+    float32, 48.8 MB) after `steps` SGD steps on digits (batch 64, lr 0.05), cached in
+    cache_dir as a .npy."""
+    if sizes[0] != 64 or sizes[-1] != 10:
+        raise ValueError(f"the MLP takes digits' 64 pixels to 10 classes, got sizes {sizes}")
+    tag = "" if tuple(sizes) == MLP_SIZES else "_" + "-".join(map(str, sizes))
+    name = f"mlp_bucket{tag}_steps{steps}_seed{seed}.npy"
+    path = Path(cache_dir) / name if cache_dir is not None else None
+    if path is not None and path.exists():
+        return np.load(path)
+    import torch
+
+    from inceptionn import gradients
+
+    net = mlp_net(sizes)
+    data = gradients.load_digits_split(seed)
+    rng = np.random.default_rng(seed)
+    # Plain SGD by hand, as torch.optim.SGD steps without momentum (p -= lr grad): its
+    # import pulls in torch._dynamo, seconds of start-up for a few steps.
+    for _ in range(steps):
+        pick = rng.integers(0, len(data.y_train), 64)
+        net.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(torch.from_numpy(data.x_train[pick])),
+                                                 torch.from_numpy(data.y_train[pick]))
+        loss.backward()
+        with torch.no_grad():
+            for p in net.parameters():
+                p.add_(p.grad, alpha=-0.05)
+    grad = torch.cat([p.grad.reshape(-1) for p in net.parameters()]).numpy().astype(np.float32)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npy")
+        np.save(tmp, grad)
+        tmp.replace(path)
+    return grad
+
+
+def both_bounds_rounds(name, values, *, k, rounds, repeat, progress=None):
+    """copy_rounds on `values` as they are (the absolute bound 2^-k, both codecs) and as
+    the DDP hook's default codes them (scale_chunks first, outside the timed pack and
+    unpack: the bounded codec on the scaled values; the scaling itself is timed in the
+    same rounds as its own row)."""
+    if progress:
+        progress(f"{name}: {rounds} rounds of copy, pack, unpack (absolute 2^-{k}, then scaled)")
+    out = [copy_rounds(f"{name}, absolute 2^-{k}", values, k=k, rounds=rounds, repeat=repeat)]
+    scaled, _ = scale_chunks(values, k)
+    into = np.empty_like(scaled)
+    out.append(copy_rounds(f"{name}, scaled as the default hook", scaled, k=k, rounds=rounds,
+                           repeat=repeat, codecs=("bounded",),
+                           extra={"choosing and applying the scales (compiled)":
+                                  lambda: scale_chunks(values, k, out=into)}))
+    return out
 
 
 def run_bench(size=DEFAULT_SIZE, *, k=golden.K_DEFAULT, seed=0, real=True, real_steps=None,
-              cache_dir=None, repeat=3, budget=5.0, progress=None, rounds=0):
+              cache_dir=None, repeat=3, budget=5.0, progress=None, rounds=0, mlp=True):
     """Benchmark the synthetic buffer and (if `real`) the demo's gradients; with rounds,
-    also copy_rounds on each (returned as the Result list's `rounds` attribute)."""
+    also copy_rounds on each, the real gradients and (if `mlp`) the MLP's DDP bucket
+    (mlp_bucket) both at the absolute bound and scaled as the DDP hook's default
+    (both_bounds_rounds); the rounds are the Result list's `rounds` attribute."""
     from inceptionn import gradients
 
     size = parse_size(size)
@@ -275,10 +419,14 @@ def run_bench(size=DEFAULT_SIZE, *, k=golden.K_DEFAULT, seed=0, real=True, real_
         results += bench_buffer(f"HDC grads {_human(g.nbytes)}", g, k=k, repeat=repeat,
                                 budget=budget, progress=progress)
         if rounds:
+            results.rounds += both_bounds_rounds(f"HDC grads {_human(g.nbytes)}", g, k=k,
+                                                 rounds=rounds, repeat=repeat, progress=progress)
+        if rounds and mlp:
             if progress:
-                progress(f"HDC grads {_human(g.nbytes)}: {rounds} rounds of copy, pack, unpack")
-            results.rounds.append(copy_rounds(f"HDC grads {_human(g.nbytes)}", g, k=k,
-                                              rounds=rounds, repeat=repeat))
+                progress("the 12.2M-parameter MLP's DDP bucket (training 3 steps if not cached)")
+            b = mlp_bucket(cache_dir=cache_dir if cache_dir is not None else gradients.DEFAULT_CACHE)
+            results.rounds += both_bounds_rounds(f"MLP bucket {_human(b.nbytes)}", b, k=k,
+                                                 rounds=rounds, repeat=repeat, progress=progress)
     return results
 
 
@@ -360,6 +508,8 @@ def add_arguments(ap) -> None:
                          "medians printed (0: none; default %(default)s)")
     ap.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0)
     ap.add_argument("--no-real", action="store_true", help="skip the demo's real gradients")
+    ap.add_argument("--no-mlp", action="store_true",
+                    help="skip the rounds on the 12.2M-parameter MLP's DDP bucket (48.8 MB)")
     ap.add_argument("--real-steps", type=int, default=None,
                     help="training steps for the real gradients (default: the demo's)")
     ap.add_argument("--cache", type=Path, default=None, help="gradient cache directory (default: the demo's)")
@@ -379,7 +529,7 @@ def run(args) -> int:
 
     results = run_bench(size, k=args.k, seed=args.seed, real=not args.no_real, real_steps=args.real_steps,
                         cache_dir=args.cache, repeat=args.repeat, progress=progress,
-                        rounds=args.rounds)
+                        rounds=args.rounds, mlp=not args.no_mlp)
     print("ratio = uncompressed bytes / compressed bytes; GB/s = uncompressed bytes per wall second "
           "(in to compress, out of decompress); x copy = wall time / numpy copy wall time on the "
           "same buffer; best of `runs`")
