@@ -30,7 +30,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..engine_instance import EngineInstance
-from ..primitives import AxisRegisterSlice, StreamFifo
+from ..primitives import FifoSlice, StreamFifo
 from ..wire import BEAT_BITS, MAX_FRAME_BEATS
 from .width import nic_beat, width_adapter
 
@@ -71,8 +71,10 @@ class EnginePath(wiring.Component):
                 m.d.comb += getattr(self, name).eq(getattr(eng, name))
 
         # The beats without their side-band, through the input slice and adapter.
-        m.submodules.in_slice = in_slice = AxisRegisterSlice(nic_beat(self.nic_bits, 0))
-        m.submodules.out_slice = out_slice = AxisRegisterSlice(nic_beat(self.nic_bits, sb))
+        # The slices as small FIFOs: entries in distributed RAM, not a mux per bit of a
+        # beat (up to 700 bits at 512) as a skid register would take; one clock more.
+        m.submodules.in_slice = in_slice = FifoSlice(nic_beat(self.nic_bits, 0))
+        m.submodules.out_slice = out_slice = FifoSlice(nic_beat(self.nic_bits, sb))
         wiring.connect(m, out_slice.o, wiring.flipped(self.m))
 
         # The side-band, from the NIC's input to the gate.
@@ -106,11 +108,15 @@ class EnginePath(wiring.Component):
             wiring.connect(m, in_slice.o, up.i)
             wide_in = up.o
         p = wide_in.payload
-        go = C(1, 1)
         if self.drops:
-            m.submodules.drop_fifo = dfifo = StreamFifo(1, SIDE_FIFO_DEPTH)
+            # Never full when written, so the engine's input does not wait on it: a
+            # frame's drop entry is written after its side-band entry (at least a clock
+            # later: the side-band register, then at least the slice's clock) and the
+            # two heads are popped together, so it holds fewer entries than the
+            # side-band FIFO, at most SIDE_FIFO_DEPTH; twice that depth leaves room for
+            # the buffered FIFO's own way of counting (its output register apart).
+            m.submodules.drop_fifo = dfifo = StreamFifo(1, 2 * SIDE_FIFO_DEPTH)
             beats = Signal(range(MAX_FRAME_BEATS + 2))   # beats of this frame so far, saturating
-            go = ~p.last | dfifo.i.ready
             m.d.comb += [dfifo.i.payload.eq(beats >= MAX_FRAME_BEATS),
                          dfifo.i.valid.eq(wide_in.valid & eng.i.ready & p.last)]
             with m.If(wide_in.valid & wide_in.ready):
@@ -121,8 +127,7 @@ class EnginePath(wiring.Component):
         m.d.comb += [
             eng.i.payload.data.eq(p.data), eng.i.payload.keep.eq(p.keep),
             eng.i.payload.last.eq(p.last), eng.i.payload.user.eq(p.user),
-            eng.i.valid.eq(wide_in.valid & go),
-            wide_in.ready.eq(eng.i.ready & go),
+            eng.i.valid.eq(wide_in.valid), wide_in.ready.eq(eng.i.ready),
         ]
 
         # Out of the engine, back to the NIC's width.

@@ -1,7 +1,7 @@
 """What `make synth-report` synthesizes of the Corundum app (docs/synthesis.md).
 
 - ``app_verilog(nic_bits)``: one interface's whole app block, the core
-  (``inceptionn_app_w<W>``: adapters, side-band FIFOs, register slices, registers) with
+  (``inceptionn_app_w<W>``: adapters, side-band FIFOs, FIFO slices, registers) with
   both engines, as Verilog for one synthesis. The shell around it (``mqnic_app_block``)
   adds only wires, pass-throughs and constants, so this is the block's logic; the
   shell's constants (interface index 0 of 1) are tied here as they are there, so that
