@@ -109,15 +109,17 @@ class EnginePath(wiring.Component):
             wide_in = up.o
         p = wide_in.payload
         if self.drops:
-            # Never full when written, so the engine's input does not wait on it: a
-            # frame's drop entry is written after its side-band entry (at least a clock
-            # later: the side-band register, then at least the slice's clock) and the
-            # two heads are popped together, so it holds fewer entries than the
-            # side-band FIFO, at most SIDE_FIFO_DEPTH; twice that depth leaves room for
-            # the buffered FIFO's own way of counting (its output register apart).
+            # Written a clock after the frame's last beat went in, from registers, so that
+            # the engine's input ready (its own FIFO's level) does not reach this FIFO's
+            # level in the same clock. Never full when written, so the engine's input
+            # does not wait on it: a frame's drop entry is written after its side-band
+            # entry (the side-band register, the slice, this register) and the two heads
+            # are popped together, so it holds fewer entries than the side-band FIFO, at
+            # most SIDE_FIFO_DEPTH; twice that depth leaves room for the buffered FIFO's
+            # own way of counting (its output register apart).
             m.submodules.drop_fifo = dfifo = StreamFifo(1, 2 * SIDE_FIFO_DEPTH)
             beats = Signal(range(MAX_FRAME_BEATS + 2))   # beats of this frame so far, saturating
-            m.d.comb += [dfifo.i.payload.eq(beats >= MAX_FRAME_BEATS),
+            m.d.sync += [dfifo.i.payload.eq(beats >= MAX_FRAME_BEATS),
                          dfifo.i.valid.eq(wide_in.valid & eng.i.ready & p.last)]
             with m.If(wide_in.valid & wide_in.ready):
                 with m.If(p.last):
