@@ -284,6 +284,32 @@ def test_make_synth_report_cli(tmp_path, capsys):
     assert cli.main(["synth", "--only", "no_such_block", "-o", str(out)]) == 2
 
 
+_UNIT_SRC = """
+module half(input [1:0] a, output y);
+  assign y = a[0] ^ a[1];
+endmodule
+module top(input clk, input [2:0] d, output reg q);
+  reg [2:0] r;
+  wire y;
+  half u(.a(r[1:0]), .y(y));
+  always @(posedge clk) begin r <= d; q <= y ^ r[2]; end
+endmodule
+"""
+
+
+@needs_yosys
+def test_units_mapped_apart_then_flattened(tmp_path):
+    """A unit (the Corundum block's engines) is mapped on its own, then flattened into
+    the top, so that a path through it is counted across its ports: r -> half's XOR ->
+    the top's XOR -> q is two LUT2s with half as a unit (one LUT3 when flattened before
+    mapping, as without ``units``)."""
+    mod = synth.run_yosys(_UNIT_SRC, "top", tmp_path, kind="verilog", units=("half",))
+    assert "half" not in {c["type"] for c in mod["cells"].values()}
+    lv = synth.logic_levels(mod)
+    assert lv.levels == 2, lv
+    assert lv.start.startswith("r[") and lv.end == "q"
+
+
 # ---------------------------------------------------------------- Corundum's app block
 
 _STRESS = os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0")
