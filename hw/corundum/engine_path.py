@@ -12,11 +12,11 @@ so that it goes round the input slice and the width adapter; the gate puts the F
 head on every output beat of that frame. Frames leave an engine in the order they came
 in, bypassed, fallen back or compressed alike, so the FIFO's head always belongs to the
 frame at the output. The TX engine drops a frame of more than MAX_FRAME_BEATS beats: the
-path counts a frame's beats into the engine and writes, with its last beat, whether it
-is dropped to a FIFO of one bit beside the side-band's; the gate discards a dropped
-frame's entries instead of waiting for the frame. (The engine is store-and-forward: a
-frame's output comes after the last beat of every frame before it is in, so the head's
-drop bit is there by then.)
+path counts a frame's beats into the engine and writes, a clock after its last beat,
+whether it is dropped to a FIFO of one bit beside the side-band's; the gate discards a
+dropped frame's entries instead of waiting for the frame, and waits for the head's drop
+bit before a frame's output (the engine is store-and-forward, so the bit is there by
+then).
 
 The input takes a frame's first beat only when the side-band FIFO has room for it on the
 next clock (not full, and no write pending: the engines take at most one frame every
