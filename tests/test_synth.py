@@ -344,16 +344,19 @@ def test_corundum_own_logic_within_six_levels(tmp_path, name):
 
 @needs_yosys
 @pytest.mark.skipif(not _STRESS, reason="a quarter of an hour: INCEPTIONN_STRESS=1 (make sim-stress)")
-def test_corundum_whole_block_row(tmp_path):
-    """The whole block of one interface at 64 bits, engines included: its row and its
-    share of the XC7VX690T's LUTs in the summary (the budget is reported, not asserted:
-    docs/synthesis.md has the figures)."""
+@pytest.mark.parametrize("name", ["corundum_app_w64", "corundum_app_w64_units"])
+def test_corundum_whole_block_row(tmp_path, name):
+    """The whole block of one interface at 64 bits, engines included (flattened before
+    mapping, or each engine mapped as a unit): its row and its share of the XC7VX690T's
+    LUTs in the summary (the budget is reported, not asserted: docs/synthesis.md has the
+    figures)."""
     out = tmp_path / "report.json"
-    assert cli.main(["synth", "--only", "corundum_app_w64", "-o", str(out)]) == 0
+    assert cli.main(["synth", "--only", name, "-o", str(out)]) == 0
     rep = json.loads(out.read_text())
     (d,) = rep["designs"]
     assert d["BRAM36"] >= 15 and d["LUT"] > 17000        # both engines are in it
+    assert not any(t.startswith("inceptionn_") for t in d["cells_by_type"])   # flat
     assert d["lut_sites_share"] == round(d["LUT_SITES"] / synth.XC7VX690T_LUTS, 4)
-    row = rep["summary"]["corundum_app"]["corundum_app_w64"]
+    row = rep["summary"]["corundum_app"][name]
     assert row["levels_ok"] == (d["levels"] <= 6)
     assert row["luts_ok"] == (d["LUT_SITES"] <= 0.05 * synth.XC7VX690T_LUTS)
