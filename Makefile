@@ -103,7 +103,7 @@ sim: $(STAMP)
 
 # The cocotb regression with the long random runs, and what make test leaves to it (the
 # builds and runs docs/verification.md lists under "What make test leaves to make
-# sim-stress"): the 512-bit Corundum app, the TX -> RX loopback, the AlignmentUnit's
+# sim-stress"): the TX -> RX loopback, the AlignmentUnit's
 # default build, the wheel's own TX loop build, the RX rate's other configurations and
 # the synthesis rows of tests/test_synth.py.
 STRESS_TESTS = sim experiments tests/test_wheel.py tests/test_synth.py

@@ -68,7 +68,8 @@ docs/rx-burst-buffer.md). Here (6 levels):
 - the write side's terms that do not follow P (a piece is held, pieces are taken,
   W's slot, the piece reaches lane 31, the payload not started, lane 31 gets its next
   position) are registers a clock ahead (``fill``, ``fresh``, ``t31``; their next
-  values worked out for room = 0 and 1 apart, room selecting), so that the
+  values worked out for each value of room and of the consumer's flush apart, the two
+  selecting), so that the
   slot-complete flags, lane 31's write and ``load`` are room and one LUT (the mapper
   spreads wider cones over chains of small LUTs where it sees slack); "P did not move" is kept as registers of ``go`` and of "P not set", so
   nothing waits for ``go`` and then more logic; the flag selects and the lane-31
@@ -421,26 +422,30 @@ class BurstBuffer(wiring.Component):
         w_next = Signal(9)
         m.d.comb += w_next.eq(Cat(piece.first, W[5:]) + piece.count)
         # Next values of the registers that ``fresh``, ``fill`` and ``t31`` are made of
-        # (as the assignments below and above give them), worked out for room = 0 and
-        # room = 1 apart (kept), so that room, the one late term, is a final select.
+        # (as the assignments below and above give them), worked out for each value of
+        # room and of flush apart (kept), so that these two, the late terms (flush comes
+        # from the consumer's step logic), are a final select.
         w_dec = Cat(*[w_next[5:7] == k for k in range(SLOTS)])
         ends = drop & piece.last
 
-        def ahead(rm):
+        def ahead(rm, fl):
             ready = ~pv | discard | (ok & rm)
             wr_ = pv & ok & rm
             pv_n = Mux(ready, s1_v, pv)
             end31_n = Mux(ready, s1_end[5], end[5])
             last_n = Mux(ready, s1_piece.last, piece.last)
-            started_n = ~self.flush & (started | wr_)
-            got_last_n = ~self.flush & (got_last | (wr_ & piece.last))
-            discard_n = Mux(self.flush,
-                            Mux(discard, ~ends, ~got_last & ~(wr_ & piece.last)),
-                            discard & ~ends)
-            ok_n = ~got_last_n & ~discard_n
-            ws_n = Mux(self.flush, 1, Mux(wr_, w_dec, ws_oh))
+            if fl:
+                started_n = C(0, 1)
+                discard_n = Mux(discard, ~ends, ~got_last & ~(wr_ & piece.last))
+                ws_n = C(1, SLOTS)
+                ok_n = ~discard_n
+            else:
+                started_n = started | wr_
+                discard_n = discard & ~ends
+                ws_n = Mux(wr_, w_dec, ws_oh)
+                ok_n = ~(got_last | (wr_ & piece.last)) & ~discard_n
             live = pv_n & ok_n
-            v = Signal(1 + 2 * SLOTS, name=f"ahead{rm}", attrs={"keep": 1})
+            v = Signal(1 + 2 * SLOTS, name=f"ahead{rm}{fl}", attrs={"keep": 1})
             m.d.comb += v.eq(Cat(
                 live & ~started_n,
                 Mux(live & end31_n, ws_n, 0),
@@ -448,8 +453,8 @@ class BurstBuffer(wiring.Component):
                     | Mux(started_n, Cat(ws_n[1:], ws_n[0]), 0), 0)))
             return v
 
-        a0, a1 = ahead(0), ahead(1)
-        nv = Mux(room, a1, a0)
+        nv = Mux(self.flush, Mux(room, ahead(1, 1), ahead(0, 1)),
+                 Mux(room, ahead(1, 0), ahead(0, 0)))
         m.d.sync += [fresh.eq(nv[0]), fill.eq(nv[1:1 + SLOTS]), t31.eq(nv[1 + SLOTS:])]
         with m.If(self.flush):
             m.d.sync += [W.eq(0), started.eq(0), got_last.eq(0), last_d.eq(0),

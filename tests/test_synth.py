@@ -284,6 +284,32 @@ def test_make_synth_report_cli(tmp_path, capsys):
     assert cli.main(["synth", "--only", "no_such_block", "-o", str(out)]) == 2
 
 
+_UNIT_SRC = """
+module half(input [1:0] a, output y);
+  assign y = a[0] ^ a[1];
+endmodule
+module top(input clk, input [2:0] d, output reg q);
+  reg [2:0] r;
+  wire y;
+  half u(.a(r[1:0]), .y(y));
+  always @(posedge clk) begin r <= d; q <= y ^ r[2]; end
+endmodule
+"""
+
+
+@needs_yosys
+def test_units_mapped_apart_then_flattened(tmp_path):
+    """A unit (the Corundum block's engines) is mapped on its own, then flattened into
+    the top, so that a path through it is counted across its ports: r -> half's XOR ->
+    the top's XOR -> q is two LUT2s with half as a unit (one LUT3 when flattened before
+    mapping, as without ``units``)."""
+    mod = synth.run_yosys(_UNIT_SRC, "top", tmp_path, kind="verilog", units=("half",))
+    assert "half" not in {c["type"] for c in mod["cells"].values()}
+    lv = synth.logic_levels(mod)
+    assert lv.levels == 2, lv
+    assert lv.start.startswith("r[") and lv.end == "q"
+
+
 # ---------------------------------------------------------------- Corundum's app block
 
 _STRESS = os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0")
@@ -318,16 +344,19 @@ def test_corundum_own_logic_within_six_levels(tmp_path, name):
 
 @needs_yosys
 @pytest.mark.skipif(not _STRESS, reason="a quarter of an hour: INCEPTIONN_STRESS=1 (make sim-stress)")
-def test_corundum_whole_block_row(tmp_path):
-    """The whole block of one interface at 64 bits, engines included: its row and its
-    share of the XC7VX690T's LUTs in the summary (the budget is reported, not asserted:
-    docs/synthesis.md has the figures)."""
+@pytest.mark.parametrize("name", ["corundum_app_w64", "corundum_app_w64_units"])
+def test_corundum_whole_block_row(tmp_path, name):
+    """The whole block of one interface at 64 bits, engines included (flattened before
+    mapping, or each engine mapped as a unit): its row and its share of the XC7VX690T's
+    LUTs in the summary (the budget is reported, not asserted: docs/synthesis.md has the
+    figures)."""
     out = tmp_path / "report.json"
-    assert cli.main(["synth", "--only", "corundum_app_w64", "-o", str(out)]) == 0
+    assert cli.main(["synth", "--only", name, "-o", str(out)]) == 0
     rep = json.loads(out.read_text())
     (d,) = rep["designs"]
     assert d["BRAM36"] >= 15 and d["LUT"] > 17000        # both engines are in it
+    assert not any(t.startswith("inceptionn_") for t in d["cells_by_type"])   # flat
     assert d["lut_sites_share"] == round(d["LUT_SITES"] / synth.XC7VX690T_LUTS, 4)
-    row = rep["summary"]["corundum_app"]["corundum_app_w64"]
+    row = rep["summary"]["corundum_app"][name]
     assert row["levels_ok"] == (d["levels"] <= 6)
     assert row["luts_ok"] == (d["LUT_SITES"] <= 0.05 * synth.XC7VX690T_LUTS)

@@ -94,7 +94,7 @@ class InceptionnApp(wiring.Component):
 
         for d, cls in ENGINES.items():
             path = EnginePath(ENGINE_MODULES[d], cls, cfg.nic_bits, cfg.side_bits(d),
-                              entry_at_last=(d == "tx"))
+                              drops=(d == "tx"))
             m.submodules[d] = path
             for name, member in engine_ports(cls).items():
                 v = regs.values[(d, name)]

@@ -1,39 +1,44 @@
 """One engine on one of the NIC's interface streams, with its side-band kept beside it.
 
     s ─► slice ─► width in ─► engine (256 bits) ─► width out ─► gate ─► slice ─► m
-                      └─ side-band FIFO (tid, tdest, tuser but the bad bit; drop) ─┘
+    └─ side-band FIFO (tid, tdest, tuser but the bad bit) ───────────┘
+                         └─ drop FIFO (TX) ──────────────────────┘
 
 The engines carry only data, keep, last and a bad-frame bit. Everything else a NIC's
 stream says about a frame (Corundum's tid, tdest, the TX tag or RX timestamp in tuser)
-rides in ``side``: it is taken from the frame's first beat at the engine's input and
-written to the side-band FIFO, then put on every output beat of that frame. Frames
-leave an engine in the order they came in, bypassed, fallen back or compressed alike,
-so the FIFO's head always belongs to the frame at the output. The TX engine drops a
-frame of more than MAX_FRAME_BEATS beats; the path counts the beats and marks such a
-frame's entry, and the gate discards that entry instead of waiting for the frame.
+is the frame's side-band: it is taken from the frame's first beat at the NIC's input
+into a register and written to the side-band FIFO on the next clock (from registers),
+so that it goes round the input slice and the width adapter; the gate puts the FIFO's
+head on every output beat of that frame. Frames leave an engine in the order they came
+in, bypassed, fallen back or compressed alike, so the FIFO's head always belongs to the
+frame at the output. The TX engine drops a frame of more than MAX_FRAME_BEATS beats: the
+path counts a frame's beats into the engine and writes, a clock after its last beat,
+whether it is dropped to a FIFO of one bit beside the side-band's; the gate discards a
+dropped frame's entries instead of waiting for the frame, and waits for the head's drop
+bit before a frame's output (the engine is store-and-forward, so the bit is there by
+then).
 
-When an entry is written (``entry_at_last``): the TX engine is store-and-forward (a
-frame leaves after its last beat is in), so its entry is written with the last beat,
-when the length, hence the drop, is known. The RX engine is cut-through: a frame may
-start leaving before its last beat is in, so its entry is written with the first beat
-(RX drops nothing). The gate holds a frame's first output beat until its entry is
-there, and a full FIFO holds the input; neither waits on the other, so no deadlock.
+The input takes a frame's first beat only when the side-band FIFO has room for it on the
+next clock (not full, and no write pending: the engines take at most one frame every
+two clocks, so this costs no rate); the input's ready comes from registers only. The
+gate holds a frame's first output beat until its entry is there, and a full FIFO holds
+the input; neither waits on the other, so no deadlock.
 """
 
 from amaranth import *
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..engine_instance import EngineInstance
-from ..primitives import AxisRegisterSlice, StreamFifo
+from ..primitives import FifoSlice, StreamFifo
 from ..wire import BEAT_BITS, MAX_FRAME_BEATS
 from .width import nic_beat, width_adapter
 
 __all__ = ["EnginePath", "engine_ports", "SIDE_FIFO_DEPTH"]
 
-# Frames between the engine's input and the NIC output: TX holds a frame about 50
-# clocks after its last beat (75-95 from its first for short frames); at 512 bits the
-# shortest frames enter every 2 clocks, so 64 entries keep that rate.
+# Frames between the NIC's input and output: TX holds a frame about 50 clocks after its
+# last beat (75-95 from its first for short frames); at 512 bits the shortest frames
+# enter every 2 clocks, so 64 entries keep that rate.
 SIDE_FIFO_DEPTH = 64
 
 
@@ -47,10 +52,10 @@ class EnginePath(wiring.Component):
     """``s``/``m``: NIC streams of ``nic_bits`` with ``side_bits`` of side-band; the
     engine's own configuration inputs and counter outputs under their own names."""
 
-    def __init__(self, module, engine_cls, nic_bits, side_bits, *, entry_at_last):
+    def __init__(self, module, engine_cls, nic_bits, side_bits, *, drops):
         self._module, self._engine_cls = module, engine_cls
         self.nic_bits, self.side_bits = nic_bits, side_bits
-        self.entry_at_last = entry_at_last
+        self.drops = drops
         beat = nic_beat(nic_bits, side_bits)
         super().__init__({"s": In(stream.Signature(beat)), "m": Out(stream.Signature(beat)),
                           **engine_ports(engine_cls)})
@@ -65,48 +70,70 @@ class EnginePath(wiring.Component):
             else:
                 m.d.comb += getattr(self, name).eq(getattr(eng, name))
 
-        m.submodules.in_slice = in_slice = AxisRegisterSlice(nic_beat(self.nic_bits, sb))
-        m.submodules.out_slice = out_slice = AxisRegisterSlice(nic_beat(self.nic_bits, sb))
-        wiring.connect(m, wiring.flipped(self.s), in_slice.i)
+        # The beats without their side-band, through the input slice and adapter.
+        # The slices as small FIFOs: entries in distributed RAM, not a mux per bit of a
+        # beat (up to 700 bits at 512) as a skid register would take; one clock more.
+        m.submodules.in_slice = in_slice = FifoSlice(nic_beat(self.nic_bits, 0))
+        m.submodules.out_slice = out_slice = FifoSlice(nic_beat(self.nic_bits, sb))
         wiring.connect(m, out_slice.o, wiring.flipped(self.m))
 
+        # The side-band, from the NIC's input to the gate.
+        m.submodules.side_fifo = fifo = StreamFifo(max(sb, 1), SIDE_FIFO_DEPTH)
+        first = Signal(init=1)              # the next input beat starts a frame
+        pend = Signal()                     # the side-band register is written next clock
+        side_q = Signal(max(sb, 1))
+        s = self.s
+        room = ~first | (~pend & fifo.i.ready)
+        sp, ip = s.payload, in_slice.i.payload
+        m.d.comb += [
+            ip.data.eq(sp.data), ip.keep.eq(sp.keep), ip.last.eq(sp.last),
+            ip.user.eq(sp.user),
+            in_slice.i.valid.eq(s.valid & room),
+            s.ready.eq(in_slice.i.ready & room),
+            fifo.i.payload.eq(side_q), fifo.i.valid.eq(pend),
+        ]
+        took = s.valid & s.ready
+        m.d.sync += pend.eq(took & first)
+        with m.If(took):
+            m.d.sync += first.eq(sp.last)
+            with m.If(first):
+                m.d.sync += side_q.eq(sp.side)
+
         # Into the engine, at 256 bits.
-        up = width_adapter(self.nic_bits, BEAT_BITS, sb)
+        up = width_adapter(self.nic_bits, BEAT_BITS, 0)
         if up is None:
             wide_in = in_slice.o
         else:
             m.submodules.width_in = up
             wiring.connect(m, in_slice.o, up.i)
             wide_in = up.o
-
-        entry = data.StructLayout({"side": max(sb, 1), "drop": 1})
-        m.submodules.side_fifo = fifo = StreamFifo(entry, SIDE_FIFO_DEPTH)
-        first = Signal(init=1)              # the next beat into the engine starts a frame
-        side_q = Signal(max(sb, 1))
-        beats = Signal(range(MAX_FRAME_BEATS + 2))   # beats of this frame so far, saturating
         p = wide_in.payload
-        writes = p.last if self.entry_at_last else first
-        go = ~writes | fifo.i.ready
+        if self.drops:
+            # Written a clock after the frame's last beat went in, from registers, so that
+            # the engine's input ready (its own FIFO's level) does not reach this FIFO's
+            # level in the same clock. Never full when written, so the engine's input
+            # does not wait on it: a frame's drop entry is written after its side-band
+            # entry (the side-band register, the slice, this register) and the two heads
+            # are popped together, so it holds fewer entries than the side-band FIFO, at
+            # most SIDE_FIFO_DEPTH; twice that depth leaves room for the buffered FIFO's
+            # own way of counting (its output register apart).
+            m.submodules.drop_fifo = dfifo = StreamFifo(1, 2 * SIDE_FIFO_DEPTH)
+            beats = Signal(range(MAX_FRAME_BEATS + 2))   # beats of this frame so far, saturating
+            m.d.sync += [dfifo.i.payload.eq(beats >= MAX_FRAME_BEATS),
+                         dfifo.i.valid.eq(wide_in.valid & eng.i.ready & p.last)]
+            with m.If(wide_in.valid & wide_in.ready):
+                with m.If(p.last):
+                    m.d.sync += beats.eq(0)
+                with m.Elif(beats <= MAX_FRAME_BEATS):
+                    m.d.sync += beats.eq(beats + 1)
         m.d.comb += [
             eng.i.payload.data.eq(p.data), eng.i.payload.keep.eq(p.keep),
             eng.i.payload.last.eq(p.last), eng.i.payload.user.eq(p.user),
-            eng.i.valid.eq(wide_in.valid & go),
-            wide_in.ready.eq(eng.i.ready & go),
-            fifo.i.payload.side.eq(Mux(first, p.side, side_q)),
-            fifo.i.payload.drop.eq(beats >= MAX_FRAME_BEATS if self.entry_at_last else 0),
-            fifo.i.valid.eq(wide_in.valid & eng.i.ready & writes),
+            eng.i.valid.eq(wide_in.valid), wide_in.ready.eq(eng.i.ready),
         ]
-        with m.If(wide_in.valid & wide_in.ready):
-            m.d.sync += first.eq(p.last)
-            with m.If(first):
-                m.d.sync += side_q.eq(p.side)
-            with m.If(p.last):
-                m.d.sync += beats.eq(0)
-            with m.Elif(beats <= MAX_FRAME_BEATS):
-                m.d.sync += beats.eq(beats + 1)
 
         # Out of the engine, back to the NIC's width.
-        wide_out = stream.Signature(nic_beat(BEAT_BITS, sb)).create()
+        wide_out = stream.Signature(nic_beat(BEAT_BITS, 0)).create()
         m.d.comb += [
             wide_out.payload.data.eq(eng.o.payload.data),
             wide_out.payload.keep.eq(eng.o.payload.keep),
@@ -115,7 +142,7 @@ class EnginePath(wiring.Component):
             wide_out.valid.eq(eng.o.valid),
             eng.o.ready.eq(wide_out.ready),
         ]
-        down = width_adapter(BEAT_BITS, self.nic_bits, sb)
+        down = width_adapter(BEAT_BITS, self.nic_bits, 0)
         if down is None:
             narrow = wide_out
         else:
@@ -123,22 +150,27 @@ class EnginePath(wiring.Component):
             wiring.connect(m, wide_out, down.i)
             narrow = down.o
 
-        # The gate: each output beat takes the side-band of the FIFO's head; an entry of
-        # a dropped frame is discarded as soon as it is the head. The head of a frame
-        # whose last beat went out is popped one clock later (``done``, a register), so
-        # that the adapter's lane logic does not reach the FIFO's level counter in the
-        # same clock (the 6-level budget); the gate holds during that clock.
-        head = fifo.o.payload
+        # The gate: each output beat takes the side-band of the FIFO's head; the entries
+        # of a dropped frame are discarded as soon as they are the heads. The head of a
+        # frame whose last beat went out is popped one clock later (``done``, a
+        # register), so that the adapter's lane logic does not reach the FIFO's level
+        # counter in the same clock (the 6-level budget); the gate holds during that clock.
         done = Signal()
-        head_ok = fifo.o.valid & ~head.drop & ~done
+        if self.drops:
+            dropped = fifo.o.valid & dfifo.o.valid & dfifo.o.payload
+            head_ok = fifo.o.valid & dfifo.o.valid & ~dfifo.o.payload & ~done
+            m.d.comb += dfifo.o.ready.eq(done | dropped)
+        else:
+            dropped = C(0, 1)
+            head_ok = fifo.o.valid & ~done
         o = out_slice.i
         m.d.comb += [
             o.payload.data.eq(narrow.payload.data), o.payload.keep.eq(narrow.payload.keep),
             o.payload.last.eq(narrow.payload.last), o.payload.user.eq(narrow.payload.user),
-            o.payload.side.eq(head.side),
+            o.payload.side.eq(fifo.o.payload),
             o.valid.eq(narrow.valid & head_ok),
             narrow.ready.eq(o.ready & head_ok),
-            fifo.o.ready.eq(done | (fifo.o.valid & head.drop)),
+            fifo.o.ready.eq(done | dropped),
         ]
         m.d.sync += done.eq(narrow.valid & o.ready & head_ok & narrow.payload.last)
         return m

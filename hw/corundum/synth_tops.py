@@ -1,7 +1,7 @@
 """What `make synth-report` synthesizes of the Corundum app (docs/synthesis.md).
 
 - ``app_verilog(nic_bits)``: one interface's whole app block, the core
-  (``inceptionn_app_w<W>``: adapters, side-band FIFOs, register slices, registers) with
+  (``inceptionn_app_w<W>``: adapters, side-band FIFOs, FIFO slices, registers) with
   both engines, as Verilog for one synthesis. The shell around it (``mqnic_app_block``)
   adds only wires, pass-throughs and constants, so this is the block's logic; the
   shell's constants (interface index 0 of 1) are tied here as they are there, so that
@@ -27,7 +27,6 @@ from .width import Downsizer, Upsizer
 __all__ = ["OneInterface", "app_verilog", "RegsTop", "upsizer_64", "downsizer_64", "in_512",
            "out_512"]
 
-_SIDE = AppConfig().side_bits("rx")     # the wider of the two side-bands (RX: timestamp)
 
 
 class OneInterface(wiring.Component):
@@ -110,18 +109,19 @@ class RegsTop(wiring.Component):
         return m
 
 
-# The adapters as the app builds them, each direction of each width.
+# The adapters as the app builds them, each direction of each width: without the
+# side-band, which goes round them (engine_path.py).
 def upsizer_64():
-    return Upsizer(64, 256, _SIDE)          # into the engine, 10G boards
+    return Upsizer(64, 256, 0)              # into the engine, 10G boards
 
 
 def downsizer_64():
-    return Downsizer(256, 64, _SIDE)        # out of the engine, 10G boards
+    return Downsizer(256, 64, 0)            # out of the engine, 10G boards
 
 
 def in_512():
-    return Downsizer(512, 256, _SIDE)       # into the engine, 100G boards
+    return Downsizer(512, 256, 0)           # into the engine, 100G boards
 
 
 def out_512():
-    return Upsizer(256, 512, _SIDE)         # out of the engine, 100G boards
+    return Upsizer(256, 512, 0)             # out of the engine, 100G boards

@@ -22,6 +22,7 @@ one LUT level to its data out; its write side is a path end.
 import argparse
 import importlib
 import json
+import re
 import subprocess
 import sys
 import time
@@ -34,7 +35,8 @@ from .args import CliError
 
 __all__ = ["LevelPath", "logic_levels", "cell_counts", "run_yosys", "synthesize",
            "report_design", "report_app", "markdown_table", "DESIGNS", "EXPERIMENTS",
-           "APP_DESIGNS", "APP_OWN_DESIGNS", "XC7VX690T_LUTS", "add_arguments", "run"]
+           "APP_DESIGNS", "APP_OWN_DESIGNS", "APP_UNIT_DESIGNS", "XC7VX690T_LUTS",
+           "add_arguments", "run"]
 
 # ---------------------------------------------------------------------------------------
 # Cell classes of the yosys xilinx library
@@ -300,9 +302,11 @@ def yosys_available():
         return False
 
 
-def run_yosys(source, top, workdir, *, kind="rtlil", timeout=None):
+def run_yosys(source, top, workdir, *, kind="rtlil", timeout=None, units=()):
     """Synthesize `source` (RTLIL or Verilog text) for xc7 out of context; return the
-    flattened top module of the JSON netlist and the yosys log text."""
+    flattened top module of the JSON netlist and the yosys log text. `units`: modules
+    mapped each on its own (flattened inside, kept apart from the rest while synth_xilinx
+    maps), then flattened into the top, so that paths across them are counted."""
     if kind not in ("rtlil", "verilog"):
         raise ValueError(f"source kind must be 'rtlil' or 'verilog', not {kind!r}")
     workdir = Path(workdir)
@@ -312,8 +316,12 @@ def run_yosys(source, top, workdir, *, kind="rtlil", timeout=None):
     out = workdir / f"{top}.json"
     read = "read_rtlil" if kind == "rtlil" else "read_verilog"
     # -noiopad/-noclkbuf: out of context, as the engines sit inside a larger design.
-    script = (f"{read} {src.name}; synth_xilinx -family xc7 -flatten -noiopad -noclkbuf "
-              f"-top {top}; stat; write_json {out.name}")
+    keep = " ".join(units)
+    script = (f"{read} {src.name}; "
+              + (f"setattr -mod -set keep_hierarchy 1 {keep}; " if units else "")
+              + f"synth_xilinx -family xc7 -flatten -noiopad -noclkbuf -top {top}; "
+              + (f"setattr -mod -unset keep_hierarchy {keep}; flatten; " if units else "")
+              + f"stat; write_json {out.name}")
     log = workdir / f"{top}.log"
     proc = subprocess.run([*_yosys_cmd(), "-q", "-l", log.name, "-p", script],
                           cwd=workdir, capture_output=True, text=True, timeout=timeout)
@@ -379,6 +387,10 @@ APP_DESIGNS = {"corundum_app_w64": 64, "corundum_app_w512": 512}
 # The same blocks with the engines as black boxes: the app's own logic (paths end at the
 # engines' ports); report name -> width.
 APP_OWN_DESIGNS = {"corundum_app_w64_own": 64, "corundum_app_w512_own": 512}
+# The whole blocks again with each engine mapped as a unit, as when it is synthesized
+# alone (flattened into one netlist only after mapping, paths across the engines' ports
+# counted): the mapper's noise of one 25k-LUT netlist apart (docs/synthesis.md).
+APP_UNIT_DESIGNS = {"corundum_app_w64_units": 64, "corundum_app_w512_units": 512}
 XC7VX690T_LUTS = 433_200
 APP_LUT_SHARE = 0.05
 
@@ -423,9 +435,15 @@ def design_factory(module, cls, wrap):
 def report_app(name, nic_bits, workdir):
     """One DESIGNS-style row for the Corundum app block at `nic_bits`."""
     from inceptionn.hw.corundum.synth_tops import app_verilog
+    from inceptionn.hw.corundum.app import ENGINE_MODULES
     text, top = app_verilog(nic_bits, engines=name not in APP_OWN_DESIGNS)
+    if name in APP_UNIT_DESIGNS:
+        top_units = f"{top}_units"
+        text = re.sub(rf"^module {top}\(", f"module {top_units}(", text, count=1, flags=re.M)
+        top = top_units
     t0 = time.monotonic()
-    mod = run_yosys(text, top, workdir, kind="verilog")
+    mod = run_yosys(text, top, workdir, kind="verilog",
+                    units=tuple(ENGINE_MODULES.values()) if name in APP_UNIT_DESIGNS else ())
     t_synth = time.monotonic() - t0
     lv = logic_levels(mod)
     viv = logic_levels(mod, style="vivado")
@@ -461,7 +479,8 @@ def add_arguments(ap) -> None:
 
 
 def run(args) -> int:
-    known = {d[0] for d in DESIGNS + EXPERIMENTS} | set(APP_DESIGNS) | set(APP_OWN_DESIGNS)
+    known = ({d[0] for d in DESIGNS + EXPERIMENTS} | set(APP_DESIGNS) | set(APP_OWN_DESIGNS)
+             | set(APP_UNIT_DESIGNS))
     for n in args.only or ():
         if n not in known:
             raise CliError(f"unknown design {n!r}; known: {', '.join(sorted(known))}")
@@ -480,7 +499,7 @@ def run(args) -> int:
         r["engine"] = engine
         results.append(r)
         _print_row(r, f"CARRY4 {r['CARRY4']:4d}  ", f"  DSP {r['DSP']:3d}")
-    for name, nic_bits in {**APP_OWN_DESIGNS, **APP_DESIGNS}.items():
+    for name, nic_bits in {**APP_OWN_DESIGNS, **APP_DESIGNS, **APP_UNIT_DESIGNS}.items():
         if (args.only and name not in args.only) or (not args.only and not args.blocks):
             continue
         print(f"{name:22s} synthesizing ...", end="", flush=True)
@@ -501,7 +520,7 @@ def run(args) -> int:
         summary["lut_sites_ok"] = summary["engines_lut_sites_total"] < 20000
     if engines:
         summary["levels_ok"] = summary["engines_max_levels"] <= 6
-    apps = [r for r in results if r["name"] in APP_DESIGNS]
+    apps = [r for r in results if r["name"] in APP_DESIGNS or r["name"] in APP_UNIT_DESIGNS]
     if apps:
         summary["corundum_app"] = {
             r["name"]: {"lut_sites_share": r["lut_sites_share"], "levels": r["levels"],
