@@ -1,8 +1,10 @@
 """Where `make test`'s time goes, and the order its files run in.
 
 After the run: the seconds spent per folder and the slowest test files (setup, call and
-teardown summed; with several workers these are worker-seconds), every file in
-build/test-times.txt.
+teardown summed; with several workers these are worker-seconds) and their CPU seconds
+(the test process's and its ended children's: builds, simulators, ranks; unlike wall
+seconds, not inflated by whatever else the machine runs), every file in
+build/test-times.txt and build/test-cpu.txt.
 
 Before it: the files are put longest first. pytest-xdist hands whole files (`--dist
 loadfile`, `--no-loadscope-reorder`) to workers in collection order, so the longest
@@ -12,14 +14,18 @@ tests/durations.txt (a fresh clone's run, kept in the tree: `make durations`); a
 in neither counts as short.
 """
 
+import resource
 import time
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent
 TIMES = ROOT / "build" / "test-times.txt"
 DEFAULT_TIMES = ROOT / "tests" / "durations.txt"
 _by_file: dict = defaultdict(float)
+_cpu_by_file: dict = defaultdict(float)
 _start = time.monotonic()
 
 
@@ -39,9 +45,31 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda it: -times.get(it.nodeid.split("::")[0], 0.0))
 
 
+def _cpu_now():
+    """CPU seconds of this process and of its children that have ended."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+_cpu_last = [_cpu_now()]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Runs where the test runs (an xdist worker): the CPU seconds since the last phase,
+    # simulators, builds and ranks included, ride on the report to the controller. Wall
+    # seconds depend on what else the machine runs; these do not.
+    outcome = yield
+    now = _cpu_now()
+    outcome.get_result().user_properties.append(("cpu_s", now - _cpu_last[0]))
+    _cpu_last[0] = now
+
+
 def pytest_runtest_logreport(report):
     # Runs in the controller for every phase of every test, also under xdist.
-    _by_file[report.nodeid.split("::")[0]] += getattr(report, "duration", 0.0) or 0.0
+    path = report.nodeid.split("::")[0]
+    _by_file[path] += getattr(report, "duration", 0.0) or 0.0
+    _cpu_by_file[path] += dict(report.user_properties).get("cpu_s", 0.0)
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -53,18 +81,23 @@ def pytest_terminal_summary(terminalreporter):
         by_folder[path.split("/")[0] if "/" in path else "."] += secs
     total = sum(by_folder.values())
     tr.section("where the time goes")
-    tr.write_line(f"wall {time.monotonic() - _start:.0f} s; tests {total:.0f} worker-s")
+    cpu = sum(_cpu_by_file.values())
+    tr.write_line(f"wall {time.monotonic() - _start:.0f} s; tests {total:.0f} worker-s, "
+                  f"{cpu:.0f} CPU-s")
     for folder, secs in sorted(by_folder.items(), key=lambda kv: -kv[1]):
         tr.write_line(f"  {folder:<28} {secs:7.0f} s  {100 * secs / total:4.1f}%")
     tr.write_line("slowest files:")
     ranked = sorted(_by_file.items(), key=lambda kv: -kv[1])
     for path, secs in ranked[:12]:
-        tr.write_line(f"  {path:<52} {secs:7.0f} s")
+        tr.write_line(f"  {path:<52} {secs:7.0f} s {_cpu_by_file[path]:7.0f} CPU-s")
     # Every file, for whoever wants the whole picture (build/ is the outputs' folder).
     # Only a whole run's times replace the file the next run's order comes from.
     if tr.config.getoption("file_or_dir") in (None, []):
         TIMES.parent.mkdir(exist_ok=True)
         TIMES.write_text("".join(f"{secs:8.1f}  {path}\n" for path, secs in ranked))
+        (TIMES.parent / "test-cpu.txt").write_text("".join(
+            f"{_cpu_by_file[path]:8.1f}  {path}\n" for path, _ in
+            sorted(_cpu_by_file.items(), key=lambda kv: -kv[1])))
         tr.write_line(f"every file: {TIMES.relative_to(ROOT)}")
 
 
