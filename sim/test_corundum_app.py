@@ -322,17 +322,14 @@ def test_corundum_app():
     if not shell.exists() or shell.read_text() != text:
         shell.write_text(text)
     # The engines stay modules of their own, one C++ class each for both widths' instances
-    # (Verilator would inline them into each instance and compile them twice). Only the
-    # top's ports are visible to cocotb (the runner's --public-flat-rw made every signal
-    # of both instances public: a symbol table of twice the C++ of the model's logic).
+    # (Verilator would inline them into each instance and compile them twice). As for
+    # every model, only the top's signals are visible to cocotb (harness.build).
     vlt = shell.with_name("model.vlt")
     vlt_text = ("`verilator_config\n"
-                + "".join(f'no_inline -module "{name}"\n' for name, _ in ENGINES)
-                + f'public_flat_rw -module "{MODEL}" -var "*"\n')
+                + "".join(f'no_inline -module "{name}"\n' for name, _ in ENGINES))
     if not vlt.exists() or vlt.read_text() != vlt_text:
         vlt.write_text(vlt_text)
-    harness.run(app_pair, MODEL, "inceptionn.sim.test_corundum_app", extra_sources=[vlt, shell],
-                build_args=["--no-public-flat-rw"])
+    harness.run(app_pair, MODEL, "inceptionn.sim.test_corundum_app", extra_sources=[vlt, shell])
     rates = harness.BUILD / "sim" / MODEL / "runs" / "all" / "rates.json"
     if stress_count(False, True):
         print(rates.read_text())    # the measured rates (pytest -s shows them)
