@@ -545,15 +545,13 @@ def test_decompression_engine_matrix():
 
 
 def test_decompression_engine_stress_config_reset():
-    for case in ("stress_mixed", "config_enable_and_dscp", "config_sampled_per_frame",
-                 "reset_mid_frame", "foreign_lookalikes", "config_versions"):
-        harness.run(rx_design, DUT, "inceptionn.sim.test_decompression_engine",
-                    testcase=case, tag=case)
-
-
-def test_decompression_engine_malformed():
-    harness.run(rx_design, DUT, "inceptionn.sim.test_decompression_engine",
-                testcase="malformed_then_correct", tag="malformed")
+    # One simulator process for all of them: each start (the model, cocotb, the imports)
+    # costs seconds of a make test that is mostly such starts and builds.
+    cases = ["stress_mixed", "config_enable_and_dscp", "config_sampled_per_frame",
+             "reset_mid_frame", "foreign_lookalikes", "config_versions",
+             "malformed_then_correct"]
+    assert harness.run(rx_design, DUT, "inceptionn.sim.test_decompression_engine",
+                       testcase=cases, tag="stress_config") == len(cases)
 
 
 def test_shim_false_accept_rate():
