@@ -1,6 +1,8 @@
 """The compiled engine loop (inceptionn/rtl/rtl_loop.py): bit-exact against golden, and the same
 clock counts as the cocotb path on the same frames."""
 
+from pathlib import Path
+
 import pytest
 
 from inceptionn import golden
@@ -83,10 +85,12 @@ def test_models_name_their_verilog_from_the_build_folder(kind):
     name, factory, _ = DESIGNS[kind]
     loop = build_loop(kind)[0].parent
     model = harness.build(factory, name).build_dir
-    for folder in (loop, model):
-        cpp = list(folder.glob("*.cpp"))
-        assert cpp, f"no generated C++ in {folder}"
-        for f in cpp:
-            text = f.read_text(errors="replace")
-            assert str(harness.BUILD.resolve()) not in text, f"{f} names the build folder"
-        assert any(f'"{name}.v"' in f.read_text(errors="replace") for f in cpp), folder
+    cpp = list(model.glob("*.cpp"))
+    assert cpp, f"no generated C++ in {model}"
+    for f in cpp:
+        text = f.read_text(errors="replace")
+        assert str(harness.BUILD.resolve()) not in text, f"{f} names the build folder"
+    assert any(f'"{name}.v"' in f.read_text(errors="replace") for f in cpp), model
+    # The loop is that model, linked (one Verilator run and C++ compile per engine).
+    assert not list(loop.glob("Vtop*.cpp"))
+    assert f"{Path(model).resolve()}/Vtop__ALL.a" in (loop / "loop.mk").read_text()

