@@ -50,7 +50,7 @@ def _read_times():
     return out
 
 
-@pytest.hookimpl(trylast=True)      # after the root conftest's order by file
+@pytest.hookimpl(tryfirst=True)     # before `-m formal` deselects by marker
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "tests/formal/" in str(item.fspath).replace("\\", "/"):
@@ -58,15 +58,25 @@ def pytest_collection_modifyitems(config, items):
             if not SLOW and item.nodeid.endswith(FORMAL_ONLY):
                 item.add_marker(pytest.mark.skip(
                     reason="6 s or more at make test's depth: make formal (INCEPTIONN_FORMAL=1)"))
-    if not SLOW:
-        return
-    times = _read_times()
 
-    def key(item):
-        if times:
-            return -times.get(item.nodeid, 0.0)
-        return -float("test_formal_engines.py" in item.nodeid)
-    items.sort(key=key)          # stable: ties keep their order
+
+class _LongestFirst:
+    """make formal's order, after the root conftest's order by file (trylast)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        times = _read_times()
+
+        def key(item):
+            if times:
+                return -times.get(item.nodeid, 0.0)
+            return -float("test_formal_engines.py" in item.nodeid)
+        items.sort(key=key)          # stable: ties keep their order
+
+
+def pytest_configure(config):
+    if SLOW:
+        config.pluginmanager.register(_LongestFirst(), "formal-longest-first")
 
 
 def pytest_runtest_logreport(report):
