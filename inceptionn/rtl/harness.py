@@ -203,6 +203,29 @@ def _keep_runtime(build_dir, shared):
         tmp.unlink(missing_ok=True)
 
 
+_PROBE = "module rt_probe(input clk, input a, output reg y);\n  always @(posedge clk) y <= a;\nendmodule\n"
+
+
+def _ensure_runtime(shared, args):
+    """Build the shared runtime object once, before any model: a one-flop model whose
+    build compiles it. Without this, the first models of a parallel run each compiled
+    their own runtime while none was kept yet (two or three times 12 CPU-s)."""
+    if shared.exists() or " " in str(shared) or not shutil.which("ld"):
+        return
+    from cocotb_tools.runner import get_runner
+    probe = shared.parent / "probe"
+    with Lock(shared.parent.parent / f".{shared.parent.name}.lock"):
+        if shared.exists():
+            return
+        probe.mkdir(parents=True, exist_ok=True)
+        _write_if_changed(probe / "rt_probe.v", _PROBE)
+        get_runner("verilator").build(
+            sources=[], hdl_toplevel="rt_probe", build_dir=probe,
+            build_args=[*args, "rt_probe.v"], timescale=("1ns", "1ps"),
+            log_file=probe / "build.log")
+        _keep_runtime(probe, shared)
+
+
 def _runtime_makeflags(shared):
     return f" VM_GLOBAL_FAST= VM_GLOBAL_SLOW= LIBS={shared}" if shared.exists() else ""
 
@@ -245,6 +268,8 @@ def build(design, name, *, extra_sources=(), build_args=(), toplevel=None, publi
             print("WAVES: lz4.h not found (install liblz4-dev for FST); writing VCD instead",
                   file=sys.stderr)
             args += ["--trace-structs"]
+    if not waves:
+        _ensure_runtime(_runtime_object(), args)
     with Lock(build_dir / ".lock"):
         src = verilog_source(design, name, build_dir)
         sources = [src, *map(Path, extra_sources)]
