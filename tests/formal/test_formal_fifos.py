@@ -27,7 +27,7 @@ import pytest
 from amaranth import *
 
 from inceptionn.hw.primitives import AxisRegisterSlice, FastFifo, FifoSlice, StreamFifo
-from stream_props import (SLOW, AnySeq, Assert, Assume, Counter, FormalTop, run,
+from stream_props import (DEEP, SLOW, AnySeq, Assert, Assume, Counter, FormalTop, run,
                           source_rule)
 
 # (depth, fast) of every StreamFifo the engines instantiate (hw/compression_engine.py,

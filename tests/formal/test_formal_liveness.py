@@ -243,7 +243,7 @@ LIVE_SLOWER = {
     "live_rx_feed_r3": (RxFeedLive, 3, 6, 6),
     "live_rx_back_r2": (RxBackLive, 2, 4, 12),
     "live_rx_front_r2": (RxFrontLive, 2, 7, 9),
-    "live_rx_front_r3": (RxFrontLive, 3, 8, 13),
+    "live_rx_front_r3": (RxFrontLive, 3, 9, 14),
     "live_tx_feeder_r2": (TxFeederLive, 2, 2, 20),
 }
 # the tightness covers (the wait counter reaches bound - 1)
