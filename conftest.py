@@ -26,6 +26,7 @@ TIMES = ROOT / "build" / "test-times.txt"
 DEFAULT_TIMES = ROOT / "tests" / "durations.txt"
 _by_file: dict = defaultdict(float)
 _cpu_by_file: dict = defaultdict(float)
+_span: dict = {}        # file -> [first report, last report, worker], seconds from the start
 _start = time.monotonic()
 
 
@@ -70,6 +71,10 @@ def pytest_runtest_logreport(report):
     path = report.nodeid.split("::")[0]
     _by_file[path] += getattr(report, "duration", 0.0) or 0.0
     _cpu_by_file[path] += dict(report.user_properties).get("cpu_s", 0.0)
+    now = time.monotonic() - _start
+    span = _span.setdefault(path, [now - (getattr(report, "duration", 0.0) or 0.0), now,
+                                   getattr(getattr(getattr(report, "node", None), "gateway", None), "id", None)])
+    span[1] = now
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -98,7 +103,12 @@ def pytest_terminal_summary(terminalreporter):
         (TIMES.parent / "test-cpu.txt").write_text("".join(
             f"{_cpu_by_file[path]:8.1f}  {path}\n" for path, _ in
             sorted(_cpu_by_file.items(), key=lambda kv: -kv[1])))
-        tr.write_line(f"every file: {TIMES.relative_to(ROOT)}")
+        # When each file ran, on which worker: where the workers wait at the end.
+        (TIMES.parent / "test-timeline.txt").write_text("".join(
+            f"{a:7.1f} {b:7.1f}  {w or '-':<4} {path}\n"
+            for path, (a, b, w) in sorted(_span.items(), key=lambda kv: kv[1][0])))
+        tr.write_line(f"every file: {TIMES.relative_to(ROOT)}; when each ran: "
+                      f"build/test-timeline.txt")
 
 
 def pytest_configure(config):

@@ -95,17 +95,20 @@ def _train(rank, world, runs):
 
 
 def test_ring_trains_like_gloo_with_identical_ranks():
-    # gTop-k sends 1% of the values and needs about twice the steps of the dense ones.
-    runs = [["--model", "cnn", "--steps", str(steps), "--hook", hook]
-            for hook, steps in (("gloo", STEPS), ("inceptionn", STEPS), ("terngrad", STEPS),
-                                ("gtopk", 2 * STEPS))]
-    res = spawn(_train, 4, runs)
-    for rank, (out, _) in res.items():
+    # The default hook against gloo on 4 ranks; TernGrad and gTop-k (which sends 1% of
+    # the values and needs about twice the steps) on 2, where 4 ranks cost twice the
+    # CPU time on the test machine's 2 cores for the same check.
+    res = spawn(_train, 4, [["--model", "cnn", "--steps", str(STEPS), "--hook", hook]
+                            for hook in ("gloo", "inceptionn")])
+    res2 = spawn(_train, 2, [["--model", "cnn", "--steps", str(steps), "--hook", hook]
+                             for hook, steps in (("terngrad", STEPS), ("gtopk", 2 * STEPS))])
+    for rank, (out, _) in [*res.items(), *res2.items()]:
         assert isinstance(out, dict), (rank, out)
         for argv, r in out.items():
             assert r["identical"], (rank, argv)
-    acc = {argv.split()[-1]: r["accuracy"] for argv, r in res[0][0].items()}
-    print("cnn, 4 ranks, test accuracy:", {k: f"{v:.1%}" for k, v in acc.items()})
+    acc = {argv.split()[-1]: r["accuracy"] for argv, r in [*res[0][0].items(), *res2[0][0].items()]}
+    print("cnn, test accuracy (gloo and inceptionn on 4 ranks, the others on 2):",
+          {k: f"{v:.1%}" for k, v in acc.items()})
     assert acc["gloo"] > 0.9, acc
     assert acc["inceptionn"] >= acc["gloo"] - 0.01, acc     # bounded codec at 2^-10
     assert acc["terngrad"] > 0.85 and acc["gtopk"] > 0.85, acc
