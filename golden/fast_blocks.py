@@ -13,16 +13,19 @@ runs over a block at a time in loops the compiler vectorises:
           32-byte compress and store (pack_compress); elsewhere pairs of fields are joined
           into one 64-bit word and stored 8 bytes at a time (pack_pairs). Serial in both:
           the stores and one add per group.
-  unpack: per block of _BLOCK_GROUPS groups, serial: the tag word, the next group's
-          position (popcounts of the tag word) and the group's fields copied out raw, one
-          32-bit lane each (one masked expanding load where the CPU has one, AVX-512
-          VBMI2's vpexpandb; else one load per field); four zero tag words in a row (a
-          run of zero gradients, common in real ones) are stepped over with one 8-byte
-          load. Then the values, vectorised: a field {s, q} decodes to
-          (-1)^s (q mul + add) 2^(e - 127), e = e8 or e16 (decompression_block.decode_table's
-          values; the paper's codec: mul 1, add 0, q = 0 gives +0.0; the bounded codec:
-          mul 2, add 1), computed as an integer converted to float32 times a power of two:
-          both exact (the integer has at most 16 bits, the product is a normal float).
+  unpack: serial per group: the tag word, the next group's position (popcounts of the
+          tag word); four zero tag words in a row (a run of zero gradients, common in
+          real ones) are stepped over with one 8-byte load. Where the CPU has a masked
+          expanding load (AVX-512 VBMI2's vpexpandb: unpack_expand), each group's fields
+          are copied into 8 32-bit lanes by one such load and decoded there and then, in
+          registers, off the walk's chain, so the decoding costs little more than the
+          walk; elsewhere (unpack_gather) one load per field into a block of
+          BLOCK_GROUPS groups, then one vectorised pass over the block. A field {s, q}
+          decodes to (-1)^s (q mul + add) 2^(e - 127), e = e8 or e16
+          (decompression_block.decode_table's values; the paper's codec: mul 1, add 0,
+          q = 0 gives +0.0; the bounded codec: mul 2, add 1), computed as an integer
+          converted to float32 times a power of two: both exact (the integer has at
+          most 16 bits, the product is a normal float).
 Each kernel stops where a whole block might run past the data; fast.py's per-group loops
 go on from there. A little-endian host is assumed, as in fast.py. numba's on-disk cache
 keys a compiled function on its own file: after editing this one, delete fast.py's
@@ -89,23 +92,53 @@ def _load(bits):
 _load16, _load32, _load64 = _load(16), _load(32), _load(64)
 
 
+def _splat8(builder, v):
+    """<8 x v.type> with v in every lane."""
+    vty = ir.VectorType(v.type, 8)
+    u = builder.insert_element(ir.Constant(vty, ir.Undefined), v, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(u, ir.Constant(vty, ir.Undefined),
+                                  ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
+
+
 @intrinsic
-def _expand32(typingctx, src, pos, mask, dst, dpos):
-    """dst's bytes dpos..dpos+31 = the bytes of src from pos on, placed in the lanes whose
-    bit is set in mask, the other lanes zero (llvm.masked.expandload: reads exactly
-    popcount(mask) bytes)."""
-    def codegen(context, builder, signature, args):
-        vty = ir.VectorType(ir.IntType(8), 32)
+def _expand_decode8(typingctx, src, pos, mask, tw, dst, dpos, mshift, add, s8, s16):
+    """One group, in registers: its fields (from src[pos] on) copied into 8 32-bit lanes
+    by one expanding load (llvm.masked.expandload, vpexpandb: the lanes' bytes whose bit
+    is set in mask, the rest zero; reads exactly popcount(mask) bytes), decoded as
+    _decode_block decodes a lane (tags from the tag word tw), and stored as 8 uint32 at
+    dst[dpos]. q mul + add is spelled (q << mshift) | add: dec_consts' (1, 0) and (2, 1)."""
+    def codegen(context, builder, sig, args):
+        src_, pos_, mask_, tw_, dst_, dpos_, msh_, add_, s8_, s16_ = args
+        i8, i32 = ir.IntType(8), ir.IntType(32)
+        v32i8, v8, f8 = ir.VectorType(i8, 32), ir.VectorType(i32, 8), ir.VectorType(ir.FloatType(), 8)
         mty = ir.VectorType(ir.IntType(1), 32)
         fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(vty, [ir.IntType(8).as_pointer(), mty, vty]),
+            builder.module, ir.FunctionType(v32i8, [i8.as_pointer(), mty, v32i8]),
             "llvm.masked.expandload.v32i8")
-        v = builder.call(fn, [_byte_ptr(context, builder, signature.args[0], args[0], args[1]),
-                              builder.bitcast(args[2], mty), ir.Constant(vty, None)])
-        d = _byte_ptr(context, builder, signature.args[3], args[3], args[4])
-        builder.store(v, builder.bitcast(d, vty.as_pointer())).align = 1
+        raw = builder.call(fn, [_byte_ptr(context, builder, sig.args[0], src_, pos_),
+                                builder.bitcast(mask_, mty), ir.Constant(v32i8, None)])
+        v = builder.bitcast(raw, v8)
+
+        def c(x):
+            return ir.Constant(v8, x if isinstance(x, list) else [x] * 8)
+
+        def eq(a, x):
+            return builder.icmp_unsigned("==", a, c(x))
+
+        t = builder.and_(builder.lshr(_splat8(builder, tw_), c([0, 2, 4, 6, 8, 10, 12, 14])), c(3))
+        b16 = eq(t, 2)
+        q = builder.and_(v, builder.select(b16, c(0x7FFF), c(0x7F)))
+        sign = builder.shl(builder.and_(builder.lshr(v, builder.select(b16, c(15), c(7))), c(1)), c(31))
+        num = builder.or_(builder.shl(q, _splat8(builder, msh_)), _splat8(builder, add_))
+        f = builder.fmul(builder.uitofp(num, f8),
+                         builder.select(b16, _splat8(builder, s16_), _splat8(builder, s8_)))
+        dec = builder.select(eq(num, 0), c(0), builder.or_(builder.bitcast(f, v8), sign))
+        res = builder.select(eq(t, 3), v, builder.select(eq(t, 0), c(0), dec))
+        d = _byte_ptr(context, builder, sig.args[4], dst_, builder.shl(dpos_, ir.Constant(ir.IntType(64), 2)))
+        builder.store(res, builder.bitcast(d, v8.as_pointer())).align = 4
         return context.get_dummy_value()
-    return types.void(src, types.uint64, types.uint32, dst, types.uint64), codegen
+    return types.void(src, types.uint64, types.uint32, types.uint32, dst, types.uint64,
+                      types.uint32, types.uint32, types.float32, types.float32), codegen
 
 
 @intrinsic
@@ -341,10 +374,11 @@ def _decode_block(tags, raw, out, o0, mul, add, s8, s16):
         out[o0 + i] = v if t == _u32(3) else (_u32(0) if t == _u32(0) else dec)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _unpack_kernel(data, groups, out, mul, add, s8, s16, expand):
+@njit(cache=True, nogil=True)
+def unpack_gather(data, groups, out, mul, add, s8, s16):
     """Whole blocks of groups from the start of data into out while a block surely lies
-    inside data; returns (groups decoded, their byte length)."""
+    inside data, one 4-byte load per field (any CPU); returns (groups decoded, their
+    byte length)."""
     size = _u64(data.size)
     raw = np.empty(8 * BLOCK_GROUPS, np.uint32)
     tags = np.empty(8 * BLOCK_GROUPS, np.uint8)
@@ -362,18 +396,10 @@ def _unpack_kernel(data, groups, out, mul, add, s8, s16, expand):
                 continue
             x, nxt = _tags_and_next(data, pos)
             tags64[g] = x
-            if expand:
-                # lane j takes w_j = 0, 1, 2, 4 bytes: the mask's nibble j is 0, 1, 3, 15
-                b = x | ((x >> _U1) & _SWAR1) | ((x & (x >> _U1) & _SWAR1) * _u64(0xC))
-                b = (b | (b >> _u64(4))) & _u64(0x00FF00FF00FF00FF)
-                b = (b | (b >> _u64(8))) & _u64(0x0000FFFF0000FFFF)
-                _expand32(data, pos + _U2, _u32((b | (b >> _u64(16))) & _u64(0xFFFFFFFF)),
-                          raw, _u64(32 * g))
-            else:
-                w = x + ((x >> _U1) & x & _SWAR1)   # tag -> width 0, 1, 2, 4
-                offs = (w * _SWAR1) << _u64(8)      # each field's offset in the group
-                for j in range(8):
-                    raw[8 * g + j] = _load32(data, pos + _U2 + ((offs >> _u64(8 * j)) & _u64(0xFF)))
+            w = x + ((x >> _U1) & x & _SWAR1)   # tag -> width 0, 1, 2, 4
+            offs = (w * _SWAR1) << _u64(8)      # each field's offset in the group
+            for j in range(8):
+                raw[8 * g + j] = _load32(data, pos + _U2 + ((offs >> _u64(8 * j)) & _u64(0xFF)))
             pos = nxt
             g += 1
         _decode_block(tags, raw, out, 8 * g0, mul, add, s8, s16)
@@ -381,17 +407,44 @@ def _unpack_kernel(data, groups, out, mul, add, s8, s16, expand):
     return g0, pos
 
 
+# Per tag-word byte: the expand mask of its 4 fields (nibble j: 0, 1, 3 or 15 for a
+# field of 0, 1, 2 or 4 bytes).
+_MASK8 = np.array([sum((0, 1, 3, 15)[(b >> (2 * j)) & 3] << (4 * j) for j in range(4))
+                   for b in range(256)], np.uint32)
+
+
 @njit(cache=True, nogil=True)
 def unpack_expand(data, groups, out, mul, add, s8, s16):
-    """The unpack kernel with one expanding load per group (where HAS_EXPAND: elsewhere
-    LLVM spells the load out byte by byte, correct but slow)."""
-    return _unpack_kernel(data, groups, out, mul, add, s8, s16, True)
-
-
-@njit(cache=True, nogil=True)
-def unpack_gather(data, groups, out, mul, add, s8, s16):
-    """The unpack kernel with one 4-byte load per field (any CPU)."""
-    return _unpack_kernel(data, groups, out, mul, add, s8, s16, False)
+    """Groups from the start of data into out, each expanded and decoded in registers as
+    it is walked (where HAS_EXPAND: elsewhere LLVM spells the expanding load out byte by
+    byte, correct but slow), while the group and 8 bytes more surely lie inside data;
+    returns (groups decoded, their byte length). A run of zero tag words is stepped over
+    four at a time. The walk (tag word, next offset) is the critical chain: the decoding
+    hangs off it, so it costs little more than the walk (docs/benchmarks.md)."""
+    size = _u64(data.size)
+    msh = _u32(1) if mul == _u32(2) else _u32(0)
+    pos = _u64(0)
+    g = 0
+    if size < _u64(_MAX_GROUP + 8):
+        return g, pos
+    end = size - _u64(_MAX_GROUP + 8)
+    while g < groups and pos <= end:
+        while g + 4 <= groups and pos <= end and _load64(data, pos) == _u64(0):
+            for j in range(32):
+                out[8 * g + j] = _u32(0)
+            g += 4
+            pos += _u64(8)
+        if g >= groups or pos > end:
+            break
+        tw = _load16(data, pos)
+        t = _u64(tw)
+        nxt = pos + _U2 + _popcount(t) + _popcount(t & _u64(0xAAAA)) + \
+            _popcount((t >> _U1) & t & _u64(0x5555))     # widths 0, 1, 2, 4 summed
+        _expand_decode8(data, pos + _U2, _MASK8[tw & _u32(0xFF)] | (_MASK8[tw >> _u32(8)] << _u32(16)),
+                        tw, out, _u64(8 * g), msh, add, s8, s16)
+        pos = nxt
+        g += 1
+    return g, pos
 
 
 def _has_expand() -> bool:
