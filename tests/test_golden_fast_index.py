@@ -1,7 +1,8 @@
-"""golden.fast_index: the decoder that uses the ring's index (several block walks at
-once, decoding as they go) against the NumPy model: every float class, every k of both
-codecs, lengths around the chunks of blocks and the blocks near the data's end (which
-go through the checked walk), both paths (the kernel, the checked walk) on any CPU; and
+"""golden.fast_index: the decoder that uses the ring's index (one walk that decodes as
+it goes and marks the offsets the index must hold) against the NumPy model: every float
+class, every k of both codecs, lengths around blocks, zero runs across index entries and
+the blocks near the data's end (which go through the checked walk), both paths (the
+kernel, the checked walk) on any CPU; and
 damage: a wrong index, missing or extra bytes, a wrong count or a damaged tag word is a
 ValueError, never values, and both paths agree on which."""
 
@@ -30,9 +31,9 @@ def _decode(data, n, index, every, k, codec, kernel, exact=False):
 
 @pytest.mark.parametrize("codec,k", CODEC_KS, ids=[f"{c}-{k}" for c, k in CODEC_KS])
 def test_every_k_on_every_float_class(codec, k):
-    """Blocks of 4 groups, so that several chunks of CHAINS blocks, a partial chunk, a
-    partial block and the blocks near the end are all crossed."""
-    bits = _with_zero_runs(np.random.default_rng(k), 8 * 4 * fast_index.CHAINS * 3 + 8 * 4 * 3 + 5)
+    """Blocks of 4 groups (zero runs step four groups at once, across index entries), a
+    partial block and the blocks near the end."""
+    bits = _with_zero_runs(np.random.default_rng(k), 8 * 4 * 27 + 5)
     data, index = _pack(bits, k, codec, 4)
     want = golden.compression_block(bits, k, codec)[3].astype(np.uint32)
     for kernel in (True, False):
