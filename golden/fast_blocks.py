@@ -1,18 +1,18 @@
-"""golden.fast's block kernels: the group packer and unpacker over whole blocks, the same
-bytes and bit patterns as the per-value loops in fast.py, faster (measured by `make
-bench`, docs/benchmarks.md).
+"""golden.fast's vector kernels: the group packer and unpacker, the same bytes and bit
+patterns as the per-value loops in fast.py, faster (measured by `make bench`,
+docs/benchmarks.md).
 
-Why blocks: the per-value loops carry a serial chain (the output position) through every
-value. Here the serial part is cut to the least each group needs and everything else
-runs over a block at a time in loops the compiler vectorises:
-  pack:   per block of BLOCK values, every field and width by arithmetic (no table
-          gathers; each step cast back to 32 bits so the vectors stay 32-bit wide). Where
-          the CPU compresses bytes in a register (AVX-512 VBMI2's vpcompressb), the field
-          is |x| 2^w truncated to an integer (one multiply and one conversion, exact: the
-          same bits as the shift of Algorithm 2) and each group's 8 fields leave as one
-          32-byte compress and store (pack_compress); elsewhere pairs of fields are joined
-          into one 64-bit word and stored 8 bytes at a time (pack_pairs). Serial in both:
-          the stores and one add per group.
+Why: the per-value loops carry a serial chain (the output position) through every
+value. Here the serial part is cut to the least each group needs (one add per group) and
+everything else is vector work:
+  pack:   every field and width by arithmetic (no table gathers). Where the CPU
+          compresses bytes in a register (AVX-512 VBMI2's vpcompressb: pack_compress),
+          each group is coded in registers: its 8 fields as |x| 2^w truncated to an
+          integer (one multiply and one conversion, exact: the same bits as the shift
+          of Algorithm 2), its tag word by one pext, its fields' kept bytes by one
+          32-byte compress and store; elsewhere (pack_pairs) per block of BLOCK values
+          in loops the compiler vectorises, pairs of fields joined into one 64-bit
+          word and stored 8 bytes at a time.
   unpack: serial per group: the tag word, the next group's position (popcounts of the
           tag word); four zero tag words in a row (a run of zero gradients, common in
           real ones) are stepped over with one 8-byte load. Where the CPU has a masked
@@ -26,8 +26,8 @@ runs over a block at a time in loops the compiler vectorises:
           q = 0 gives +0.0; the bounded codec: mul 2, add 1), computed as an integer
           converted to float32 times a power of two: both exact (the integer has at
           most 16 bits, the product is a normal float).
-Each kernel stops where a whole block might run past the data; fast.py's per-group loops
-go on from there. A little-endian host is assumed, as in fast.py. numba's on-disk cache
+Each kernel stops where a group (unpack_gather: a whole block) might run past the data;
+fast.py's per-group loops go on from there. A little-endian host is assumed, as in fast.py. numba's on-disk cache
 keys a compiled function on its own file: after editing this one, delete fast.py's
 cached entries too (golden/__pycache__/fast.*.nbi, .nbc), which link these kernels in.
 """
@@ -53,7 +53,7 @@ _u8, _u16, _u32, _u64 = np.uint8, np.uint16, np.uint32, np.uint64
 _U1, _U2 = np.uint64(1), np.uint64(2)
 _SWAR1 = np.uint64(0x0101010101010101)
 _MAX_GROUP = 2 + 4 * GROUP_VALUES   # 34 bytes: a tag word and 8 raw floats
-BLOCK = 1024               # values per block of the packer (its temporaries stay in L1)
+BLOCK = 1024               # values per block of pack_pairs (its temporaries stay in L1)
 BLOCK_GROUPS = 128         # groups per block of the unpacker
 
 
@@ -166,24 +166,54 @@ def _popcount32(typingctx, x):
 
 
 @intrinsic
-def _compress32(typingctx, src, pos, mask, dst, dpos):
-    """dst's bytes dpos..dpos+31 = the bytes of src's 32 from pos on whose bit is set in
-    mask, moved to the front (llvm.experimental.vector.compress: vpcompressb in a
-    register, then one 32-byte store; the lanes past the kept bytes are scratch)."""
-    def codegen(context, builder, signature, args):
-        vty = ir.VectorType(ir.IntType(8), 32)
-        mty = ir.VectorType(ir.IntType(1), 32)
-        s = _byte_ptr(context, builder, signature.args[0], args[0], args[1])
-        v = builder.load(builder.bitcast(s, vty.as_pointer()))
-        v.align = 1
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(vty, [vty, mty, vty]),
+def _compress_group8(typingctx, f, i0, out, pos, tz, t16, s8, s16):
+    """The group of the 8 values f[i0:i0 + 8] at out[pos], in registers: each field as
+    _field gives it (the same arithmetic, 8 lanes at once), the tag word (the lanes'
+    tags gathered by one pext), the fields' kept bytes moved to the front by one
+    register compress (llvm.experimental.vector.compress: vpcompressb) and stored as 32
+    bytes at pos + 2 (the bytes past the kept ones are scratch). tz, t16: the 0-bit and
+    8-bit bands' limits on |x|'s bits; s8, s16: 2^w8, 2^15. Returns the next group's
+    offset."""
+    def codegen(context, builder, sig, args):
+        f_, i0_, out_, pos_, tz_, t16_, s8_, s16_ = args
+        i8, i16, i32, i64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+        v8, f8, v32i8 = ir.VectorType(i32, 8), ir.VectorType(ir.FloatType(), 8), ir.VectorType(i8, 32)
+
+        def c(x):
+            return ir.Constant(v8, [x] * 8)
+
+        src = _byte_ptr(context, builder, sig.args[0], f_, builder.shl(i0_, ir.Constant(i64, 2)))
+        x = builder.load(builder.bitcast(src, v8.as_pointer()))
+        x.align = 4
+        ax = builder.and_(x, c(0x7FFFFFFF))
+        b16 = builder.icmp_unsigned(">=", ax, _splat8(builder, t16_))
+        raw = builder.icmp_unsigned(">=", ax, c(0x3F800000))      # e >= 127: the float itself
+        zero = builder.icmp_unsigned("<", ax, _splat8(builder, tz_))
+        # |x| < 1 here: floor(|x| 2^w), exact in float32, is the shift of Algorithm 2
+        q = builder.fptosi(builder.fmul(builder.bitcast(ax, f8), builder.select(
+            b16, _splat8(builder, s16_), _splat8(builder, s8_))), v8)
+        fv = builder.or_(q, builder.shl(builder.lshr(x, c(31)), builder.select(b16, c(15), c(7))))
+        fld = builder.select(raw, x, builder.select(zero, c(0), fv))
+        t = builder.select(raw, c(3), builder.select(zero, c(0), builder.select(b16, c(2), c(1))))
+        # byte b of lane j is kept when b < the lane's width (0, 1, 2, 4)
+        wb = builder.bitcast(builder.mul(builder.select(raw, c(4), t), c(0x01010101)), v32i8)
+        keep = builder.icmp_unsigned("<", ir.Constant(v32i8, [0, 1, 2, 3] * 8), wb)
+        pext = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64, i64]),
+                                              "llvm.x86.bmi.pext.64")
+        tw = builder.trunc(builder.call(pext, [builder.bitcast(builder.trunc(t, ir.VectorType(i8, 8)), i64),
+                                               ir.Constant(i64, 0x0303030303030303)]), i16)
+        comp = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(v32i8, [v32i8, ir.VectorType(ir.IntType(1), 32), v32i8]),
             "llvm.experimental.vector.compress.v32i8")
-        c = builder.call(fn, [v, builder.bitcast(args[2], mty), ir.Constant(vty, ir.Undefined)])
-        d = _byte_ptr(context, builder, signature.args[3], args[3], args[4])
-        builder.store(c, builder.bitcast(d, vty.as_pointer())).align = 1
-        return context.get_dummy_value()
-    return types.void(src, types.uint64, types.uint32, dst, types.uint64), codegen
+        kept = builder.call(comp, [builder.bitcast(fld, v32i8), keep, ir.Constant(v32i8, ir.Undefined)])
+        builder.store(tw, builder.bitcast(_byte_ptr(context, builder, sig.args[2], out_, pos_),
+                                          i16.as_pointer())).align = 1
+        at = builder.add(pos_, ir.Constant(i64, 2))
+        builder.store(kept, builder.bitcast(_byte_ptr(context, builder, sig.args[2], out_, at),
+                                            v32i8.as_pointer())).align = 1
+        return builder.add(at, builder.zext(builder.ctpop(builder.bitcast(keep, i32)), i64))
+    return types.uint64(f, types.uint64, out, types.uint64, types.uint32, types.uint32,
+                        types.float32, types.float32), codegen
 
 
 # ---------------------------------------------------------------- pack
@@ -282,53 +312,24 @@ _NIB_TO_TAG = _SWAR1           # mask nibble 0, 1, 3, 15 -> tag 0, 1, 2, 3: bits
 
 @njit(cache=True, nogil=True)
 def pack_compress(f, t, mlim, w8, out, marks, every, g_base, pos_base):
-    """pack_pairs' bytes (and marks), one compress per group (where HAS_EXPAND; elsewhere
-    LLVM spells the compress out byte by byte, correct but slow). Whole blocks here, the last partial
-    one through pack_pairs. out: pack_pairs' room (a group's 32-byte store at its byte
-    pos + 2 ends within 34 bytes of the group's start, inside the room of whole groups)."""
+    """pack_pairs' bytes (and marks), each group coded in registers and stored by one
+    register compress (where HAS_EXPAND; elsewhere LLVM spells the compress and pext
+    out, correct but slow). Whole groups here, a last partial one through pack_pairs.
+    out: pack_pairs' room (a group's 32-byte store at its byte pos + 2 ends within 34
+    bytes of the group's start, inside the room of whole groups)."""
     n = f.size
-    fld = np.empty(BLOCK, np.uint32)
-    nib = np.empty(BLOCK, np.uint8)        # per value the mask of its stored bytes
-    tws = np.empty(BLOCK // 8, np.uint16)
-    msk = np.empty(BLOCK // 8, np.uint32)
-    fld8 = fld.view(np.uint8)
-    nib64 = nib.view(np.uint64)
     tz, t16 = _u32(t << _u32(23)), _u32(mlim << _u32(23))     # |x| below: 0-bit, 8-bit band
     s8, s16 = np.float32(2.0) ** np.float32(w8), np.float32(32768.0)
+    full = n // 8
+    nxt = (every - g_base % every) % every if every > 0 else full    # the next group to mark
     pos = _u64(0)
-    whole = n // BLOCK * BLOCK
-    for b0 in range(0, whole, BLOCK):
-        for i in range(BLOCK):                  # vectorised
-            x = f[b0 + i]
-            ax = x & _u32(0x7FFFFFFF)
-            b16 = ax >= t16
-            # |x| < 1 here: (1.m 2^23) >> (150 - e - w) is floor(|x| 2^w), exact in float32
-            q = _u32(np.int32(_bits_f32(ax) * (s16 if b16 else s8)))
-            fv = q | ((x >> _u32(31)) << (_u32(15) if b16 else _u32(7)))
-            raw = ax >= _u32(0x3F800000)        # e >= 127: the float itself
-            zero = ax < tz
-            fld[i] = x if raw else (_u32(0) if zero else fv)
-            nib[i] = _u8(15) if raw else (_u8(0) if zero else (_u8(3) if b16 else _u8(1)))
-        for g in range(BLOCK // 8):             # vectorised: 8 nibbles -> tag word, byte mask
-            w = nib64[g]
-            x = (w & _SWAR1) + ((w >> _U1) & _SWAR1) + ((w >> _u64(3)) & _SWAR1)
-            x = (x | (x >> _u64(6))) & _u64(0x000F000F000F000F)
-            x = (x | (x >> _u64(12))) & _u64(0x000000FF000000FF)
-            tws[g] = _u16((x | (x >> _u64(24))) & _u64(0xFFFF))
-            m = (w | (w >> _u64(4))) & _u64(0x00FF00FF00FF00FF)
-            m = (m | (m >> _u64(8))) & _u64(0x0000FFFF0000FFFF)
-            msk[g] = _u32((m | (m >> _u64(16))) & _u64(0xFFFFFFFF))
-        for g in range(BLOCK // 8):             # the serial part
-            gi = g_base + b0 // 8 + g
-            if every > 0 and gi % every == 0:
-                marks[gi // every] = pos_base + pos
-            tw, mk = tws[g], msk[g]
-            out[pos] = _u8(tw & _u16(0xFF))
-            out[pos + _U1] = _u8(tw >> _u16(8))
-            _compress32(fld8, _u64(32 * g), mk, out, pos + _U2)
-            pos += _U2 + _u64(_popcount32(mk))
-    if whole < n:
-        pos += pack_pairs(f[whole:], t, mlim, w8, out[pos:], marks, every, g_base + whole // 8,
+    for g in range(full):
+        if g == nxt:
+            marks[(g_base + g) // every] = pos_base + pos
+            nxt += every
+        pos = _compress_group8(f, _u64(8 * g), out, pos, tz, t16, s8, s16)
+    if 8 * full < n:
+        pos += pack_pairs(f[8 * full:], t, mlim, w8, out[pos:], marks, every, g_base + full,
                           pos_base + pos)
     return pos
 
