@@ -73,3 +73,23 @@ def test_the_comparisons_methods_are_checked_and_a_run_without_ours_reports_its_
     bench_train.report_compare(res, {"cnn": 300}, out=lines.append)
     text = "\n".join(lines)
     assert "ours-emulate-default  98.1%" in text and "P=2 cnn loss mean:" not in text
+
+
+def test_a_trial_run_never_overwrites_the_committed_figures(tmp_path):
+    """--json elsewhere puts the plot beside it, and a run with no accuracy comparison
+    (or no rates) leaves the earlier files as they were."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    bench_train.add_arguments(ap)
+    default = ap.parse_args([])
+    assert default.json == str(bench_train.DEFAULT_JSON) and default.plot is None
+    assert bench_train._plot_path(default) == str(bench_train.ROOT / "docs" / "img" / "bench_train.png")
+    trial = argparse.Namespace(json=str(tmp_path / "t.json"), plot=None)
+    assert bench_train._plot_path(trial) == str(tmp_path / "t.png")
+    assert bench_train._plot_path(argparse.Namespace(json="x.json", plot="y.png")) == "y.png"
+    acc = tmp_path / "bench_train_accuracy.json"
+    acc.write_text("earlier")
+    bench_train._write_accuracy(trial, {})
+    assert acc.read_text() == "earlier"
+    bench_train._write_accuracy(trial, {(2, "mlp", "sum"): {"gloo": _row(1, 1, 1, 0.9)}})
+    assert '"2/mlp/sum"' in acc.read_text()

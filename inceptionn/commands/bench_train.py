@@ -59,6 +59,7 @@ LOOPBACK_ONLY = ("ours-emulate",)
 NIC_RATES = (0.1, 1.0, None)                    # Gb/s per port; None: no rate limit
 SUBNET = "10.88.0"
 ROOT = Path(__file__).resolve().parents[2]   # the checkout (docs/ for the results)
+DEFAULT_JSON = ROOT / "docs" / "results" / "bench_train.json"
 
 
 # ---------------------------------------------------------------- one rank (a process)
@@ -407,8 +408,32 @@ def add_arguments(ap) -> None:
                          f"{', '.join(EMULATE_METHODS)})")
     ap.add_argument("--only-compare", action="store_true",
                     help="the accuracy comparison alone (no rates, no NIC path)")
-    ap.add_argument("--json", default=str(ROOT / "docs" / "results" / "bench_train.json"))
-    ap.add_argument("--plot", default=str(ROOT / "docs" / "img" / "bench_train.png"))
+    ap.add_argument("--json", default=str(DEFAULT_JSON),
+                    help="where the results go (the accuracy comparison's: beside it, "
+                         "bench_train_accuracy.json); default: the committed figures")
+    ap.add_argument("--plot", default=None,
+                    help="the plot; default: docs/img/bench_train.png with the default "
+                         "--json, else the --json path with .png")
+
+
+def _plot_path(args):
+    """--plot, or its default: the committed plot beside the committed figures, else
+    beside the given --json (a trial run never overwrites the committed plot)."""
+    if args.plot:
+        return args.plot
+    if Path(args.json) == DEFAULT_JSON:
+        return str(ROOT / "docs" / "img" / "bench_train.png")
+    return str(Path(args.json).with_suffix(".png"))
+
+
+def _write_accuracy(args, compared):
+    """The accuracy comparison beside --json; nothing when none ran (an empty run must
+    not replace the figures of an earlier one)."""
+    if not compared:
+        return
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).with_name("bench_train_accuracy.json").write_text(json.dumps(
+        {f"{w}/{m}/{r}": res for (w, m, r), res in compared.items()}, indent=1))
 
 
 def _compare_steps(text):
@@ -501,9 +526,7 @@ def run(args) -> int:
     if compared:
         report_compare(compared, steps)
     if args.only_compare:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).with_name("bench_train_accuracy.json").write_text(json.dumps(
-            {f"{w}/{m}/{r}": res for (w, m, r), res in compared.items()}, indent=1))
+        _write_accuracy(args, compared)
         return 0
     for world in args.worlds:
         net = Network(world)
@@ -537,11 +560,12 @@ def run(args) -> int:
     report(results)
     if compared:
         report_compare(compared, steps)
+    _write_accuracy(args, compared)
+    if not results:
+        return 0
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).with_name("bench_train_accuracy.json").write_text(json.dumps(
-        {f"{w}/{m}/{r}": res for (w, m, r), res in compared.items()}, indent=1))
     Path(args.json).write_text(json.dumps({f"{w}/{g}": r for (w, g), r in results.items()},
                                           indent=1))
-    plot(results, args.plot)
-    print(f"wrote {args.json} and {args.plot}")
+    plot(results, _plot_path(args))
+    print(f"wrote {args.json} and {_plot_path(args)}")
     return 0
