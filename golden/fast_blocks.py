@@ -438,6 +438,15 @@ def _expand_group(data, pos, g, out, msh, add, s8, s16):
     return nxt
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _walk_bounds(data, mul):
+    """(the shift that spells dec_consts' mul, the last offset a group may start at with
+    its 34 bytes and 8 more inside data, whether any may)."""
+    size = _u64(data.size)
+    room = _u64(_MAX_GROUP + 8)
+    return (_u32(1) if mul == _u32(2) else _u32(0)), (size - room if size >= room else _u64(0)), size >= room
+
+
 @njit(cache=True, nogil=True)
 def unpack_expand(data, groups, out, mul, add, s8, s16):
     """Groups from the start of data into out, each expanded and decoded in registers as
@@ -446,13 +455,10 @@ def unpack_expand(data, groups, out, mul, add, s8, s16):
     returns (groups decoded, their byte length). A run of zero tag words is stepped over
     four at a time. The walk (tag word, next offset) is the critical chain and the
     decoding hangs off it (docs/benchmarks.md)."""
-    size = _u64(data.size)
-    msh = _u32(1) if mul == _u32(2) else _u32(0)
-    pos = _u64(0)
-    g = 0
-    if size < _u64(_MAX_GROUP + 8):
+    msh, end, ok = _walk_bounds(data, mul)
+    g, pos = 0, _u64(0)
+    if not ok:
         return g, pos
-    end = size - _u64(_MAX_GROUP + 8)
     while g < groups and pos <= end:
         g, pos = _zero_steps(data, pos, g, groups, end, out)
         if g >= groups or pos > end:
@@ -468,13 +474,10 @@ def unpack_marked(data, groups, out, mul, add, s8, s16, marks, every):
     uint64) for each such group it reaches: what an index says, to check it. Blocks of
     `every` groups in turn (zero steps kept inside a block), so no group is tested for
     a mark; the flat loop above measured 5% faster, so both stay."""
-    size = _u64(data.size)
-    msh = _u32(1) if mul == _u32(2) else _u32(0)
-    pos = _u64(0)
-    g = 0
-    if size < _u64(_MAX_GROUP + 8):
+    msh, end, ok = _walk_bounds(data, mul)
+    g, pos = 0, _u64(0)
+    if not ok:
         return g, pos
-    end = size - _u64(_MAX_GROUP + 8)
     while g < groups and pos <= end:
         marks[g // every] = pos
         gend = min(g + every, groups)
