@@ -317,6 +317,7 @@ def pack_compress(f, t, mlim, w8, out, marks, every, g_base, pos_base):
     out, correct but slow). Whole groups here, a last partial one through pack_pairs.
     out: pack_pairs' room (a group's 32-byte store at its byte pos + 2 ends within 34
     bytes of the group's start, inside the room of whole groups)."""
+    f = np.ascontiguousarray(f)      # the groups are loaded by address: a view is copied
     n = f.size
     tz, t16 = _u32(t << _u32(23)), _u32(mlim << _u32(23))     # |x| below: 0-bit, 8-bit band
     s8, s16 = np.float32(2.0) ** np.float32(w8), np.float32(32768.0)
@@ -380,6 +381,7 @@ def unpack_gather(data, groups, out, mul, add, s8, s16):
     """Whole blocks of groups from the start of data into out while a block surely lies
     inside data, one 4-byte load per field (any CPU); returns (groups decoded, their
     byte length)."""
+    data = np.ascontiguousarray(data)      # read by address: a view is copied
     size = _u64(data.size)
     raw = np.empty(8 * BLOCK_GROUPS, np.uint32)
     tags = np.empty(8 * BLOCK_GROUPS, np.uint8)
@@ -455,6 +457,7 @@ def unpack_expand(data, groups, out, mul, add, s8, s16):
     returns (groups decoded, their byte length). A run of zero tag words is stepped over
     four at a time. The walk (tag word, next offset) is the critical chain and the
     decoding hangs off it (docs/benchmarks.md)."""
+    data = np.ascontiguousarray(data)      # read by address: a view is copied
     msh, end, ok = _walk_bounds(data, mul)
     g, pos = 0, _u64(0)
     if not ok:
@@ -474,6 +477,7 @@ def unpack_marked(data, groups, out, mul, add, s8, s16, marks, every):
     uint64) for each such group it reaches: what an index says, to check it. Blocks of
     `every` groups in turn (zero steps kept inside a block), so no group is tested for
     a mark; the flat loop above measured 5% faster, so both stay."""
+    data = np.ascontiguousarray(data)      # read by address: a view is copied
     msh, end, ok = _walk_bounds(data, mul)
     g, pos = 0, _u64(0)
     if not ok:
