@@ -244,3 +244,31 @@ def test_the_owners_encode_keep_records_the_loss_and_keeps_the_decoded_values():
     assert _same_bits(x, ScaledCodec(10).decode(body, 502))
     assert np.all(loss[:500] == orig[:500] - x[:500]) and np.any(loss)
     assert loss[500] == 0 and loss[501] == 0       # inf and NaN: nothing kept
+
+
+def test_recorder_into_a_reused_buffer_and_memory_updated_in_place():
+    """The hook hands the recorder one loss buffer per bucket size, step after step: it
+    is zeroed at start, checked, and Memory keeps its residuals in place (the same
+    values as fresh arrays)."""
+    rec = LossRecorder(WireCodec("bounded", 6))
+    x = np.random.default_rng(0).normal(0, 0.1, 64).astype(np.float32)
+    loss = np.full(64, 7.0, np.float32)
+    rec.start(x, out=loss)
+    assert not loss.any()
+    rec.encode(x[:32])
+    got = rec.stop()
+    assert got is loss and loss[:32].any() and not loss[32:].any()
+    fresh = LossRecorder(WireCodec("bounded", 6))
+    fresh.start(x)
+    fresh.encode(x[:32])
+    assert np.array_equal(fresh.stop(), got)
+    for bad in (np.zeros(63, np.float32), np.zeros(64, np.float64), np.zeros(128, np.float32)[::2]):
+        with pytest.raises(ValueError, match="out"):
+            rec.start(x, out=bad)
+    mem = Memory()
+    mem.update([("w", 40), ("b", 24)], got)
+    kept = mem.residual["w"]
+    mem.update([("w", 40), ("b", 24)], 2 * got)
+    assert mem.residual["w"] is kept and np.array_equal(kept, 2 * got[:40])
+    mem.update([("w", 30), ("b", 34)], got)           # a new layout: new arrays
+    assert mem.residual["w"].size == 30 and np.array_equal(mem.residual["b"], got[30:])

@@ -267,6 +267,8 @@ class HookWorker:
             if comp.feedback:
                 self.memory = comp.new_memory()
         self.buckets = _BucketStates(self)
+        self._snapshots: dict = {}      # bucket index -> [(host buffer, its Future)] x 2
+        self._losses: dict = {}         # bucket size -> the ring's loss buffer, reused
         self._thread: threading.Thread | None = None
         self._failed: BaseException | None = None
 
@@ -338,6 +340,27 @@ class HookWorker:
             self.collective = TorchRing(pg, codec=st.codec, k=st.k, chunk=st.chunk,
                                         timeout=st.timeout)
 
+    def host_snapshot(self, index, buf, fut):
+        """A host copy of the CPU bucket `buf` for the worker. Two buffers per bucket
+        index take turns: the one used two calls ago is filled again when that
+        exchange's Future is done, else a new one is made. The Future's tensor is that
+        buffer, so it holds until the second call after it for the same bucket (DDP
+        reads it before its next backward; a callback still copying it while the next
+        step's hook runs keeps its values). Why: a fresh clone of a large bucket every
+        step faults in every page of it on the hook's critical path (docs/benchmarks.md)."""
+        if index is None:
+            return buf.detach().clone()
+        turns = self._snapshots.setdefault(index, [])
+        if len(turns) == 2 and turns[0][1].done() and turns[0][0].shape == buf.shape:
+            snap = turns.pop(0)[0]
+            snap.copy_(buf.detach())
+        else:
+            snap = buf.detach().clone()
+            if len(turns) == 2:
+                turns.pop(0)
+        turns.append((snap, fut))
+        return snap
+
     # ------------------------------------------------------------------ the thread
 
     def submit(self, item):
@@ -395,7 +418,10 @@ class HookWorker:
             else:       # compensate, exchange recording each hop's loss, keep it
                 self.memory.compensate(arr, params)
                 rec = self.collective.codec
-                rec.start(arr)
+                loss = self._losses.get(arr.size)
+                if loss is None:
+                    loss = self._losses[arr.size] = np.empty(arr.size, np.float32)
+                rec.start(arr, out=loss)        # reused: update copies it out
                 try:
                     self.collective.allreduce(arr)
                 finally:
@@ -547,7 +573,8 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
         event = torch.cuda.Event()
         event.record(torch.cuda.current_stream(buf.device))
     else:
-        snap = buf.detach().clone()
+        index = bucket.index() if hasattr(bucket, "index") else None   # DDP's GradBucket has it
+        snap = state.worker.host_snapshot(index, buf, fut)
     params = [(_param_key(p), p.numel()) for p in bucket.parameters()]
     state.worker.submit((snap, buf.device, params, fut, event))
     return fut

@@ -64,6 +64,10 @@ class Memory:
     def update(self, params, residual: np.ndarray) -> None:
         b = self.beta
         for key, off, n in _layout(params, residual.size):
+            old = self.residual.get(key)
+            if b is None and old is not None and old.size == n:
+                old[:] = residual[off:off + n]      # in place: no fresh pages each step
+                continue
             new = np.array(residual[off:off + n], np.float32)
             if b is not None:
                 old = self.residual.get(key)
@@ -102,8 +106,17 @@ class LossRecorder:
     def __repr__(self):
         return f"<LossRecorder of {self.inner!r}>"
 
-    def start(self, x: np.ndarray) -> None:
-        self._base, self._loss = x, np.zeros(x.size, np.float32)
+    def start(self, x: np.ndarray, out: np.ndarray | None = None) -> None:
+        """Record the losses of chunks of x from now on, into `out` (zeroed here; float32
+        of x's size, which the caller does not read until stop) or a new array."""
+        if out is None:
+            loss = np.zeros(x.size, np.float32)
+        elif out.dtype != np.float32 or out.shape != (x.size,) or not out.flags.c_contiguous:
+            raise ValueError("out must be a contiguous float32 array of x's size")
+        else:
+            loss = out
+            loss.fill(0)
+        self._base, self._loss = x, loss
 
     def stop(self) -> np.ndarray:
         loss, self._base, self._loss = self._loss, None, None
