@@ -442,11 +442,27 @@ def _expand_group(data, pos, g, out, msh, add, s8, s16):
 
 @njit(cache=True, nogil=True, inline="always")
 def _walk_bounds(data, mul):
-    """(the shift that spells dec_consts' mul, the last offset a group may start at with
-    its 34 bytes and 8 more inside data, whether any may)."""
+    """(data, contiguous: the walks read it by address, so a view is copied; the shift
+    that spells dec_consts' mul; the last offset a group may start at with its 34 bytes
+    and 8 more inside data; whether any may)."""
+    data = np.ascontiguousarray(data)
     size = _u64(data.size)
     room = _u64(_MAX_GROUP + 8)
-    return (_u32(1) if mul == _u32(2) else _u32(0)), (size - room if size >= room else _u64(0)), size >= room
+    return (data, (_u32(1) if mul == _u32(2) else _u32(0)),
+            (size - room if size >= room else _u64(0)), size >= room)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _walk_to(data, pos, g, gend, end, out, msh, add, s8, s16):
+    """Groups g.. from pos on, up to group gend and offset end: zero runs stepped,
+    every other group expanded and decoded; returns (g, pos) after them."""
+    while g < gend and pos <= end:
+        g, pos = _zero_steps(data, pos, g, gend, end, out)
+        if g >= gend or pos > end:
+            break
+        pos = _expand_group(data, pos, g, out, msh, add, s8, s16)
+        g += 1
+    return g, pos
 
 
 @njit(cache=True, nogil=True)
@@ -457,18 +473,11 @@ def unpack_expand(data, groups, out, mul, add, s8, s16):
     returns (groups decoded, their byte length). A run of zero tag words is stepped over
     four at a time. The walk (tag word, next offset) is the critical chain and the
     decoding hangs off it (docs/benchmarks.md)."""
-    data = np.ascontiguousarray(data)      # read by address: a view is copied
-    msh, end, ok = _walk_bounds(data, mul)
+    data, msh, end, ok = _walk_bounds(data, mul)
     g, pos = 0, _u64(0)
     if not ok:
         return g, pos
-    while g < groups and pos <= end:
-        g, pos = _zero_steps(data, pos, g, groups, end, out)
-        if g >= groups or pos > end:
-            break
-        pos = _expand_group(data, pos, g, out, msh, add, s8, s16)
-        g += 1
-    return g, pos
+    return _walk_to(data, pos, g, groups, end, out, msh, add, s8, s16)
 
 
 @njit(cache=True, nogil=True)
@@ -477,20 +486,13 @@ def unpack_marked(data, groups, out, mul, add, s8, s16, marks, every):
     uint64) for each such group it reaches: what an index says, to check it. Blocks of
     `every` groups in turn (zero steps kept inside a block), so no group is tested for
     a mark; the flat loop above measured 5% faster, so both stay."""
-    data = np.ascontiguousarray(data)      # read by address: a view is copied
-    msh, end, ok = _walk_bounds(data, mul)
+    data, msh, end, ok = _walk_bounds(data, mul)
     g, pos = 0, _u64(0)
     if not ok:
         return g, pos
     while g < groups and pos <= end:
         marks[g // every] = pos
-        gend = min(g + every, groups)
-        while g < gend and pos <= end:
-            g, pos = _zero_steps(data, pos, g, gend, end, out)
-            if g >= gend or pos > end:
-                break
-            pos = _expand_group(data, pos, g, out, msh, add, s8, s16)
-            g += 1
+        g, pos = _walk_to(data, pos, g, min(g + every, groups), end, out, msh, add, s8, s16)
     return g, pos
 
 
