@@ -44,3 +44,11 @@ def test_other_buckets_sizes_and_objects_without_an_index_get_their_own():
     assert grown.shape == y.shape and grown.data_ptr() != first.data_ptr()
     lone = w.host_snapshot(None, x, _done())       # a bucket-like object with no index()
     assert torch.equal(lone, x) and lone.data_ptr() != x.data_ptr()
+
+
+def test_close_lets_the_buffers_go():
+    state = IncState(method="none")
+    w = state.worker
+    w.host_snapshot(0, torch.ones(10), _done())
+    state.close()
+    assert not w._snapshots and not w._losses

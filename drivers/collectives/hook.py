@@ -445,6 +445,8 @@ class HookWorker:
             self._q.put(None)
             self._thread.join(self.st.timeout)
             self._thread = None
+        self._snapshots.clear()     # the reused buffers: two buckets' worth each
+        self._losses.clear()
         if self.collective is not None:
             self.collective.close()
             self.collective = None
