@@ -70,7 +70,6 @@ class Memory:
                 continue
             new = np.array(residual[off:off + n], np.float32)
             if b is not None:
-                old = self.residual.get(key)
                 new = (np.float32(1) - b) * (np.zeros_like(new) if old is None else old) + b * new
             self.residual[key] = new
 
