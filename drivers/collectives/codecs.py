@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from ... import golden
-from ...golden import fast, fast_scale
+from ...golden import fast, fast_keep, fast_scale
 
 __all__ = ["CODECS", "WireCodec", "ScaledCodec", "ObjectCodec", "make_codec", "choose_scale",
            "SCALE_MIN", "SCALE_MAX", "DEFAULT_SHARE"]
@@ -63,6 +63,21 @@ class WireCodec:
 
     def roundtrip(self, values: np.ndarray) -> np.ndarray:
         return self.decode(self.encode(values), values.size)
+
+    def encode_recorded(self, values: np.ndarray, loss: np.ndarray | None, keep: bool):
+        """encode, in the same pass loss += values - what decodes and, with keep, values
+        = what decodes (golden.fast_keep); None where values is not a contiguous 1-D
+        float32 array (the caller then takes the separate steps)."""
+        if not _flat_f32(values):
+            return None
+        out = np.empty(fast.pack_room(values.size), np.uint8)
+        n = fast_keep.encode_keep_into(values, out, self.k, self.name, loss=loss, keep=keep)
+        return out[:n].tobytes()
+
+
+def _flat_f32(values) -> bool:
+    return isinstance(values, np.ndarray) and values.dtype == np.float32 and values.ndim == 1 \
+        and values.flags.c_contiguous and values.flags.writeable
 
 
 # s fits one byte (s - SCALE_MIN). SCALE_MIN: the decoded values times 2^s keep every bit
@@ -166,6 +181,23 @@ class ScaledCodec:
 
     def roundtrip(self, values: np.ndarray) -> np.ndarray:
         return self.decode(self.encode(values), values.size)
+
+    def encode_recorded(self, values: np.ndarray, loss: np.ndarray | None, keep: bool):
+        """WireCodec.encode_recorded on the scaled values: the scale chosen, then one pass
+        (scale, pack, decode, times 2^s, compare, keep); None where values is not a
+        contiguous 1-D float32 array or s lies outside golden.fast_keep.SCALE_LIMITS
+        (2^-s or 2^s not a normal float32: the separate steps handle it)."""
+        if not _flat_f32(values):
+            return None
+        s = self.scale(values)
+        lo, hi = fast_keep.SCALE_LIMITS
+        if not lo <= s <= hi:
+            return None
+        out = np.empty(1 + fast.pack_room(values.size), np.uint8)
+        out[0] = s - SCALE_MIN
+        n = fast_keep.encode_keep_into(values, out[1:], self.k, "bounded", scale=s, loss=loss,
+                                       keep=keep)
+        return out[:1 + n].tobytes()
 
 
 class ObjectCodec:

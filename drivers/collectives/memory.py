@@ -22,6 +22,7 @@ key (`compressors.base.WHOLE`).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
@@ -100,7 +101,10 @@ class LossRecorder:
         self.name, self.k = codec.name, getattr(codec, "k", None)   # k: INCEPTIONN's codecs
         self._base: np.ndarray | None = None
         self._loss: np.ndarray | None = None
-        self._lock = threading.Lock()
+        # Chunks are coded on several threads, each adding into its own span of the loss;
+        # spans being added into are listed, and one that overlaps waits for them.
+        self._free = threading.Condition()
+        self._busy: list[tuple[int, int]] = []
 
     def __repr__(self):
         return f"<LossRecorder of {self.inner!r}>"
@@ -142,10 +146,43 @@ class LossRecorder:
             # third of the replacement (measured), and is all a finite chunk needs.
             if not np.isfinite(err).all():
                 np.nan_to_num(err, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
-            with self._lock:      # chunks are coded on several threads
+            with self._span(off, values.size):
                 loss[off:off + values.size] += err
 
+    @contextlib.contextmanager
+    def _span(self, off: int, n: int):
+        """Adding into loss[off:off + n], once no other thread adds into any of it."""
+        span = (off, off + n)
+        with self._free:
+            while any(a < span[1] and span[0] < b for a, b in self._busy):
+                self._free.wait()
+            self._busy.append(span)
+        try:
+            yield
+        finally:
+            with self._free:
+                self._busy.remove(span)
+                self._free.notify_all()
+
+    def _encode_recorded(self, values: np.ndarray, keep: bool):
+        """The inner codec's encode with the loss added (and the values kept) in its own
+        pass, where it has one (codecs.WireCodec, ScaledCodec) and values is a plain
+        chunk; else None."""
+        fused = getattr(self.inner, "encode_recorded", None)
+        base, loss = self._base, self._loss
+        if fused is None:
+            return None
+        if base is None or loss is None:          # not recording
+            return fused(values, None, keep) if keep else None
+        off = _offset(values, base)
+        with self._span(off, values.size):
+            return fused(values, loss[off:off + values.size], keep)
+
     def encode(self, values: np.ndarray) -> bytes:
+        if self.recording:
+            body = self._encode_recorded(values, keep=False)
+            if body is not None:
+                return body
         body = self.inner.encode(values)
         if self.recording:
             self.record(values, self.inner.decode(body, values.size))
@@ -153,7 +190,11 @@ class LossRecorder:
 
     def encode_keep(self, values: np.ndarray) -> bytes:
         """encode, and values replaced by what the receiver decodes (a block's owner keeps
-        it): one decode serves the loss and the copy."""
+        it): one pass where the inner codec has one, else one decode serves the loss and
+        the copy."""
+        body = self._encode_recorded(values, keep=True)
+        if body is not None:
+            return body
         body = self.inner.encode(values)
         decoded = self.inner.decode(body, values.size)
         self.record(values, decoded)
