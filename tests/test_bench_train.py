@@ -93,3 +93,27 @@ def test_a_trial_run_never_overwrites_the_committed_figures(tmp_path):
     assert acc.read_text() == "earlier"
     bench_train._write_accuracy(trial, {(2, "mlp", "sum"): {"gloo": _row(1, 1, 1, 0.9)}})
     assert '"2/mlp/sum"' in acc.read_text()
+
+
+def test_bad_options_are_one_line_errors(capsys):
+    """Each is refused before any rank starts (a zero step count used to end in a
+    traceback from every rank; an unknown method ran as the bounded codec)."""
+    from inceptionn import cli
+    for argv in (["--accuracy-steps", "0"], ["--steps", "-1"], ["--batch", "0"],
+                 ["--warmup", "x"], ["--methods", "gloo,ours-typo"], ["--methods", "gloo,gloo"],
+                 ["--rates", "0,unlimited"], ["--rates", ""], ["--rates", "fast"],
+                 ["--nic-rates", "-1"], ["--rates", "nan"]):
+        assert cli.main(["bench", "train", *argv]) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err and "Traceback" not in "\n".join(err), argv
+        assert err[-1].startswith("inceptionn bench train: error: argument"), (argv, err)
+    # The NIC path is --nic-rates' (where namespaces are missing, that is said first).
+    assert cli.main(["bench", "train", "--methods", "gloo,ours-nic"]) == 2
+    err = capsys.readouterr().err
+    assert "ours-nic is the NIC path" in err or "needs network namespaces" in err, err
+
+
+def test_rates_and_methods_parse_to_lists():
+    assert bench_train.rate_list(False)("0.1,1,unlimited") == [0.1, 1.0, None]
+    assert bench_train.rate_list(True)("") == []
+    assert bench_train.method_list("gloo, ours") == ["gloo", "ours"]

@@ -40,7 +40,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from .checks import int_list
+from .checks import int_in, int_list
 
 RATES = (0.1, 0.5, 1.0, 2.5, 10.0, None)        # Gb/s per host; None: unlimited
 WORLDS = (2, 4)
@@ -147,7 +147,7 @@ def worker(args) -> dict:
     shard = torch.arange(rank, xtr.shape[0], world)
     xtr, ytr = xtr[shard], ytr[shard]
     out = {}
-    for method in args.methods.split(","):
+    for method in args.methods:
         # PowerSGD over gloo on CPU stalls at its first compressed step when the model
         # spans several buckets (measured here, torch 2.13): one bucket for it.
         net = DDP(_model(args.model),
@@ -378,20 +378,60 @@ def plot(results, path):
     fig.savefig(path, dpi=110)
 
 
+# Every method --methods can time (the hook each registers: _register); a rank also
+# takes "ours-nic", the NIC path that --nic-rates runs.
+RUN_METHODS = METHODS + ("ours",) + EMULATE_METHODS
+NIC_METHOD = "ours-nic"
+
+
+def method_list(text):
+    """argparse type: methods of RUN_METHODS (and the ranks' NIC_METHOD), comma-separated,
+    each once."""
+    methods = [m.strip() for m in str(text).split(",")]
+    if not all(methods) or set(methods) - set(RUN_METHODS + (NIC_METHOD,)) \
+            or len(set(methods)) < len(methods):
+        raise argparse.ArgumentTypeError(f"expected any of {', '.join(RUN_METHODS)} once each, "
+                                         f"comma-separated; got {text!r}")
+    return methods
+
+
+def rate_list(empty_ok: bool):
+    """argparse type: wire rates in Gb/s (a positive number, or "unlimited": no limit),
+    comma-separated; None stands for unlimited. With empty_ok, "" is no rate at all."""
+    def parse(text):
+        if not str(text).strip() and empty_ok:
+            return []
+        rates = []
+        for part in (p.strip() for p in str(text).split(",")):
+            try:
+                g = None if part == "unlimited" else float(part)
+            except ValueError:
+                g = -1.0
+            if g is not None and not 0 < g < float("inf"):
+                raise argparse.ArgumentTypeError(
+                    f"expected rates in Gb/s (numbers above 0, or unlimited), comma-separated; "
+                    f"got {text!r}")
+            rates.append(g)
+        return rates
+    return parse
+
+
 def add_arguments(ap) -> None:
     """`inceptionn bench train`'s options."""
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--methods", type=method_list, default=",".join(METHODS),
+                    help=f"of {', '.join(RUN_METHODS)}")
     ap.add_argument("--ifname", default="eth0", help=argparse.SUPPRESS)
-    ap.add_argument("--steps", type=int, default=4, help="timed steps per method and rate")
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--accuracy-steps", type=int, default=60,
+    ap.add_argument("--steps", type=int_in(1), default=4, help="timed steps per method and rate")
+    ap.add_argument("--warmup", type=int_in(0), default=2)
+    ap.add_argument("--accuracy-steps", type=int_in(1), default=60,
                     help="steps on the unlimited wire, after which the accuracy is taken")
-    ap.add_argument("--batch", type=int, default=32, help="per rank")
+    ap.add_argument("--batch", type=int_in(1), default=32, help="per rank")
     ap.add_argument("--worlds", type=int_list(2, 64), default="2,4")
-    ap.add_argument("--rates", default="0.1,0.5,1,2.5,10,unlimited")
-    ap.add_argument("--nic-rates", default=",".join("unlimited" if g is None else f"{g:g}"
-                                                    for g in NIC_RATES),
+    ap.add_argument("--rates", type=rate_list(False), default="0.1,0.5,1,2.5,10,unlimited",
+                    help="Gb/s per port, or unlimited")
+    ap.add_argument("--nic-rates", type=rate_list(True),
+                    default=",".join("unlimited" if g is None else f"{g:g}" for g in NIC_RATES),
                     help="rates (Gb/s per port) of the NIC path through the software NIC; "
                          "empty: none")
     ap.add_argument("--model", choices=MODELS, default="mlp", help=argparse.SUPPRESS)
@@ -515,7 +555,10 @@ def run(args) -> int:
     except ValueError as e:
         print(f"bench-train: {e}", file=sys.stderr)
         return 2
-    rates = [None if r == "unlimited" else float(r) for r in args.rates.split(",")]
+    if NIC_METHOD in args.methods:
+        print(f"bench-train: {NIC_METHOD} is the NIC path: --nic-rates runs it", file=sys.stderr)
+        return 2
+    rates = args.rates
     results, port = {}, 29600
     try:
         methods = _compare_methods(args.compare_methods)
@@ -533,7 +576,7 @@ def run(args) -> int:
         try:
             for g in rates:
                 net.rate(g)
-                methods = args.methods.split(",") + (list(LOOPBACK_ONLY) if g is None else [])
+                methods = args.methods + (list(LOOPBACK_ONLY) if g is None else [])
                 steps = args.accuracy_steps if g is None else args.steps
                 t0 = time.monotonic()
                 port += 1
@@ -542,19 +585,18 @@ def run(args) -> int:
                 print(f"P={world} {_fmt_rate(g)}: {time.monotonic() - t0:.0f} s", flush=True)
         finally:
             net.close()
-        for g in (None if r == "unlimited" else float(r) for r in args.nic_rates.split(",")
-                  if r):
+        for g in args.nic_rates:
             t0 = time.monotonic()
             port += 1
             nic = NicNetwork(world, g)
             try:
-                res = run_config(nic, world, g, ["ours-nic"], args.steps, args.warmup,
-                                 args.batch, port)["ours-nic"]
+                res = run_config(nic, world, g, [NIC_METHOD], args.steps, args.warmup,
+                                 args.batch, port)[NIC_METHOD]
                 res["wire_ratio"] = nic.wire_ratio()
                 res["tx_bytes_per_step"] /= res["wire_ratio"]   # the compressed wire's bytes
             finally:
                 nic.close()
-            results.setdefault((world, g), {})["ours-nic"] = res
+            results.setdefault((world, g), {})[NIC_METHOD] = res
             print(f"P={world} {_fmt_rate(g)} NIC path: {time.monotonic() - t0:.0f} s "
                   f"(wire ratio {res['wire_ratio']:.2f})", flush=True)
     report(results)
