@@ -162,6 +162,10 @@ def test_bench_rejects_bad_options(capsys):
     assert cli.main(["bench", "golden", "--k", "0", "--no-real"]) == 2
     assert cli.main(["bench", "golden", "--k", "17", "--no-real"]) == 2      # the bounded codec stops at 2^-16
     assert "size" in capsys.readouterr().err
+    # 0 used to mean "the default" silently; under 3 there is no early, mid and late.
+    for steps in ("0", "2", "-3"):
+        assert cli.main(["bench", "golden", "--real-steps", steps]) == 2
+        assert "argument --real-steps" in capsys.readouterr().err
 
 
 def test_foreign_dscp_measurement_counts_what_the_rules_accept():

@@ -102,7 +102,7 @@ def test_bad_options_are_one_line_errors(capsys):
     for argv in (["--accuracy-steps", "0"], ["--steps", "-1"], ["--batch", "0"],
                  ["--warmup", "x"], ["--methods", "gloo,ours-typo"], ["--methods", "gloo,gloo"],
                  ["--rates", "0,unlimited"], ["--rates", ""], ["--rates", "fast"],
-                 ["--nic-rates", "-1"], ["--rates", "nan"]):
+                 ["--nic-rates", "-1"], ["--rates", "nan"], ["--lr", "0"], ["--lr", "nan"]):
         assert cli.main(["bench", "train", *argv]) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert err and "Traceback" not in "\n".join(err), argv

@@ -510,8 +510,9 @@ def add_arguments(ap) -> None:
     ap.add_argument("--no-real", action="store_true", help="skip the demo's real gradients")
     ap.add_argument("--no-mlp", action="store_true",
                     help="skip the rounds on the 12.2M-parameter MLP's DDP bucket (48.8 MB)")
-    ap.add_argument("--real-steps", type=int, default=None,
-                    help="training steps for the real gradients (default: the demo's)")
+    ap.add_argument("--real-steps", type=int_in(3), default=None,
+                    help="training steps for the real gradients, 3 or more (early, mid and "
+                         "late are captured; default: the demo's)")
     ap.add_argument("--cache", type=Path, default=None, help="gradient cache directory (default: the demo's)")
 
 

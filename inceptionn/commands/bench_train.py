@@ -40,7 +40,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from .checks import int_in, int_list
+from .checks import int_in, int_list, positive_float
 
 RATES = (0.1, 0.5, 1.0, 2.5, 10.0, None)        # Gb/s per host; None: unlimited
 WORLDS = (2, 4)
@@ -436,7 +436,7 @@ def add_arguments(ap) -> None:
                          "empty: none")
     ap.add_argument("--model", choices=MODELS, default="mlp", help=argparse.SUPPRESS)
     ap.add_argument("--reduction", choices=REDUCTIONS, default="sum", help=argparse.SUPPRESS)
-    ap.add_argument("--lr", type=float, default=0.05, help="per example (the sum's)")
+    ap.add_argument("--lr", type=positive_float, default=0.05, help="per example (the sum's)")
     ap.add_argument("--compare-worlds", type=lambda t: int_list(2, 64)(t) if t else [],
                     default="2",
                     help="ranks of the accuracy comparison (the loss summed and averaged, "

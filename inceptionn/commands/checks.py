@@ -8,7 +8,7 @@ import argparse
 import errno
 import os
 
-__all__ = ["int_in", "float_in", "int_list", "memory_bytes", "size_in_memory", "writable",
+__all__ = ["int_in", "float_in", "positive_float", "int_list", "memory_bytes", "size_in_memory", "writable",
            "one_line"]
 
 
@@ -39,6 +39,17 @@ def float_in(lo: float, hi: float):
             raise argparse.ArgumentTypeError(f"expected a number in {lo:g}..{hi:g}, got {text}")
         return v
     return parse
+
+
+def positive_float(text):
+    """argparse type: a finite number above 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}") from None
+    if not 0 < v < float("inf"):          # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+    return v
 
 
 def int_list(lo: int, hi: int):
