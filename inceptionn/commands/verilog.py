@@ -147,6 +147,24 @@ def _port_net(line):
     return m.group(1) if m else line
 
 
+_NETS: list = [None, {}]  # (lines, {(first, last): nets of that module}) of the last file
+
+
+def _body_nets(lines, first, last):
+    """Per line of lines[first - 1:last]: the text where a signal counts as used
+    (_port_net's, plus a space), None for an attribute line. Made once per module of
+    the last file: _is_alias asks about thousands of warnings' signals in the same
+    module (the engines: 20 s of regex matching per file when made per warning)."""
+    if _NETS[0] is not lines:
+        _NETS[:] = [lines, {}]
+    nets = _NETS[1].get((first, last))
+    if nets is None:
+        nets = _NETS[1][(first, last)] = [
+            None if ln.lstrip().startswith("(*") else _port_net(ln) + " "
+            for ln in lines[first - 1:last]]
+    return nets
+
+
 def _is_alias(lines, lineno, signal):
     """True when `signal` is, within its module, declared and only ever driven by one
     plain `assign` (an Amaranth debug alias), and read nowhere."""
@@ -164,9 +182,10 @@ def _is_alias(lines, lineno, signal):
         ident = r"(?<![\w\\.$])" + re.escape(signal) + r"(?![\w.$])"
     # In an instance's port list (`.\\o__ready$10 (x)`) the name before the parenthesis
     # is the submodule's port, which may share the name; only the connected net counts.
-    # Attribute lines (`(* keep = 32'd1 *)`) name attributes, not signals.
-    uses = [ln for ln in body if not ln.lstrip().startswith("(*")
-            and re.search(ident, _port_net(ln) + " ")]
+    # Attribute lines (`(* keep = 32'd1 *)`) name attributes, not signals. A line that
+    # does not hold the name at all is passed over before the pattern is tried.
+    uses = [ln for ln, net in zip(body, _body_nets(lines, first, last))
+            if net is not None and signal in net and re.search(ident, net)]
     decl = [ln for ln in uses if re.match(r"\s*(wire|reg)\b", ln)]
     assign = [ln for ln in uses if re.match(r"\s*assign\s+(\\\S+ |\w+)\s*=", ln)
               and re.match(r"\s*assign\s+" + ident, ln + " ")]
