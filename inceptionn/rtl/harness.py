@@ -255,8 +255,10 @@ def build(design, name, *, extra_sources=(), build_args=(), toplevel=None, publi
     _prepare_env()
     build_dir = BUILD / "sim" / name
     waves = _waves()
+    # --no-decoration: no comments in the model's C++ (the DecompressionUnit's 7.7 MB
+    # -> 5.2 MB; its cold build 17.8 -> 16.9 CPU-s), which only a reader of it would miss.
     args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL",
-            "-O3", "--x-assign", "fast", "--x-initial", "fast", *build_args]
+            "-O3", "--x-assign", "fast", "--x-initial", "fast", "--no-decoration", *build_args]
     if public == "top":
         args.append("--no-public-flat-rw")     # after the runner's --public-flat-rw
     if waves:
