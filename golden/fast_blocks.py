@@ -27,9 +27,10 @@ everything else is vector work:
           converted to float32 times a power of two: both exact (the integer has at
           most 16 bits, the product is a normal float).
 Each kernel stops where a group (unpack_gather: a whole block) might run past the data;
-fast.py's per-group loops go on from there. A little-endian host is assumed, as in fast.py. numba's on-disk cache
-keys a compiled function on its own file: after editing this one, delete fast.py's
-cached entries too (golden/__pycache__/fast.*.nbi, .nbc), which link these kernels in.
+fast.py's per-group loops go on from there. A little-endian host is assumed, as in fast.py.
+numba's on-disk cache keys a compiled function on its own file: after editing this one,
+delete the cached entries of the files that link these kernels in too
+(golden/__pycache__/fast*.nbi, .nbc: fast.py, fast_index.py, fast_keep.py).
 """
 
 from __future__ import annotations
