@@ -576,7 +576,8 @@ def run(args) -> int:
         try:
             for g in rates:
                 net.rate(g)
-                methods = args.methods + (list(LOOPBACK_ONLY) if g is None else [])
+                methods = args.methods + [m for m in LOOPBACK_ONLY
+                                          if g is None and m not in args.methods]
                 steps = args.accuracy_steps if g is None else args.steps
                 t0 = time.monotonic()
                 port += 1
