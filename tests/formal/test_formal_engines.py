@@ -76,7 +76,8 @@ class EngineCheck(FormalTop):
 
 
 # Converting an engine alone takes tens of seconds: every engine check is make formal's.
-pytestmark = pytest.mark.skipif(not SLOW, reason="engines whole: make formal (INCEPTIONN_FORMAL=1)")
+pytestmark = [pytest.mark.solver,
+              pytest.mark.skipif(not SLOW, reason="engines whole: make formal (INCEPTIONN_FORMAL=1)")]
 
 
 def test_rx_engine_bmc():

@@ -30,6 +30,8 @@ from inceptionn.hw.primitives import AxisRegisterSlice, FastFifo, FifoSlice, Str
 from stream_props import (DEEP, SLOW, AnySeq, Assert, Assume, Counter, FormalTop, run,
                           source_rule)
 
+pytestmark = pytest.mark.solver      # make formal-quick and make formal, not make test
+
 # (depth, fast) of every StreamFifo the engines instantiate (hw/compression_engine.py,
 # hw/decompression_engine.py; FifoSlice is (4, fast)), and egress's SyncFIFOBuffered (8).
 ENGINE_FIFOS = [(4, True), (32, True), (4, False), (8, False), (16, False)]

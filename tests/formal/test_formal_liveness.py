@@ -33,6 +33,8 @@ from stream_props import (Assume, Counter, Cover, FormalTop, Live, check_live_bu
 from test_formal_rx_stages import RxBackCheck, RxFeedCheck, RxFrontCheck, free
 from test_formal_tx_stages import TxFeederCheck
 
+pytestmark = pytest.mark.solver      # make formal-quick and make formal, not make test
+
 
 class RxFeedLive(Live, RxFeedCheck):
     """Feed: while it has a frame (loaded to decompress, FIN not written), a beat into

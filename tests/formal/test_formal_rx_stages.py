@@ -45,6 +45,8 @@ from inceptionn.hw.wire import BEAT_BYTES, MAX_FRAME_BEATS, MAX_FRAME_BYTES
 from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, cover_back_to_back,
                           keep_rule, past, run, run_bug, slow, slow_only, source_rule, stable_while)
 
+pytestmark = pytest.mark.solver      # make formal-quick and make formal, not make test
+
 
 def free(m, sig):
     """Drive ``sig`` (a Signal or a view) with a free value each clock."""

@@ -26,6 +26,8 @@ from stream_props import (Assert, Assume, Counter, Cover, FormalTop, Live, check
                           check_tight, keep_rule, run, slow, slow_only, source_rule)
 from test_formal_rx_stages import free
 
+pytestmark = pytest.mark.solver      # make formal-quick and make formal, not make test
+
 
 class _Build(FormalTop):
     """Owns the domain; ``build(m)`` (the stage check's) adds the stage and its models."""

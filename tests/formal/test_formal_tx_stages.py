@@ -16,6 +16,7 @@
   the frame structure of beatq's contents, which k-induction does not see).
 """
 
+import pytest
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
@@ -31,6 +32,8 @@ from inceptionn.hw.tx.layouts import MODE_DROP, MODE_PASS, FrameCfg
 from inceptionn.hw.wire import MAX_FRAME_BEATS
 from stream_props import (AnySeq, Assert, Assume, Counter, Cover, FormalTop, cover_back_to_back,
                           keep_rule, past, run, run_bug, slow, slow_only, source_rule, from_step)
+
+pytestmark = pytest.mark.solver      # make formal-quick and make formal, not make test
 
 
 # ---- egress ---------------------------------------------------------------------------

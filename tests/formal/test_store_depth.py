@@ -44,6 +44,7 @@ def test_unsupported_store_depth_refused(bad):
         CompressionEngine(store_depth=bad)
 
 
+@pytest.mark.solver
 @pytest.mark.parametrize("aw", [9, 11])
 def test_egress_proof_at_other_depths(aw):
     run(EgressCheck(aw=aw), f"tx_egress_prove_aw{aw}", mode="prove", depth=6, script=[])
