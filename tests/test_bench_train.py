@@ -1,6 +1,8 @@
 """make bench-train's report (the full run needs root and half an hour): the targets
 printed with their miss ratios, from figures given here."""
 
+import argparse
+
 import pytest
 
 from inceptionn.commands import bench_train
@@ -111,6 +113,20 @@ def test_bad_options_are_one_line_errors(capsys):
     assert cli.main(["bench", "train", "--methods", "gloo,ours-nic"]) == 2
     err = capsys.readouterr().err
     assert "ours-nic is the NIC path" in err or "needs network namespaces" in err, err
+
+
+def test_the_default_grid_times_the_default_hook_and_the_plot_draws_every_method():
+    # "ours" (IncState() as a user registers it) was only timed when --methods named it,
+    # and then left out of the plot.
+    ap = argparse.ArgumentParser()
+    bench_train.add_arguments(ap)
+    assert "ours" in ap.parse_args([]).methods
+    res = {(2, g): {m: _row(s, 0.1, 1e6, 0.9) for s, m in enumerate(
+        ("gloo", "ours", "ours-bounded", "ours-emulate-default", "ours-nic"), 1)}
+        for g in (0.1, 1.0, None)}
+    got = bench_train.series(res, 2)
+    assert list(got) == ["gloo", "ours", "ours-bounded", "ours-emulate-default", "ours-nic"]
+    assert got["ours"] == [(0.1, 2), (1.0, 2)]      # the unlimited wire is not on a log axis
 
 
 def test_rates_and_methods_parse_to_lists():
