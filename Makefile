@@ -52,8 +52,9 @@ debs:
 	fi
 
 # Every test: ruff, then the golden model, CLI, demo, drivers, and the cocotb regression on
-# Verilator; the formal checks' solver runs are in make formal-quick and make formal. mypy (~20 s cold) runs beside them,
-# which leave part of a core idle; its report follows theirs and either failing fails.
+# Verilator; the formal checks' solver runs are in make formal-quick and make formal.
+# mypy (~20 s cold) runs beside them, which leave part of a core idle; its report follows
+# theirs and either failing fails.
 test: $(STAMP)
 	$(PY) -m ruff check .
 	@$(WARM_TEST)

@@ -82,6 +82,11 @@ class _LongestFirst:
 
 
 def pytest_configure(config):
+    level = os.environ.get("INCEPTIONN_FORMAL", "")
+    if level not in ("", "0", "1", "quick"):
+        # Any other value would skip every solver run and say nothing of the typo.
+        raise pytest.UsageError(f"INCEPTIONN_FORMAL={level!r}: expected 1 (make formal), "
+                                "quick (make formal-quick), or unset")
     if SLOW:
         config.pluginmanager.register(_LongestFirst(), "formal-longest-first")
 

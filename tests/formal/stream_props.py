@@ -145,8 +145,9 @@ def run(top, name, *, mode="bmc", depth=20, expect="PASS", **kw):
     # would pay the solver there.
     assert SLOW or QUICK, f"{name}: a solver run outside make formal(-quick): mark its test solver"
     kw.setdefault("script", ["memory_map"])     # small FIFO RAMs: faster as flip-flops
-    # make formal's tasks in build/formal/<task>, make test's short ones beside them in
-    # build/formal/quick/<task>, so that a quick run never replaces a full one's traces.
+    # make formal's tasks in build/formal/<task>, make formal-quick's short ones beside
+    # them in build/formal/quick/<task>, so that a quick run never replaces a full one's
+    # traces.
     kw.setdefault("workdir", formal.FORMAL_BUILD if SLOW else formal.FORMAL_BUILD / "quick")
     kw.setdefault("timeout", task_budget(name))
     res = formal.check(top, name, mode=mode, depth=depth, ports=[top.clk], **kw)
