@@ -114,8 +114,8 @@ sim: $(STAMP)
 	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q sim
 
 # The cocotb regression with the long random runs, and what make test leaves to it (the
-# builds and runs docs/verification.md lists under "What make test leaves to make
-# sim-stress"): the TX -> RX loopback, the AlignmentUnit's
+# builds and runs docs/verification.md lists under "What make test leaves to the
+# long targets"): the TX -> RX loopback, the AlignmentUnit's
 # default build, the wheel's own TX loop build, the RX rate's other configurations and
 # every synthesis run (tests/synthesis.py's mark: tests/test_synth.py, the ShimCheck's
 # depth, the wheel's synth command).

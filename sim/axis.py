@@ -30,8 +30,8 @@ PAUSE_MODES = ("none", "cyclic", "random")
 
 def stress():
     """True under `make sim-stress` (INCEPTIONN_STRESS=1): the long runs and the builds
-    `make test` leaves to it (docs/verification.md, "What make test leaves to make
-    sim-stress")."""
+    `make test` leaves to it (docs/verification.md, "What make test leaves to the
+    long targets")."""
     return os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0")
 
 

