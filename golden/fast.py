@@ -44,7 +44,8 @@ from numba import njit
 
 from .arguments import check_fits
 from .compression_block import TAG_WIDTH, as_bits, check_codec, check_k, encode_luts
-from .fast_blocks import _popcount, dec_consts, enc_consts, pack_blocks, unpack_blocks
+from .fast_blocks import _popcount, dec_consts, enc_consts
+from .fast_kernels import pack_blocks, unpack_blocks
 from .decompression_block import DEC_BASE, DEC_MASK, DEC_RAW, decode_table
 from .payload import build_payload, shim_codec, shim_version
 from .wire import GROUP_VALUES, shim_bytes

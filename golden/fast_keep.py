@@ -26,7 +26,8 @@ import numpy as np
 from numba import njit
 
 from .compression_block import check_codec, check_k
-from .fast_blocks import BLOCK, _bits_f32, _decode_lane, _field, dec_consts, enc_consts, pack_blocks
+from .fast_blocks import BLOCK, _bits_f32, _decode_lane, _field, dec_consts, enc_consts
+from .fast_kernels import pack_blocks
 from .fast import pack_room
 
 __all__ = ["encode_keep_into", "SCALE_LIMITS"]
