@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from inceptionn import golden
-from inceptionn.golden import fast, fast_index
+from inceptionn.golden import fast, fast_index, fast_kernels
 from .args import CliError
 from .checks import int_in, size_in_memory
 
@@ -534,6 +534,7 @@ def run(args) -> int:
     print("ratio = uncompressed bytes / compressed bytes; GB/s = uncompressed bytes per wall second "
           "(in to compress, out of decompress); x copy = wall time / numpy copy wall time on the "
           "same buffer; best of `runs`")
+    print(fast_kernels.describe())
     print(format_table(results))
     print(format_versions(results))
     print(format_vs_copy(results))
