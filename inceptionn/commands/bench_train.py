@@ -462,7 +462,9 @@ def add_arguments(ap) -> None:
                     help="the accuracy comparison alone (no rates, no NIC path)")
     ap.add_argument("--json", default=str(DEFAULT_JSON),
                     help="where the results go (the accuracy comparison's: beside it, "
-                         "bench_train_accuracy.json); default: the committed figures")
+                         "bench_train_accuracy.json; the results so far, while it runs: "
+                         "the .partial.json beside it); default: the committed figures, "
+                         "which only the full grid may replace")
     ap.add_argument("--plot", default=None,
                     help="the plot; default: docs/img/bench_train.png with the default "
                          "--json, else the --json path with .png")
@@ -507,9 +509,11 @@ def _compare_methods(text):
     return methods
 
 
-def compare(worlds, steps, warmup, batch, port, methods=ACCURACY_METHODS):
-    """The accuracy comparison: {(world, model, reduction): {method: row}}."""
-    out = {}
+def compare(worlds, steps, warmup, batch, port, methods=ACCURACY_METHODS, out=None,
+            saved=lambda: None):
+    """The accuracy comparison: {(world, model, reduction): {method: row}}, into `out`
+    (a dict) as each configuration ends, `saved` called after each."""
+    out = {} if out is None else out
     for world in worlds:
         net = Network(world)
         try:
@@ -521,6 +525,7 @@ def compare(worlds, steps, warmup, batch, port, methods=ACCURACY_METHODS):
                     out[(world, model, red)] = run_config(
                         net, world, None, methods, n, warmup, batch, port,
                         extra=("--model", model, "--reduction", red))
+                    saved()
                     print(f"P={world} {model} loss {red}: {time.monotonic() - t0:.0f} s",
                           flush=True)
         finally:
@@ -553,6 +558,47 @@ def report_compare(results, steps, out=print):
             f"({pts:+.1f} points below), {fewer:.1f}x fewer bytes{'' if ok else '  MISSED'}")
 
 
+# The options that make a run the full grid; the committed figures are only the full grid's.
+_GRID_OPTIONS = ("methods", "steps", "warmup", "accuracy_steps", "batch", "worlds", "rates",
+                 "nic_rates", "lr", "compare_worlds", "compare_steps", "compare_methods",
+                 "only_compare")
+
+
+_COMPARE_OPTIONS = ("warmup", "batch", "compare_worlds", "compare_steps", "compare_methods")
+
+
+def partial_options(args) -> list[str]:
+    """The options in which args differ from the full grid (`make bench-train`'s); with
+    --only-compare, from the full accuracy comparison's (it replaces only its own file)."""
+    ap = argparse.ArgumentParser()
+    add_arguments(ap)
+    full = ap.parse_args([])
+    return [o for o in (_COMPARE_OPTIONS if args.only_compare else _GRID_OPTIONS)
+            if getattr(args, o) != getattr(full, o)]
+
+
+class Saved:
+    """The results so far, rewritten whole (write and rename) after each configuration
+    to <--json>.partial.json, so that a run that dies keeps what it measured; at the end
+    the final files replace it."""
+
+    def __init__(self, path):
+        self.path = Path(path).with_suffix(".partial.json")
+        self.results, self.compared = {}, {}
+
+    def __call__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({
+            "results": {f"{w}/{g}": r for (w, g), r in self.results.items()},
+            "accuracy": {f"{w}/{m}/{r}": res for (w, m, r), res in self.compared.items()}},
+            indent=1))
+        os.replace(tmp, self.path)
+
+    def done(self):
+        self.path.unlink(missing_ok=True)
+
+
 def run(args) -> int:
     if args.worker:
         print(json.dumps(worker(args)))
@@ -563,38 +609,55 @@ def run(args) -> int:
         print(f"bench-train needs network namespaces: {why}", file=sys.stderr)
         return 2
     try:
-        steps = _compare_steps(args.compare_steps)
+        compare_steps = _compare_steps(args.compare_steps)
+        methods = _compare_methods(args.compare_methods)
     except ValueError as e:
         print(f"bench-train: {e}", file=sys.stderr)
         return 2
     if NIC_METHOD in args.methods:
         print(f"bench-train: {NIC_METHOD} is the NIC path: --nic-rates runs it", file=sys.stderr)
         return 2
-    rates = args.rates
-    results, port = {}, 29600
-    try:
-        methods = _compare_methods(args.compare_methods)
-    except ValueError as e:
-        print(f"bench-train: {e}", file=sys.stderr)
+    partial = partial_options(args)
+    if partial and Path(args.json).resolve() == DEFAULT_JSON.resolve():
+        print(f"bench-train: a partial run (--{', --'.join(o.replace('_', '-') for o in partial)} "
+              f"not the full grid's) would replace the committed figures in {DEFAULT_JSON.parent}; "
+              f"give --json PATH", file=sys.stderr)
         return 2
-    compared = compare(args.compare_worlds, steps, args.warmup, args.batch, 29400, methods)
+    saved = Saved(args.json)
+    try:
+        _run(args, compare_steps, methods, saved)
+    except BaseException:
+        if saved.results or saved.compared:
+            print(f"bench-train: stopped; the results so far are in {saved.path}", file=sys.stderr)
+        raise
+    saved.done()
+    return 0
+
+
+def _run(args, compare_steps, methods, saved):
+    """run's grid: the accuracy comparison, then every world and rate, then the NIC path,
+    each configuration saved as it ends; the report and the final files at the end."""
+    results, compared, port = saved.results, saved.compared, 29600
+    compare(args.compare_worlds, compare_steps, args.warmup, args.batch, 29400, methods,
+            out=compared, saved=saved)
     if compared:
-        report_compare(compared, steps)
+        report_compare(compared, compare_steps)
     if args.only_compare:
         _write_accuracy(args, compared)
-        return 0
+        return
     for world in args.worlds:
         net = Network(world)
         try:
-            for g in rates:
+            for g in args.rates:
                 net.rate(g)
-                methods = args.methods + [m for m in LOOPBACK_ONLY
-                                          if g is None and m not in args.methods]
-                steps = args.accuracy_steps if g is None else args.steps
+                timed = args.methods + [m for m in LOOPBACK_ONLY
+                                        if g is None and m not in args.methods]
+                n = args.accuracy_steps if g is None else args.steps
                 t0 = time.monotonic()
                 port += 1
-                results[(world, g)] = run_config(net, world, g, methods, steps, args.warmup,
+                results[(world, g)] = run_config(net, world, g, timed, n, args.warmup,
                                                  args.batch, port)
+                saved()
                 print(f"P={world} {_fmt_rate(g)}: {time.monotonic() - t0:.0f} s", flush=True)
         finally:
             net.close()
@@ -610,17 +673,17 @@ def run(args) -> int:
             finally:
                 nic.close()
             results.setdefault((world, g), {})[NIC_METHOD] = res
+            saved()
             print(f"P={world} {_fmt_rate(g)} NIC path: {time.monotonic() - t0:.0f} s "
                   f"(wire ratio {res['wire_ratio']:.2f})", flush=True)
     report(results)
     if compared:
-        report_compare(compared, steps)
+        report_compare(compared, compare_steps)
     _write_accuracy(args, compared)
     if not results:
-        return 0
+        return
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({f"{w}/{g}": r for (w, g), r in results.items()},
                                           indent=1))
     plot(results, _plot_path(args))
     print(f"wrote {args.json} and {_plot_path(args)}")
-    return 0
