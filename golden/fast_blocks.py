@@ -176,13 +176,17 @@ def _popcount32(typingctx, x):
     return types.uint32(types.uint32), codegen
 
 
-def _load8(context, builder, arrty, arr, i0):
-    """The 8 uint32 arr[i0:i0 + 8] as <8 x i32> (one unaligned load)."""
-    v8 = ir.VectorType(ir.IntType(32), 8)
-    p = _byte_ptr(context, builder, arrty, arr, builder.shl(i0, ir.Constant(ir.IntType(64), 2)))
-    x = builder.load(builder.bitcast(p, v8.as_pointer()))
-    x.align = 4
+def _load_vec(context, builder, arrty, arr, pos, vty):
+    """The vector of type vty at byte pos (i64) of arr (one unaligned load)."""
+    x = builder.load(builder.bitcast(_byte_ptr(context, builder, arrty, arr, pos), vty.as_pointer()))
+    x.align = 1
     return x
+
+
+def _load8(context, builder, arrty, arr, i0):
+    """The 8 uint32 arr[i0:i0 + 8] as <8 x i32>."""
+    return _load_vec(context, builder, arrty, arr, builder.shl(i0, ir.Constant(ir.IntType(64), 2)),
+                     ir.VectorType(ir.IntType(32), 8))
 
 
 def _code8(builder, x, tz, t16, s8, s16):
@@ -196,9 +200,11 @@ def _code8(builder, x, tz, t16, s8, s16):
         return ir.Constant(v8, [x] * 8)
 
     ax = builder.and_(x, c(0x7FFFFFFF))
-    b16 = builder.icmp_unsigned(">=", ax, _splat8(builder, t16))
-    raw = builder.icmp_unsigned(">=", ax, c(0x3F800000))      # e >= 127: the float itself
-    zero = builder.icmp_unsigned("<", ax, _splat8(builder, tz))
+    # signed compares: |x|'s bits and the limits are below 2^31, and AVX2 has no
+    # unsigned compare (it takes two instructions)
+    b16 = builder.icmp_signed(">=", ax, _splat8(builder, t16))
+    raw = builder.icmp_signed(">=", ax, c(0x3F800000))      # e >= 127: the float itself
+    zero = builder.icmp_signed("<", ax, _splat8(builder, tz))
     # |x| < 1 here: floor(|x| 2^w), exact in float32, is the shift of Algorithm 2
     q = builder.fptosi(builder.fmul(builder.bitcast(ax, f8), builder.select(
         b16, _splat8(builder, s16), _splat8(builder, s8))), v8)

@@ -33,7 +33,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from llvmlite import ir
 
-from .fast_blocks import (_U2, _byte_ptr, _code8, _decode8, _load16, _load8, _walk_bounds,
+from .fast_blocks import (_U2, _byte_ptr, _code8, _decode8, _load16, _load8, _load_vec, _walk_bounds,
                           _zero_steps, pack_pairs)
 
 __all__ = ["pack_shuffle", "unpack_shuffle", "unpack_shuffle_marked", "PACK_ROWS", "UNPACK_ROWS",
@@ -75,11 +75,8 @@ def _pshufb(builder, v, idx):
 
 def _row(context, builder, arrty, rows, b):
     """Row b (i64) of a flat uint8 table of 16-byte rows, as <16 x i8>."""
-    v16 = ir.VectorType(ir.IntType(8), 16)
-    p = _byte_ptr(context, builder, arrty, rows, builder.shl(b, ir.Constant(ir.IntType(64), 4)))
-    r = builder.load(builder.bitcast(p, v16.as_pointer()))
-    r.align = 1
-    return r
+    return _load_vec(context, builder, arrty, rows, builder.shl(b, ir.Constant(ir.IntType(64), 4)),
+                     ir.VectorType(ir.IntType(8), 16))
 
 
 def _tag_word(context, builder, arrty, spread, t):
@@ -151,10 +148,8 @@ def _shuffle_decode8(typingctx, src, pos, tw, dst, dpos, msh, add, s8, s16, rows
         b1 = builder.zext(builder.lshr(tw_, ir.Constant(i32, 8)), i64)
 
         def fields(p, b):
-            v = builder.load(builder.bitcast(_byte_ptr(context, builder, sig.args[0], src_, p),
-                                             v16.as_pointer()))
-            v.align = 1
-            return _pshufb(builder, v, _row(context, builder, sig.args[9], rows_, b))
+            return _pshufb(builder, _load_vec(context, builder, sig.args[0], src_, p, v16),
+                           _row(context, builder, sig.args[9], rows_, b))
 
         len0 = builder.zext(builder.load(_byte_ptr(context, builder, sig.args[10], len_, b0)), i64)
         lo, hi = fields(pos_, b0), fields(builder.add(pos_, len0), b1)
