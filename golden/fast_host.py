@@ -44,7 +44,7 @@ def host_kernels(features=None, machine=None, cpu_name=None) -> tuple[str, ...]:
     LLVM CPU features, platform.machine() and numba's fixed target, for tests)."""
     if cpu_name is None:
         cpu_name = config.CPU_NAME
-    if cpu_name is not None:          # a fixed target (a portable cache): no host guess
+    if cpu_name not in (None, "host"):   # a fixed target (a portable cache): no host guess
         return ("portable",)
     machine = (machine or platform.machine()).lower()
     if machine not in ("x86_64", "amd64"):

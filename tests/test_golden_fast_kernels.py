@@ -22,6 +22,7 @@ ICELAKE = dict(ZEN2, avx512vbmi2=True)
     ({"sse2": True}, "x86_64", None, ("portable",)),
     (ICELAKE, "aarch64", None, ("portable",)),
     (ICELAKE, "x86_64", "generic", ("portable",)),
+    (ZEN2, "x86_64", "host", ("avx2", "portable")),
 ])
 def test_host_kernels_follow_the_cpu(features, machine, cpu_name, want):
     assert fast_host.host_kernels(features, machine, cpu_name) == want
