@@ -1,6 +1,6 @@
 """`inceptionn bench train` end to end at toy sizes: two ranks in network namespaces, one
 limited rate, the accuracy comparison, one step each, real processes and files. Minutes
-of both cores (4 min 21 s on a loaded 2-core machine), so not in make test:
+of both cores (4 min 21 s and 7 min 52 s on a loaded 2-core machine), so not in make test:
 INCEPTIONN_TRAIN_E2E=1 (make bench-train-check) runs it; it skips where network
 namespaces are missing (root). test_bench_train.py runs the same command line with the
 ranks faked, in make test."""
