@@ -8,8 +8,8 @@ indices says, so a group's 8 fields are compacted or expanded as two halves of 4
 half's 4 tags (one byte of the tag word) picking one of 256 precomputed index rows:
   pack:   each group coded in registers as fast_blocks._code8 codes it; its tag word
           from two movemasks (the tags' low and high bits) spread into alternate bits
-          by a table, SPREAD (no pext: microcoded, slow, on Zen 2; three rounds of
-          shifts and masks per bit ran slower here); each half's fields compacted by one
+          by a table, SPREAD (no pext: microcoded, slow, on Zen 2; the table takes
+          two loads where shifts and masks took twelve instructions); each half's fields compacted by one
           pshufb with the row PACK_ROWS[its tag byte] and stored as 16 bytes, the second
           half LENGTHS[first byte] after the first (the bytes past the kept ones are
           scratch, overwritten by the next group). The serial part is one add per group.
