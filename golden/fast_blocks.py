@@ -28,9 +28,9 @@ everything else is vector work:
           most 16 bits, the product is a normal float).
 Each kernel stops where a group (unpack_gather: a whole block) might run past the data;
 fast.py's per-group loops go on from there. A little-endian host is assumed, as in fast.py.
-numba's on-disk cache keys a compiled function on its own file: after editing this one,
-delete the cached entries of the files that link these kernels in too
-(golden/__pycache__/fast*.nbi, .nbc: fast.py, fast_index.py, fast_keep.py).
+fast_kernels.py binds the kernels this host runs (fast_host.py chooses; fast_shuffle.py
+holds the AVX2 ones); fast_host.py keeps numba's on-disk cache of all golden/fast*.py
+true to their sources and the kernel chosen.
 """
 
 from __future__ import annotations
@@ -38,17 +38,17 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import config, njit, types
+from . import fast_host  # noqa: F401  (first: numba's cache of these files)
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
-from llvmlite import binding as llvm
 from llvmlite import ir
 
 from .compression_block import band_limits
 from .wire import GROUP_VALUES
 
-__all__ = ["pack_blocks", "pack_pairs", "pack_compress", "unpack_blocks", "unpack_gather",
-           "unpack_expand", "unpack_marked", "enc_consts", "dec_consts", "HAS_EXPAND", "BLOCK", "BLOCK_GROUPS"]
+__all__ = ["pack_pairs", "pack_compress", "unpack_gather", "unpack_expand", "unpack_marked",
+           "enc_consts", "dec_consts", "BLOCK", "BLOCK_GROUPS"]
 
 _u8, _u16, _u32, _u64 = np.uint8, np.uint16, np.uint32, np.uint64
 _U1, _U2 = np.uint64(1), np.uint64(2)
@@ -101,6 +101,32 @@ def _splat8(builder, v):
                                   ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
 
 
+def _decode8(builder, v, tw, msh, add, s8, s16):
+    """The 8 decoded words (<8 x i32>) of a group's fields v (<8 x i32>, each field in its
+    lane's low bytes, the bytes past its width zero) of tag word tw (i32), as _decode_lane
+    decodes a lane. q mul + add is spelled (q << msh) | add: dec_consts' (1, 0) and (2, 1).
+    The integer is converted as signed (it has at most 16 bits): one vcvtdq2ps on any
+    x86, where an unsigned conversion takes several instructions without AVX-512."""
+    i32 = ir.IntType(32)
+    v8, f8 = ir.VectorType(i32, 8), ir.VectorType(ir.FloatType(), 8)
+
+    def c(x):
+        return ir.Constant(v8, x if isinstance(x, list) else [x] * 8)
+
+    def eq(a, x):
+        return builder.icmp_unsigned("==", a, c(x))
+
+    t = builder.and_(builder.lshr(_splat8(builder, tw), c([0, 2, 4, 6, 8, 10, 12, 14])), c(3))
+    b16 = eq(t, 2)
+    q = builder.and_(v, builder.select(b16, c(0x7FFF), c(0x7F)))
+    sign = builder.shl(builder.and_(builder.lshr(v, builder.select(b16, c(15), c(7))), c(1)), c(31))
+    num = builder.or_(builder.shl(q, _splat8(builder, msh)), _splat8(builder, add))
+    f = builder.fmul(builder.sitofp(num, f8),
+                     builder.select(b16, _splat8(builder, s16), _splat8(builder, s8)))
+    dec = builder.select(eq(num, 0), c(0), builder.or_(builder.bitcast(f, v8), sign))
+    return builder.select(eq(t, 3), v, builder.select(eq(t, 0), c(0), dec))
+
+
 @intrinsic
 def _expand_decode8(typingctx, src, pos, mask, tw, dst, dpos, mshift, add, s8, s16):
     """One group, in registers: its fields (from src[pos] on) copied into 8 32-bit lanes
@@ -111,30 +137,14 @@ def _expand_decode8(typingctx, src, pos, mask, tw, dst, dpos, mshift, add, s8, s
     def codegen(context, builder, sig, args):
         src_, pos_, mask_, tw_, dst_, dpos_, msh_, add_, s8_, s16_ = args
         i8, i32 = ir.IntType(8), ir.IntType(32)
-        v32i8, v8, f8 = ir.VectorType(i8, 32), ir.VectorType(i32, 8), ir.VectorType(ir.FloatType(), 8)
+        v32i8, v8 = ir.VectorType(i8, 32), ir.VectorType(i32, 8)
         mty = ir.VectorType(ir.IntType(1), 32)
         fn = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(v32i8, [i8.as_pointer(), mty, v32i8]),
             "llvm.masked.expandload.v32i8")
         raw = builder.call(fn, [_byte_ptr(context, builder, sig.args[0], src_, pos_),
                                 builder.bitcast(mask_, mty), ir.Constant(v32i8, None)])
-        v = builder.bitcast(raw, v8)
-
-        def c(x):
-            return ir.Constant(v8, x if isinstance(x, list) else [x] * 8)
-
-        def eq(a, x):
-            return builder.icmp_unsigned("==", a, c(x))
-
-        t = builder.and_(builder.lshr(_splat8(builder, tw_), c([0, 2, 4, 6, 8, 10, 12, 14])), c(3))
-        b16 = eq(t, 2)
-        q = builder.and_(v, builder.select(b16, c(0x7FFF), c(0x7F)))
-        sign = builder.shl(builder.and_(builder.lshr(v, builder.select(b16, c(15), c(7))), c(1)), c(31))
-        num = builder.or_(builder.shl(q, _splat8(builder, msh_)), _splat8(builder, add_))
-        f = builder.fmul(builder.uitofp(num, f8),
-                         builder.select(b16, _splat8(builder, s16_), _splat8(builder, s8_)))
-        dec = builder.select(eq(num, 0), c(0), builder.or_(builder.bitcast(f, v8), sign))
-        res = builder.select(eq(t, 3), v, builder.select(eq(t, 0), c(0), dec))
+        res = _decode8(builder, builder.bitcast(raw, v8), tw_, msh_, add_, s8_, s16_)
         d = _byte_ptr(context, builder, sig.args[4], dst_, builder.shl(dpos_, ir.Constant(ir.IntType(64), 2)))
         builder.store(res, builder.bitcast(d, v8.as_pointer())).align = 4
         return context.get_dummy_value()
@@ -166,10 +176,48 @@ def _popcount32(typingctx, x):
     return types.uint32(types.uint32), codegen
 
 
+def _load_vec(context, builder, arrty, arr, pos, vty):
+    """The vector of type vty at byte pos (i64) of arr (one unaligned load)."""
+    x = builder.load(builder.bitcast(_byte_ptr(context, builder, arrty, arr, pos), vty.as_pointer()))
+    x.align = 1
+    return x
+
+
+def _load8(context, builder, arrty, arr, i0):
+    """The 8 uint32 arr[i0:i0 + 8] as <8 x i32>."""
+    return _load_vec(context, builder, arrty, arr, builder.shl(i0, ir.Constant(ir.IntType(64), 2)),
+                     ir.VectorType(ir.IntType(32), 8))
+
+
+def _code8(builder, x, tz, t16, s8, s16):
+    """(fields, tags, raw) of the 8 bit patterns x (<8 x i32>): each field as _field gives
+    it (the same arithmetic, 8 lanes at once), each tag (<8 x i32>, 0..3), raw: <8 x i1>,
+    the lanes stored as they are. tz, t16: the 0-bit and 8-bit bands' limits on |x|'s
+    bits; s8, s16: 2^w8, 2^15."""
+    v8, f8 = ir.VectorType(ir.IntType(32), 8), ir.VectorType(ir.FloatType(), 8)
+
+    def c(x):
+        return ir.Constant(v8, [x] * 8)
+
+    ax = builder.and_(x, c(0x7FFFFFFF))
+    # signed compares: |x|'s bits and the limits are below 2^31, and AVX2 has no
+    # unsigned compare (it takes two instructions)
+    b16 = builder.icmp_signed(">=", ax, _splat8(builder, t16))
+    raw = builder.icmp_signed(">=", ax, c(0x3F800000))      # e >= 127: the float itself
+    zero = builder.icmp_signed("<", ax, _splat8(builder, tz))
+    # |x| < 1 here: floor(|x| 2^w), exact in float32, is the shift of Algorithm 2
+    q = builder.fptosi(builder.fmul(builder.bitcast(ax, f8), builder.select(
+        b16, _splat8(builder, s16), _splat8(builder, s8))), v8)
+    fv = builder.or_(q, builder.shl(builder.lshr(x, c(31)), builder.select(b16, c(15), c(7))))
+    fld = builder.select(raw, x, builder.select(zero, c(0), fv))
+    t = builder.select(raw, c(3), builder.select(zero, c(0), builder.select(b16, c(2), c(1))))
+    return fld, t, raw
+
+
 @intrinsic
 def _compress_group8(typingctx, f, i0, out, pos, tz, t16, s8, s16):
-    """The group of the 8 values f[i0:i0 + 8] at out[pos], in registers: each field as
-    _field gives it (the same arithmetic, 8 lanes at once), the tag word (the lanes'
+    """The group of the 8 values f[i0:i0 + 8] at out[pos], in registers: fields and tags
+    as _code8 gives them, the tag word (the lanes'
     tags gathered by one pext), the fields' kept bytes moved to the front by one
     register compress (llvm.experimental.vector.compress: vpcompressb) and stored as 32
     bytes at pos + 2 (the bytes past the kept ones are scratch). tz, t16: the 0-bit and
@@ -178,24 +226,12 @@ def _compress_group8(typingctx, f, i0, out, pos, tz, t16, s8, s16):
     def codegen(context, builder, sig, args):
         f_, i0_, out_, pos_, tz_, t16_, s8_, s16_ = args
         i8, i16, i32, i64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
-        v8, f8, v32i8 = ir.VectorType(i32, 8), ir.VectorType(ir.FloatType(), 8), ir.VectorType(i8, 32)
+        v8, v32i8 = ir.VectorType(i32, 8), ir.VectorType(i8, 32)
 
         def c(x):
             return ir.Constant(v8, [x] * 8)
 
-        src = _byte_ptr(context, builder, sig.args[0], f_, builder.shl(i0_, ir.Constant(i64, 2)))
-        x = builder.load(builder.bitcast(src, v8.as_pointer()))
-        x.align = 4
-        ax = builder.and_(x, c(0x7FFFFFFF))
-        b16 = builder.icmp_unsigned(">=", ax, _splat8(builder, t16_))
-        raw = builder.icmp_unsigned(">=", ax, c(0x3F800000))      # e >= 127: the float itself
-        zero = builder.icmp_unsigned("<", ax, _splat8(builder, tz_))
-        # |x| < 1 here: floor(|x| 2^w), exact in float32, is the shift of Algorithm 2
-        q = builder.fptosi(builder.fmul(builder.bitcast(ax, f8), builder.select(
-            b16, _splat8(builder, s16_), _splat8(builder, s8_))), v8)
-        fv = builder.or_(q, builder.shl(builder.lshr(x, c(31)), builder.select(b16, c(15), c(7))))
-        fld = builder.select(raw, x, builder.select(zero, c(0), fv))
-        t = builder.select(raw, c(3), builder.select(zero, c(0), builder.select(b16, c(2), c(1))))
+        fld, t, raw = _code8(builder, _load8(context, builder, sig.args[0], f_, i0_), tz_, t16_, s8_, s16_)
         # byte b of lane j is kept when b < the lane's width (0, 1, 2, 4)
         wb = builder.bitcast(builder.mul(builder.select(raw, c(4), t), c(0x01010101)), v32i8)
         keep = builder.icmp_unsigned("<", ir.Constant(v32i8, [0, 1, 2, 3] * 8), wb)
@@ -314,7 +350,7 @@ _NIB_TO_TAG = _SWAR1           # mask nibble 0, 1, 3, 15 -> tag 0, 1, 2, 3: bits
 @njit(cache=True, nogil=True)
 def pack_compress(f, t, mlim, w8, out, marks, every, g_base, pos_base):
     """pack_pairs' bytes (and marks), each group coded in registers and stored by one
-    register compress (where HAS_EXPAND; elsewhere LLVM spells the compress and pext
+    register compress (AVX-512 VBMI2; elsewhere LLVM spells the compress and pext
     out, correct but slow). Whole groups here, a last partial one through pack_pairs.
     out: pack_pairs' room (a group's 32-byte store at its byte pos + 2 ends within 34
     bytes of the group's start, inside the room of whole groups)."""
@@ -473,7 +509,7 @@ def _walk_to(data, pos, g, gend, end, out, msh, add, s8, s16):
 @njit(cache=True, nogil=True)
 def unpack_expand(data, groups, out, mul, add, s8, s16):
     """Groups from the start of data into out, each expanded and decoded in registers as
-    it is walked (where HAS_EXPAND: elsewhere LLVM spells the expanding load out byte by
+    it is walked (AVX-512 VBMI2: elsewhere LLVM spells the expanding load out byte by
     byte, correct but slow), while the group and 8 bytes more surely lie inside data;
     returns (groups decoded, their byte length). A run of zero tag words is stepped over
     four at a time. The walk (tag word, next offset) is the critical chain and the
@@ -499,15 +535,3 @@ def unpack_marked(data, groups, out, mul, add, s8, s16, marks, every):
         marks[g // every] = pos
         g, pos = _walk_to(data, pos, g, min(g + every, groups), end, out, msh, add, s8, s16)
     return g, pos
-
-
-def _has_expand() -> bool:
-    """Whether numba compiles for this host and the host has vpexpandb and vpcompressb."""
-    if config.CPU_NAME is not None:     # a fixed target (a portable cache): no guess
-        return False
-    return bool(llvm.get_host_cpu_features().get("avx512vbmi2", False))
-
-
-HAS_EXPAND = _has_expand()   # also vpcompressb: the same extension (AVX-512 VBMI2)
-unpack_blocks = unpack_expand if HAS_EXPAND else unpack_gather
-pack_blocks = pack_compress if HAS_EXPAND else pack_pairs

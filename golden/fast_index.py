@@ -5,17 +5,16 @@ decoded by fast.py alone).
 Why an index: it lets a chunk be cut at its entries into pieces that decode on separate
 cores (the device codec, drivers/collectives/device_codec.py), and it is checked here:
 bytes and index that disagree are an error, never values. On one core the stream is
-decoded by the same walk as without an index (fast_blocks.unpack_marked: each group
-expanded and decoded in registers as it is walked, zero runs stepped four groups at a
-time), which records the offset of every `every`-th group on its way; those offsets
+decoded by the same walk as without an index (fast_kernels.unpack_marked: each group
+expanded or shuffled into its lanes and decoded in registers as it is walked, zero runs
+stepped four groups at a time), which records the offset of every `every`-th group on its way; those offsets
 must equal the index. An earlier version walked eight blocks at once from the index's
 offsets, decoding two groups per 16-lane vector: it stepped through zero groups one at
 a time and ran slower than the single walk with zero steps (docs/benchmarks.md).
 The blocks near the data's end, which the walk leaves, go through fast.py's checked walk
-and decoder. Needs AVX-512 VBMI2 (vpexpandb: fast_blocks.HAS_EXPAND) to run at speed;
-elsewhere LLVM spells the expanding load out (correct, slow), and without the kernel
-(kernel=False, or by default on such CPUs) the checked walk decodes it all. A
-little-endian host is assumed.
+and decoder. The walk is the host's kernel's (fast_host: AVX-512 VBMI2's vpexpandb, or
+AVX2's pshufb); the portable kernels have none, and there (or with kernel=False) the
+checked walk decodes it all. A little-endian host is assumed.
 """
 
 from __future__ import annotations
@@ -26,7 +25,8 @@ import numbers
 import numpy as np
 
 from .decompression_block import decode_table
-from .fast_blocks import HAS_EXPAND, dec_consts, unpack_marked
+from .fast_blocks import dec_consts
+from .fast_kernels import BY_NAME, unpack_marked
 from .wire import GROUP_VALUES
 
 __all__ = ["fast_unpack_groups_indexed_into"]
@@ -38,6 +38,17 @@ def _consts(k, codec):
     return dec_consts(k, codec)
 
 
+def _walk(kernel):
+    """The marking walk fast_unpack_groups_indexed_into's kernel argument names."""
+    if kernel is None:
+        return unpack_marked
+    if isinstance(kernel, bool):
+        return (unpack_marked or BY_NAME["avx512"][2]) if kernel else None
+    if kernel not in BY_NAME or BY_NAME[kernel][2] is None:
+        raise ValueError(f"kernel must be None, a bool or one of avx512, avx2; got {kernel!r}")
+    return BY_NAME[kernel][2]
+
+
 def fast_unpack_groups_indexed_into(buf, n, out, index, every, k=None, codec="paper",
                                     kernel=None) -> None:
     """The n values of exactly the groups in ``buf`` (a uint8 array) into out[:n] (uint32,
@@ -45,9 +56,11 @@ def fast_unpack_groups_indexed_into(buf, n, out, index, every, k=None, codec="pa
     is a multiple of 8), using ``index`` (the byte offsets of groups 0, every, 2 every,
     ..., as fast_pack_groups_into records them; int32 or int64). Bytes and index that are
     not the groups of n values (damaged bytes, a wrong index, a wrong count, bytes left
-    over) are a ValueError; out's contents are then undefined. kernel: True / False
-    forces the marking walk / the checked walk and fast.py's unpack (default: the
-    marking walk where the CPU has vpexpandb)."""
+    over) are a ValueError; out's contents are then undefined. kernel: None, the host's
+    marking walk (fast_kernels.unpack_marked; the checked walk where it has none); False,
+    the checked walk and fast.py's unpack; True, a marking walk even where the host's
+    kernel has none (the avx512 one: correct, slow without AVX-512); or a kernel's name
+    ("avx512", "avx2"), that kernel's walk."""
     from . import fast
 
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
@@ -80,11 +93,11 @@ def fast_unpack_groups_indexed_into(buf, n, out, index, every, k=None, codec="pa
     fast._out_array(out, np.uint32, n if exact else fast.unpack_room(n), "out")
     if idx[0] != 0:
         raise wrong()
-    use = HAS_EXPAND if kernel is None else bool(kernel)
+    walk = _walk(kernel)
     nb = 0              # blocks decoded and checked against the index by the walk
-    if use:
+    if walk is not None:
         marks = np.empty(entries, np.uint64)
-        g, _ = unpack_marked(data, groups, out, *consts, marks, every)
+        g, _ = walk(data, groups, out, *consts, marks, every)
         if g:
             # blocks before the last one it marked are whole and checked; the checked
             # walk goes on from that one's start (valid data: the walk stops 42 bytes

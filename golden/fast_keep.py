@@ -15,9 +15,8 @@ operations on the same values in the same order. The product by 2^-s and 2^s is 
 float32 product (as fast_scale.times_2_to_into's where 2^s is a normal float32); the
 decoded value is _decode_block's; the error is values - decoded in float32, replaced by
 0 where it is not finite (an inf or NaN arrives as it is: nothing to keep), and added to
-the loss in float32. numba's on-disk cache keys a function on its own file: this one
-compiles fast_blocks.py's kernels into itself, so after editing that file delete this
-one's cached entries too (golden/__pycache__/fast_keep.*.nbi, .nbc).
+the loss in float32. The pack is the host's kernel (fast_kernels.pack_blocks), compiled
+in; fast_host.py keeps numba's cache of this file true to it and to fast_blocks.py.
 """
 
 from __future__ import annotations
@@ -26,7 +25,8 @@ import numpy as np
 from numba import njit
 
 from .compression_block import check_codec, check_k
-from .fast_blocks import BLOCK, _bits_f32, _decode_lane, _field, dec_consts, enc_consts, pack_blocks
+from .fast_blocks import BLOCK, _bits_f32, _decode_lane, _field, dec_consts, enc_consts
+from .fast_kernels import pack_blocks
 from .fast import pack_room
 
 __all__ = ["encode_keep_into", "SCALE_LIMITS"]

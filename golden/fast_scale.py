@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import fast_host  # noqa: F401  (first: numba's cache of these files)
+
 __all__ = ["octave_histogram", "scale_from_histogram", "choose_scale_bits", "times_2_to_into",
            "scale_down_into", "SUBS"]
 

@@ -133,3 +133,89 @@ def test_rates_and_methods_parse_to_lists():
     assert bench_train.rate_list(False)("0.1,1,unlimited") == [0.1, 1.0, None]
     assert bench_train.rate_list(True)("") == []
     assert bench_train.method_list("gloo, ours") == ["gloo", "ours"]
+
+
+class _FakeNet:
+    """Network's interface without namespaces (the ranks are faked too)."""
+
+    def __init__(self, world):
+        self.world = world
+
+    def rate(self, gbps):
+        pass
+
+    def close(self):
+        pass
+
+
+def _fake_grid(monkeypatch, fail_at=None):
+    """bench train's whole command with its namespaces and ranks replaced: each
+    configuration's rows made up (rank count, rate and steps in them); the call
+    numbered fail_at raises as a rank that died would."""
+    from inceptionn.drivers import netns
+    calls = []
+
+    def run_config(net, world, gbps, methods, steps, warmup, batch, port, timeout=1800, extra=()):
+        calls.append((world, gbps, tuple(methods), steps, extra))
+        if len(calls) == fail_at:
+            raise RuntimeError("a rank failed (1): faked")
+        return {m: _row(1.0 + i, 0.5, 1e6 / (i + 1), 0.9) for i, m in enumerate(methods)}
+
+    monkeypatch.setattr(netns, "netns_available", lambda: None)
+    monkeypatch.setattr(bench_train, "Network", _FakeNet)
+    monkeypatch.setattr(bench_train, "run_config", run_config)
+    return calls
+
+
+TOY = ["bench", "train", "--worlds", "2", "--rates", "0.1,1,unlimited", "--nic-rates", "",
+       "--methods", "gloo,fp16,ours-bounded", "--steps", "1", "--warmup", "0",
+       "--accuracy-steps", "2", "--compare-steps", "mlp:1"]
+
+
+def test_the_whole_command_with_a_comparison_writes_every_result(tmp_path, monkeypatch, capsys):
+    """The issue's command line, ranks faked: it ended in an AttributeError in
+    report_compare (the rate loop rebound the comparison's steps) and wrote nothing."""
+    from inceptionn import cli
+    calls = _fake_grid(monkeypatch)
+    out = tmp_path / "out.json"
+    assert cli.main([*TOY, "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Accuracy after the same steps (mlp 1)" in text and f"wrote {out}" in text
+    assert [c[1] for c in calls] == [None, None, 0.1, 1.0, None]
+    assert [c[3] for c in calls] == [1, 1, 1, 1, 2]      # the unlimited wire: --accuracy-steps
+    import json
+    got = json.loads(out.read_text())
+    assert sorted(got) == ["2/0.1", "2/1.0", "2/None"] and "ours-emulate" in got["2/None"]
+    acc = json.loads((tmp_path / "bench_train_accuracy.json").read_text())
+    assert sorted(acc) == ["2/mlp/mean", "2/mlp/sum"]
+    assert (tmp_path / "out.png").exists() and not (tmp_path / "out.partial.json").exists()
+
+
+def test_a_run_that_dies_keeps_what_it_measured(tmp_path, monkeypatch, capsys):
+    import json
+    from inceptionn import cli
+    _fake_grid(monkeypatch, fail_at=4)       # the comparison's two, 0.1 Gb/s, then 1 Gb/s
+    out = tmp_path / "out.json"
+    with pytest.raises(RuntimeError, match="faked"):
+        cli.main([*TOY, "--json", str(out)])
+    saved = json.loads((tmp_path / "out.partial.json").read_text())
+    assert list(saved["results"]) == ["2/0.1"] and len(saved["accuracy"]) == 2
+    assert not out.exists() and "the results so far are in" in capsys.readouterr().err
+
+
+def test_a_partial_run_never_replaces_the_committed_figures(monkeypatch, capsys):
+    from inceptionn import cli
+    calls = _fake_grid(monkeypatch)
+    committed = [bench_train.DEFAULT_JSON, bench_train.DEFAULT_JSON.with_name("bench_train_accuracy.json")]
+    before = [p.read_bytes() if p.exists() else None for p in committed]
+    for argv in (["--rates", "1"], ["--worlds", "2"], ["--methods", "gloo,ours"],
+                 ["--only-compare", "--compare-steps", "mlp:5"]):
+        assert cli.main(["bench", "train", *argv]) == 2, argv
+        assert "give --json PATH" in capsys.readouterr().err
+    assert calls == [] and before == [p.read_bytes() if p.exists() else None for p in committed]
+    ap = argparse.ArgumentParser()
+    bench_train.add_arguments(ap)
+    assert bench_train.partial_options(ap.parse_args([])) == []
+    assert bench_train.partial_options(ap.parse_args(["--only-compare"])) == []
+    assert bench_train.partial_options(ap.parse_args(["--rates", "1", "--steps", "2"])) == \
+        ["steps", "rates"]

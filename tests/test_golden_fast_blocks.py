@@ -12,6 +12,16 @@ from inceptionn.golden import fast
 
 from test_golden_fast import EVERY_EXPONENT, SPECIAL, check_groups, same
 
+PACKS = ["pack_pairs", "pack_compress", "pack_shuffle"]        # portable, avx512, avx2
+UNPACKS = ["unpack_gather", "unpack_expand", "unpack_shuffle"]
+
+
+def _kernel(name):
+    """A block kernel by name, whichever golden.fast picked for this CPU: every x86-64
+    CPU runs them all (LLVM spells out what the CPU lacks)."""
+    from inceptionn.golden import fast_blocks, fast_shuffle
+    return getattr(fast_shuffle if "shuffle" in name else fast_blocks, name)
+
 CODEC_KS = ([("paper", k) for k in range(golden.K_MIN, golden.K_MAX + 1)]
             + [("bounded", k) for k in range(golden.EB_K_MIN, golden.EB_K_MAX + 1)])
 
@@ -99,12 +109,12 @@ def _with_zero_runs(rng, n):
     return bits
 
 
-@pytest.mark.parametrize("kernel", ["unpack_gather", "unpack_expand"])
+@pytest.mark.parametrize("kernel", UNPACKS)
 @pytest.mark.parametrize("codec,k", [("paper", 1), ("paper", 10), ("paper", 16),
                                      ("bounded", 1), ("bounded", 9), ("bounded", 16)])
 def test_both_unpack_kernels(kernel, codec, k):
-    """Each unpack kernel (one load per field and a vectorised pass per block, or one
-    expanding load per group decoded in registers: the running CPU may have either) against the model, every float class and zero runs,
+    """Each unpack kernel (one load per field and a vectorised pass per block, one
+    expanding load or two byte shuffles per group decoded in registers) against the model, every float class and zero runs,
     whatever kernel golden.fast picked for this CPU."""
     from inceptionn.golden import fast_blocks
     rng = np.random.default_rng(k)
@@ -115,9 +125,9 @@ def test_both_unpack_kernels(kernel, codec, k):
     data = np.frombuffer(buf + bytes(fast_blocks.BLOCK_GROUPS * 34 + 8), np.uint8)
     groups = -(-bits.size // 8)
     out = np.zeros(8 * groups + 1, np.uint32)
-    g, pos = getattr(fast_blocks, kernel)(data, groups, out, *fast_blocks.dec_consts(k, codec))
-    # whole blocks (gather); every group that lies 8 bytes or more before the end (expand)
-    assert g == (groups if kernel == "unpack_expand" else
+    g, pos = _kernel(kernel)(data, groups, out, *fast_blocks.dec_consts(k, codec))
+    # whole blocks (gather); every group that lies 8 bytes or more before the end (others)
+    assert g == (groups if kernel != "unpack_gather" else
                  groups // fast_blocks.BLOCK_GROUPS * fast_blocks.BLOCK_GROUPS)
     m = min(8 * g, bits.size)
     assert out[:m].tobytes() == want[:m].tobytes()
@@ -125,11 +135,11 @@ def test_both_unpack_kernels(kernel, codec, k):
     assert pos == len(golden.pack_groups(bits[:8 * g], k, codec))
 
 
-@pytest.mark.parametrize("kernel", ["pack_pairs", "pack_compress"])
+@pytest.mark.parametrize("kernel", PACKS)
 @pytest.mark.parametrize("codec", ["paper", "bounded"])
 def test_both_pack_kernels(kernel, codec):
-    """Each pack kernel (fields stored in pairs, or one register compress per group: the
-    running CPU may have either) against the model, every float class and every k, with
+    """Each pack kernel (fields stored in pairs, one register compress or two byte
+    shuffles per group) against the model, every float class and every k, with
     a partial last block; the bytes past the groups are scratch, so the room is filled
     with a pattern first."""
     from inceptionn.golden import fast_blocks
@@ -139,7 +149,7 @@ def test_both_pack_kernels(kernel, codec):
         bits = _with_zero_runs(np.random.default_rng(100 + k), 2 * fast_blocks.BLOCK + 77)
         out = np.full(fast.pack_room(bits.size), 0xA5, np.uint8)
         marks = np.full(-(-bits.size // 8 // 16) + 1, -7, np.int64)
-        end = getattr(fast_blocks, kernel)(bits, *fast_blocks.enc_consts(k, codec), out, marks, 16, 0, 0)
+        end = _kernel(kernel)(bits, *fast_blocks.enc_consts(k, codec), out, marks, 16, 0, 0)
         assert out[:int(end)].tobytes() == golden.pack_groups(bits, k, codec), (codec, k)
         offsets, stop = fast.group_offsets(out[:int(end)], bits.size, 16)
         assert stop == end and marks[:-1].tolist() == offsets.tolist() and marks[-1] == -7
@@ -175,7 +185,7 @@ def test_pack_into_fills_the_index_as_group_offsets_would(n, every):
             fast.fast_pack_groups_into(bits, out, 10, "bounded", index=index[:-1], every=every)
 
 
-@pytest.mark.parametrize("kernel", ["pack_pairs", "pack_compress", "unpack_gather", "unpack_expand"])
+@pytest.mark.parametrize("kernel", PACKS + UNPACKS)
 def test_kernels_take_strided_views(kernel):
     """The kernels read their input by address: a strided view (every other word or
     byte of a larger array) gives the bytes and values of its contiguous copy."""
@@ -184,15 +194,15 @@ def test_kernels_take_strided_views(kernel):
     if kernel.startswith("pack"):
         view = np.repeat(bits, 2)[::2]
         out = np.zeros(fast.pack_room(bits.size), np.uint8)
-        end = getattr(fast_blocks, kernel)(view, *fast_blocks.enc_consts(10, "bounded"), out,
-                                           np.zeros(1, np.int64), 0, 0, 0)
+        end = _kernel(kernel)(view, *fast_blocks.enc_consts(10, "bounded"), out,
+                                 np.zeros(1, np.int64), 0, 0, 0)
         assert out[:int(end)].tobytes() == golden.pack_groups(bits, 10, "bounded")
         return
     buf = golden.pack_groups(bits, 10, "bounded") + bytes(fast_blocks.BLOCK_GROUPS * 34 + 8)
     view = np.repeat(np.frombuffer(buf, np.uint8), 2)[::2]
     groups = -(-bits.size // 8)
     out = np.zeros(8 * groups + 1, np.uint32)
-    g, _ = getattr(fast_blocks, kernel)(view, groups, out, *fast_blocks.dec_consts(10, "bounded"))
+    g, _ = _kernel(kernel)(view, groups, out, *fast_blocks.dec_consts(10, "bounded"))
     want = golden.unpack_groups(golden.pack_groups(bits, 10, "bounded"), bits.size, 10, "bounded")[0]
     m = min(8 * g, bits.size)
     assert g > 0 and out[:m].tobytes() == want[:m].tobytes()

@@ -1,8 +1,8 @@
 """golden.fast_index: the decoder that uses the ring's index (one walk that decodes as
 it goes and marks the offsets the index must hold) against the NumPy model: every float
 class, every k of both codecs, lengths around blocks, zero runs across index entries and
-the blocks near the data's end (which go through the checked walk), both paths (the
-kernel, the checked walk) on any CPU; and
+the blocks near the data's end (which go through the checked walk), every path (each
+kernel's marking walk, the checked walk) on any x86-64 CPU; and
 damage: a wrong index, missing or extra bytes, a wrong count or a damaged tag word is a
 ValueError, never values, and both paths agree on which."""
 
@@ -48,7 +48,7 @@ def test_lengths_and_blocks(codec, n, every):
     bits = _with_zero_runs(np.random.default_rng(n + every), n)
     data, index = _pack(bits, 10, codec, every)
     want = golden.compression_block(bits, 10, codec)[3].astype(np.uint32)
-    for kernel in (True, False):
+    for kernel in (True, False, "avx2", "avx512"):
         out = _decode(data, n, index, every, 10, codec, kernel)
         assert out[:n].tobytes() == want.tobytes(), (kernel, n, every)
 
@@ -77,7 +77,7 @@ BITS = _with_zero_runs(np.random.default_rng(9), 8 * 16 * 40 + 3)
 DATA, INDEX = _pack(BITS, 10, "bounded", 16)
 
 
-@pytest.mark.parametrize("kernel", [True, False])
+@pytest.mark.parametrize("kernel", [True, False, "avx512", "avx2"])
 def test_damage_is_an_error(kernel):
     n = BITS.size
 
@@ -136,4 +136,6 @@ def test_bad_arguments():
         call(DATA, BITS.size, out[:100], INDEX, 16, 10, "bounded")
     with pytest.raises(ValueError):
         call(DATA, BITS.size, out, INDEX, 16, 99, "bounded")
+    with pytest.raises(ValueError, match="kernel"):
+        call(DATA, BITS.size, out, INDEX, 16, 10, "bounded", kernel="portable")
     call(np.zeros(0, np.uint8), 0, np.zeros(0, np.uint32), np.zeros(0, np.int64), 16, 10, "bounded")

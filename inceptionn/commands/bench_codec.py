@@ -369,6 +369,8 @@ def run(args) -> int:
     for d in sorted(names):
         if d.startswith("cuda"):
             print(f"{d}: {torch.cuda.get_device_name(torch.device(d))}")
+    from inceptionn.golden import fast_kernels
+    print(fast_kernels.describe())
     print(f"codec {args.codec} at 2^-{args.k}, N(0, 1e-3) float32, {args.size}; GB/s over "
           f"float32 bytes, best of {args.repeat}; x memcpy against that device's memcpy")
     print(format_rows(rows))

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from inceptionn import golden
-from inceptionn.golden import fast, fast_index
+from inceptionn.golden import fast, fast_index, fast_kernels
 from .args import CliError
 from .checks import int_in, size_in_memory
 
@@ -230,7 +230,8 @@ def copy_rounds(name, values: np.ndarray, *, k=golden.K_DEFAULT, rounds=5, repea
                 codecs=("paper", "bounded"), extra=None):
     """One core, the copy against pack and unpack into buffers made once, in `rounds`
     rounds of (copy, pack, unpack, unpack with the ring's index) in turn, each the best
-    of `repeat` runs: returns {"buffer", "bytes", "zero_groups": {codec: share},
+    of `repeat` runs (for the bounded codec, where the host runs a faster kernel, the
+    portable kernels too: _portable_steps): returns {"buffer", "bytes", "zero_groups": {codec: share},
     "ratio": {codec: bytes / packed bytes}, codec: {"copy", "pack", "unpack", "unpack_idx": [seconds per round]}}. "unpack"
     reads the stream alone (the NIC's wire: no index); "unpack_idx" also the byte
     offset of every RING_EVERY-th group, which the ring carries (golden.fast_index).
@@ -263,12 +264,27 @@ def copy_rounds(name, values: np.ndarray, *, k=golden.K_DEFAULT, rounds=5, repea
                   ("unpack", lambda: fast.fast_unpack_groups_into(packed, bits.size, words, k, codec)),
                   ("unpack_idx", lambda: fast_index.fast_unpack_groups_indexed_into(
                       packed, bits.size, words, index, RING_EVERY, k, codec))]
+        if codec == "bounded" and fast_kernels.KERNEL != "portable":
+            steps += _portable_steps(bits, packed, room, words, k, codec)
         times: dict[str, list[float]] = {what: [] for what, _ in steps}
         for _ in range(rounds):
             for what, fn in steps:
                 times[what].append(_best_time(fn, repeat, math.inf)[0])
         out[codec] = times
     return out
+
+
+def _portable_steps(bits, packed, room, words, k, codec):
+    """The portable kernels (what a CPU without AVX2 runs) on the same buffers, timed in
+    the same rounds as the host's: the speed-up of the host's kernel in one run."""
+    pack, unpack, _ = fast_kernels.BY_NAME["portable"]
+    ec, dc = fast.enc_consts(k, codec), fast.dec_consts(k, codec)
+    groups, tag = -(-bits.size // 8), CODEC_TAGS[codec]
+    return [(f"pack {tag}, portable kernel", lambda: pack(bits, *ec, room, _NO_MARKS, 0, 0, 0)),
+            (f"unpack {tag}, portable kernel", lambda: unpack(packed, groups, words, *dc))]
+
+
+_NO_MARKS = np.zeros(0, np.int64)
 
 
 def scale_chunks(values: np.ndarray, k: int, chunk: int | None = None,
@@ -534,6 +550,7 @@ def run(args) -> int:
     print("ratio = uncompressed bytes / compressed bytes; GB/s = uncompressed bytes per wall second "
           "(in to compress, out of decompress); x copy = wall time / numpy copy wall time on the "
           "same buffer; best of `runs`")
+    print(fast_kernels.describe())
     print(format_table(results))
     print(format_versions(results))
     print(format_vs_copy(results))

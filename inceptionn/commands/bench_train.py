@@ -41,6 +41,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from .bench_train_net import Network, NicNetwork
 from .checks import int_in, int_list, positive_float
 
 RATES = (0.1, 0.5, 1.0, 2.5, 10.0, None)        # Gb/s per host; None: unlimited
@@ -61,7 +62,6 @@ REDUCTIONS = ("sum", "mean")
 MODELS = ("mlp", "cnn")
 LOOPBACK_ONLY = ("ours-emulate",)
 NIC_RATES = (0.1, 1.0, None)                    # Gb/s per port; None: no rate limit
-SUBNET = "10.88.0"
 ROOT = Path(__file__).resolve().parents[2]   # the checkout (docs/ for the results)
 DEFAULT_JSON = ROOT / "docs" / "results" / "bench_train.json"
 
@@ -192,78 +192,6 @@ def worker(args) -> dict:
         del net
     dist.destroy_process_group()
     return out
-
-
-# ---------------------------------------------------------------- the namespaces
-
-class Network:
-    """P hosts (10.88.0.1..P on eth0) on one bridge; each host's egress a tbf."""
-
-    def __init__(self, world):
-        from inceptionn.drivers.netns import Namespace
-        self.switch = Namespace()
-        self.switch.run(["ip", "link", "add", "br0", "type", "bridge"])
-        self.switch.run(["ip", "link", "set", "br0", "up"])
-        self.hosts = []
-        for i in range(world):
-            ns = Namespace()
-            self.hosts.append(ns)
-            ns.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", f"p{i}"])
-            ns.run(["ip", "link", "set", f"p{i}", "netns", str(self.switch.pid)])
-            ns.run(["ip", "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0"])
-            ns.run(["ip", "link", "set", "eth0", "mtu", "9000", "up"])
-            ns.run(["ip", "link", "set", "lo", "up"])
-            self.switch.run(["ip", "link", "set", f"p{i}", "mtu", "9000", "master", "br0", "up"])
-
-    def addr(self, r):
-        return f"{SUBNET}.{r + 1}"
-
-    def ifname(self, r):
-        return "eth0"
-
-    def popen(self, r, argv, **kw):
-        return subprocess.Popen(self.hosts[r].cmd(argv), **kw)
-
-    def rate(self, gbps):
-        for ns in self.hosts:
-            ns.run(["tc", "qdisc", "del", "dev", "eth0", "root"], check=False)
-            if gbps is not None:
-                burst = max(64 * 1024, int(gbps * 1e9 / 8 / 250))    # 4 ms of the rate
-                ns.run(["tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate",
-                        f"{gbps * 1000:g}mbit", "burst", str(burst), "latency", "100ms"])
-
-    def close(self):
-        for ns in self.hosts + [self.switch]:
-            ns.close()
-
-
-class NicNetwork:
-    """P hosts joined by the software NIC (the bridge's namespaces, TAP interfaces), its
-    engines on every port, the bounded codec at 2^-10, each port's wire at `gbps`."""
-
-    def __init__(self, world, gbps):
-        from inceptionn.drivers.bridge import Bridge
-        self.bridge = Bridge(world, mtu=9000, k=10, codec="bounded", rate_gbps=gbps)
-        self.bridge.start()
-        self.world = world
-
-    def addr(self, r):
-        return self.bridge.addr(r)
-
-    def ifname(self, r):
-        return self.bridge.ifnames[r]
-
-    def popen(self, r, argv, **kw):
-        return self.bridge.popen(r, argv, **kw)
-
-    def wire_ratio(self):
-        c = self.bridge.counters()
-        host = sum(p["from_host_bytes"] for p in c)
-        wire = sum(p["to_wire_bytes"] for p in c)
-        return host / wire if wire else 1.0
-
-    def close(self):
-        self.bridge.close()
 
 
 def run_config(net, world, gbps, methods, steps, warmup, batch, port, timeout=1800,
@@ -462,7 +390,9 @@ def add_arguments(ap) -> None:
                     help="the accuracy comparison alone (no rates, no NIC path)")
     ap.add_argument("--json", default=str(DEFAULT_JSON),
                     help="where the results go (the accuracy comparison's: beside it, "
-                         "bench_train_accuracy.json); default: the committed figures")
+                         "bench_train_accuracy.json; the results so far, while it runs: "
+                         "the .partial.json beside it); default: the committed figures, "
+                         "which only the full grid may replace")
     ap.add_argument("--plot", default=None,
                     help="the plot; default: docs/img/bench_train.png with the default "
                          "--json, else the --json path with .png")
@@ -507,9 +437,11 @@ def _compare_methods(text):
     return methods
 
 
-def compare(worlds, steps, warmup, batch, port, methods=ACCURACY_METHODS):
-    """The accuracy comparison: {(world, model, reduction): {method: row}}."""
-    out = {}
+def compare(worlds, steps, warmup, batch, port, methods=ACCURACY_METHODS, out=None,
+            saved=lambda: None):
+    """The accuracy comparison: {(world, model, reduction): {method: row}}, into `out`
+    (a dict) as each configuration ends, `saved` called after each."""
+    out = {} if out is None else out
     for world in worlds:
         net = Network(world)
         try:
@@ -521,6 +453,7 @@ def compare(worlds, steps, warmup, batch, port, methods=ACCURACY_METHODS):
                     out[(world, model, red)] = run_config(
                         net, world, None, methods, n, warmup, batch, port,
                         extra=("--model", model, "--reduction", red))
+                    saved()
                     print(f"P={world} {model} loss {red}: {time.monotonic() - t0:.0f} s",
                           flush=True)
         finally:
@@ -553,6 +486,47 @@ def report_compare(results, steps, out=print):
             f"({pts:+.1f} points below), {fewer:.1f}x fewer bytes{'' if ok else '  MISSED'}")
 
 
+# The options that make a run the full grid; the committed figures are only the full grid's.
+_GRID_OPTIONS = ("methods", "steps", "warmup", "accuracy_steps", "batch", "worlds", "rates",
+                 "nic_rates", "lr", "compare_worlds", "compare_steps", "compare_methods",
+                 "only_compare")
+
+
+_COMPARE_OPTIONS = ("warmup", "batch", "compare_worlds", "compare_steps", "compare_methods")
+
+
+def partial_options(args) -> list[str]:
+    """The options in which args differ from the full grid (`make bench-train`'s); with
+    --only-compare, from the full accuracy comparison's (it replaces only its own file)."""
+    ap = argparse.ArgumentParser()
+    add_arguments(ap)
+    full = ap.parse_args([])
+    return [o for o in (_COMPARE_OPTIONS if args.only_compare else _GRID_OPTIONS)
+            if getattr(args, o) != getattr(full, o)]
+
+
+class Saved:
+    """The results so far, rewritten whole (write and rename) after each configuration
+    to <--json>.partial.json, so that a run that dies keeps what it measured; at the end
+    the final files replace it."""
+
+    def __init__(self, path):
+        self.path = Path(path).with_suffix(".partial.json")
+        self.results, self.compared = {}, {}
+
+    def __call__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({
+            "results": {f"{w}/{g}": r for (w, g), r in self.results.items()},
+            "accuracy": {f"{w}/{m}/{r}": res for (w, m, r), res in self.compared.items()}},
+            indent=1))
+        os.replace(tmp, self.path)
+
+    def done(self):
+        self.path.unlink(missing_ok=True)
+
+
 def run(args) -> int:
     if args.worker:
         print(json.dumps(worker(args)))
@@ -563,38 +537,55 @@ def run(args) -> int:
         print(f"bench-train needs network namespaces: {why}", file=sys.stderr)
         return 2
     try:
-        steps = _compare_steps(args.compare_steps)
+        compare_steps = _compare_steps(args.compare_steps)
+        methods = _compare_methods(args.compare_methods)
     except ValueError as e:
         print(f"bench-train: {e}", file=sys.stderr)
         return 2
     if NIC_METHOD in args.methods:
         print(f"bench-train: {NIC_METHOD} is the NIC path: --nic-rates runs it", file=sys.stderr)
         return 2
-    rates = args.rates
-    results, port = {}, 29600
-    try:
-        methods = _compare_methods(args.compare_methods)
-    except ValueError as e:
-        print(f"bench-train: {e}", file=sys.stderr)
+    partial = partial_options(args)
+    if partial and Path(args.json).resolve() == DEFAULT_JSON.resolve():
+        print(f"bench-train: a partial run (--{', --'.join(o.replace('_', '-') for o in partial)} "
+              f"not the full grid's) would replace the committed figures in {DEFAULT_JSON.parent}; "
+              f"give --json PATH", file=sys.stderr)
         return 2
-    compared = compare(args.compare_worlds, steps, args.warmup, args.batch, 29400, methods)
+    saved = Saved(args.json)
+    try:
+        _run(args, compare_steps, methods, saved)
+    except BaseException:
+        if saved.results or saved.compared:
+            print(f"bench-train: stopped; the results so far are in {saved.path}", file=sys.stderr)
+        raise
+    saved.done()
+    return 0
+
+
+def _run(args, compare_steps, methods, saved):
+    """run's grid: the accuracy comparison, then every world and rate, then the NIC path,
+    each configuration saved as it ends; the report and the final files at the end."""
+    results, compared, port = saved.results, saved.compared, 29600
+    compare(args.compare_worlds, compare_steps, args.warmup, args.batch, 29400, methods,
+            out=compared, saved=saved)
     if compared:
-        report_compare(compared, steps)
+        report_compare(compared, compare_steps)
     if args.only_compare:
         _write_accuracy(args, compared)
-        return 0
+        return
     for world in args.worlds:
         net = Network(world)
         try:
-            for g in rates:
+            for g in args.rates:
                 net.rate(g)
-                methods = args.methods + [m for m in LOOPBACK_ONLY
-                                          if g is None and m not in args.methods]
-                steps = args.accuracy_steps if g is None else args.steps
+                timed = args.methods + [m for m in LOOPBACK_ONLY
+                                        if g is None and m not in args.methods]
+                n = args.accuracy_steps if g is None else args.steps
                 t0 = time.monotonic()
                 port += 1
-                results[(world, g)] = run_config(net, world, g, methods, steps, args.warmup,
+                results[(world, g)] = run_config(net, world, g, timed, n, args.warmup,
                                                  args.batch, port)
+                saved()
                 print(f"P={world} {_fmt_rate(g)}: {time.monotonic() - t0:.0f} s", flush=True)
         finally:
             net.close()
@@ -610,17 +601,17 @@ def run(args) -> int:
             finally:
                 nic.close()
             results.setdefault((world, g), {})[NIC_METHOD] = res
+            saved()
             print(f"P={world} {_fmt_rate(g)} NIC path: {time.monotonic() - t0:.0f} s "
                   f"(wire ratio {res['wire_ratio']:.2f})", flush=True)
     report(results)
     if compared:
-        report_compare(compared, steps)
+        report_compare(compared, compare_steps)
     _write_accuracy(args, compared)
     if not results:
-        return 0
+        return
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({f"{w}/{g}": r for (w, g), r in results.items()},
                                           indent=1))
     plot(results, _plot_path(args))
     print(f"wrote {args.json} and {_plot_path(args)}")
-    return 0
