@@ -141,7 +141,7 @@ class Bridge:
         if isinstance(check_every, bool) or not isinstance(check_every, int) or check_every < 0:
             raise ValueError(f"check_every must be an integer >= 0, got {check_every!r}")
         self.check_every = check_every
-        python_only = [why for why, on in (("a rate limit", rate_gbps), ("a lossy wire", drop),
+        python_only = [why for why, on in (("a lossy wire", drop),
                                            ("the RTL engine", engine == "rtl"),
                                            ("impl='numpy'", impl == "numpy")) if on]
         if switch not in ("auto", "compiled", "python"):
@@ -220,7 +220,9 @@ class Bridge:
                     dscp=self.dscp, enable=self.compress, deliver_flagged=self.deliver_flagged,
                     check_every=self.check_every, stop_fd=self._stop_r,
                     pcaps=tuple(self._pcaps), workers=self.workers,
-                    version=self.ports[0].version, versions=self.ports[0].versions)
+                    version=self.ports[0].version, versions=self.ports[0].versions,
+                    rate_bps=self.rate_gbps * 1e9 if self.rate_gbps else None,
+                    frame_bytes=self.mtu + 14)
                 self._cs.start()
             else:
                 self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",
