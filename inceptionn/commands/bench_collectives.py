@@ -58,6 +58,7 @@ class Point:
     busiest: float          # the busiest port's wire bytes / (time x rate)
     busiest_bytes: float = math.nan   # the busiest port's wire bytes per iteration
     rate_gbps: float = math.nan
+    cpu: float = math.nan   # CPU seconds of this process per iteration (ranks, switch, kernel)
     model: float = math.nan
 
 
@@ -91,13 +92,13 @@ def measure(mode: str, p: int, n: int, *, rate_gbps: float, iters: int = 2, k: i
         _threads([lambda i=i: build(i) for i in range(hosts)])
         if errs:
             raise errs[0]
-        times, wire, busiest, top = [], [], [], []
+        times, wire, busiest, top, cpu = [], [], [], [], []
         for it in range(iters + 1):
             before = [c["to_wire_bytes"] for c in br.counters()]
             bufs = [x.copy() for x in xs]
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             _threads([lambda i=i: colls[i].allreduce(bufs[i]) for i in range(hosts)])
-            dt = time.perf_counter() - t0
+            dt, dc = time.perf_counter() - t0, time.process_time() - c0
             after = [c["to_wire_bytes"] for c in br.counters()]
             if it == 0:
                 continue                                     # warm-up
@@ -107,10 +108,12 @@ def measure(mode: str, p: int, n: int, *, rate_gbps: float, iters: int = 2, k: i
             wire.append(statistics.mean(workers))
             busiest.append(max(sent) * 8 / (dt * rate_gbps * 1e9))
             top.append(max(sent))
+            cpu.append(dc)
         for c in colls:
             c.close()
     return Point(mode, p, 4 * n, statistics.median(times), max(times) - min(times),
-                 statistics.mean(wire), max(busiest), statistics.median(top), rate_gbps)
+                 statistics.mean(wire), max(busiest), statistics.median(top), rate_gbps,
+                 statistics.median(cpu))
 
 
 def _threads(fns):
@@ -145,14 +148,35 @@ def _terms(pt: Point):
     return (2 * (p - 1), pt.busiest_bytes, (p - 1) / p * n)
 
 
-def fit_model(points: list[Point]) -> tuple[float, float, float]:
-    """Non-negative least-squares alpha, beta, gamma (seconds, s/byte, s/byte) on the
-    uncompressed rows (WA, INC), each row weighted by 1 / its time, so that a fast row
-    counts as much as a slow one (the targets are relative)."""
+def model_time(pt: Point, coef) -> float:
+    """alpha steps + max(wire and sum, kappa x CPU seconds): the wire and the CPU work
+    overlap, and on a machine with few cores the CPU can be the slower of the two
+    (kappa = 1 / the cores the run had)."""
+    a, b, g, k = coef
+    steps, wire, summed = _terms(pt)
+    return a * steps + max(b * wire + g * summed, k * pt.cpu)
+
+
+def fit_model(points: list[Point]) -> tuple[float, float, float, float]:
+    """Non-negative least squares alpha, beta, gamma, kappa (s, s/byte, s/byte, s per CPU
+    second) over one rate's rows, each weighted by 1 / its time (the targets are
+    relative). Which rows the CPU bounds starts from the cores (CPU / cores against the
+    wire time at the configured rate) and is refined until it no longer changes."""
     from scipy.optimize import nnls
-    rows = [pt for pt in points if pt.mode in ("WA", "INC")]
-    a = np.array([np.array(_terms(pt)) / pt.seconds for pt in rows])
-    sol, _ = nnls(a, np.ones(len(rows)))
+    t = np.array([pt.seconds for pt in points])
+    terms = np.array([_terms(pt) for pt in points], dtype=float)
+    cpu = np.array([pt.cpu for pt in points])
+    rate = np.array([pt.rate_gbps * 1e9 / 8 for pt in points])
+    cpu_bound = cpu / (os.cpu_count() or 1) > terms[:, 1] / rate
+    sol = np.zeros(4)
+    for _ in range(50):
+        wire = np.where(cpu_bound[:, None], 0.0, terms[:, 1:])
+        a = np.column_stack([terms[:, 0], wire, np.where(cpu_bound, cpu, 0.0)]) / t[:, None]
+        sol, _ = nnls(a, np.ones(len(points)))
+        again = sol[3] * cpu > terms[:, 1] * sol[1] + terms[:, 2] * sol[2]
+        if (again == cpu_bound).all():
+            break
+        cpu_bound = again
     return tuple(float(v) for v in sol)
 
 
@@ -167,7 +191,7 @@ def sweep(sizes, ps, *, rate_gbps, iters, progress=True) -> tuple[list[Point], t
         points.append(measure(m, p, n, rate_gbps=rate_gbps, iters=iters))
     coef = fit_model(points)
     for pt in points:
-        pt.model = float(np.dot(_terms(pt), coef))
+        pt.model = model_time(pt, coef)
     return points, coef
 
 
@@ -210,15 +234,15 @@ def verdicts(points: list[Point]) -> list[tuple[bool, str]]:
 
 def table(points) -> str:
     lines = ["| size MB | P | mode | time s (median) | spread s | model s | time / model "
-             "| wire MB per worker | busiest port MB | busiest link | less time than WA |",
-             "|" + "---|" * 11]
+             "| wire MB per worker | busiest port MB | busiest link | CPU s | less time than WA |",
+             "|" + "---|" * 12]
     for pt in points:
         wa = _twin(points, pt, "WA")
         vs = f"{1 - pt.seconds / wa.seconds:+.0%}" if wa is not None else "-"
         lines.append(f"| {pt.n_bytes / 1e6:.1f} | {pt.p} | {pt.mode} | {pt.seconds:.3f} | "
                      f"{pt.spread:.3f} | {pt.model:.3f} | {pt.seconds / pt.model:.2f} | "
                      f"{pt.wire_per_worker / 1e6:.2f} | {pt.busiest_bytes / 1e6:.2f} | "
-                     f"{pt.busiest:.0%} | {vs} |")
+                     f"{pt.busiest:.0%} | {pt.cpu:.2f} | {vs} |")
     return "\n".join(lines)
 
 
@@ -289,13 +313,14 @@ def run(args) -> int:
     for rate in args.rates:
         t0 = time.perf_counter()
         load0 = os.getloadavg()[0]
-        points, (a, b, g) = sweep(sizes, tuple(args.ps), rate_gbps=rate, iters=args.iters)
+        points, (a, b, g, k) = sweep(sizes, tuple(args.ps), rate_gbps=rate, iters=args.iters)
         print(f"\nwire rate {rate:g} Gb/s per port, MTU 9000, 2^-10, real HDC gradients, median "
               f"of {args.iters} iterations; {time.perf_counter() - t0:.0f} s; load average "
               f"{load0:.1f} before, {os.getloadavg()[0]:.1f} after")
         print(f"fitted model: alpha = {a * 1e3:.2f} ms, beta = {b * 1e9:.2f} ns/byte "
               f"({8 / b / 1e9 if b else math.inf:.3f} Gb/s against {rate:g} configured), "
-              f"gamma = {g * 1e9:.2f} ns/byte")
+              f"gamma = {g * 1e9:.2f} ns/byte, kappa = {k:.2f} s per CPU second "
+              f"({1 / k if k else math.inf:.2f} cores' worth on {os.cpu_count()})")
         print(table(points))
         for met, line in verdicts(points):
             met_all &= met
