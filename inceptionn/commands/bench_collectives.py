@@ -11,7 +11,7 @@ the bytes each worker and the busiest port put on the wire per iteration, and th
 paper's alpha-beta-gamma model fitted to the uncompressed measurements of the same rate,
 with the compressed modes predicted from it. The exchange is pipelined and the links
 are full duplex, so the model's wire term is the busiest port's bytes (measured), not
-the sum of the legs (docs/benchmarks.md). One row set per wire rate (`--rates`); after
+the sum of the legs (docs/benchmarks.md). One row set per wire rate (`--rate 0.05,1`); after
 each, the targets: INC+C against WA at the largest P, every "+C" row against its
 uncompressed twin where the model predicts a gain, every row against the model.
 """
@@ -290,8 +290,9 @@ def _rates(text):
 
 def add_arguments(ap) -> None:
     """`inceptionn bench collectives`'s options."""
-    ap.add_argument("--rates", type=_rates, default=[0.05, 1.0],
-                    help="wire Gb/s per port, one row set each (default 0.05,1)")
+    ap.add_argument("--rate", dest="rates", type=_rates, default=[0.05, 1.0],
+                    help="wire Gb/s per port; a list (0.05,1, the default) gives one row set "
+                         "per rate")
     ap.add_argument("--iters", type=int_in(1), default=2)
     ap.add_argument("--ps", type=int_list(2, 8), default=[2, 4, 8],
                     help="worker counts (default 2,4,8)")
