@@ -321,7 +321,7 @@ def run(args) -> int:
         print(f"fitted model: alpha = {a * 1e3:.2f} ms, beta = {b * 1e9:.2f} ns/byte "
               f"({8 / b / 1e9 if b else math.inf:.3f} Gb/s against {rate:g} configured), "
               f"gamma = {g * 1e9:.2f} ns/byte, kappa = {k:.2f} s per CPU second "
-              f"({1 / k if k else math.inf:.2f} cores' worth on {os.cpu_count()})")
+              + (f"({1 / k:.2f} cores' worth on {os.cpu_count()})" if k else "(no row CPU-bound)"))
         print(table(points))
         for met, line in verdicts(points):
             met_all &= met
