@@ -28,8 +28,9 @@ The switch: by default the compiled one (drivers/nic_workers.py, drivers/fastpat
 a worker thread per port, parse, match, rewrite, checksums, codec and TAP I/O compiled
 and run without the GIL, checked against golden frame for frame by the tests and, with
 `check_every=N`, on every N-th live frame; with captures, every frame is handed to
-Python to be written. A rate limit, a lossy wire, the RTL engine or impl="numpy" need
-the Python loop below (`switch="python"` forces it).
+Python to be written; a rate limit is paced by each port's worker. A lossy wire, the
+RTL engine or impl="numpy" need the Python loop below (`switch="python"` forces it; it
+paces a rate limit too, frame by frame).
 
 Nothing outlives the bridge: every command started in a host (`run`, `popen`) gets its
 own process group, and a reaper process (drivers/reaper.py) kills those groups and
