@@ -28,8 +28,9 @@ The switch: by default the compiled one (drivers/nic_workers.py, drivers/fastpat
 a worker thread per port, parse, match, rewrite, checksums, codec and TAP I/O compiled
 and run without the GIL, checked against golden frame for frame by the tests and, with
 `check_every=N`, on every N-th live frame; with captures, every frame is handed to
-Python to be written. A rate limit, a lossy wire, the RTL engine or impl="numpy" need
-the Python loop below (`switch="python"` forces it).
+Python to be written; a rate limit is paced by each port's worker. A lossy wire, the
+RTL engine or impl="numpy" need the Python loop below (`switch="python"` forces it; it
+paces a rate limit too, frame by frame).
 
 Nothing outlives the bridge: every command started in a host (`run`, `popen`) gets its
 own process group, and a reaper process (drivers/reaper.py) kills those groups and
@@ -141,7 +142,7 @@ class Bridge:
         if isinstance(check_every, bool) or not isinstance(check_every, int) or check_every < 0:
             raise ValueError(f"check_every must be an integer >= 0, got {check_every!r}")
         self.check_every = check_every
-        python_only = [why for why, on in (("a rate limit", rate_gbps), ("a lossy wire", drop),
+        python_only = [why for why, on in (("a lossy wire", drop),
                                            ("the RTL engine", engine == "rtl"),
                                            ("impl='numpy'", impl == "numpy")) if on]
         if switch not in ("auto", "compiled", "python"):
@@ -220,7 +221,9 @@ class Bridge:
                     dscp=self.dscp, enable=self.compress, deliver_flagged=self.deliver_flagged,
                     check_every=self.check_every, stop_fd=self._stop_r,
                     pcaps=tuple(self._pcaps), workers=self.workers,
-                    version=self.ports[0].version, versions=self.ports[0].versions)
+                    version=self.ports[0].version, versions=self.ports[0].versions,
+                    rate_bps=self.rate_gbps * 1e9 if self.rate_gbps else None,
+                    frame_bytes=self.mtu + 14)
                 self._cs.start()
             else:
                 self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",

@@ -7,7 +7,18 @@ A frame goes through pump when its source MAC is its host's and its destination 
 another host's (every frame of a tagged stream); anything else stops the batch at that
 frame and goes through `_slow` here, with the same compiled TX and RX and the MAC table
 of drivers/mac_table.py, so order is kept. Used by drivers/bridge.Bridge when neither a
-rate limit, a lossy wire, captures nor the RTL engine asks for its Python loop.
+lossy wire nor the RTL engine asks for its Python loop.
+
+A rate limit (`rate_bps`) is a token bucket per port on the bytes the port puts on the
+wire (plus 24 bytes of preamble, FCS and gap per frame), kept by the port's worker: after
+each batch the port's next free time moves on by the batch's wire time, and the port is
+not read again until then; the frames wait in the host's TAP queue, where TCP sees a
+full link. The bucket holds `_PACE_DEPTH` of credit, so that poll's millisecond
+timeouts do not lower the rate, and a batch is as many frames as fit in that depth (at
+least one), counted at the port's average wire bytes per frame so far (compressed
+frames are several times smaller than the host's): a port never runs ahead of its rate
+by much more than the depth, and at 0.05 Gb/s a worker wakes once per several
+compressed frames, not once per frame.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from .mac_table import FLOOD, FORGED
 __all__ = ["CompiledSwitch", "GoldenMismatch"]
 
 _BATCH = 64        # frames per pump() call: Python gets a look-in between batches
+_PACE_DEPTH = 0.005   # seconds of wire time a rate-limited port may run ahead (see above)
 
 
 class GoldenMismatch(RuntimeError):
@@ -35,7 +47,7 @@ class GoldenMismatch(RuntimeError):
 class CompiledSwitch:
     def __init__(self, *, fds, macs, macs_table, lock, k, codec, dscp, enable, deliver_flagged,
                  check_every, stop_fd, pcaps=(None, None), workers=None, version=None,
-                 versions=golden.RX_VERSIONS_DEFAULT):
+                 versions=golden.RX_VERSIONS_DEFAULT, rate_bps=None, frame_bytes=9014):
         n = len(fds)
         # Worker threads: one per port by default; fewer (each polling several ports)
         # where cores are few, so a frame does not wait for a thread to be scheduled.
@@ -61,6 +73,13 @@ class CompiledSwitch:
         self.capture = self.wire_pcap is not None or self.host_pcap is not None
         self._pcap_lock = threading.Lock()
         self.fds_arr = np.array(self.fds, np.int32)
+        if rate_bps is not None and not rate_bps > 0:
+            raise ValueError(f"rate_bps must be None or > 0, got {rate_bps!r}")
+        self.rate_bps = rate_bps
+        self.batch = 1 if self.capture else _BATCH
+        self.frame_bytes = frame_bytes
+        if rate_bps is not None:
+            self.batch = self._fit(frame_bytes + 24)
         w = self.workers
         self.cnt = [np.zeros((n, len(fp.COLUMNS)), np.int64) for _ in range(w + 1)]  # + control
         self.flows = [fp.FlowTable() for _ in range(n)]
@@ -133,23 +152,59 @@ class CompiledSwitch:
             fl = self.flows[i]
             port_of[self.fds[i]] = i
             poller.register(self.fds[i], select.POLLIN)
-            args[i] = (self.fds_arr, self.macs, 1 if self.capture else _BATCH, self.k,
+            args[i] = (self.fds_arr, self.macs, self.batch, self.k,
                        self.version, self.lut, self.dscp, self.tx_enable, self.enable,
                        self.deliver_flagged, self.check_every, self.tabs, fl.keys, fl.isn,
                        fl.state, cnt, b.inbuf, b.wire, b.host, b.dec, b.state, self.vmask)
         poller.register(self.stop_fd, select.POLLIN)
+        free_at = dict.fromkeys(port_of.values(), 0.0)   # rate limit: the port's next free time
+        per_frame = dict.fromkeys(port_of.values(), self.frame_bytes + 24.0)  # wire bytes, average
+        paused: dict[int, int] = {}                          # fd -> port, waiting for free_at
         while True:
-            for efd, ev in poller.poll():
+            timeout = None
+            if paused:
+                timeout = max(0.0, min(free_at[i] for i in paused.values()) - time.monotonic()) * 1e3
+            events = poller.poll(timeout)
+            if paused:
+                now = time.monotonic()
+                for efd, i in list(paused.items()):
+                    if free_at[i] <= now:
+                        poller.modify(efd, select.POLLIN)
+                        del paused[efd]
+            for efd, ev in events:
                 if efd == self.stop_fd:
                     return
                 i = port_of[efd]
+                if efd in paused:
+                    continue
                 if ev & (select.POLLERR | select.POLLNVAL | select.POLLHUP):
                     cnt[i, fp.HOST_ERRORS] += 1     # this host's TAP is broken: only its port stops
                     poller.unregister(efd)
                     continue
-                self._drain(efd, i, args[i], b, cnt)
+                if self.rate_bps is None:
+                    self._drain(efd, i, args[i], b, cnt)
+                    continue
+                frames0 = cnt[i, fp.TO_WIRE_FRAMES]
+                before = cnt[i, fp.TO_WIRE_BYTES] + 24 * frames0
+                self._drain(efd, i, args[i], b, cnt, once=True)
+                sent = cnt[i, fp.TO_WIRE_BYTES] + 24 * cnt[i, fp.TO_WIRE_FRAMES] - before
+                frames = cnt[i, fp.TO_WIRE_FRAMES] - frames0
+                if frames:
+                    per_frame[i] = 0.75 * per_frame[i] + 0.25 * sent / frames
+                    args[i] = args[i][:2] + (self._fit(per_frame[i]),) + args[i][3:]
+                now = time.monotonic()
+                free_at[i] = max(free_at[i], now - _PACE_DEPTH) + sent * 8 / self.rate_bps
+                if free_at[i] > now:
+                    poller.modify(efd, 0)
+                    paused[efd] = i
 
-    def _drain(self, fd, i, args, b, cnt):
+    def _fit(self, wire_per_frame):
+        """Frames of a paced batch: what fits in the bucket's depth, 1.._BATCH."""
+        cap = 1 if self.capture else _BATCH
+        return max(1, min(cap, int(_PACE_DEPTH * self.rate_bps / 8 / wire_per_frame)))
+
+    def _drain(self, fd, i, args, b, cnt, once=False):
+        """pump() until the TAP is empty (once: one batch, for the rate limit)."""
         while True:
             code, done = fp.pump(fd, i, *args)
             if self.capture and done and code != fp.SLOW:
@@ -159,6 +214,8 @@ class CompiledSwitch:
             elif code == fp.SAMPLE:
                 self._check(i, b)
             else:
+                return
+            if once:
                 return
 
     def _capture(self, b):

@@ -7,14 +7,22 @@ the bottleneck; the `busiest link` column says how close to the rate the busiest
 ran. Modes: WA (worker-aggregator), WA+C (gradients to the aggregator compressed),
 INC (the ring), INC+C (the ring, every hop compressed), at 2^-10, MTU 9000.
 Per configuration: the median exchange time of `iters` iterations (after one warm-up),
-the bytes each worker put on the wire per iteration, and the paper's alpha-beta-gamma
-model fitted to the uncompressed measurements, with the compressed modes predicted
-from it and the measured wire ratio.
+the bytes each worker and the busiest port put on the wire per iteration, and the
+paper's alpha-beta-gamma model fitted to the uncompressed measurements of the same rate,
+with the compressed modes predicted from it. The exchange is pipelined and the links
+are full duplex, so the model's wire term is the busiest port's bytes (measured), not
+the sum of the legs (docs/benchmarks.md). One row set per wire rate (`--rate 0.05,1`); after
+each, the targets: INC+C against WA at the largest P, every "+C" row against its
+uncompressed twin where the model predicts a gain, every row against the model.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import json
 import math
+import os
 import statistics
 import sys
 import threading
@@ -28,13 +36,15 @@ from .. import gradients
 from ..drivers.bridge import RATE_GBPS, Bridge
 from ..drivers.collectives import Ring, WorkerAggregator
 from ..drivers.netns import netns_available
-from .checks import float_in, int_in
+from .checks import float_in, int_in, int_list
 
-__all__ = ["MODES", "Point", "measure", "fit_model", "sweep", "add_arguments", "run"]
+__all__ = ["MODES", "Point", "measure", "fit_model", "sweep", "verdicts", "add_arguments", "run"]
 
 MODES = {"WA": ("wa", False), "WA+C": ("wa", True), "INC": ("inc", False), "INC+C": ("inc", True)}
 HDC_FLOATS = 789_010
 MSS = 8948
+MODEL_TOLERANCE = 0.25   # a row within 25% of its model time agrees with the model
+GAIN_TARGET = 0.70       # INC+C against WA at the largest P: the paper's 70.9-80.7% less
 
 
 @dataclass
@@ -46,6 +56,9 @@ class Point:
     spread: float           # max - min over the iterations
     wire_per_worker: float  # bytes a worker's port put on the wire per iteration
     busiest: float          # the busiest port's wire bytes / (time x rate)
+    busiest_bytes: float = math.nan   # the busiest port's wire bytes per iteration
+    rate_gbps: float = math.nan
+    cpu: float = math.nan   # CPU seconds of this process per iteration (ranks, switch, kernel)
     model: float = math.nan
 
 
@@ -79,13 +92,13 @@ def measure(mode: str, p: int, n: int, *, rate_gbps: float, iters: int = 2, k: i
         _threads([lambda i=i: build(i) for i in range(hosts)])
         if errs:
             raise errs[0]
-        times, wire, busiest = [], [], []
+        times, wire, busiest, top, cpu = [], [], [], [], []
         for it in range(iters + 1):
             before = [c["to_wire_bytes"] for c in br.counters()]
             bufs = [x.copy() for x in xs]
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             _threads([lambda i=i: colls[i].allreduce(bufs[i]) for i in range(hosts)])
-            dt = time.perf_counter() - t0
+            dt, dc = time.perf_counter() - t0, time.process_time() - c0
             after = [c["to_wire_bytes"] for c in br.counters()]
             if it == 0:
                 continue                                     # warm-up
@@ -94,10 +107,13 @@ def measure(mode: str, p: int, n: int, *, rate_gbps: float, iters: int = 2, k: i
             times.append(dt)
             wire.append(statistics.mean(workers))
             busiest.append(max(sent) * 8 / (dt * rate_gbps * 1e9))
+            top.append(max(sent))
+            cpu.append(dc)
         for c in colls:
             c.close()
     return Point(mode, p, 4 * n, statistics.median(times), max(times) - min(times),
-                 statistics.mean(wire), max(busiest))
+                 statistics.mean(wire), max(busiest), statistics.median(top), rate_gbps,
+                 statistics.median(cpu))
 
 
 def _threads(fns):
@@ -118,57 +134,119 @@ def _threads(fns):
         raise errs[0]
 
 
-def _terms(mode, p, n, ratio=1.0):
-    """The paper's model (Section VIII-C) as coefficients of (alpha, beta, gamma).
-    WA: (1 + log p) a + (p + log p) n b + (p - 1) n g; INC: 2(p - 1) a + 2(p - 1)/p n b
-    + (p - 1)/p n g. Compressed: the gradient legs carry n / ratio (WA: the p n part)."""
+def _terms(pt: Point):
+    """The paper's model (Section VIII-C) as coefficients of (alpha, beta, gamma):
+    WA (1 + log p) a + (p + log p) n b + (p - 1) n g, INC 2(p - 1) a + 2(p - 1)/p n b +
+    (p - 1)/p n g. Here the chunks are pipelined and every link is full duplex, so a leg
+    overlaps the others and the beta term is the busiest port's wire bytes, measured:
+    WA the aggregator's p uncompressed replies (p n, compressed or not: WA+C compresses
+    only the gradients coming in), INC 2(p - 1)/p n over the wire ratio."""
+    p, n = pt.p, pt.n_bytes
     lg = math.log2(p)
-    if mode.startswith("WA"):
-        nb = p * n / (ratio if mode == "WA+C" else 1.0) + lg * n
-        return (1 + lg, nb, (p - 1) * n)
-    r = ratio if mode == "INC+C" else 1.0
-    return (2 * (p - 1), 2 * (p - 1) / p * n / r, (p - 1) / p * n)
+    if pt.mode.startswith("WA"):
+        return (1 + lg, pt.busiest_bytes, (p - 1) * n)
+    return (2 * (p - 1), pt.busiest_bytes, (p - 1) / p * n)
 
 
-def fit_model(points: list[Point]) -> tuple[float, float, float]:
-    """Least-squares alpha, beta, gamma (seconds, s/byte, s/byte) on WA and INC."""
-    rows = [(_terms(pt.mode, pt.p, pt.n_bytes), pt.seconds) for pt in points
-            if pt.mode in ("WA", "INC")]
-    a = np.array([r[0] for r in rows])
-    b = np.array([r[1] for r in rows])
-    sol, *_ = np.linalg.lstsq(a, b, rcond=None)
-    return tuple(float(max(0.0, s)) for s in sol)
+def model_time(pt: Point, coef) -> float:
+    """alpha steps + max(wire and sum, kappa x CPU seconds): the wire and the CPU work
+    overlap, and on a machine with few cores the CPU can be the slower of the two
+    (kappa = 1 / the cores the run had)."""
+    a, b, g, k = coef
+    steps, wire, summed = _terms(pt)
+    return a * steps + max(b * wire + g * summed, k * pt.cpu)
+
+
+def fit_model(points: list[Point]) -> tuple[float, float, float, float]:
+    """Non-negative least squares alpha, beta, gamma, kappa (s, s/byte, s/byte, s per CPU
+    second) over one rate's rows, each weighted by 1 / its time (the targets are
+    relative). Which rows the CPU bounds starts from the cores (CPU / cores against the
+    wire time at the configured rate) and is refined until it no longer changes."""
+    from scipy.optimize import nnls
+    t = np.array([pt.seconds for pt in points])
+    terms = np.array([_terms(pt) for pt in points], dtype=float)
+    cpu = np.array([pt.cpu for pt in points])
+    rate = np.array([pt.rate_gbps * 1e9 / 8 for pt in points])
+    cpu_bound = cpu / (os.cpu_count() or 1) > terms[:, 1] / rate
+    sol = np.zeros(4)
+    for _ in range(50):
+        wire = np.where(cpu_bound[:, None], 0.0, terms[:, 1:])
+        a = np.column_stack([terms[:, 0], wire, np.where(cpu_bound, cpu, 0.0)]) / t[:, None]
+        sol, _ = nnls(a, np.ones(len(points)))
+        again = sol[3] * cpu > terms[:, 1] * sol[1] + terms[:, 2] * sol[2]
+        if (again == cpu_bound).all():
+            break
+        cpu_bound = again
+    return tuple(float(v) for v in sol)
 
 
 def sweep(sizes, ps, *, rate_gbps, iters, progress=True) -> tuple[list[Point], tuple]:
     from tqdm import tqdm
     configs = [(m, p, n) for n, plist in sizes for p in plist for m in MODES if p in ps]
     points = []
-    bar = tqdm(configs, desc="exchanges", unit="config", disable=not progress, file=sys.stderr)
+    bar = tqdm(configs, desc=f"exchanges at {rate_gbps:g} Gb/s", unit="config",
+               disable=not progress, file=sys.stderr)
     for m, p, n in bar:
         bar.set_postfix_str(f"{m} P={p} {4 * n / 1e6:.1f} MB")
         points.append(measure(m, p, n, rate_gbps=rate_gbps, iters=iters))
     coef = fit_model(points)
     for pt in points:
-        base = next(q for q in points if q.p == pt.p and q.n_bytes == pt.n_bytes
-                    and q.mode == ("WA" if pt.mode.startswith("WA") else "INC"))
-        ratio = base.wire_per_worker / pt.wire_per_worker if pt.wire_per_worker else 1.0
-        pt.model = float(np.dot(_terms(pt.mode, pt.p, pt.n_bytes, ratio), coef))
+        pt.model = model_time(pt, coef)
     return points, coef
 
 
+def _twin(points, pt, mode):
+    return next((q for q in points if q.p == pt.p and q.n_bytes == pt.n_bytes
+                 and q.mode == mode), None)
+
+
+def verdicts(points: list[Point]) -> list[tuple[bool, str]]:
+    """The issue's targets on one rate's rows: (met, line) each."""
+    out = []
+    top = max(pt.p for pt in points)
+    for pt in (q for q in points if q.mode == "INC+C" and q.p == top):
+        wa = _twin(points, pt, "WA")
+        if wa is not None:
+            less = 1 - pt.seconds / wa.seconds
+            out.append((less >= GAIN_TARGET,
+                        f"INC+C {less:.0%} less time than WA at P = {top}, "
+                        f"{pt.n_bytes / 1e6:.1f} MB (target >= {GAIN_TARGET:.0%})"))
+    for pt in (q for q in points if q.mode.endswith("+C")):
+        twin = _twin(points, pt, pt.mode[:-2])
+        if twin is None:
+            continue
+        gain = 1 - pt.model / twin.model
+        where = f"{pt.mode} P = {pt.p} {pt.n_bytes / 1e6:.1f} MB"
+        if gain > 0.05:
+            out.append((pt.seconds <= twin.seconds,
+                        f"{where}: model {gain:.0%} less than {twin.mode}, measured "
+                        f"{1 - pt.seconds / twin.seconds:.0%} less"))
+        else:
+            out.append((True, f"{where}: model predicts no gain over {twin.mode} "
+                              f"({gain:+.0%}); measured {1 - pt.seconds / twin.seconds:+.0%}"))
+    off = [pt for pt in points if abs(pt.seconds / pt.model - 1) > MODEL_TOLERANCE]
+    worst = max(points, key=lambda q: abs(q.seconds / q.model - 1))
+    out.append((not off, f"{len(points) - len(off)} of {len(points)} rows within "
+                         f"{MODEL_TOLERANCE:.0%} of the model (worst: {worst.mode} P = {worst.p} "
+                         f"{worst.n_bytes / 1e6:.1f} MB, {worst.seconds / worst.model - 1:+.0%})"))
+    return out
+
+
 def table(points) -> str:
-    lines = ["| size MB | P | mode | time s (median) | spread s | model s | wire MB per worker "
-             "| busiest link | vs WA |", "|" + "---|" * 9]
+    lines = ["| size MB | P | mode | time s (median) | spread s | model s | time / model "
+             "| wire MB per worker | busiest port MB | busiest link | CPU s | less time than WA |",
+             "|" + "---|" * 12]
     for pt in points:
-        wa = next(q for q in points if q.p == pt.p and q.n_bytes == pt.n_bytes and q.mode == "WA")
+        wa = _twin(points, pt, "WA")
+        vs = f"{1 - pt.seconds / wa.seconds:+.0%}" if wa is not None else "-"
         lines.append(f"| {pt.n_bytes / 1e6:.1f} | {pt.p} | {pt.mode} | {pt.seconds:.3f} | "
-                     f"{pt.spread:.3f} | {pt.model:.3f} | {pt.wire_per_worker / 1e6:.2f} | "
-                     f"{pt.busiest:.0%} | {1 - pt.seconds / wa.seconds:+.0%} |")
+                     f"{pt.spread:.3f} | {pt.model:.3f} | {pt.seconds / pt.model:.2f} | "
+                     f"{pt.wire_per_worker / 1e6:.2f} | {pt.busiest_bytes / 1e6:.2f} | "
+                     f"{pt.busiest:.0%} | {pt.cpu:.2f} | {vs} |")
     return "\n".join(lines)
 
 
-def plots(points, out: Path):
+def plots(points, out: Path, tag: str = ""):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -184,7 +262,7 @@ def plots(points, out: Path):
                ylabel="exchange time per iteration (s)")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "collectives_time_vs_p.png", dpi=110)
+    fig.savefig(out / f"collectives_time_vs_p{tag}.png", dpi=110)
     plt.close(fig)
     p4 = [pt for pt in points if pt.p == 4]
     if p4:
@@ -197,15 +275,30 @@ def plots(points, out: Path):
         ax.set(ylabel="exchange time / WA", title="Fig. 12 shape: 4 workers, 2^-10")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(out / "collectives_fig12.png", dpi=110)
+        fig.savefig(out / f"collectives_fig12{tag}.png", dpi=110)
         plt.close(fig)
+
+
+def _rates(text):
+    one = float_in(*RATE_GBPS)
+    parts = [q.strip() for q in str(text).split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"expected Gb/s values separated by commas, such as "
+                                         f"0.05,1; got {text!r}")
+    return [one(q) for q in parts]
 
 
 def add_arguments(ap) -> None:
     """`inceptionn bench collectives`'s options."""
-    ap.add_argument("--rate", type=float_in(*RATE_GBPS), default=0.05, help="wire Gb/s per port (default 0.05)")
+    ap.add_argument("--rate", dest="rates", type=_rates, default=[0.05, 1.0],
+                    help="wire Gb/s per port; a list (0.05,1, the default) gives one row set "
+                         "per rate")
     ap.add_argument("--iters", type=int_in(1), default=2)
-    ap.add_argument("--full", action="store_true", help="25 MB at P = 8 too (slow)")
+    ap.add_argument("--ps", type=int_list(2, 8), default=[2, 4, 8],
+                    help="worker counts (default 2,4,8)")
+    ap.add_argument("--quick", action="store_true",
+                    help="3.2 MB only (no 25 MB rows: at 0.05 Gb/s WA at P = 8 takes 32 s an "
+                         "iteration)")
     ap.add_argument("--out", type=Path, default=Path("build/bench_collectives"))
 
 
@@ -214,15 +307,29 @@ def run(args) -> int:
     if why is not None:
         print(f"bench-collectives needs network namespaces: {why}", file=sys.stderr)
         return 2
-    big = 25_000_000 // 4
-    sizes = [(HDC_FLOATS, (2, 4, 8)), (big, (2, 4, 8) if args.full else (2, 4))]
-    t0 = time.perf_counter()
-    points, (a, b, g) = sweep(sizes, (2, 4, 8), rate_gbps=args.rate, iters=args.iters)
-    print(f"wire rate {args.rate} Gb/s per port, MTU 9000, 2^-10, real HDC gradients, median of "
-          f"{args.iters} iterations; {time.perf_counter() - t0:.0f} s in all")
-    print(f"fitted model: alpha = {a * 1e3:.2f} ms, beta = {b * 1e9:.2f} ns/byte "
-          f"({8 / b / 1e9 if b else math.inf:.3f} Gb/s), gamma = {g * 1e9:.2f} ns/byte")
-    print(table(points))
-    plots(points, args.out)
-    print(f"plots in {args.out}/")
+    sizes = [(HDC_FLOATS, tuple(args.ps))]
+    if not args.quick:
+        sizes.append((25_000_000 // 4, tuple(args.ps)))
+    met_all = True
+    for rate in args.rates:
+        t0 = time.perf_counter()
+        load0 = os.getloadavg()[0]
+        points, (a, b, g, k) = sweep(sizes, tuple(args.ps), rate_gbps=rate, iters=args.iters)
+        print(f"\nwire rate {rate:g} Gb/s per port, MTU 9000, 2^-10, real HDC gradients, median "
+              f"of {args.iters} iterations; {time.perf_counter() - t0:.0f} s; load average "
+              f"{load0:.1f} before, {os.getloadavg()[0]:.1f} after")
+        print(f"fitted model: alpha = {a * 1e3:.2f} ms, beta = {b * 1e9:.2f} ns/byte "
+              f"({8 / b / 1e9 if b else math.inf:.3f} Gb/s against {rate:g} configured), "
+              f"gamma = {g * 1e9:.2f} ns/byte, kappa = {k:.2f} s per CPU second "
+              + (f"({1 / k:.2f} cores' worth on {os.cpu_count()})" if k else "(no row CPU-bound)"))
+        print(table(points))
+        for met, line in verdicts(points):
+            met_all &= met
+            print(f"  {'met   ' if met else 'MISSED'} {line}")
+        tag = f"_{rate:g}gbps"
+        plots(points, args.out, tag)
+        (args.out / f"collectives{tag}.json").write_text(
+            json.dumps([dataclasses.asdict(pt) for pt in points], indent=1))
+        print(f"plots and rows in {args.out}/ (*{tag}.png, *{tag}.json)")
+    print("all targets met" if met_all else "some targets missed (MISSED above)")
     return 0

@@ -157,7 +157,7 @@ def add_bridge(nic_sub, error_bound, dscp, error):
                         "model; a difference stops the bridge (default 0: off)")
     p.add_argument("--switch", choices=("auto", "compiled", "python"), default="auto",
                    help="compiled per-port workers (default where possible) or the Python loop "
-                        "(needed by --rate, --drop, --engine rtl)")
+                        "(needed by --drop, --engine rtl)")
     p.set_defaults(func=lambda a: _cmd_bridge(_fix_run(a, error), error))
 
 
@@ -190,9 +190,9 @@ def _fix_run(args, error):
             golden.payload.check_version(args.version, args.codec)
     except ValueError as e:
         raise error(f"--version: {e}") from None
-    uses_python = args.rate is not None or args.drop or args.engine == "rtl"
+    uses_python = args.drop or args.engine == "rtl"
     if args.switch == "compiled" and uses_python:
-        raise error("--switch compiled: --rate, --drop and --engine rtl need the Python switch")
+        raise error("--switch compiled: --drop and --engine rtl need the Python switch")
     if args.check_golden and (args.switch == "python" or uses_python):
         raise error("--check-golden checks the compiled switch")
     if not 0 <= args.seed < 2**63:
