@@ -196,9 +196,15 @@ def save(worker) -> dict:
     """The worker's state (see the module's docstring); between steps only."""
     import torch
     q = getattr(worker, "_q", None)
-    if q is not None and q.unfinished_tasks:
-        raise RuntimeError("the hook state is taken between steps: a bucket's exchange is "
-                           "still running (call state_dict after backward returns)")
+    if q is not None:
+        # Backward returns once every bucket's Future is set; the worker counts the
+        # bucket done just after. A step still under way is waited for, within reason.
+        with q.all_tasks_done:
+            if not q.all_tasks_done.wait_for(lambda: not q.unfinished_tasks,
+                                             worker.st.timeout):
+                raise RuntimeError("the hook state is taken between steps: a bucket's "
+                                   "exchange is still running (call state_dict after "
+                                   "backward returns)")
     st = worker.st
     world, rank = worker.world, worker.rank
     if world is None:
