@@ -113,7 +113,7 @@ def run_job(d: Path, world: int, args, fault: dict | None = None) -> dict:
     port_free = True
     try:
         with socket.socket() as s:
-            s.bind(("127.0.0.1", port))
+            s.bind(("", port))
     except OSError:
         port_free = False
     return {"rc": rc, "events": events(d), "left": left, "port_free": port_free}
@@ -209,6 +209,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-restarts", type=int, default=3)
     ap.add_argument("--job-timeout", type=float, default=300.0)
     ap.add_argument("--no-doc", action="store_true", help="print the table only")
+    ap.add_argument("--only", choices=("kill", "reset", "stop"),
+                    help="run only this kind of trial (and the fault-free runs)")
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
     plan: list[tuple[str, int, dict | None]] = []
@@ -220,6 +222,8 @@ def main(argv=None) -> int:
             if world == 2:
                 plan += [(kind, world, draw(rng, kind, world, args))
                          for kind in ("reset", "stop")]
+    if args.only:           # the fault-free runs and the named kind of trial
+        plan = [t for t in plan if t[2] is None or t[2]["kind"] == args.only]
     top = Path(tempfile.mkdtemp(prefix="inceptionn-faults-"))
     rows, base = [], {}
     try:
