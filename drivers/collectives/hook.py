@@ -15,8 +15,11 @@ per parameter): docs/compressors.md, "Absolute or scale-following bound".
 
 `IncState` is settings only (as PyTorch's PowerSGDState); what runs lives in its
 `HookWorker`: the sockets, the thread, the per-bucket compressor states and the rank's
-error-feedback memory. As PyTorch's own hooks do, the hook returns at once a Future
-that completes when the bucket's exchange does; the exchange runs on the worker's
+error-feedback memory. Its `state_dict()` is the rank's training state as data (the
+residuals per parameter and what else carries from step to step; hook_state.py), saved
+with the model and loaded before the first step of a resumed run.
+As PyTorch's own hooks do, the hook returns at once a Future that completes when the
+bucket's exchange does; the exchange runs on the worker's
 thread, bucket after bucket in DDP's order, so backward keeps computing the next
 buckets meanwhile.
 Each bucket is copied to the host when the hook is called (for CUDA, an asynchronous copy
