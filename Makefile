@@ -180,7 +180,8 @@ soak: $(STAMP)
 	INCEPTIONN_SOAK=1 $(RUN) -m pytest -q -p no:xdist tests/test_bridge_soak.py tests/test_bridge_fuzz.py
 
 # Training under torchrun's elastic restarts with faults injected: random SIGKILLs (P = 2
-# and 4), a connection reset mid-exchange, a rank SIGSTOPped past the timeout; every trial
+# and 4), a connection reset mid-exchange, a rank SIGSTOPped past the timeout, a link down
+# for 4 s (network namespaces: root); every trial
 # must end with the fault-free run's parameters and leave nothing behind. Writes its table
 # to docs/reliability.md (SEED=N for other draws).
 faults: $(STAMP)

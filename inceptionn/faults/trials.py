@@ -5,8 +5,9 @@ inceptionn/faults/worker.py: a fault-free run first (per world size), then the d
 faults: a rank SIGKILLed at a random point of a random step (forward, the exchange of a
 bucket, before the optimizer step, while writing its checkpoint), a rank's ring
 connection reset in the middle of an exchange, a rank stopped (SIGSTOP) past the hook's
-timeout. Every trial must end with the fault-free run's parameters, bit for bit, and
-leave no process behind. The draws follow `--seed`; the table is printed and written to
+timeout, a rank's link down for a few seconds (hosts.py: network namespaces, root).
+Every trial must end with the fault-free run's parameters, bit for bit, and leave no
+process (nor namespace) behind. The draws follow `--seed`; the table is printed and written to
 docs/reliability.md.
 """
 
@@ -67,6 +68,17 @@ def run_job(d: Path, world: int, args, fault: dict | None = None) -> dict:
     port = _free_port()
     env = dict(os.environ, INCEPTIONN_FAULT=json.dumps(fault) if fault else "",
                OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    hosts, link = None, {}
+    if fault and fault["kind"] == "link":       # each rank its own host, on a bridge
+        import datetime
+
+        import torch.distributed as dist
+
+        from .hosts import Hosts
+        hosts = Hosts(world)
+        store = dist.TCPStore("0.0.0.0", 0, is_master=True, wait_for_workers=False,
+                              timeout=datetime.timedelta(seconds=60))
+        env["INCEPTIONN_FAULT_HOSTS"] = json.dumps(hosts.env(store.port))
     argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1",
             f"--nproc-per-node={world}", f"--max-restarts={args.max_restarts}",
             "--monitor-interval=0.2", "--rdzv-backend=c10d",
@@ -87,6 +99,8 @@ def run_job(d: Path, world: int, args, fault: dict | None = None) -> dict:
             if time.monotonic() > deadline:
                 kill_tree({p.pid})
                 break
+            if hosts is not None:
+                _link_fault(hosts, fault, d, link, args)
             if fault and fault["kind"] == "stop" and not continued:
                 fired = [e for e in events(d) if e["event"] == "fault"]
                 # Past the hook's timeout the peers have raised; the stopped rank is
@@ -104,6 +118,11 @@ def run_job(d: Path, world: int, args, fault: dict | None = None) -> dict:
     finally:
         rc = p.wait()
         release(p.pid)
+        if hosts is not None:
+            if "down" in link and "up" not in link:
+                hosts.link(fault["rank"], True)
+            held = hosts.pids()
+            hosts.close()
     time.sleep(0.2)
     left = [f"pid {pid}: {cmd[:80]}" for pid, cmd in _named(str(d))]
     workers |= {pid for pid, _ in _named(str(d))}
@@ -116,7 +135,19 @@ def run_job(d: Path, world: int, args, fault: dict | None = None) -> dict:
             s.bind(("", port))
     except OSError:
         port_free = False
+    if hosts is not None:
+        left += [f"namespace of pid {pid}" for pid in held if os.path.exists(f"/proc/{pid}")]
     return {"rc": rc, "events": events(d), "left": left, "port_free": port_free}
+
+
+def _link_fault(hosts, fault, d: Path, link: dict, args) -> None:
+    """The victim's link down once its fault event is logged, up `link_down` s later."""
+    if "down" not in link and any(e["event"] == "fault" for e in events(d)):
+        hosts.link(fault["rank"], False)
+        link["down"] = time.time()
+    elif "down" in link and "up" not in link and time.time() > link["down"] + args.link_down:
+        hosts.link(fault["rank"], True)
+        link["up"] = time.time()
 
 
 def final_params(d: Path):
@@ -140,7 +171,7 @@ def draw(rng: random.Random, kind: str, world: int, args) -> dict:
         step = rng.randrange(1, args.steps)
     # A reset lands within the bucket's exchange (a few ms on loopback); a kill or stop
     # anywhere from the bucket's start on.
-    span = {"forward": 0.01, "bucket": 0.003 if kind == "reset" else 0.02}
+    span = {"forward": 0.01, "bucket": 0.003 if kind in ("reset", "link") else 0.02}
     delay = rng.uniform(0, span.get(point, 0.0))
     return {"kind": kind, "rank": rng.randrange(world), "step": step, "point": point,
             "bucket": rng.randrange(args.buckets), "delay_s": round(delay, 4)}
@@ -206,13 +237,22 @@ def main(argv=None) -> int:
     ap.add_argument("--buckets", type=int, default=3,
                     help="buckets drawn from (the worker's buckets per step after DDP's rebuild)")
     ap.add_argument("--timeout", type=float, default=3.0, help="the hook's timeout_s")
+    ap.add_argument("--link-down", type=float, default=4.0,
+                    help="seconds the link trial's link stays down")
+    ap.add_argument("--no-link", action="store_true",
+                    help="skip the link trial (it needs root: namespaces and veth)")
     ap.add_argument("--max-restarts", type=int, default=3)
     ap.add_argument("--job-timeout", type=float, default=300.0)
     ap.add_argument("--no-doc", action="store_true", help="print the table only")
-    ap.add_argument("--only", choices=("kill", "reset", "stop"),
+    ap.add_argument("--only", choices=("kill", "reset", "stop", "link"),
                     help="run only this kind of trial (and the fault-free runs)")
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
+    from inceptionn.drivers.netns import netns_available
+    why = None if args.no_link else netns_available()
+    if why:
+        print(f"the link trial is left out: it {why}", flush=True)
+        args.no_link = True
     plan: list[tuple[str, int, dict | None]] = []
     for world, kills in ((2, args.kills), (4, args.kills_p4)):
         if kills:
@@ -220,8 +260,8 @@ def main(argv=None) -> int:
             plan += [(f"kill {i + 1}", world, draw(rng, "kill", world, args))
                      for i in range(kills)]
             if world == 2:
-                plan += [(kind, world, draw(rng, kind, world, args))
-                         for kind in ("reset", "stop")]
+                kinds = ("reset", "stop") + (() if args.no_link else ("link",))
+                plan += [(kind, world, draw(rng, kind, world, args)) for kind in kinds]
     if args.only:           # the fault-free runs and the named kind of trial
         plan = [t for t in plan if t[2] is None or t[2]["kind"] == args.only]
     top = Path(tempfile.mkdtemp(prefix="inceptionn-faults-"))

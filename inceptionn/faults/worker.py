@@ -7,7 +7,7 @@ which every rank's file exists. Rank 0 saves the final parameters.
 
 The fault, from the environment (set by the runner), is injected in the first
 incarnation only (TORCHELASTIC_RESTART_COUNT 0): INCEPTIONN_FAULT is a JSON object with
-"kind" ("kill", "stop", "reset"), "rank", "step", "point" ("forward", "bucket",
+"kind" ("kill", "stop", "reset", "link"), "rank", "step", "point" ("forward", "bucket",
 "optimizer", "checkpoint"), "bucket" and "delay_s". Every event (start, checkpoint,
 fault, error, done) is one JSON line appended to <dir>/events.jsonl, with its time.
 """
@@ -73,6 +73,25 @@ def reset_connection(sock) -> None:
     libc.connect(sock.fileno(), ctypes.byref(sa), ctypes.sizeof(sa))
 
 
+def enter_host(rank: int) -> None:
+    """For the link trial: this process moves into its rank's network namespace (its
+    own host on a bridge; INCEPTIONN_FAULT_HOSTS from hosts.py) before it opens a socket
+    or starts a thread (threads started later are in it too), and takes the runner's
+    store on the bridge's uplink for torchrun's, which it cannot reach from there."""
+    hosts = json.loads(os.environ.get("INCEPTIONN_FAULT_HOSTS") or "null")
+    if not hosts:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(hosts["netns"][rank], os.O_RDONLY)
+    try:
+        if libc.setns(fd, 0x40000000) != 0:         # CLONE_NEWNET
+            raise OSError(ctypes.get_errno(), "setns into the rank's host failed")
+    finally:
+        os.close(fd)
+    os.environ.update(MASTER_ADDR=hosts["store"], MASTER_PORT=str(hosts["port"]),
+                      INCEPTIONN_HOST=hosts["addr"][rank], GLOO_SOCKET_IFNAME="eth0")
+
+
 class Fault:
     """The fault this rank injects in this incarnation, if any."""
 
@@ -108,6 +127,8 @@ class Fault:
             os.kill(os.getpid(), signal.SIGKILL)
         elif s["kind"] == "stop":
             os.kill(os.getpid(), signal.SIGSTOP)    # the runner continues it later
+        elif s["kind"] == "link":
+            pass            # the runner takes the link down on seeing the event
         elif s["kind"] == "reset":
             ring = self.state.collective
             if ring is not None:
@@ -131,6 +152,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    enter_host(rank)
     # The store of torchrun's rendezvous outlives a restart, and gloo's keys in it are
     # not per incarnation here: the group's keys get the restart count as a prefix.
     import datetime
