@@ -1,22 +1,34 @@
-"""The link trial's network: `bench train`'s P hosts (network namespaces, eth0 on a veth,
-one bridge), and an uplink from this namespace to the bridge, where the runner serves the
-trial's rendezvous store. The namespaces end with this process however it ends
+"""The link trial's network: P hosts (network namespaces, eth0 on a veth) on one bridge,
+and an uplink from this namespace to the bridge, where the runner serves the trial's
+rendezvous store. The namespaces end with this process however it ends
 (drivers/netns.py); the uplink's veth goes with the bridge's namespace. Needs root."""
 
 from __future__ import annotations
 
 import subprocess
 
-from inceptionn.commands.bench_train import SUBNET, Network
-
+SUBNET = "10.248.48"           # apart from the benchmarks' 10.88.0.0/24
 UPLINK = f"{SUBNET}.254"
 
 
-class Hosts(Network):
+class Hosts:
     def __init__(self, world: int):
-        super().__init__(world)
+        from inceptionn.drivers.netns import Namespace
+        self.switch = Namespace()
+        self.hosts: list = []
         self.uplink = f"fq{self.switch.pid % 100000}"
         try:
+            self.switch.run(["ip", "link", "add", "br0", "type", "bridge"])
+            self.switch.run(["ip", "link", "set", "br0", "up"])
+            for i in range(world):
+                ns = Namespace()
+                self.hosts.append(ns)
+                ns.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", f"p{i}"])
+                ns.run(["ip", "link", "set", f"p{i}", "netns", str(self.switch.pid)])
+                ns.run(["ip", "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0"])
+                ns.run(["ip", "link", "set", "eth0", "up"])
+                ns.run(["ip", "link", "set", "lo", "up"])
+                self.switch.run(["ip", "link", "set", f"p{i}", "master", "br0", "up"])
             _ip("link", "add", self.uplink, "type", "veth", "peer", "name", "up0")
             _ip("link", "set", "up0", "netns", str(self.switch.pid))
             _ip("addr", "add", f"{UPLINK}/24", "dev", self.uplink)
@@ -28,7 +40,7 @@ class Hosts(Network):
 
     def env(self, store_port: int) -> dict:
         return {"netns": [h.path for h in self.hosts],
-                "addr": [self.addr(i) for i in range(len(self.hosts))],
+                "addr": [f"{SUBNET}.{i + 1}" for i in range(len(self.hosts))],
                 "store": UPLINK, "port": store_port}
 
     def link(self, rank: int, up: bool) -> None:
@@ -38,7 +50,8 @@ class Hosts(Network):
         return [ns.pid for ns in self.hosts + [self.switch]]
 
     def close(self) -> None:
-        super().close()
+        for ns in self.hosts + [self.switch]:
+            ns.close()
         subprocess.run(["ip", "link", "del", self.uplink], capture_output=True)
 
 
