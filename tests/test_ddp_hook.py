@@ -454,7 +454,7 @@ def _defaults(rank, world):
         out[name] = {"delta": (w - w0).tolist()}
         if state is not None:
             out[name].update(settings=state.settings(), bytes=state.bytes_sent,
-                             memory=sorted(n for _, n in state.memory.residual)
+                             memory=sorted(r.size for r in state.memory.residual.values())
                              if state.memory else None,
                              params=sorted(p.numel() for p in net.parameters()))
             state.close()

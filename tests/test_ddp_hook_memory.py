@@ -56,8 +56,7 @@ def _conserve(rank, world):
                 got += torch.cat([p.grad.flatten() for p in params]).double().numpy()
                 if step == 0:      # backward has waited for every bucket's Future
                     first_norm = state.memory.norm()
-            resid = state.memory.gather([((p.data_ptr(), p.numel()), p.numel())
-                                         for p in params])
+            resid = state.memory.gather(state.worker.keys.of(params))
             out[name] = {"true": true.tolist(), "got": got.tolist(),
                          "resid": resid.astype(np.float64).tolist(),
                          "first_norm": first_norm, "layouts": layouts}

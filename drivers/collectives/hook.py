@@ -15,8 +15,11 @@ per parameter): docs/compressors.md, "Absolute or scale-following bound".
 
 `IncState` is settings only (as PyTorch's PowerSGDState); what runs lives in its
 `HookWorker`: the sockets, the thread, the per-bucket compressor states and the rank's
-error-feedback memory. As PyTorch's own hooks do, the hook returns at once a Future
-that completes when the bucket's exchange does; the exchange runs on the worker's
+error-feedback memory. Its `state_dict()` is the rank's training state as data (the
+residuals per parameter and what else carries from step to step; hook_state.py), saved
+with the model and loaded before the first step of a resumed run.
+As PyTorch's own hooks do, the hook returns at once a Future that completes when the
+bucket's exchange does; the exchange runs on the worker's
 thread, bucket after bucket in DDP's order, so backward keeps computing the next
 buckets meanwhile.
 Each bucket is copied to the host when the hook is called (for CUDA, an asynchronous copy
@@ -36,7 +39,6 @@ import os
 import queue
 import socket
 import threading
-from dataclasses import replace
 
 import numpy as np
 import torch
@@ -48,7 +50,7 @@ from . import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring, WorkerAggr
                compressors, make_codec)
 from .agreement import agree_via_store
 from .codecs import DEFAULT_SHARE, ScaledCodec
-from .compressed import step as compressed_step
+from . import hook_state
 from .memory import LossRecorder, Memory
 
 __all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS", "BOUNDS",
@@ -195,6 +197,12 @@ class IncState:
         self.chunk, self.mss, self.timeout = chunk_floats, mss_bytes, timeout_s
         self.codec_threads = codec_threads
         self.transport = transport
+        self._kwargs = dict(method=method, codec=codec, error_bound=error_bound, wire=wire,
+                            mode=mode, density=density, method_kw=method_kw,
+                            chunk_floats=chunk_floats, mss_bytes=mss_bytes,
+                            timeout_s=timeout_s, host=host, seed=seed,
+                            codec_threads=codec_threads, bound=bound, share=share,
+                            error_feedback=error_feedback, transport=transport)
         self.prefix = (f"inceptionn/hook/{os.environ.get('TORCHELASTIC_RESTART_COUNT', 0)}/"
                        f"{next(_STATES)}")
         self.worker = HookWorker(self)
@@ -212,6 +220,28 @@ class IncState:
                 "mode": self.mode if ring else None, "wire": self.wire if ring else None,
                 "chunk_floats": self.chunk, "seed": self.seed, "transport": self.transport,
                 "mss_bytes": self.mss if self.wire == "nic" else None}
+
+    # The training state (drivers/collectives/hook_state.py), as PowerSGDState's.
+    def state_dict(self) -> dict:
+        """This rank's state: error-feedback residuals per parameter, the compressors'
+        steps, the bucket layout, the counters, the settings, the world size and rank.
+        Take it between steps (after backward returns); save it with the model's."""
+        return hook_state.save(self.worker)
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a state_dict() before the first step; refused (ValueError) where the
+        settings, the world size, the rank or the model's parameters differ."""
+        hook_state.load(self.worker, state)
+
+    def __getstate__(self):
+        # No socket, thread, store or process group: the settings and the state.
+        kw = dict(self._kwargs)
+        return {"kwargs": kw, "state": self.state_dict()}
+
+    def __setstate__(self, pickled):
+        # As PowerSGDState: the default process group, set up afresh on first use.
+        self.__init__(**pickled["kwargs"])
+        self.load_state_dict(pickled["state"])
 
     def compressor(self, layers=None):
         """The method's compressor for a bucket whose parameters have these sizes."""
@@ -259,14 +289,22 @@ class HookWorker:
         self.bytes_sent = 0
         self.hook_seconds: list[float] = []
         self.world: int | None = None
+        self.rank: int | None = None
         self.memory: Memory | None = None
+        # A parameter's key (hook_state.py), the buckets it was exchanged in, and what a
+        # loaded state says (the compressors' steps, the saving job's world and rank).
+        self.keys = hook_state.ParamKeys()
+        self.layout = hook_state.Layout()
+        self.loaded_steps: dict[int, int] = {}
+        self.saved_world: int | None = None
+        self.saved_rank: int | None = None
         if settings.error_feedback and settings.ring_fed:
             self.memory = Memory()
         elif settings.method not in RING_METHODS:
             comp = settings.compressor()
             if comp.feedback:
                 self.memory = comp.new_memory()
-        self.buckets = _BucketStates(self)
+        self.buckets = hook_state.BucketStates(self)
         self._snapshots: dict = {}      # bucket index -> [(host buffer, its Future)] x 2
         self._losses: dict = {}         # bucket size -> the ring's loss buffer, reused
         self._thread: threading.Thread | None = None
@@ -297,7 +335,11 @@ class HookWorker:
     def _setup(self):
         st = self.st
         pg, rank, world = self.group()
-        self.world = world
+        self.world, self.rank = world, rank
+        if (self.saved_world, self.saved_rank) not in ((None, None), (world, rank)):
+            raise CollectiveError(
+                f"the loaded hook state is rank {self.saved_rank}'s of {self.saved_world}; "
+                f"this is rank {rank} of {world}: each rank loads its own, in a job as large")
         if st.transport == "torch":
             self._setup_torch(pg, rank, world)
             return
@@ -377,6 +419,7 @@ class HookWorker:
         while True:
             item = self._q.get()
             if item is None:
+                self._q.task_done()
                 return
             snap, device, params, fut, event = item
             try:
@@ -406,8 +449,18 @@ class HookWorker:
                     self.collective.close()
                 # DDP passes on the message only, so the message names the class.
                 fut.set_exception(CollectiveError(f"inceptionn hook: {type(e).__name__}: {e}"))
+            finally:
+                self._q.task_done()
 
     def _exchange(self, arr, params):
+        # A bucket merging buckets exchanged before (a resumed run's first step) goes as
+        # those buckets: the numbers do not depend on DDP's rebuild (hook_state.py).
+        groups = self.layout.plan(params)
+        if groups is None:
+            return self._exchange_bucket(arr, params)
+        return hook_state.exchange_as(arr, params, groups, self._exchange_bucket)
+
+    def _exchange_bucket(self, arr, params):
         # A dense compressor with error feedback (truncation) rides the ring as INCEPTIONN
         # does: its select and expand are the identity, so the ring sums the bucket itself.
         st = self.st
@@ -506,53 +559,6 @@ def _release_waiting_ranks(error, store) -> None:
         shut_down_connections([os.environ.get("MASTER_PORT"), getattr(store, "port", None)])
 
 
-class _BucketStates:
-    """A compressor's state per bucket, keyed by the bucket's parameters (not by
-    bucket.index(): DDP rebuilds its buckets after the first step, and the same index then
-    names other parameters). Every bucket's state shares the worker's one Memory, keyed
-    by parameter, so a rebuilt bucket finds its parameters' residuals wherever they were;
-    its step continues from the buckets its parameters came from (seeds and leaders
-    follow the step on every rank)."""
-
-    def __init__(self, worker):
-        self.worker = worker
-        self.entries: dict = {}      # key -> [comp, State]
-        self.owner: dict = {}        # param -> key of the entry it was last exchanged in
-
-    def step(self, arr, params):
-        w, st = self.worker, self.worker.st
-        pg, rank, world = w.group()
-        key = tuple(params)
-        if key not in self.entries:
-            self._new(key, params, arr.size, rank, world)
-        entry = self.entries[key]
-        comp, cstate = entry
-        total, cstate, sent = compressed_step(comp, arr, cstate, pg, ring=w.collective,
-                                              timeout=st.timeout)
-        entry[1] = cstate
-        w.bytes_sent += sent
-        return np.ascontiguousarray(total, np.float32)
-
-    def _new(self, key, params, size, rank, world):
-        comp = self.worker.st.compressor([n for _, n in params])
-        cstate = comp.init(size, rank=rank, world=world, seed=self.worker.st.seed,
-                           memory=self.worker.memory, layout=params)
-        old = [self.entries[self.owner[p]] for p, _ in params if p in self.owner]
-        if old:
-            cstate = replace(cstate, step=max(e[1].step for e in old))
-        self.entries[key] = [comp, cstate]
-        for p, _ in params:
-            self.owner[p] = key
-        held = set(self.owner.values())
-        for k in [k for k in self.entries if k not in held]:
-            del self.entries[k]
-
-
-def _param_key(p) -> tuple:
-    """A parameter's identity and size: its storage address and element count."""
-    return (p.data_ptr(), p.numel())
-
-
 def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Tensor]:
     """Average the bucket over all ranks; returns a Future completed by the worker."""
     buf = bucket.buffer()
@@ -577,6 +583,6 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
     else:
         index = bucket.index() if hasattr(bucket, "index") else None   # DDP's GradBucket has it
         snap = state.worker.host_snapshot(index, buf, fut)
-    params = [(_param_key(p), p.numel()) for p in bucket.parameters()]
+    params = state.worker.keys.of(bucket.parameters())
     state.worker.submit((snap, buf.device, params, fut, event))
     return fut

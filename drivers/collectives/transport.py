@@ -16,8 +16,12 @@ the address and port an authenticated control connection named. The secret is
 INCEPTIONN_RING_SECRET when set (shared out of band: then even a process that can read
 the store cannot join), else 32 random bytes that rank 0 publishes in the store: then
 whoever can read the store is trusted, as torch.distributed trusts it (its own gloo and
-NCCL connections are not authenticated). Refused: a process without the secret, a rank
-of another job, a peer claiming the wrong rank. Not covered: an attacker on the path
+NCCL connections are not authenticated). The proofs use a key derived from the secret
+and the rendezvous prefix (`ring_key`), which names the hook state and, under torchrun,
+the restart: a peer of an earlier incarnation of the job (a process left from before an
+elastic restart) cannot prove itself even where the secret is shared out of band.
+Refused: a process without the secret, a rank of another job or incarnation, a peer
+claiming the wrong rank. Not covered: an attacker on the path
 (the data is not encrypted; the NIC has to read it).
 """
 
@@ -38,7 +42,7 @@ import numpy as np
 from .. import sockets
 
 __all__ = ["CollectiveError", "Collective", "Link", "Listener", "rendezvous", "DEFAULT_TIMEOUT",
-           "job_secret", "SECRET_ENV"]
+           "job_secret", "ring_key", "SECRET_ENV"]
 
 DEFAULT_TIMEOUT = 60.0
 SECRET_ENV = "INCEPTIONN_RING_SECRET"
@@ -465,6 +469,11 @@ def job_secret(store, rank: int, prefix: str, timeout: float) -> bytes:
     return bytes.fromhex(_store_get(store, key, timeout, "rank 0's job secret"))
 
 
+def ring_key(secret: bytes, prefix: str) -> bytes:
+    """The key the handshake proves: the job's secret bound to this rendezvous's prefix."""
+    return _mac(secret, b"K", prefix.encode())
+
+
 def rendezvous(store, rank: int, world: int, peers, *, host: str, prefix: str,
                compress: bool, mss: int, dscp: int, timeout: float,
                secret: bytes | None = None) -> dict[int, Link]:
@@ -478,6 +487,7 @@ def rendezvous(store, rank: int, world: int, peers, *, host: str, prefix: str,
     try:
         if secret is None:
             secret = job_secret(store, rank, prefix, timeout)
+        secret = ring_key(secret, prefix)
         store.set(f"{prefix}/addr/{rank}", listener.address)
         higher = [p for p in peers if p > rank]
         lower = [p for p in peers if p < rank]

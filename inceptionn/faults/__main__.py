@@ -1,0 +1,5 @@
+import sys
+
+from .trials import main
+
+sys.exit(main())
