@@ -67,10 +67,18 @@ class EngineLanes(wiring.Component):
     module, instantiated once per lane (``EngineInstance``); ``drops``: the engine drops
     frames longer than MAX_FRAME_BYTES (TX)."""
 
-    def __init__(self, module, engine_cls, beat_bits, *, drops):
-        lanes = beat_bits // BEAT_BITS
-        if beat_bits % BEAT_BITS or lanes < 2 or lanes & (lanes - 1):
-            raise ValueError(f"lanes need a beat of 256 x 2^n bits (n >= 1), got {beat_bits}")
+    def __init__(self, module, engine_cls, beat_bits, *, drops, fifo_depth=LANE_FIFO_DEPTH,
+                 order_depth=ORDER_DEPTH, cfg_depth=CFG_DEPTH, engine=None, lane_bits=BEAT_BITS):
+        # fifo_depth, order_depth, cfg_depth, engine, lane_bits: the formal checks' small
+        # FIFOs and stand-in engine (a callable returning a component with the engine's
+        # ports other than its streams' width) at a narrow width; the same code.
+        self._depths = (fifo_depth, order_depth, cfg_depth)
+        self._engine = engine or (lambda: EngineInstance(module, engine_cls))
+        self.lane_bits = lane_bits
+        lanes = beat_bits // lane_bits
+        if beat_bits % lane_bits or lanes < 2 or lanes & (lanes - 1):
+            raise ValueError(f"lanes need a beat of {lane_bits} x 2^n bits (n >= 1), "
+                             f"got {beat_bits}")
         self._module, self._engine_cls = module, engine_cls
         self.beat_bits, self.lanes, self.drops = beat_bits, lanes, drops
         super().__init__({"i": In(axis_signature(beat_bits)), "o": Out(axis_signature(beat_bits)),
@@ -85,17 +93,18 @@ class EngineLanes(wiring.Component):
         cfg_layout = data.StructLayout({name: ports[name].shape for name in cfg_names})
         order_layout = data.StructLayout({"lane": range(n), "dropped": 1})
 
-        m.submodules.order = order = StreamFifo(order_layout, ORDER_DEPTH, fast=True)
+        fifo_depth, order_depth, cfg_depth = self._depths
+        m.submodules.order = order = StreamFifo(order_layout, order_depth, fast=True)
         m.submodules.out_slice = out_slice = FifoSlice(beat_layout(w))
         wiring.connect(m, out_slice.o, wiring.flipped(self.o))
 
         engs, inqs, outqs, cfgqs = [], [], [], []
         for j in range(n):
-            eng = EngineInstance(self._module, self._engine_cls)
-            inq = StreamFifo(beat_layout(w), LANE_FIFO_DEPTH, fast=True)
-            outq = StreamFifo(beat_layout(w), LANE_FIFO_DEPTH, fast=True)
-            cfgq = StreamFifo(cfg_layout, CFG_DEPTH, fast=True)
-            down, up = Downsizer(w, BEAT_BITS, 0), Upsizer(BEAT_BITS, w, 0)
+            eng = self._engine()
+            inq = StreamFifo(beat_layout(w), fifo_depth, fast=True)
+            outq = StreamFifo(beat_layout(w), fifo_depth, fast=True)
+            cfgq = StreamFifo(cfg_layout, cfg_depth, fast=True)
+            down, up = Downsizer(w, self.lane_bits, 0), Upsizer(self.lane_bits, w, 0)
             for name, sub in (("engine", eng), ("inq", inq), ("outq", outq), ("cfgq", cfgq),
                               ("down", down), ("up", up)):
                 m.submodules[f"{name}{j}"] = sub

@@ -10,7 +10,7 @@ runner of the testbenches (sim/engines.py).
 
 from dataclasses import dataclass, field
 
-from .blocks import engines
+from .blocks import block, engines
 
 __all__ = ["COUNTER_NAMES", "DESIGNS", "RunResult", "normalize_frames", "tx_design",
            "rx_design", "tx_expected", "tx512_design", "rx512_design", "beat_bytes"]
@@ -84,8 +84,8 @@ def beat_bytes(kind):
 DESIGNS = {
     "tx": (engines()["tx"].name, tx_design, tx_expected),
     "rx": (engines()["rx"].name, rx_design, _rx_expected),
-    "tx512": ("inceptionn_tx512", tx512_design, tx_expected),
-    "rx512": ("inceptionn_rx512", rx512_design, _rx_expected),
+    "tx512": (block("inceptionn_tx512").name, tx512_design, tx_expected),
+    "rx512": (block("inceptionn_rx512").name, rx512_design, _rx_expected),
 }
 
 
