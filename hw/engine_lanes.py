@@ -32,7 +32,7 @@ engine; only the beat width around it differs.
 """
 
 from amaranth import *
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axis import axis_signature, beat_layout
@@ -77,6 +77,7 @@ class EngineLanes(wiring.Component):
         self.lane_bits = lane_bits
         lanes = beat_bits // lane_bits
         if beat_bits % lane_bits or lanes < 2 or lanes & (lanes - 1):
+            self._MustUse__silence = True      # a refused block is not an unused one
             raise ValueError(f"lanes need a beat of {lane_bits} x 2^n bits (n >= 1), "
                              f"got {beat_bits}")
         self._module, self._engine_cls = module, engine_cls

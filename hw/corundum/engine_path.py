@@ -15,7 +15,7 @@ into a register and written to the side-band FIFO on the next clock (from regist
 so that it goes round the input slice and the width adapter; the gate puts the FIFO's
 head on every output beat of that frame. Frames leave an engine in the order they came
 in, bypassed, fallen back or compressed alike, so the FIFO's head always belongs to the
-frame at the output. The TX engine drops a frame of more than MAX_FRAME_BEATS beats: the
+frame at the output. The TX engine drops a frame of more than MAX_FRAME_BYTES bytes: the
 path counts a frame's beats into the engine and writes, a clock after its last beat,
 whether it is dropped to a FIFO of one bit beside the side-band's; the gate discards a
 dropped frame's entries instead of waiting for the frame, and waits for the head's drop
@@ -23,8 +23,9 @@ bit before a frame's output (the engine is store-and-forward, so the bit is ther
 then).
 
 The input takes a frame's first beat only when the side-band FIFO has room for it on the
-next clock (not full, and no write pending: the engines take at most one frame every
-two clocks, so this costs no rate); the input's ready comes from registers only. The
+next clock (not full, and no write pending: a frame every two clocks at most; the
+engines at 256 bits take no more, and at 512 bits only frames of one beat, 64 bytes or
+less, would come faster); the input's ready comes from registers only. The
 gate holds a frame's first output beat until its entry is there, and a full FIFO holds
 the input; neither waits on the other, so no deadlock.
 """

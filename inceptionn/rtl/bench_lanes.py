@@ -21,9 +21,10 @@ CLOCK_MHZ = 250
 
 def _udp_frames(size, count, values):
     from . import frame_builders as F
-    n = max((size - 42) // 4, 0)
+    nbytes = size - 42                        # Ethernet 14 + IPv4 20 + UDP 8
+    n = -(-nbytes // 4)
     vals = np.resize(values, n * count)
-    out = [F.udp_frame(F.float_payload(vals[i * n:(i + 1) * n])) for i in range(count)]
+    out = [F.udp_frame(F.float_payload(vals[i * n:(i + 1) * n])[:nbytes]) for i in range(count)]
     assert all(len(f) == size for f in out), size
     return out
 

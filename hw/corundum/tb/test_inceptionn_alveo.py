@@ -1,0 +1,26 @@
+"""INCEPTIONN's gradient tests in Corundum's Alveo 100G core testbench (fpga_100g's
+fpga_core, cocotb 1.8, Icarus): the suite of inceptionn_suite.py with the host as
+Corundum's driver model over cocotbext-pcie and the wire as cocotbext-eth's 100G MAC
+model (512-bit AXI stream) on QSFP port 0. `inceptionn corundum` writes this file next
+to Corundum's own test_fpga_core.py; it runs after Corundum's own test, on the same
+design, where the app's engines take 512-bit beats natively (two lanes of each).
+"""
+
+import cocotb
+
+from test_fpga_core import TB
+from inceptionn_suite import open_interface, run_suite
+
+
+@cocotb.test()
+async def run_test_inceptionn(dut):
+    tb = await open_interface(TB(dut, msix_count=2**len(dut.uut.core_inst.core_pcie_inst.irq_index)))
+    mac = tb.qsfp_mac[0]
+
+    async def send(frame):
+        await mac.rx.send(frame)
+
+    async def recv():
+        return bytes((await mac.tx.recv()).data)
+
+    await run_suite(tb, send, recv, dut.clk_250mhz)
