@@ -160,8 +160,6 @@ def plan(tree, board):
     tree = check_tree(tree, board)
     files = {}
     app = Path("fpga/app") / APP
-    for name, text in _sources().items():
-        files[app / "rtl" / name] = text
     files[app / "rtl/common"] = ("link", "../../../common/rtl/")
     files[app / "lib"] = ("link", "../../lib/")
     files[app / "README.md"] = corundum_tests.APP_README
@@ -204,6 +202,10 @@ def plan(tree, board):
     files[stb / "test_inceptionn_sume.py"] = corundum_tests.sume_tests()
     files[stb / "test_inceptionn_rates.py"] = corundum_tests.rates_bench()
     files.update(_alveo_files(tree))
+    # The Verilog last: every check of the user's files first, in seconds (the conversion
+    # of the cores takes a minute on a loaded machine).
+    for name, text in _sources().items():
+        files[app / "rtl" / name] = text
     return files
 
 

@@ -456,6 +456,11 @@ def report_app(name, nic_bits, workdir):
     t0 = time.monotonic()
     mod = run_yosys(text, top, workdir, kind="verilog",
                     units=tuple(ENGINE_MODULES.values()) if name in APP_UNIT_DESIGNS else ())
+    return _share_row(name, mod, t0, XC7VX690T_LUTS)
+
+
+def _share_row(name, mod, t0, device_luts):
+    """A report row of a synthesized module, with its LUTs as a share of a device's."""
     t_synth = time.monotonic() - t0
     lv = logic_levels(mod)
     viv = logic_levels(mod, style="vivado")
@@ -465,8 +470,8 @@ def report_app(name, nic_bits, workdir):
             "levels_path": [t for t, _ in lv.cells], "vivado_levels": viv.levels,
             "unknown_cells": lv.unknown_cells, "cells_by_type": counts["cells_by_type"],
             "synth_seconds": round(t_synth, 1),
-            "lut_share": round(counts["LUT"] / XC7VX690T_LUTS, 4),
-            "lut_sites_share": round(counts["LUT_SITES"] / XC7VX690T_LUTS, 4)}
+            "lut_share": round(counts["LUT"] / device_luts, 4),
+            "lut_sites_share": round(counts["LUT_SITES"] / device_luts, 4)}
 
 
 def report_lanes(name, workdir):
@@ -481,16 +486,7 @@ def report_lanes(name, workdir):
     t0 = time.monotonic()
     mod = run_yosys(text, top, Path(workdir) / name, kind="verilog",
                     units=(sub,) if units else (), family="xcup")
-    lv = logic_levels(mod)
-    viv = logic_levels(mod, style="vivado")
-    counts = cell_counts(mod)
-    return {"name": name, **{k: v for k, v in counts.items() if k != "cells_by_type"},
-            "levels": lv.levels, "levels_start": lv.start, "levels_end": lv.end,
-            "levels_path": [t for t, _ in lv.cells], "vivado_levels": viv.levels,
-            "unknown_cells": lv.unknown_cells, "cells_by_type": counts["cells_by_type"],
-            "synth_seconds": round(time.monotonic() - t0, 1),
-            "lut_share": round(counts["LUT"] / XCU280_LUTS, 4),
-            "lut_sites_share": round(counts["LUT_SITES"] / XCU280_LUTS, 4)}
+    return _share_row(name, mod, t0, XCU280_LUTS)
 
 
 def markdown_table(report):

@@ -9,18 +9,10 @@ design, where the app's engines take 512-bit beats natively (two lanes of each).
 import cocotb
 
 from test_fpga_core import TB
-from inceptionn_suite import open_interface, run_suite
+from inceptionn_suite import mac_io, open_interface, run_suite
 
 
 @cocotb.test()
 async def run_test_inceptionn(dut):
     tb = await open_interface(TB(dut, msix_count=2**len(dut.uut.core_inst.core_pcie_inst.irq_index)))
-    mac = tb.qsfp_mac[0]
-
-    async def send(frame):
-        await mac.rx.send(frame)
-
-    async def recv():
-        return bytes((await mac.tx.recv()).data)
-
-    await run_suite(tb, send, recv, dut.clk_250mhz)
+    await run_suite(tb, *mac_io(tb.qsfp_mac[0]), dut.clk_250mhz)
