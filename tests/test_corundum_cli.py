@@ -63,6 +63,11 @@ def stand_in(root):
         "fpga/mqnic/Alveo/fpga_100g/tb/fpga_core/mqnic.py": "# driver\n",
         **{f"fpga/mqnic/Alveo/fpga_100g/fpga_{b}/{name}": text for b in ("AU280", "AU250")
            for name, text in (("Makefile", _VIVADO_MAKEFILE), ("config.tcl", _CONFIG))},
+        "fpga/mqnic/VCU118/fpga_100g/tb/fpga_core/Makefile":
+            _TB_MAKEFILE.format(dut="fpga_core", ifs=2),
+        "fpga/mqnic/VCU118/fpga_100g/tb/fpga_core/test_fpga_core.py": "# tb\n",
+        "fpga/mqnic/VCU118/fpga_100g/fpga/Makefile": _VIVADO_MAKEFILE,
+        "fpga/mqnic/VCU118/fpga_100g/fpga/config.tcl": _CONFIG,
     }
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -140,12 +145,14 @@ def test_plan_turns_the_app_on(tmp_path, monkeypatch):
     for b in ("AU280", "AU250"):
         assert 'APP_ENABLE "1"' in files[alveo + f"fpga_{b}_app_inceptionn/config.tcl"]
         assert "app/inceptionn/rtl/inceptionn_tx.v" in files[alveo + f"fpga_{b}_app_inceptionn/Makefile"]
-    atb = alveo + "tb/fpga_core_inceptionn/"
-    assert "MODULE   = test_fpga_core,test_inceptionn_alveo" in files[atb + "Makefile"]
-    assert "PARAM_APP_ENABLE := 1" in files[atb + "Makefile"]
-    assert "'if1.rx.malformed'" in files[atb + "inceptionn_suite.py"]
-    assert "qsfp_mac[0]" in files[atb + "test_inceptionn_alveo.py"]
-    assert files[atb + "test_fpga_core.v"] == "// tb top\n"
+    vcu = "fpga/mqnic/VCU118/fpga_100g/"
+    assert 'APP_ENABLE "1"' in files[vcu + "fpga_app_inceptionn/config.tcl"]
+    for atb in (alveo + "tb/fpga_core_inceptionn/", vcu + "tb/fpga_core_inceptionn/"):
+        assert "MODULE   = test_fpga_core,test_inceptionn_100g" in files[atb + "Makefile"]
+        assert "PARAM_APP_ENABLE := 1" in files[atb + "Makefile"]
+        assert "'if1.rx.malformed'" in files[atb + "inceptionn_suite.py"]
+        assert "qsfp_mac[0]" in files[atb + "test_inceptionn_100g.py"]
+    assert files[alveo + "tb/fpga_core_inceptionn/test_fpga_core.v"] == "// tb top\n"
 
 
 def test_docs_show_the_register_map():

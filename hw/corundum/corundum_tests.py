@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .regmap import APP_MAGIC, register_map
 
-__all__ = ["suite", "sume_tests", "app_tests", "alveo_tests", "rates_bench", "APP_README"]
+__all__ = ["suite", "sume_tests", "app_tests", "tests_100g", "rates_bench", "APP_README"]
 
 _TB = Path(__file__).resolve().parent / "tb"
 
@@ -53,9 +53,10 @@ def app_tests():
     return (_TB / "test_inceptionn_app.py").read_text()
 
 
-def alveo_tests():
-    """test_inceptionn_alveo.py: the suite in the Alveo 100G core testbench (512-bit MAC models)."""
-    return (_TB / "test_inceptionn_alveo.py").read_text()
+def tests_100g():
+    """test_inceptionn_100g.py: the suite in the 100G core testbenches (Alveo, VCU118;
+    512-bit MAC models)."""
+    return (_TB / "test_inceptionn_100g.py").read_text()
 
 
 def rates_bench():
