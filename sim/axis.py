@@ -53,29 +53,30 @@ def pause_generator(mode, seed=0):
     raise ValueError(f"unknown pause mode {mode!r}; expected one of {PAUSE_MODES}")
 
 
-def frame_to_beats(frame, user=False):
-    """bytes -> [(data int, keep int, last, user)] per the spec's beat mapping."""
+def frame_to_beats(frame, user=False, beat_bytes=BEAT_BYTES):
+    """bytes -> [(data int, keep int, last, user)] per the spec's beat mapping, in beats
+    of `beat_bytes` (the engines' 32, 64 for their 512-bit lanes)."""
     if not frame:
         raise ValueError("an AXI-stream frame has at least one byte")
     beats = []
-    for off in range(0, len(frame), BEAT_BYTES):
-        chunk = frame[off:off + BEAT_BYTES]
-        last = off + BEAT_BYTES >= len(frame)
+    for off in range(0, len(frame), beat_bytes):
+        chunk = frame[off:off + beat_bytes]
+        last = off + beat_bytes >= len(frame)
         beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1,
                       int(last), int(bool(user) and last)))
     return beats
 
 
-def beats_to_frame(beats):
+def beats_to_frame(beats, beat_bytes=BEAT_BYTES):
     """[(data, keep, ...)] -> bytes; keep must be a contiguous low mask (spec section 4)."""
     out = bytearray()
     for i, (data, keep, *_) in enumerate(beats):
         n = bin(keep).count("1")
         if keep != (1 << n) - 1:
             raise AssertionError(f"beat {i}: tkeep {keep:#010x} is not a contiguous low mask")
-        if i + 1 < len(beats) and n != BEAT_BYTES:
+        if i + 1 < len(beats) and n != beat_bytes:
             raise AssertionError(f"beat {i}: only the last beat may be partial (tkeep {keep:#x})")
-        out += data.to_bytes(BEAT_BYTES, "little")[:n]
+        out += data.to_bytes(beat_bytes, "little")[:n]
     return bytes(out)
 
 

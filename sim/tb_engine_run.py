@@ -79,9 +79,10 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
     out_first_cycle); cycles spans first input beat to last output beat, in_cycles the
     input beats only (first to last accepted)."""
     expect = len(frames) if expect is None else expect
+    width = len(dut.s_axis_tdata) // 8        # bytes a beat: 32, or 64 at 512 bits
     beats = []
     for idx, (frame, user) in enumerate(frames):
-        beats.extend((d, k, l, u, idx) for d, k, l, u in frame_to_beats(frame, user))
+        beats.extend((d, k, l, u, idx) for d, k, l, u in frame_to_beats(frame, user, width))
     idle_gen = pause_generator(idle, seed * 2 + 1)
     bp_gen = pause_generator(backpressure, seed * 2 + 2)
     s_valid, s_ready = dut.s_axis_tvalid, dut.s_axis_tready
@@ -139,7 +140,7 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
             out_beats += 1
             last_out = cycle
             if beat[2]:
-                frames_out.append((beats_to_frame(cur), bool(beat[3])))
+                frames_out.append((beats_to_frame(cur, width), bool(beat[3])))
                 cur = []
         if len(frames_out) >= expect and pos >= len(beats):
             quiet += 1

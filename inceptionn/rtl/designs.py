@@ -2,17 +2,18 @@
 and the result of one run.
 
 ``DESIGNS``: kind -> (Verilog module name, design factory, function frames -> [bool: this
-input frame comes out]) for "tx" and "rx". ``RunResult`` is what a batch of frames through
+input frame comes out]) for "tx" and "rx", and "tx512" and "rx512": the engines at 512 bits
+a beat (hw/engine_lanes.py: two lanes of each, instances of the 256-bit engines' modules). ``RunResult`` is what a batch of frames through
 an engine returns, from the compiled loop (``rtl_loop.run_frames``) or from the cocotb
 runner of the testbenches (sim/engines.py).
 """
 
 from dataclasses import dataclass, field
 
-from .blocks import engines
+from .blocks import block, engines
 
 __all__ = ["COUNTER_NAMES", "DESIGNS", "RunResult", "normalize_frames", "tx_design",
-           "rx_design", "tx_expected"]
+           "rx_design", "tx_expected", "tx512_design", "rx512_design", "beat_bytes"]
 
 
 # The engines' counter ports (spec section 6), as far as each engine has them.
@@ -52,12 +53,39 @@ def _rx_expected(frames):
     return [True] * len(frames)
 
 
+def tx512_design():
+    from ..hw.axis import AxisTop
+    from ..hw.engine_lanes import CompressionEngineLanes
+    return AxisTop(CompressionEngineLanes(512))
+
+
+def rx512_design():
+    from ..hw.axis import AxisTop
+    from ..hw.engine_lanes import DecompressionEngineLanes
+    return AxisTop(DecompressionEngineLanes(512))
+
+
+# The lanes' top is small; the engines' modules come from their shared conversions
+# (the harness adds a factory's `instances` to its build), compiled as the engines are.
+tx512_design.instances = ((engines()["tx"].name, tx_design),)     # type: ignore[attr-defined]
+rx512_design.instances = ((engines()["rx"].name, rx_design),)     # type: ignore[attr-defined]
+tx512_design.cxx_opt = "-O1"      # type: ignore[attr-defined]
+rx512_design.cxx_opt = "-O1"      # type: ignore[attr-defined]
+
+
+def beat_bytes(kind):
+    """Bytes a beat of engine ``kind`` ("tx", "rx512", ...)."""
+    return 64 if kind.endswith("512") else 32
+
+
 # kind -> (module name, design factory, frames -> [bool: this input frame comes out]).
 # The names are `make verilog`'s, so that the testbenches, the compiled loop and the
 # Verilog output share one conversion of each engine (harness.to_verilog's cache).
 DESIGNS = {
     "tx": (engines()["tx"].name, tx_design, tx_expected),
     "rx": (engines()["rx"].name, rx_design, _rx_expected),
+    "tx512": (block("inceptionn_tx512").name, tx512_design, tx_expected),
+    "rx512": (block("inceptionn_rx512").name, rx512_design, _rx_expected),
 }
 
 

@@ -40,7 +40,7 @@
 
 namespace {
 
-constexpr int BEAT = 32;
+constexpr int BEAT = ENGINE_BEAT_BYTES;     // 32, or 64 for the 512-bit lanes
 constexpr int DRAIN_CLOCKS = 64;
 
 void read_exact(void* dst, size_t n) {
@@ -141,7 +141,7 @@ struct Loop {
         std::memcpy(beat, f.data.data() + off, n);
         std::memcpy(&top->s_axis_tdata.m_storage[0], beat, BEAT);  // byte j in bits 8j+7:8j
         bool last = off + n == f.data.size();
-        top->s_axis_tkeep = n == BEAT ? 0xFFFFFFFFu : ((1u << n) - 1u);
+        top->s_axis_tkeep = n == BEAT ? ~0ull >> (64 - BEAT) : ((1ull << n) - 1ull);
         top->s_axis_tlast = last;
         top->s_axis_tuser = last ? f.user : 0;
         top->s_axis_tvalid = 1;
@@ -174,9 +174,9 @@ struct Loop {
                 if (cur.empty()) cur_first = clock;
                 uint8_t beat[BEAT];
                 std::memcpy(beat, &top->m_axis_tdata.m_storage[0], BEAT);
-                uint32_t keep = top->m_axis_tkeep;
+                uint64_t keep = top->m_axis_tkeep;
                 int n = 0;
-                while (n < BEAT && (keep >> n) & 1u) ++n;  // keep is contiguous from lane 0
+                while (n < BEAT && (keep >> n) & 1ull) ++n;  // keep is contiguous from lane 0
                 cur.insert(cur.end(), beat, beat + n);
                 ++out_beats;
                 last_out = clock;

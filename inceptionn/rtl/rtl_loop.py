@@ -61,6 +61,7 @@ def _ports_header(name: str, ports) -> str:
     reads = ", ".join(f"(uint64_t)(t)->{c}" for c in counters)
     return (f'#include "V{name}.h"\n'
             f"#define ENGINE_TOP V{name}\n"
+            f"#define ENGINE_BEAT_BYTES {ports['s_axis_tdata'][1] // 8}\n"
             f"#define ENGINE_HAS_K {int('k' in ports)}\n"
             f"#define ENGINE_HAS_CODEC {int('codec' in ports)}\n"
             f"#define ENGINE_HAS_VERSION {int('version' in ports)}\n"
@@ -81,8 +82,8 @@ def build_loop(kind: str) -> tuple[Path, list[str]]:
     The loop links the cocotb testbenches' model of the engine (harness.build: the same
     Verilated C++, compiled once, at the engine's -O1, with only its top public), so an
     engine is Verilated and compiled once for both; only rtl_loop.cpp is compiled here."""
-    if kind not in ("tx", "rx"):
-        raise ValueError(f"unknown engine kind {kind!r}; expected 'tx' or 'rx'")
+    if kind not in designs.DESIGNS:
+        raise ValueError(f"unknown engine kind {kind!r}; expected one of {sorted(designs.DESIGNS)}")
     name, factory, _ = designs.DESIGNS[kind]
     model = Path(harness.build(factory, name).build_dir).resolve()
     build_dir = harness.BUILD / "rtl_loop" / name

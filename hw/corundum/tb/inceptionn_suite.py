@@ -88,6 +88,16 @@ async def counters(tb, d):
     return out
 
 
+def mac_io(mac):
+    """`send` and `recv` on a cocotbext-eth EthMac model (AXI stream, no FCS at this level)."""
+    async def send(frame):
+        await mac.rx.send(frame)
+
+    async def recv():
+        return bytes((await mac.tx.recv()).data)
+    return send, recv
+
+
 async def open_interface(tb):
     """The driver's bring-up as Corundum's own test does it: interface 0 open, its queues on."""
     await tb.init()

@@ -9,18 +9,10 @@ engines are crossed by 512-bit streams here (64-bit ones in the SUME testbench).
 import cocotb
 
 from test_mqnic_core_pcie_us import TB
-from inceptionn_suite import open_interface, run_suite
+from inceptionn_suite import mac_io, open_interface, run_suite
 
 
 @cocotb.test()
 async def run_test_inceptionn(dut):
     tb = await open_interface(TB(dut, msix_count=2**len(dut.core_pcie_inst.irq_index)))
-    mac = tb.port_mac[0]
-
-    async def send(frame):
-        await mac.rx.send(frame)
-
-    async def recv():
-        return bytes((await mac.tx.recv()).data)
-
-    await run_suite(tb, send, recv, dut.clk)
+    await run_suite(tb, *mac_io(tb.port_mac[0]), dut.clk)

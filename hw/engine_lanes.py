@@ -1,0 +1,229 @@
+"""An engine at a wider beat: lanes of the 256-bit engine taking whole frames in turn.
+
+At 256 bits an engine is itself (``wide_engine`` returns it); at W = 256 * N bits (512
+for the 100 GbE NICs, N = 2) the input's frames go in turn to N lanes, each the 256-bit
+engine, unchanged, behind a FIFO and a width adapter, and come out in the order they came
+in (docs/engine-lanes.md: why lanes and not two groups a clock inside one engine)::
+
+    i ─► turn ─┬─► inq[0] (W) ─► W→256 ─► engine ─► 256→W ─► outq[0] (W) ─┬─► merge ─► slice ─► o
+               ├─► inq[1] ...                                             │    ▲
+               └─► order FIFO (lane, dropped) ────────────────────────────────┘
+
+- turn: frame j goes to lane j mod N, every beat of it; the lane's input FIFO takes it
+  at a beat a clock while the lane drains at 256 bits a clock, so two frames in flight
+  on two lanes keep W bits a clock in. The frame's configuration (the engine's
+  configuration inputs, as they are when its first beat is taken) goes into the lane's
+  ``cfgq`` and is what the lane's engine sees while it takes that frame (an engine
+  samples its configuration on a frame's first beat, so a frame keeps the configuration
+  it came in with at any width).
+- order FIFO: one entry a frame, the lane it went to; for TX, whether the engine drops
+  it (longer than MAX_FRAME_BYTES, which the lane's engine drops: counted at the input
+  in W-bit beats). RX writes the entry with the frame's first beat (RX is cut-through:
+  a frame's first beats can come out before its last went in); TX with its last (the
+  length is then known; TX is store-and-forward, so the entry is there before the
+  frame's first output beat).
+- merge: the head's lane's output FIFO, a frame at a time; a dropped frame's entry is
+  popped with nothing taken. Each lane's output FIFO lets a lane run ahead while the
+  merge waits on another, so N lanes at half rate make one W-bit beat a clock.
+- counters: each the sum of the lanes' (registered: one clock behind the lanes').
+
+The wire is the 256-bit engine's byte for byte: every frame goes through one unchanged
+engine; only the beat width around it differs.
+"""
+
+from amaranth import *
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .axis import axis_signature, beat_layout
+from .corundum.engine_path import engine_ports
+from .corundum.width import Downsizer, Upsizer
+from .engine_instance import EngineInstance
+from .primitives import FifoSlice, StreamFifo
+from .wire import BEAT_BITS, MAX_FRAME_BYTES
+
+__all__ = ["EngineLanes", "CompressionEngineLanes", "DecompressionEngineLanes", "wide_engine"]
+
+# Entries of a lane's input and output FIFOs (W-bit beats): a jumbo frame is 141 beats
+# at 512 bits, and a lane holds about half of it on the way in (taken at W, drained at
+# 256) and up to all of it on the way out (made while the merge waits on the other lane);
+# 512 entries of 578 bits are 9 block RAMs (512 x 72) each, as 256 would be.
+LANE_FIFO_DEPTH = 512
+# Frames between the input and the output: the lanes' FIFOs and the engines' own
+# (short TX frames leave about 80 clocks after their first beat; at 512 bits a 64-byte
+# frame comes every clock).
+ORDER_DEPTH = 256
+CFG_DEPTH = 64
+
+
+def _narrow(st):
+    """An engine-side stream's fields as a ``nic_beat`` payload's (no side-band)."""
+    return [st.data, st.keep, st.last, st.user]
+
+
+class EngineLanes(wiring.Component):
+    """``i``/``o``: W-bit streams (``beat_layout(W)``); the engine's configuration inputs
+    and counter outputs under their own names. ``module``: the 256-bit engine's Verilog
+    module, instantiated once per lane (``EngineInstance``); ``drops``: the engine drops
+    frames longer than MAX_FRAME_BYTES (TX)."""
+
+    def __init__(self, module, engine_cls, beat_bits, *, drops, fifo_depth=LANE_FIFO_DEPTH,
+                 order_depth=ORDER_DEPTH, cfg_depth=CFG_DEPTH, engine=None, lane_bits=BEAT_BITS):
+        # fifo_depth, order_depth, cfg_depth, engine, lane_bits: the formal checks' small
+        # FIFOs and stand-in engine (a callable returning a component with the engine's
+        # ports other than its streams' width) at a narrow width; the same code.
+        self._depths = (fifo_depth, order_depth, cfg_depth)
+        self._engine = engine or (lambda: EngineInstance(module, engine_cls))
+        self.lane_bits = lane_bits
+        lanes = beat_bits // lane_bits
+        if beat_bits % lane_bits or lanes < 2 or lanes & (lanes - 1):
+            self._MustUse__silence = True      # a refused block is not an unused one
+            raise ValueError(f"lanes need a beat of {lane_bits} x 2^n bits (n >= 1), "
+                             f"got {beat_bits}")
+        self._module, self._engine_cls = module, engine_cls
+        self.beat_bits, self.lanes, self.drops = beat_bits, lanes, drops
+        super().__init__({"i": In(axis_signature(beat_bits)), "o": Out(axis_signature(beat_bits)),
+                          **engine_ports(engine_cls)})
+
+    def elaborate(self, platform):
+        m = Module()
+        n, w = self.lanes, self.beat_bits
+        ports = engine_ports(self._engine_cls)
+        cfg_names = [name for name, mb in ports.items() if mb.flow == In]
+        cnt_names = [name for name, mb in ports.items() if mb.flow == Out]
+        cfg_layout = data.StructLayout({name: ports[name].shape for name in cfg_names})
+        order_layout = data.StructLayout({"lane": range(n), "dropped": 1})
+
+        fifo_depth, order_depth, cfg_depth = self._depths
+        m.submodules.order = order = StreamFifo(order_layout, order_depth, fast=True)
+        m.submodules.out_slice = out_slice = FifoSlice(beat_layout(w))
+        wiring.connect(m, out_slice.o, wiring.flipped(self.o))
+
+        engs, inqs, outqs, cfgqs = [], [], [], []
+        for j in range(n):
+            eng = self._engine()
+            inq = StreamFifo(beat_layout(w), fifo_depth, fast=True)
+            outq = StreamFifo(beat_layout(w), fifo_depth, fast=True)
+            cfgq = StreamFifo(cfg_layout, cfg_depth, fast=True)
+            down, up = Downsizer(w, self.lane_bits, 0), Upsizer(self.lane_bits, w, 0)
+            for name, sub in (("engine", eng), ("inq", inq), ("outq", outq), ("cfgq", cfgq),
+                              ("down", down), ("up", up)):
+                m.submodules[f"{name}{j}"] = sub
+            self._lane(m, inq, down, cfgq, eng, up, outq, cfg_names)
+            engs.append(eng)
+            inqs.append(inq)
+            outqs.append(outq)
+            cfgqs.append(cfgq)
+
+        # turn: the lane of the frame now coming in; its first beat's configuration.
+        lane = Signal(range(n))
+        first = Signal(init=1)
+        beats = Signal(range(MAX_FRAME_BYTES // (w // 8) + 2))   # this frame's so far, saturating
+        s = self.i
+        lane_rdy = Signal()
+        m.d.comb += lane_rdy.eq(Array(q.i.ready for q in inqs)[lane]
+                                & Array(q.i.ready for q in cfgqs)[lane] & order.i.ready)
+        m.d.comb += s.ready.eq(lane_rdy)
+        took = s.valid & s.ready
+        for j in range(n):
+            m.d.comb += [
+                inqs[j].i.payload.eq(s.payload),
+                inqs[j].i.valid.eq(s.valid & lane_rdy & (lane == j)),
+                cfgqs[j].i.valid.eq(took & first & (lane == j)),
+            ]
+            for name in cfg_names:
+                m.d.comb += cfgqs[j].i.payload[name].eq(getattr(self, name))
+        write_at = s.payload.last if self.drops else first
+        m.d.comb += [
+            order.i.payload.lane.eq(lane),
+            order.i.payload.dropped.eq(beats >= MAX_FRAME_BYTES // (w // 8) if self.drops else 0),
+            order.i.valid.eq(took & write_at),
+        ]
+        with m.If(took):
+            m.d.sync += first.eq(s.payload.last)
+            with m.If(s.payload.last):
+                m.d.sync += [lane.eq(lane + 1), beats.eq(0)]     # n a power of two: wraps
+            with m.Elif(beats <= MAX_FRAME_BYTES // (w // 8)):
+                m.d.sync += beats.eq(beats + 1)
+
+        # merge: the head's lane, a frame at a time; a dropped frame's entry goes alone.
+        head = order.o
+        sel = head.payload.lane
+        pass_on = head.valid & ~head.payload.dropped
+        src_valid = Signal()
+        src = Signal(beat_layout(w))
+        with m.Switch(sel):
+            for j in range(n):
+                with m.Case(j):
+                    m.d.comb += [src_valid.eq(outqs[j].o.valid), src.eq(outqs[j].o.payload)]
+        o = out_slice.i
+        m.d.comb += [
+            o.payload.eq(src),
+            o.valid.eq(pass_on & src_valid),
+            head.ready.eq(head.valid & (head.payload.dropped
+                                        | (o.ready & src_valid & src.last))),
+        ]
+        for j in range(n):
+            m.d.comb += outqs[j].o.ready.eq(pass_on & o.ready & (sel == j))
+
+        # counters: the lanes' sums, from registers.
+        for name in cnt_names:
+            total = sum(getattr(e, name) for e in engs)
+            m.d.sync += getattr(self, name).eq(total[:len(getattr(self, name))])
+        return m
+
+    def _lane(self, m, inq, down, cfgq, eng, up, outq, cfg_names):
+        """inq -> W->256 -> engine (with its frame's configuration) -> 256->W -> outq."""
+        ip, dp = inq.o.payload, down.i.payload
+        m.d.comb += [
+            Cat(*_narrow(dp)).eq(Cat(*_narrow(ip))), dp.side.eq(0),
+            down.i.valid.eq(inq.o.valid), inq.o.ready.eq(down.i.ready),
+        ]
+        # The engine takes a beat only with its frame's configuration at cfgq's head,
+        # popped with the frame's last beat.
+        d = down.o
+        go = d.valid & cfgq.o.valid
+        m.d.comb += [
+            Cat(*_narrow(eng.i.payload)).eq(Cat(*_narrow(d.payload))),
+            eng.i.valid.eq(go),
+            d.ready.eq(eng.i.ready & cfgq.o.valid),
+            cfgq.o.ready.eq(go & eng.i.ready & d.payload.last),
+        ]
+        for name in cfg_names:
+            m.d.comb += getattr(eng, name).eq(cfgq.o.payload[name])
+        up_p = up.i.payload
+        m.d.comb += [
+            Cat(*_narrow(up_p)).eq(Cat(*_narrow(eng.o.payload))), up_p.side.eq(0),
+            up.i.valid.eq(eng.o.valid), eng.o.ready.eq(up.i.ready),
+            Cat(*_narrow(outq.i.payload)).eq(Cat(*_narrow(up.o.payload))),
+            outq.i.valid.eq(up.o.valid), up.o.ready.eq(outq.i.ready),
+        ]
+
+
+def wide_engine(kind, beat_bits):
+    """Engine ``kind`` ("tx", "rx") at ``beat_bits``: the engine itself at 256 (the same
+    design, unchanged), lanes of it above."""
+    if beat_bits == BEAT_BITS:
+        from .compression_engine import CompressionEngine
+        from .decompression_engine import DecompressionEngine
+        return {"tx": CompressionEngine, "rx": DecompressionEngine}[kind]()
+    return {"tx": CompressionEngineLanes, "rx": DecompressionEngineLanes}[kind](beat_bits)
+
+
+class CompressionEngineLanes(EngineLanes):
+    """The TX engine at ``beat_bits`` (512: two lanes), its lanes instances of the shared
+    ``inceptionn_tx`` module."""
+
+    def __init__(self, beat_bits=2 * BEAT_BITS):
+        from .compression_engine import CompressionEngine
+        from ..rtl.blocks import engines
+        super().__init__(engines()["tx"].name, CompressionEngine, beat_bits, drops=True)
+
+
+class DecompressionEngineLanes(EngineLanes):
+    """The RX engine at ``beat_bits`` (512: two lanes), of the shared ``inceptionn_rx``."""
+
+    def __init__(self, beat_bits=2 * BEAT_BITS):
+        from .decompression_engine import DecompressionEngine
+        from ..rtl.blocks import engines
+        super().__init__(engines()["rx"].name, DecompressionEngine, beat_bits, drops=False)

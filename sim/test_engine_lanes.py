@@ -1,0 +1,166 @@
+"""The engines at 512 bits a beat (hw/engine_lanes.py: two lanes of each 256-bit engine)
+against golden, byte for byte, tkeep, tuser, order and counters included.
+
+One cocotb module for both: the DUT is the TX lanes when it has a ``k`` port, else the RX
+lanes. The frames, configurations and golden checks are the 256-bit testbenches' own
+(sim/test_compression_engine.py, sim/test_decompression_engine.py), so the two widths
+are held to one set of cases:
+
+- protocol matrix: cocotbext-axi's source and sink on the 512-bit buses, every idle x
+  backpressure pair, the wire versions taking turns (TX) or mixed frame by frame (RX);
+- TX: the corner frames (dropped oversize frames, bad-flagged frames, fall-back, VLAN,
+  options) with the codec, version and k changing frame by frame, so that each lane's
+  engine must see the configuration its frame came in with;
+- RX: the malformed and cut-short compressed frames of every version (flagged bad), then
+  correct ones, under random idle and backpressure;
+- line rate (under `make sim-stress`): back-to-back 1514- and 9014-byte compressible
+  frames, sink always ready, one 512-bit beat a clock in at steady state (a count of
+  clocks in the simulation, not a timed assert).
+
+All of it runs under `make sim-stress`, not `make test`: each 512-bit model holds two
+engines and its Verilator build took about 6 minutes on the 2 shared cores (more than
+the whole of make test's room); make test checks the lanes' own logic with stand-in
+engines in Amaranth's simulator (tests/test_engine_lanes.py) and the engines themselves
+at 256 bits.
+"""
+
+import cocotb
+import pytest
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from inceptionn.rtl import harness
+from inceptionn.rtl.designs import DESIGNS, rx512_design, tx512_design
+from inceptionn.sim import test_compression_engine as T
+from inceptionn.sim import test_decompression_engine as R
+from inceptionn.sim.axis import PAUSE_MODES, pause_generator, stress
+from inceptionn.sim.tb_engine_run import play
+
+BEAT = 64
+
+
+def _is_tx(dut):
+    return hasattr(dut, "k")
+
+
+async def _axi_run(dut, frames, idle, backpressure):
+    """cocotbext-axi at the DUT's width: send every frame, receive as many."""
+    from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+    src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
+    sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
+    assert len(src.bus.tdata) == 8 * BEAT
+    src.set_pause_generator(pause_generator(idle, 1))
+    sink.set_pause_generator(pause_generator(backpressure, 2))
+    for f, u in frames:
+        await src.send(AxiStreamFrame(f, tuser=int(u)))
+    return sink
+
+
+async def _recv(sink, n):
+    got = []
+    for _ in range(n):
+        rx = await sink.recv()
+        user = rx.tuser[-1] if isinstance(rx.tuser, list) else rx.tuser
+        got.append((bytes(rx.tdata), bool(user)))
+    return got
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=PAUSE_MODES, backpressure=PAUSE_MODES)
+async def protocol_matrix(dut, idle, backpressure):
+    if _is_tx(dut):
+        variant = T.VARIANTS[(PAUSE_MODES.index(idle) + PAUSE_MODES.index(backpressure)) % 3]
+        await T.start(dut, **variant)
+        frames = T.matrix_frames()
+        sink = await _axi_run(dut, frames, idle, backpressure)
+        got = await _recv(sink, T.n_out(frames, **variant))
+        await ClockCycles(dut.clk, 20)
+        assert sink.empty()
+        T.check(dut, frames, got, **variant)
+    else:
+        await R._reset(dut)
+        wire = R._wire(R._originals(3)[::3], tuser_rate=0.1, seed=4)
+        exp, c = R._expect(wire)
+        assert c.version1 > 5 and c.version2 > 5 and c.version3 > 5
+        sink = await _axi_run(dut, wire, idle, backpressure)
+        got = await _recv(sink, len(wire))
+        R._compare(got, exp)
+        await ClockCycles(dut.clk, 4)      # the lanes' counter sums are registered
+        R._check_counters(dut, c)
+
+
+@cocotb.test()
+@cocotb.parametrize(mode=["none", "cyclic", "random"])
+async def corners(dut, mode):
+    if _is_tx(dut):
+        # Dropped (over MAX_FRAME_BYTES), bad-flagged, fall-back and compressed frames,
+        # each with its own codec, version and k.
+        await T.start(dut)
+        frames = T.corner_frames()
+        cfgs = T.mixed_cfgs(len(frames), seed=len(mode))
+        res = await play(dut, frames, idle=mode, backpressure=mode, seed=9,
+                         expect=T.n_out(frames, cfgs), cfgs=cfgs)
+        await ClockCycles(dut.clk, 2)
+        c = T.check(dut, frames, res["frames_out"], cfgs)
+        assert c.dropped == 3 and c.fallback >= 3 and c.compressed >= 10
+        assert c.version1 >= 3 and c.version2 >= 3 and c.version3 >= 3
+    else:
+        # Cut-short and malformed compressed frames of every version: flagged bad.
+        await R._reset(dut)
+        cases = R._malformed(50)[::2]
+        wire = [(f, u) for f, u, _ in cases]
+        exp, c = R._expect(wire)
+        res = await play(dut, wire, idle=mode, backpressure=mode, seed=51)
+        R._compare(res["frames_out"], exp)
+        assert sum(eu and not u for (_, eu), (_, u) in zip(exp, wire)) > 20
+        await ClockCycles(dut.clk, 4)
+        R._check_counters(dut, c)
+
+
+@cocotb.test()
+@cocotb.parametrize(size=[1514, 9014])
+async def line_rate(dut, size):
+    """Back-to-back compressible frames (TX) or their compressed forms (RX), sink always
+    ready: TX takes one 512-bit beat a clock at steady state; RX gives at least 0.95."""
+    from inceptionn.rtl import frame_builders as F
+    vals, _ = F.gradient_values((size - 42) // 4 * 12, seed=3, demo_dir=None)
+    n = (size - 42) // 4
+    frames = [(F.udp_frame(F.float_payload(vals[i * n:(i + 1) * n])), False) for i in range(12)]
+    if _is_tx(dut):
+        await T.start(dut)
+        res = await play(dut, frames)
+        T.check(dut, frames, res["frames_out"])
+        spans = res["in_last_cycle"]
+        beats = sum(-(-len(f) // BEAT) for f, _ in frames[2:11])
+        assert spans[10] - spans[1] == beats, f"{beats} beats took {spans[10] - spans[1]} cycles"
+    else:
+        await R._reset(dut)
+        wire = [(R.tx_frame(f), False) for f, _ in frames]
+        exp, _ = R._expect(wire)
+        res = await play(dut, wire)
+        R._compare(res["frames_out"], exp)
+        outs = res["out_first_cycle"]
+        beats = sum(-(-len(e) // BEAT) for e, _ in exp[2:11])
+        assert beats >= 0.95 * (outs[11] - outs[2]), f"{beats} beats in {outs[11] - outs[2]} cycles"
+    await RisingEdge(dut.clk)
+
+
+def _run(kind, cases, tag):
+    if not stress():
+        pytest.skip("the 512-bit engines' builds take minutes: make sim-stress")
+    design = {"tx512": tx512_design, "rx512": rx512_design}[kind]
+    assert harness.run(design, DESIGNS[kind][0], "inceptionn.sim.test_engine_lanes",
+                       testcase=cases, tag=tag) == len(cases)
+
+
+def _cases():
+    return ([f"protocol_matrix/idle={i}/backpressure={b}" for i in PAUSE_MODES for b in PAUSE_MODES]
+            + [f"corners/mode={m}" for m in ("none", "cyclic", "random")]
+            + [f"line_rate/size={s}" for s in (1514, 9014)])
+
+
+def test_tx_lanes_512():
+    _run("tx512", _cases(), "tx")
+
+
+def test_rx_lanes_512():
+    _run("rx512", _cases(), "rx")
