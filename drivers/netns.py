@@ -25,7 +25,8 @@ import subprocess
 import sys
 import threading
 
-__all__ = ["NetnsUnavailable", "Namespace", "Reaper", "open_tap", "netns_available"]
+__all__ = ["NetnsUnavailable", "Namespace", "Reaper", "open_tap", "netns_available",
+           "bridged_hosts"]
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNET = 0x40000000
@@ -198,3 +199,28 @@ def open_tap(name: str, ns: Namespace, *, mtu: int, addr: str, mac: str,
         os.close(fd)
         raise
     return fd
+
+
+def bridged_hosts(world: int, subnet: str, *, mtu: int | None = None):
+    """`world` hosts (namespaces, eth0 at subnet.1..world) on one Linux bridge br0 in a
+    switch namespace of its own: (switch, hosts). Whatever was made is closed again if a
+    step fails."""
+    switch, hosts = Namespace(), []
+    mtu_args = ["mtu", str(mtu)] if mtu else []
+    try:
+        switch.run(["ip", "link", "add", "br0", "type", "bridge"])
+        switch.run(["ip", "link", "set", "br0", "up"])
+        for i in range(world):
+            ns = Namespace()
+            hosts.append(ns)
+            ns.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", f"p{i}"])
+            ns.run(["ip", "link", "set", f"p{i}", "netns", str(switch.pid)])
+            ns.run(["ip", "addr", "add", f"{subnet}.{i + 1}/24", "dev", "eth0"])
+            ns.run(["ip", "link", "set", "eth0", *mtu_args, "up"])
+            ns.run(["ip", "link", "set", "lo", "up"])
+            switch.run(["ip", "link", "set", f"p{i}", *mtu_args, "master", "br0", "up"])
+    except BaseException:
+        for ns in hosts + [switch]:
+            ns.close()
+        raise
+    return switch, hosts

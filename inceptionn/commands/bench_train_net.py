@@ -13,20 +13,8 @@ class Network:
     """P hosts (10.88.0.1..P on eth0) on one bridge; each host's egress a tbf."""
 
     def __init__(self, world):
-        from inceptionn.drivers.netns import Namespace
-        self.switch = Namespace()
-        self.switch.run(["ip", "link", "add", "br0", "type", "bridge"])
-        self.switch.run(["ip", "link", "set", "br0", "up"])
-        self.hosts = []
-        for i in range(world):
-            ns = Namespace()
-            self.hosts.append(ns)
-            ns.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", f"p{i}"])
-            ns.run(["ip", "link", "set", f"p{i}", "netns", str(self.switch.pid)])
-            ns.run(["ip", "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0"])
-            ns.run(["ip", "link", "set", "eth0", "mtu", "9000", "up"])
-            ns.run(["ip", "link", "set", "lo", "up"])
-            self.switch.run(["ip", "link", "set", f"p{i}", "mtu", "9000", "master", "br0", "up"])
+        from inceptionn.drivers.netns import bridged_hosts
+        self.switch, self.hosts = bridged_hosts(world, SUBNET, mtu=9000)
 
     def addr(self, r):
         return f"{SUBNET}.{r + 1}"

@@ -13,22 +13,10 @@ UPLINK = f"{SUBNET}.254"
 
 class Hosts:
     def __init__(self, world: int):
-        from inceptionn.drivers.netns import Namespace
-        self.switch = Namespace()
-        self.hosts: list = []
+        from inceptionn.drivers.netns import bridged_hosts
+        self.switch, self.hosts = bridged_hosts(world, SUBNET)
         self.uplink = f"fq{self.switch.pid % 100000}"
         try:
-            self.switch.run(["ip", "link", "add", "br0", "type", "bridge"])
-            self.switch.run(["ip", "link", "set", "br0", "up"])
-            for i in range(world):
-                ns = Namespace()
-                self.hosts.append(ns)
-                ns.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", f"p{i}"])
-                ns.run(["ip", "link", "set", f"p{i}", "netns", str(self.switch.pid)])
-                ns.run(["ip", "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0"])
-                ns.run(["ip", "link", "set", "eth0", "up"])
-                ns.run(["ip", "link", "set", "lo", "up"])
-                self.switch.run(["ip", "link", "set", f"p{i}", "master", "br0", "up"])
             _ip("link", "add", self.uplink, "type", "veth", "peer", "name", "up0")
             _ip("link", "set", "up0", "netns", str(self.switch.pid))
             _ip("addr", "add", f"{UPLINK}/24", "dev", self.uplink)
