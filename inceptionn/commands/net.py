@@ -151,7 +151,7 @@ def add_bridge(nic_sub, error_bound, dscp, error):
     p.add_argument("--version", type=wire_version_arg, default=None, metavar="N",
                    help="wire version TX writes (default: the codec's; 2 for old receivers)")
     p.add_argument("--versions", type=versions_arg, default=None, metavar="V[,V...]",
-                   help="wire versions RX decompresses (default: the one TX writes; --engine rtl: 1,2)")
+                   help="wire versions RX decompresses (default: the one TX writes, with either engine)")
     p.add_argument("--check-golden", type=int, default=0, metavar="N",
                    help="check every N-th frame of the compiled switch against the golden "
                         "model; a difference stops the bridge (default 0: off)")
