@@ -28,9 +28,10 @@ The switch: by default the compiled one (drivers/nic_workers.py, drivers/fastpat
 a worker thread per port, parse, match, rewrite, checksums, codec and TAP I/O compiled
 and run without the GIL, checked against golden frame for frame by the tests and, with
 `check_every=N`, on every N-th live frame; with captures, every frame is handed to
-Python to be written; a rate limit is paced by each port's worker. A lossy wire, the
-RTL engine or impl="numpy" need the Python loop below (`switch="python"` forces it; it
-paces a rate limit too, frame by frame).
+Python to be written; a rate limit is paced by each port's worker, on the link from
+the host and on the link into it (many ports sending to one host share its rate). A
+lossy wire, the RTL engine or impl="numpy" need the Python loop below (`switch="python"`
+forces it; it paces a rate limit too, frame by frame, on the link from each host only).
 
 Nothing outlives the bridge: every command started in a host (`run`, `popen`) gets its
 own process group, and a reaper process (drivers/reaper.py) kills those groups and

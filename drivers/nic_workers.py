@@ -19,6 +19,14 @@ least one), counted at the port's average wire bytes per frame so far (compresse
 frames are several times smaller than the host's): a port never runs ahead of its rate
 by much more than the depth, and at 0.05 Gb/s a worker wakes once per several
 compressed frames, not once per frame.
+
+The link into each host has the same rate (a full-duplex link has it in both
+directions; a switch's output port is where many-to-one traffic, such as every worker
+sending to one aggregator, queues): each port's downlink keeps its own next free time,
+shared by the workers, and a batch's wire bytes are charged to the downlinks it went to
+(split by the host bytes each received). The sending port then waits until the latest
+of them is free as well as its own uplink, so P ports sending to one host share that
+host's rate, as they would behind a switch's output queue, without dropping frames.
 """
 
 from __future__ import annotations
@@ -78,6 +86,8 @@ class CompiledSwitch:
         self.rate_bps = rate_bps
         self.batch = 1 if self.capture else _BATCH
         self.frame_bytes = frame_bytes
+        self.down_free = [0.0] * n          # rate limit: each downlink's next free time
+        self._down_lock = threading.Lock()
         if rate_bps is not None:
             self.batch = self._fit(frame_bytes + 24)
         w = self.workers
@@ -186,6 +196,7 @@ class CompiledSwitch:
                     continue
                 frames0 = cnt[i, fp.TO_WIRE_FRAMES]
                 before = cnt[i, fp.TO_WIRE_BYTES] + 24 * frames0
+                host0 = cnt[:, fp.TO_HOST_BYTES].copy()
                 self._drain(efd, i, args[i], b, cnt, once=True)
                 sent = cnt[i, fp.TO_WIRE_BYTES] + 24 * cnt[i, fp.TO_WIRE_FRAMES] - before
                 frames = cnt[i, fp.TO_WIRE_FRAMES] - frames0
@@ -194,9 +205,26 @@ class CompiledSwitch:
                     args[i] = args[i][:2] + (self._fit(per_frame[i]),) + args[i][3:]
                 now = time.monotonic()
                 free_at[i] = max(free_at[i], now - _PACE_DEPTH) + sent * 8 / self.rate_bps
+                free_at[i] = max(free_at[i], self._downlinks(cnt[:, fp.TO_HOST_BYTES] - host0,
+                                                             sent, now))
                 if free_at[i] > now:
                     poller.modify(efd, 0)
                     paused[efd] = i
+
+    def _downlinks(self, got, sent, now):
+        """Charge a batch's `sent` wire bytes to the downlinks that received host bytes
+        (`got`, per port), in proportion; the latest next free time among them."""
+        total = int(got.sum())
+        if total <= 0:
+            return 0.0
+        latest = 0.0
+        with self._down_lock:
+            for j in np.flatnonzero(got):
+                share = sent * int(got[j]) / total
+                self.down_free[j] = max(self.down_free[j], now - _PACE_DEPTH) \
+                    + share * 8 / self.rate_bps
+                latest = max(latest, self.down_free[j])
+        return latest
 
     def _fit(self, wire_per_frame):
         """Frames of a paced batch: what fits in the bucket's depth, 1.._BATCH."""

@@ -130,6 +130,35 @@ def test_emulated_compression_is_the_roundtrip_on_every_hop(kind, k):
     assert not _same([outs[0], (ring_reference if kind == "ring" else wa_reference)(xs)])
 
 
+@pytest.mark.parametrize("emulate", [False, True])
+def test_the_papers_sequential_wa_replies_only_once_all_is_summed(emulate):
+    """schedule="sequential": the same sums as the pipelined WA, and the aggregator sends
+    no reply byte until it has received every chunk of every worker (recorded as the
+    bytes it had sent at each receive; the pipelined WA replies after the first chunk)."""
+    xs = _grads(4, 50_001, seed=3)
+    seen = []
+
+    def watch(r, make):
+        coll = make()
+        if r == 0:
+            for link in coll._links.values():
+                recv = link.recv_floats_into
+
+                def counted(out, recv=recv):
+                    seen.append(coll.bytes_sent)
+                    recv(out)
+                link.recv_floats_into = counted
+        return coll
+
+    outs, errs = _run("wa", xs, emulate=emulate, k=10, chunk=4096, schedule="sequential",
+                      call=watch)
+    assert not errs, errs
+    assert _same(outs + [wa_reference(xs, 10 if emulate else None)])
+    assert len(seen) == 3 * 13 and set(seen) == {0}, sorted(set(seen))[:5]
+    with pytest.raises(ValueError, match="schedule"):
+        WorkerAggregator(0, 2, {}, schedule="overlapped")
+
+
 def test_bad_arguments_are_clear_errors():
     xs = _grads(3, 1000)
     xs[2] = xs[2][:999]

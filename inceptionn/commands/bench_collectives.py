@@ -2,18 +2,22 @@
 
 P ranks in P network namespaces (the worker-aggregator modes add one more host for the
 aggregator, which contributes nothing of its own) exchange real HDC gradients through
-the bridge, whose ports are rate-limited so that the wire, not the CPU, is meant to be
-the bottleneck; the `busiest link` column says how close to the rate the busiest port
-ran. Modes: WA (worker-aggregator), WA+C (gradients to the aggregator compressed),
-INC (the ring), INC+C (the ring, every hop compressed), at 2^-10, MTU 9000.
+the bridge, whose links are rate-limited in both directions so that the wire, not the
+CPU, is meant to be the bottleneck; the `busiest link` column says how close to the
+rate the busiest link ran. Modes: WA (worker-aggregator; by default the paper's, its
+legs in sequence: every gradient in, then the sum back; `--wa pipelined` overlaps
+them), WA+C (gradients to the aggregator compressed), INC (the ring), INC+C (the ring,
+every hop compressed), at 2^-10, MTU 9000.
 Per configuration: the median exchange time of `iters` iterations (after one warm-up),
-the bytes each worker and the busiest port put on the wire per iteration, and the
-paper's alpha-beta-gamma model fitted to the uncompressed measurements of the same rate,
-with the compressed modes predicted from it. The exchange is pipelined and the links
-are full duplex, so the model's wire term is the busiest port's bytes (measured), not
-the sum of the legs (docs/benchmarks.md). One row set per wire rate (`--rate 0.05,1`); after
-each, the targets: INC+C against WA at the largest P, every "+C" row against its
-uncompressed twin where the model predicts a gain, every row against the model.
+the bytes each worker and the busiest link carried per iteration, and the paper's
+alpha-beta-gamma model with a CPU term, fitted to all rows of the same rate. The
+model's wire term is the busiest link's bytes (measured): a link is full duplex, so
+its time is its larger direction where the legs overlap (the ring, the pipelined WA)
+and the sum of its two directions where they run in sequence (the paper's WA, at the
+aggregator: p gradients in, p sums out; docs/benchmarks.md). One row set per wire rate
+(`--rate 0.05,1`); after each, the targets: INC+C against WA at the largest P, every
+"+C" row against its uncompressed twin where the model predicts a gain, every row
+against the model.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import numpy as np
 from .. import gradients
 from ..drivers.bridge import RATE_GBPS, Bridge
 from ..drivers.collectives import Ring, WorkerAggregator
+from ..drivers.collectives.wa import SCHEDULES
 from ..drivers.netns import netns_available
 from .checks import float_in, int_in, int_list
 
@@ -55,11 +60,25 @@ class Point:
     seconds: float          # median exchange time per iteration
     spread: float           # max - min over the iterations
     wire_per_worker: float  # bytes a worker's port put on the wire per iteration
-    busiest: float          # the busiest port's wire bytes / (time x rate)
-    busiest_bytes: float = math.nan   # the busiest port's wire bytes per iteration
+    busiest: float          # the busiest link's wire bytes / (time x rate)
+    busiest_bytes: float = math.nan   # the busiest link's wire bytes per iteration (link_bytes)
     rate_gbps: float = math.nan
     cpu: float = math.nan   # CPU seconds of this process per iteration (ranks, switch, kernel)
     model: float = math.nan
+    schedule: str = "sequential"      # WA's legs (wa.SCHEDULES); the ring ignores it
+
+
+def link_bytes(mode: str, sent, schedule: str = "sequential") -> float:
+    """The busiest link's wire bytes that set its time, from each port's bytes to the
+    wire (`sent`; WA: the aggregator's first). A link carries its port's bytes out and
+    what the others send to it in; where the legs overlap (the ring, the pipelined WA) its
+    time is the larger direction, where they run in sequence (the paper's WA) the sum.
+    WA: the aggregator receives every worker's bytes and sends its replies; ring: port i
+    receives its predecessor's bytes."""
+    if mode.startswith("WA"):
+        out, into = sent[0], sum(sent[1:])
+        return out + into if schedule == "sequential" else max(out, into)
+    return max(max(s, sent[i - 1]) for i, s in enumerate(sent))
 
 
 def _inputs(p, n, seed=0):
@@ -69,9 +88,11 @@ def _inputs(p, n, seed=0):
             for _ in range(p)]
 
 
-def measure(mode: str, p: int, n: int, *, rate_gbps: float, iters: int = 2, k: int = 10) -> Point:
+def measure(mode: str, p: int, n: int, *, rate_gbps: float, iters: int = 2, k: int = 10,
+            schedule: str = "sequential") -> Point:
     kind, compress = MODES[mode]
     wa = kind == "wa"
+    opts = {"schedule": schedule} if wa else {}
     hosts = p + 1 if wa else p
     xs = _inputs(p, n)
     if wa:
@@ -85,7 +106,7 @@ def measure(mode: str, p: int, n: int, *, rate_gbps: float, iters: int = 2, k: i
         def build(i):
             try:
                 colls[i] = br.call(i, cls.from_store, store, i, hosts, host=br.addr(i),
-                                   compress=compress, k=k, mss=MSS, timeout=600)
+                                   compress=compress, k=k, mss=MSS, timeout=600, **opts)
             except Exception as e:  # reported below
                 errs.append(e)
 
@@ -106,14 +127,15 @@ def measure(mode: str, p: int, n: int, *, rate_gbps: float, iters: int = 2, k: i
             workers = sent[1:] if wa else sent
             times.append(dt)
             wire.append(statistics.mean(workers))
-            busiest.append(max(sent) * 8 / (dt * rate_gbps * 1e9))
-            top.append(max(sent))
+            link = link_bytes(mode, sent, schedule)
+            busiest.append(link * 8 / (dt * rate_gbps * 1e9))
+            top.append(link)
             cpu.append(dc)
         for c in colls:
             c.close()
     return Point(mode, p, 4 * n, statistics.median(times), max(times) - min(times),
                  statistics.mean(wire), max(busiest), statistics.median(top), rate_gbps,
-                 statistics.median(cpu))
+                 statistics.median(cpu), schedule=schedule if wa else "-")
 
 
 def _threads(fns):
@@ -137,10 +159,11 @@ def _threads(fns):
 def _terms(pt: Point):
     """The paper's model (Section VIII-C) as coefficients of (alpha, beta, gamma):
     WA (1 + log p) a + (p + log p) n b + (p - 1) n g, INC 2(p - 1) a + 2(p - 1)/p n b +
-    (p - 1)/p n g. Here the chunks are pipelined and every link is full duplex, so a leg
-    overlaps the others and the beta term is the busiest port's wire bytes, measured:
-    WA the aggregator's p uncompressed replies (p n, compressed or not: WA+C compresses
-    only the gradients coming in), INC 2(p - 1)/p n over the wire ratio."""
+    (p - 1)/p n g. The beta term is the busiest link's wire bytes, measured (link_bytes):
+    the paper's WA the aggregator's p gradients in (over the wire ratio with WA+C) plus its
+    p uncompressed sums out, one leg after the other (its replies are unicast, not the
+    paper's log p tree); the pipelined WA the larger of the two; INC 2(p - 1)/p n over
+    the wire ratio."""
     p, n = pt.p, pt.n_bytes
     lg = math.log2(p)
     if pt.mode.startswith("WA"):
@@ -180,7 +203,8 @@ def fit_model(points: list[Point]) -> tuple[float, float, float, float]:
     return tuple(float(v) for v in sol)
 
 
-def sweep(sizes, ps, *, rate_gbps, iters, progress=True) -> tuple[list[Point], tuple]:
+def sweep(sizes, ps, *, rate_gbps, iters, schedule="sequential",
+          progress=True) -> tuple[list[Point], tuple]:
     from tqdm import tqdm
     configs = [(m, p, n) for n, plist in sizes for p in plist for m in MODES if p in ps]
     points = []
@@ -188,7 +212,7 @@ def sweep(sizes, ps, *, rate_gbps, iters, progress=True) -> tuple[list[Point], t
                disable=not progress, file=sys.stderr)
     for m, p, n in bar:
         bar.set_postfix_str(f"{m} P={p} {4 * n / 1e6:.1f} MB")
-        points.append(measure(m, p, n, rate_gbps=rate_gbps, iters=iters))
+        points.append(measure(m, p, n, rate_gbps=rate_gbps, iters=iters, schedule=schedule))
     coef = fit_model(points)
     for pt in points:
         pt.model = model_time(pt, coef)
@@ -232,9 +256,28 @@ def verdicts(points: list[Point]) -> list[tuple[bool, str]]:
     return out
 
 
+PAPER_LESS = {("WA+C", "WA"): "about 30.8%", ("INC+C", "INC"): "about 53.9%",
+              ("INC+C", "WA"): "70.9-80.7%"}
+
+
+def next_to_paper(points) -> list[str]:
+    """Each compressed mode's time against its baseline, per size and P, beside the
+    paper's reduction of communication time (Section VIII-A, Fig. 12; 4 workers, 10 GbE)."""
+    out = []
+    for (mode, base), paper in PAPER_LESS.items():
+        vals = []
+        for pt in (q for q in points if q.mode == mode):
+            twin = _twin(points, pt, base)
+            if twin is not None:
+                vals.append(f"P = {pt.p} {pt.n_bytes / 1e6:.1f} MB {1 - pt.seconds / twin.seconds:.0%}")
+        if vals:
+            out.append(f"{mode} less time than {base}: {', '.join(vals)} (paper: {paper})")
+    return out
+
+
 def table(points) -> str:
     lines = ["| size MB | P | mode | time s (median) | spread s | model s | time / model "
-             "| wire MB per worker | busiest port MB | busiest link | CPU s | less time than WA |",
+             "| wire MB per worker | busiest link MB | busiest link | CPU s | less time than WA |",
              "|" + "---|" * 12]
     for pt in points:
         wa = _twin(points, pt, "WA")
@@ -297,8 +340,11 @@ def add_arguments(ap) -> None:
     ap.add_argument("--ps", type=int_list(2, 8), default=[2, 4, 8],
                     help="worker counts (default 2,4,8)")
     ap.add_argument("--quick", action="store_true",
-                    help="3.2 MB only (no 25 MB rows: at 0.05 Gb/s WA at P = 8 takes 32 s an "
-                         "iteration)")
+                    help="3.2 MB only (no 25 MB rows: at 0.05 Gb/s the paper's WA at P = 8 "
+                         "takes over 60 s an iteration)")
+    ap.add_argument("--wa", choices=SCHEDULES, default="sequential",
+                    help="WA's schedule: sequential (the paper's: every gradient in, then the "
+                         "sum back; the default) or pipelined (the legs overlap, chunk by chunk)")
     ap.add_argument("--out", type=Path, default=Path("build/bench_collectives"))
 
 
@@ -314,15 +360,19 @@ def run(args) -> int:
     for rate in args.rates:
         t0 = time.perf_counter()
         load0 = os.getloadavg()[0]
-        points, (a, b, g, k) = sweep(sizes, tuple(args.ps), rate_gbps=rate, iters=args.iters)
-        print(f"\nwire rate {rate:g} Gb/s per port, MTU 9000, 2^-10, real HDC gradients, median "
-              f"of {args.iters} iterations; {time.perf_counter() - t0:.0f} s; load average "
+        points, (a, b, g, k) = sweep(sizes, tuple(args.ps), rate_gbps=rate, iters=args.iters,
+                                     schedule=args.wa)
+        print(f"\nwire rate {rate:g} Gb/s per port, MTU 9000, 2^-10, real HDC gradients, WA "
+              f"{args.wa}, median of {args.iters} iterations; "
+              f"{time.perf_counter() - t0:.0f} s; load average "
               f"{load0:.1f} before, {os.getloadavg()[0]:.1f} after")
         print(f"fitted model: alpha = {a * 1e3:.2f} ms, beta = {b * 1e9:.2f} ns/byte "
               f"({8 / b / 1e9 if b else math.inf:.3f} Gb/s against {rate:g} configured), "
               f"gamma = {g * 1e9:.2f} ns/byte, kappa = {k:.2f} s per CPU second "
               + (f"({1 / k:.2f} cores' worth on {os.cpu_count()})" if k else "(no row CPU-bound)"))
         print(table(points))
+        for line in next_to_paper(points):
+            print(f"  {line}")
         for met, line in verdicts(points):
             met_all &= met
             print(f"  {'met   ' if met else 'MISSED'} {line}")
