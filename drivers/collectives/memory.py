@@ -74,6 +74,14 @@ class Memory:
                 new = (np.float32(1) - b) * (np.zeros_like(new) if old is None else old) + b * new
             self.residual[key] = new
 
+    def clear(self, params) -> None:
+        """Zero the residuals of a bucket laid out as `params` (after an exchange that
+        dropped nothing), in place: the pages stay for the next coded step."""
+        for key, _ in params:
+            r = self.residual.get(key)
+            if r is not None:
+                r.fill(0)
+
     def gather(self, params) -> np.ndarray:
         """The residuals of a bucket laid out as `params` (0 where a parameter has none)."""
         lay = list(params)
