@@ -28,8 +28,8 @@ def _train(rank, world, steps, load=None, save=None, hook_state=True):
     net = nn.Sequential(nn.Linear(30, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
                         nn.Linear(64, 2))
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
-    state = IncState()
-    start = 0
+    state = IncState(decide="ring")   # auto's decisions follow measured times: two runs
+    start = 0                         # are bit-equal where they take the same paths
     if load:
         ck = torch.load(load.format(rank=rank), weights_only=True)
         net.load_state_dict(ck["model"])
@@ -66,10 +66,11 @@ def _refusals(rank, world, path):
     sd = torch.load(path.format(rank=rank), weights_only=True)["hook"]
     out = {}
     for name, state, bad in (
-            ("settings", IncState(seed=1), sd),
-            ("world", IncState(), {**sd, "world": world + 1}),
-            ("rank", IncState(), torch.load(path.format(rank=1 - rank), weights_only=True)["hook"]),
-            ("format", IncState(), {**sd, "format": 99})):
+            ("settings", IncState(seed=1, decide="ring"), sd),
+            ("world", IncState(decide="ring"), {**sd, "world": world + 1}),
+            ("rank", IncState(decide="ring"),
+             torch.load(path.format(rank=1 - rank), weights_only=True)["hook"]),
+            ("format", IncState(decide="ring"), {**sd, "format": 99})):
         try:
             state.load_state_dict(bad)
             out[name] = "loaded"
