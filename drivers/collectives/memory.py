@@ -75,12 +75,11 @@ class Memory:
             self.residual[key] = new
 
     def clear(self, params) -> None:
-        """Zero the residuals of a bucket laid out as `params` (after an exchange that
-        dropped nothing), in place: the pages stay for the next coded step."""
+        """No residual for a bucket laid out as `params` any more (after an exchange that
+        dropped nothing): dropped rather than zeroed, so that the next compensate of a
+        bucket that stays on such an exchange has nothing to add."""
         for key, _ in params:
-            r = self.residual.get(key)
-            if r is not None:
-                r.fill(0)
+            self.residual.pop(key, None)
 
     def gather(self, params) -> np.ndarray:
         """The residuals of a bucket laid out as `params` (0 where a parameter has none)."""
