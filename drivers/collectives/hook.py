@@ -329,7 +329,7 @@ class HookWorker:
         self.decisions = Decisions(settings.decide)
         self._device = torch.device("cpu")     # the bucket's device (the plain path's)
         self._snapshots: dict = {}      # bucket index -> [(host buffer, its Future)] x 2
-        self._losses: dict = {}         # bucket size -> the ring's loss buffer, reused
+        self._losses: dict = {}         # bucket -> the ring's loss buffer, the residuals' home
         self._thread: threading.Thread | None = None
         self._failed: BaseException | None = None
 
@@ -528,16 +528,27 @@ class HookWorker:
         else:       # compensate, exchange recording each hop's loss, keep it
             self.memory.compensate(arr, params)
             rec = self.collective.codec
-            loss = self._losses.get(arr.size)
-            if loss is None:
-                loss = self._losses[arr.size] = np.empty(arr.size, np.float32)
-            rec.start(arr, out=loss)        # reused: update copies it out
+            loss = self._loss_buffer(tuple(params), arr.size)
+            # The residuals are views of this buffer (adopted last time): added in just
+            # now, so it is free to be zeroed and to record this step's loss.
+            rec.start(arr, out=loss)
             try:
                 self.collective.allreduce(arr)
             finally:
                 loss = rec.stop()
-            self.memory.update(params, loss)
+            self.memory.adopt(params, loss)     # no copy: the loss is the new residual
         self.bytes_sent += self.collective.bytes_sent - before
+
+    def _loss_buffer(self, key, size):
+        """The bucket's loss buffer, kept from step to step; a new bucket's (DDP's
+        rebuild) drops those of the buckets its parameters were in."""
+        loss = self._losses.get(key)
+        if loss is None:
+            mine = {p for p, _ in key}
+            for old in [k for k in self._losses if any(p in mine for p, _ in k)]:
+                del self._losses[old]
+            loss = self._losses[key] = np.empty(size, np.float32)
+        return loss
 
     def _exchange_tensor(self, t, plain=False):
         if plain:       # the process group's all-reduce (no memory on this transport)
