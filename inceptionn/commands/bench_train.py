@@ -5,9 +5,11 @@ bridge in a switch namespace; each host's egress is a `tc tbf` at 0.1, 0.5, 1, 2
 10 Gb/s, or unlimited. A 12.2M-parameter MLP (64-3000-3000-1000-10) on scikit-learn's
 8x8 digits (offline), each rank its own shard. Methods: gloo's all-reduce (through
 PyTorch's allreduce_hook, so that it is timed the same way), PyTorch's fp16 hook,
-PowerSGD at rank 1 and 4, and ours: the software-compressed ring (the hook's defaults,
-`IncState()`, and the absolute bound 2^-10 with the bounded and the paper codecs), plus
-the emulated ring (float32 on the wire) on the unlimited wire.
+PowerSGD at rank 1 and 4, and ours: the hook's defaults (`IncState()`, deciding per
+bucket between the software-compressed ring and gloo's all-reduce, timed after its first
+decision; "ours-ring", not in the default grid: every bucket coded), the ring at the
+absolute bound 2^-10 with the bounded and the paper codecs, plus the emulated ring
+(float32 on the wire) on the unlimited wire.
 
 Per method: hook time per step (per bucket, from the hook's call to its Future's
 completion, summed), step time, bytes on the wire per step (tx_bytes of every host's
@@ -23,8 +25,9 @@ compiled switch runs (make bench-nic measures both). Its wire bytes are the host
 float32 bytes divided by the wire ratio the bridge counted over the run.
 
 The accuracy comparison (first, on the unlimited wire; `--only-compare` runs it alone):
-the hook's defaults (`IncState()`: scale-following bound, error feedback) and the
-absolute bound alone, next to gloo, fp16 and PowerSGD, with the loss summed and
+the hook's defaults with every bucket coded (`IncState(decide="ring")`: scale-following
+bound, error feedback; on that wire `IncState()` would hand the buckets to gloo's
+all-reduce, whose accuracy is gloo's) and the absolute bound alone, next to gloo, fp16 and PowerSGD, with the loss summed and
 averaged over the batch (the same update: the mean's learning rate is `batch` times the
 sum's), on the MLP and on the study's LeNet-like CNN (study/models.py), the same seed
 and batches for every method; test accuracy after `--compare-steps` and wire bytes.
@@ -94,10 +97,11 @@ def _timed_hook(hook, times):
     return timed
 
 
-def _register(net, method, pg):
+def _register(net, method, decide="auto"):
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 
     from inceptionn.ddp_hook import IncState, inc_allreduce_hook
+    pg = None               # the default group
     times, state = [], None
     if method == "gloo":
         hook, st = default_hooks.allreduce_hook, pg
@@ -111,7 +115,7 @@ def _register(net, method, pg):
         hook = powerSGD_hook.powerSGD_hook
     elif method in ("ours", "ours-ring", "ours-emulate-default"):   # the defaults, as a user
         wire = "emulate" if method == "ours-emulate-default" else "software"  # registers them
-        kw = {"decide": "ring"} if method == "ours-ring" else {}       # every bucket coded
+        kw = {"decide": "ring"} if "ring" in (decide, method[5:]) else {}   # every bucket coded
         st = state = IncState(wire=wire, host=os.environ.get("INCEPTIONN_HOST"), timeout_s=120,
                               **kw)
         hook = inc_allreduce_hook
@@ -160,7 +164,7 @@ def worker(args) -> dict:
         # spans several buckets (measured here, torch 2.13): one bucket for it.
         net = DDP(_model(args.model),
                   bucket_cap_mb=64 if method.startswith("powersgd") else 25)
-        times, state = _register(net, method, None)
+        times, state = _register(net, method, args.decide)
         # The same update with either reduction: the mean's gradients are `batch` times
         # smaller, its learning rate `batch` times larger.
         lr = args.lr / args.batch if args.reduction == "sum" else args.lr
@@ -416,6 +420,9 @@ def add_arguments(ap) -> None:
                     help="rates (Gb/s per port) of the NIC path through the software NIC; "
                          "empty: none")
     ap.add_argument("--model", choices=MODELS, default="mlp", help=argparse.SUPPRESS)
+    # The accuracy comparison's "ours" codes every bucket: on its unlimited wire the
+    # default would hand them to gloo's all-reduce, and the question is the coding's.
+    ap.add_argument("--decide", choices=("auto", "ring"), default="auto", help=argparse.SUPPRESS)
     ap.add_argument("--reduction", choices=REDUCTIONS, default="sum", help=argparse.SUPPRESS)
     ap.add_argument("--lr", type=positive_float, default=0.05, help="per example (the sum's)")
     ap.add_argument("--compare-worlds", type=lambda t: int_list(2, 64)(t) if t else [],
@@ -493,7 +500,7 @@ def compare(worlds, steps, warmup, batch, port, methods=ACCURACY_METHODS, out=No
                     port += 1
                     out[(world, model, red)] = run_config(
                         net, world, None, methods, n, warmup, batch, port,
-                        extra=("--model", model, "--reduction", red))
+                        extra=("--model", model, "--reduction", red, "--decide", "ring"))
                     saved()
                     print(f"P={world} {model} loss {red}: {time.monotonic() - t0:.0f} s",
                           flush=True)
