@@ -199,3 +199,56 @@ def test_decide_allreduce_gives_gloos_gradients_bit_for_bit(decided):
     for r in (0, 1):
         for got, want in zip(decided[r]["forced"], decided[r]["gloo"]):
             assert np.array_equal(got, want)
+
+
+# ---------------------------------------------------------------- without ranks
+
+
+def test_decide_defaults_and_refusals():
+    from inceptionn.ddp_hook import IncState
+    made = [IncState(), IncState(wire="emulate"), IncState(method="topk", density=0.1),
+            IncState(transport="torch"), IncState(method="none", decide="allreduce")]
+    try:
+        assert [s.decide for s in made] == ["auto", "ring", "ring", "auto", "allreduce"]
+        assert made[0].settings()["decide"] == "auto"       # compared between ranks
+    finally:
+        for s in made:
+            s.close()
+    with pytest.raises(ValueError, match="decide must be one of"):
+        IncState(decide="sometimes")
+    for kw in ({"wire": "nic"}, {"method": "topk", "density": 0.1}, {"wire": "emulate"}):
+        with pytest.raises(ValueError, match="needs method 'inceptionn' or 'none'"):
+            IncState(decide="auto", **kw)
+
+
+def test_the_schedule_probes_agrees_holds_and_probes_again():
+    from inceptionn.drivers.collectives.decide import HOLD_CALLS, Decisions
+    d = Decisions("auto")
+    key = ((0, 10), (1, 5))
+    agreed = []
+
+    def agree(values):              # the other rank is slower on the ring
+        agreed.append(list(values))
+        return [max(values[0], 3.0), values[1]]
+
+    times = {"ring": 1.0, "allreduce": 2.0}
+    paths = []
+    for _ in range(4 + 3 * HOLD_CALLS):
+        p = d.path(key, agree)
+        paths.append(p)
+        d.record(key, p, times[p])
+    assert paths[:4] == ["ring", "allreduce", "ring", "allreduce"]
+    # Agreed at call 4: ring 3.0 (the other rank's) against 2.0: the all-reduce, held
+    # 50 x 1.5 = 75 calls; the call before the next decision probes the ring.
+    assert agreed[0] == [1.0, 2.0] and paths[4] == "allreduce"
+    hold = int(HOLD_CALLS * 1.5)
+    assert paths[5:4 + hold - 1] == ["allreduce"] * (hold - 2)
+    assert paths[4 + hold - 1] == "ring" and len(agreed) == 2
+    (rep,) = d.report()
+    assert rep["values"] == 15 and rep["agreed"] == {"ring": 3.0, "allreduce": 2.0}
+    assert rep["taken"]["ring"] + rep["taken"]["allreduce"] == rep["calls"]
+    # The state comes back as it was (the schedule included).
+    again = Decisions("auto")
+    again.load(d.state(), [10, 5])
+    assert again.report() == d.report()
+    assert Decisions("ring").path(key, agree) == "ring"
