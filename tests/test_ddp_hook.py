@@ -121,7 +121,8 @@ def _weights_by_wire(rank, world):
         for wire in ("emulate", "software"):
             # The absolute bound on both: the scaled one is the software wire's alone.
             args = ex.parser().parse_args(["--model", "hdc", "--steps", "6", "--codec", codec,
-                                           "--wire", wire, "--bound", "absolute"])
+                                           "--wire", wire, "--bound", "absolute",
+                                           "--decide", "ring"])
             hashes[(codec, wire)] = ex.train(args)["weights"]
     return hashes
 
