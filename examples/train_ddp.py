@@ -76,7 +76,7 @@ def train(args, store=None) -> dict:
                                                 "scalecom") else None
         state = IncState(mode=args.mode, method=args.hook, codec=args.codec,
                          error_bound=args.error_bound, wire=args.wire, density=density,
-                         seed=args.seed, store=store, bound=args.bound)
+                         seed=args.seed, store=store, bound=args.bound, decide=args.decide)
         net.register_comm_hook(state, inc_allreduce_hook)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr / args.batch, momentum=0.9)
     gen = torch.Generator().manual_seed(args.seed + rank)
@@ -122,6 +122,10 @@ def parser():
                     help="software: the codec's bytes on plain sockets (default); nic: "
                          "float32 on tagged sockets for an INCEPTIONN NIC on the path; "
                          "emulate: float32, the roundtrip applied on receipt")
+    ap.add_argument("--decide", choices=("auto", "ring", "allreduce"), default=None,
+                    help="per bucket: the coded ring or the process group's all-reduce, "
+                         "whichever is measured faster (auto: the default on the software "
+                         "wire), or always one")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--batch", type=int, default=32, help="per rank")
     ap.add_argument("--lr", type=float, default=0.05)

@@ -8,8 +8,8 @@ Its code lives with the rest of the gradient exchange, in drivers/collectives/ho
 names the public part of it.
 """
 
-from .drivers.collectives.hook import (BOUNDS, CODECS, METHODS, MODES, TRANSPORTS, WIRES,
-                                       IncState, inc_allreduce_hook)
+from .drivers.collectives.hook import (BOUNDS, CODECS, DECIDES, DTYPES, METHODS, MODES,
+                                       TRANSPORTS, WIRES, IncState, inc_allreduce_hook)
 
 __all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS", "BOUNDS",
-           "TRANSPORTS"]
+           "TRANSPORTS", "DECIDES", "DTYPES"]

@@ -33,6 +33,25 @@ def test_report_prints_every_target_with_its_ratio(tmp_path):
     assert (tmp_path / "p.png").stat().st_size > 1000
 
 
+def test_report_prints_the_default_hooks_targets_and_its_paths():
+    res = {(2, 1.0): {"gloo": _row(2.0, 1.5, 100e6, 0.95), "fp16": _row(1.0, 0.8, 50e6, 0.95),
+                      "ours": dict(_row(0.9, 0.5, 14e6, 0.95), paths={"ring": 12e6}),
+                      "ours-ring": _row(0.9, 0.5, 14e6, 0.95)},
+           (2, None): {"gloo": _row(1.0, 0.2, 100e6, 0.95),
+                       "ours": dict(_row(1.04, 0.25, 100e6, 0.95), paths={"allreduce": 12e6})}}
+    lines = []
+    bench_train.report(res, out=lines.append)
+    text = "\n".join(lines)
+    assert "decided: ring 12.0M values" in text and "decided: allreduce 12.0M values" in text
+    assert ("P=2 1 Gb/s: vs gloo 0.45 (<= 1.05); vs gloo 0.45 (<= 0.5); vs fp16 0.90 (<= 1.0); "
+            "vs every bucket coded 1.00") in text
+    assert "P=2 unlimited: vs gloo 1.04 (<= 1.05)" in text
+    res[(2, None)]["ours"]["step_s"] = 1.2
+    lines.clear()
+    bench_train.report(res, out=lines.append)
+    assert "P=2 unlimited: vs gloo 1.20 (<= 1.05: MISSED)" in "\n".join(lines)
+
+
 def test_report_without_gloo_prints_the_rows_and_says_why_no_targets():
     # --methods that leaves gloo (and fp16) out: a KeyError before
     res = {(2, 1.0): {"ours-bounded": _row(1.2, 0.3, 25e6, 0.948)}}

@@ -23,15 +23,19 @@ def test_the_whole_command_at_toy_sizes(tmp_path):
         pytest.skip(f"needs network namespaces: {why}")
     out = tmp_path / "out.json"
     argv = [sys.executable, "-m", "inceptionn", "bench", "train", "--worlds", "2", "--rates", "1",
-            "--nic-rates", "", "--methods", "gloo,ours", "--steps", "1", "--warmup", "0",
+            "--nic-rates", "", "--methods", "gloo,ours,ours-ring", "--steps", "1", "--warmup", "0",
             "--accuracy-steps", "1", "--compare-steps", "mlp:1", "--compare-methods", "gloo,ours",
             "--json", str(out)]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stderr[-3000:]
     assert f"wrote {out}" in p.stdout and "Targets for IncState()" in p.stdout
     got = json.loads(out.read_text())
-    assert list(got) == ["2/1.0"] and set(got["2/1.0"]) == {"gloo", "ours"}
-    assert got["2/1.0"]["ours"]["tx_bytes_per_step"] < got["2/1.0"]["gloo"]["tx_bytes_per_step"]
+    row = got["2/1.0"]
+    assert list(got) == ["2/1.0"] and set(row) == {"gloo", "ours", "ours-ring"}
+    assert row["ours-ring"]["tx_bytes_per_step"] < row["gloo"]["tx_bytes_per_step"]
+    # The default hook was timed after its first decision (each bucket on one path).
+    assert sum(row["ours"]["paths"].values()) == row["ours"]["params"], row["ours"]
+    assert "Targets for the default hook" in p.stdout
     acc = json.loads((tmp_path / "bench_train_accuracy.json").read_text())
     assert sorted(acc) == ["2/mlp/mean", "2/mlp/sum"]
     assert (tmp_path / "out.png").exists() and not (tmp_path / "out.partial.json").exists()

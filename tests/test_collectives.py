@@ -439,3 +439,16 @@ def test_ranks_with_different_settings_are_refused_on_every_rank():
     for e in errs.values():
         assert isinstance(e, SettingsMismatch), e
         assert "error_bound_log2: ranks 0,1,3 -10; rank 2 -6" in str(e), e
+
+
+def test_codec_threads_follow_the_processs_cpu_affinity():
+    from inceptionn.drivers.collectives.ring import default_codec_threads
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    mask = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {min(mask)})
+        assert default_codec_threads() == 1
+    finally:
+        os.sched_setaffinity(0, mask)
+    assert default_codec_threads() == max(1, min(4, len(mask)))

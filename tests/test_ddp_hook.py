@@ -121,7 +121,8 @@ def _weights_by_wire(rank, world):
         for wire in ("emulate", "software"):
             # The absolute bound on both: the scaled one is the software wire's alone.
             args = ex.parser().parse_args(["--model", "hdc", "--steps", "6", "--codec", codec,
-                                           "--wire", wire, "--bound", "absolute"])
+                                           "--wire", wire, "--bound", "absolute",
+                                           "--decide", "ring"])
             hashes[(codec, wire)] = ex.train(args)["weights"]
     return hashes
 
@@ -430,7 +431,10 @@ def _defaults(rank, world):
 
     from inceptionn.ddp_hook import IncState, inc_allreduce_hook
     out = {}
-    for name, kw in (("gloo", None), ("default", {}), ("absolute", {"bound": "absolute"}),
+    # "default": the defaults' coding, on the ring at every bucket (decide="auto" would
+    # hand some to gloo's all-reduce: test_ddp_hook_decide.py).
+    for name, kw in (("gloo", None), ("default", {"decide": "ring"}),
+                     ("absolute", {"bound": "absolute"}),
                      ("emulate", {"wire": "emulate"}),
                      ("trunc-ef", {"method": "truncation", "method_kw": {"bits": 24},
                                    "error_feedback": True})):

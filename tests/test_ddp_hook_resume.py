@@ -17,9 +17,10 @@ from test_ddp_hook import spawn  # noqa: E402  (the spawned-ranks helper)
 N = 3           # steps before and after the checkpoint
 
 
-def _train(rank, world, steps, load=None, save=None, hook_state=True):
+def _train(rank, world, steps, load=None, save=None, hook_state=True, auto=False):
     """`steps` steps of a small MLP from the checkpoint `load` (or from scratch); the
-    final parameters' bytes, and the checkpoint written to `save`."""
+    final parameters' bytes, and the checkpoint written to `save`. `auto`: the hook
+    decides per bucket, from times fixed per rank (so that two runs decide alike)."""
     from torch import nn
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -28,13 +29,21 @@ def _train(rank, world, steps, load=None, save=None, hook_state=True):
     net = nn.Sequential(nn.Linear(30, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
                         nn.Linear(64, 2))
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
-    state = IncState()
+    # auto's decisions follow measured times: two runs are bit-equal where they take the
+    # same paths, so the ring everywhere, or auto with the times replaced.
+    state = IncState(decide="auto" if auto else "ring")
+    if auto:
+        real = state.worker.decisions.record
+        times = {"ring": 1.0 + rank, "allreduce": 0.5}      # the all-reduce wins
+        state.worker.decisions.record = lambda key, path, s: real(key, path, times[path])
     start = 0
     if load:
         ck = torch.load(load.format(rank=rank), weights_only=True)
         net.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
-        if hook_state:
+        if hook_state == "no decisions":     # the residuals, not where each bucket was
+            state.load_state_dict({**ck["hook"], "decisions": []})
+        elif hook_state:
             state.load_state_dict(ck["hook"])
         start = ck["step"]
     ddp = DDP(net, bucket_cap_mb=0.01)      # one bucket, then several (the rebuild)
@@ -51,13 +60,17 @@ def _train(rank, world, steps, load=None, save=None, hook_state=True):
                         "hook": state.state_dict(), "step": start + steps},
                        save.format(rank=rank))
         return {"params": b"".join(p.detach().numpy().tobytes() for p in net.parameters()),
-                "residual": state.memory.norm()}
+                "residual": state.memory.norm(),
+                "paths": sorted({d["path"] for d in state.decisions if d["agreed"]})}
     finally:
         state.close()
 
 
 def _first(rank, world, path):
-    return {"whole": _train(rank, world, 2 * N), "half": _train(rank, world, N, save=path)}
+    auto = path.replace(".pt", "-auto.pt")
+    return {"whole": _train(rank, world, 2 * N), "half": _train(rank, world, N, save=path),
+            "whole_auto": _train(rank, world, 2 * N, auto=True),
+            "half_auto": _train(rank, world, N, save=auto, auto=True)}
 
 
 def _refusals(rank, world, path):
@@ -66,10 +79,11 @@ def _refusals(rank, world, path):
     sd = torch.load(path.format(rank=rank), weights_only=True)["hook"]
     out = {}
     for name, state, bad in (
-            ("settings", IncState(seed=1), sd),
-            ("world", IncState(), {**sd, "world": world + 1}),
-            ("rank", IncState(), torch.load(path.format(rank=1 - rank), weights_only=True)["hook"]),
-            ("format", IncState(), {**sd, "format": 99})):
+            ("settings", IncState(seed=1, decide="ring"), sd),
+            ("world", IncState(decide="ring"), {**sd, "world": world + 1}),
+            ("rank", IncState(decide="ring"),
+             torch.load(path.format(rank=1 - rank), weights_only=True)["hook"]),
+            ("format", IncState(decide="ring"), {**sd, "format": 99})):
         try:
             state.load_state_dict(bad)
             out[name] = "loaded"
@@ -81,8 +95,12 @@ def _refusals(rank, world, path):
 
 
 def _second(rank, world, path):
+    auto = path.replace(".pt", "-auto.pt")
     return {"resumed": _train(rank, world, N, load=path),
             "no_state": _train(rank, world, N, load=path, hook_state=False),
+            "resumed_auto": _train(rank, world, N, load=auto, auto=True),
+            "no_decisions": _train(rank, world, N, load=auto, hook_state="no decisions",
+                                   auto=True),
             "refusals": _refusals(rank, world, path)}
 
 
@@ -103,6 +121,19 @@ def test_resume_gives_the_uninterrupted_runs_parameters_bit_for_bit(resumed):
         assert b["resumed"]["params"] == a["whole"]["params"], rank
         # The residuals matter: resumed without them, the parameters differ.
         assert b["no_state"]["params"] != a["whole"]["params"], rank
+
+
+def test_resume_continues_each_buckets_decisions(resumed):
+    # Checkpointed mid-way through the probes (DDP's first bucket, then ring, all-reduce,
+    # ring, all-reduce per rebuilt bucket): resumed, each bucket finishes its probes and
+    # decides (for the all-reduce, step 5) as the uninterrupted run does; without the
+    # saved decisions (the residuals loaded) it probes afresh and takes other paths.
+    first, second = resumed
+    for rank in (0, 1):
+        a, b = first[rank][0], second[rank][0]
+        assert a["whole_auto"]["paths"] == ["allreduce"], a["whole_auto"]
+        assert b["resumed_auto"]["params"] == a["whole_auto"]["params"], rank
+        assert b["no_decisions"]["params"] != a["whole_auto"]["params"], rank
 
 
 def test_loading_into_other_settings_world_or_rank_is_refused(resumed):

@@ -37,57 +37,41 @@ MASTER_ADDR). The hook averages, like PyTorch's default all-reduce hook.
 import itertools
 import os
 import queue
-import socket
 import threading
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
-from ... import golden
 from .. import sockets
 from . import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring, WorkerAggregator,
                compressors, make_codec)
 from .agreement import agree_via_store
 from .codecs import DEFAULT_SHARE, ScaledCodec
 from . import hook_state
+from .decide import DECIDES, Decisions, agree_max, plain_allreduce, ring_bytes
+from .hook_options import (BOUNDS, RING_METHODS, _bound_and_feedback, _decide_mode,
+                           _default_host, _error_bound_k, _takes_feedback)
 from .memory import LossRecorder, Memory
 
 __all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS", "BOUNDS",
-           "TRANSPORTS"]
+           "TRANSPORTS", "DECIDES", "DTYPES"]
 
 MODES = ("inc", "wa")
 WIRES = ("software", "nic", "emulate")
 CODECS = ("bounded", "paper")
-BOUNDS = ("scaled", "absolute")
 # "socket": the ring on the project's sockets, coded on the host (golden.fast); "torch":
 # the ring over the process group's point-to-point (NCCL or gloo), coded on the bucket's
 # device (device_codec.py), so a CUDA bucket never leaves its GPU uncompressed.
 TRANSPORTS = ("socket", "torch")
-RING_METHODS = ("inceptionn", "none")
 # Every compressor of compressors/, on its own collective; what each takes from the
 # hook (a density, the bucket's layer sizes) it declares itself (compressors.needs).
 METHODS = RING_METHODS + tuple(m for m in compressors.METHODS if m not in RING_METHODS)
+# The bucket dtypes the hook takes: 16-bit buckets are widened to float32 for the
+# exchange (losslessly: every bfloat16 and float16 value is a float32) and the average
+# narrowed back (docs/compressors.md, "Buckets of other dtypes").
+DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _STATES = itertools.count()     # same order on every rank: a key prefix per state
-
-
-def _default_host() -> str:
-    if os.environ.get("INCEPTIONN_HOST"):
-        return os.environ["INCEPTIONN_HOST"]
-    master = os.environ.get("MASTER_ADDR", "127.0.0.1")
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect((master, 9))          # no packet is sent; picks the route's address
-            return s.getsockname()[0]
-        except OSError:
-            return "127.0.0.1"
-
-
-def _error_bound_k(bound) -> int:
-    """k of an error bound 2^-k given as a number (0.0009765625, 2**-10) or text."""
-    if isinstance(bound, bool) or not isinstance(bound, (int, float, str)):
-        raise ValueError(f"error_bound must be 2^-k (a number or text), got {bound!r}")
-    return golden.parse_error_bound(repr(float(bound)) if not isinstance(bound, str) else bound)
 
 
 class IncState:
@@ -131,8 +115,14 @@ class IncState:
     timeout_s: how long a silent peer is waited for; codec_threads: the software wire's
     codec threads. transport: "socket" (the project's sockets) or "torch" (the process
     group's point-to-point, the buckets coded on their device: method "inceptionn", wire
-    "software", mode "inc" only). bytes_sent counts this rank's data bytes; hook_seconds
-    the worker's time per bucket exchange.
+    "software", mode "inc" only). bytes_sent counts this rank's data bytes (for a bucket
+    handed to the process group's all-reduce: the bytes a ring all-reduce of its float32
+    values sends); hook_seconds the worker's time per bucket exchange.
+    decide: per bucket, "auto" (the ring or the process group's own all-reduce, whichever
+    the hook measures to be faster for that bucket, agreed by every rank: decide.py; the
+    default for "inceptionn" in mode "inc" on wire "software"), "ring" (always coded) or
+    "allreduce" (always the process group's all-reduce, the error-feedback residual added
+    in). `decisions` reads the per-bucket decisions and the measured times.
     """
 
     def __init__(self, process_group=None, *, method: str = "inceptionn",
@@ -142,7 +132,7 @@ class IncState:
                  timeout_s: float = DEFAULT_TIMEOUT, host: str | None = None, store=None,
                  seed: int = 0, codec_threads: int | None = None, bound: str | None = None,
                  share: float = DEFAULT_SHARE, error_feedback: bool | None = None,
-                 transport: str = "socket"):
+                 transport: str = "socket", decide: str | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if method not in METHODS:
@@ -190,6 +180,7 @@ class IncState:
         # The bucket rides the ring and the ring records its loss (a ring method, or a
         # dense compressor on the ring, with error feedback).
         self.ring_fed = self.error_feedback and (ring or probe.collective == "ring_inc")
+        self.decide = _decide_mode(decide, method, mode, wire)
         self.method_kw, self.seed = kw, seed
         self.process_group, self.mode, self.method = process_group, mode, method
         self.codec, self.wire = codec, wire
@@ -202,7 +193,8 @@ class IncState:
                             chunk_floats=chunk_floats, mss_bytes=mss_bytes,
                             timeout_s=timeout_s, host=host, seed=seed,
                             codec_threads=codec_threads, bound=bound, share=share,
-                            error_feedback=error_feedback, transport=transport)
+                            error_feedback=error_feedback, transport=transport,
+                            decide=decide)
         self.prefix = (f"inceptionn/hook/{os.environ.get('TORCHELASTIC_RESTART_COUNT', 0)}/"
                        f"{next(_STATES)}")
         self.worker = HookWorker(self)
@@ -219,7 +211,8 @@ class IncState:
                 "error_feedback": self.error_feedback,
                 "mode": self.mode if ring else None, "wire": self.wire if ring else None,
                 "chunk_floats": self.chunk, "seed": self.seed, "transport": self.transport,
-                "mss_bytes": self.mss if self.wire == "nic" else None}
+                "mss_bytes": self.mss if self.wire == "nic" else None,
+                "decide": self.decide}
 
     # The training state (drivers/collectives/hook_state.py), as PowerSGDState's.
     def state_dict(self) -> dict:
@@ -265,6 +258,13 @@ class IncState:
         return self.worker.hook_seconds
 
     @property
+    def decisions(self) -> list[dict]:
+        """Per bucket: its parameters' keys, the path decided ("ring" / "allreduce"), the
+        seconds per exchange this rank measured on each path and the last agreed ones
+        (the slowest rank's), the exchanges taken on each path (decide.py)."""
+        return self.worker.decisions.report()
+
+    @property
     def memory(self) -> Memory | None:
         """This rank's error-feedback memory (None: the exchange keeps none)."""
         return self.worker.memory
@@ -305,8 +305,10 @@ class HookWorker:
             if comp.feedback:
                 self.memory = comp.new_memory()
         self.buckets = hook_state.BucketStates(self)
+        self.decisions = Decisions(settings.decide)
+        self._device = torch.device("cpu")     # the bucket's device (the plain path's)
         self._snapshots: dict = {}      # bucket index -> [(host buffer, its Future)] x 2
-        self._losses: dict = {}         # bucket size -> the ring's loss buffer, reused
+        self._losses: dict = {}         # bucket -> the ring's loss buffer, the residuals' home
         self._thread: threading.Thread | None = None
         self._failed: BaseException | None = None
 
@@ -389,15 +391,16 @@ class HookWorker:
         buffer, so it holds until the second call after it for the same bucket (DDP
         reads it before its next backward; a callback still copying it while the next
         step's hook runs keeps its values). Why: a fresh clone of a large bucket every
-        step faults in every page of it on the hook's critical path (docs/benchmarks.md)."""
+        step faults in every page of it on the hook's critical path (docs/benchmarks.md).
+        Always float32: a 16-bit bucket is widened as it is copied."""
         if index is None:
-            return buf.detach().clone()
+            return buf.detach().to(torch.float32, copy=True)
         turns = self._snapshots.setdefault(index, [])
         if len(turns) == 2 and turns[0][1].done() and turns[0][0].shape == buf.shape:
             snap = turns.pop(0)[0]
             snap.copy_(buf.detach())
         else:
-            snap = buf.detach().clone()
+            snap = buf.detach().to(torch.float32, copy=True)
             if len(turns) == 2:
                 turns.pop(0)
         turns.append((snap, fut))
@@ -421,7 +424,7 @@ class HookWorker:
             if item is None:
                 self._q.task_done()
                 return
-            snap, device, params, fut, event = item
+            snap, device, dtype, params, fut, event = item
             try:
                 if self._failed is not None:
                     raise CollectiveError(f"an earlier bucket's exchange failed: {self._failed}")
@@ -432,15 +435,19 @@ class HookWorker:
                     self._setup()
                 if event is not None:
                     event.synchronize()      # the snapshot's copy has landed
+                self._device = device
                 if st.transport == "torch":     # on the bucket's device, in place
-                    t = self._exchange_tensor(snap.view(-1)).view(snap.shape)
+                    v = snap.view(-1)
+                    self._timed(params, lambda: self._exchange_tensor(v),
+                                lambda: self._exchange_tensor(v, plain=True))
+                    t = snap
                 else:
                     out = self._exchange(snap.numpy().reshape(-1), params)
                     out /= np.float32(self.world)
                     t = torch.from_numpy(out).view(snap.shape)
                 self.calls += 1
                 self.hook_seconds.append(time.perf_counter() - t0)
-                fut.set_result(t if t.device == device else t.to(device))
+                fut.set_result(t.to(device=device, dtype=dtype))   # t itself if both match
             except BaseException as e:  # handed to DDP through the future
                 if self._failed is None and self.collective is None:
                     _release_waiting_ranks(e, st.store)
@@ -465,29 +472,71 @@ class HookWorker:
         # does: its select and expand are the identity, so the ring sums the bucket itself.
         st = self.st
         if st.method in RING_METHODS or st.ring_fed:
-            before = self.collective.bytes_sent
-            if self.memory is None:
-                self.collective.allreduce(arr)
-            else:       # compensate, exchange recording each hop's loss, keep it
-                self.memory.compensate(arr, params)
-                rec = self.collective.codec
-                loss = self._losses.get(arr.size)
-                if loss is None:
-                    loss = self._losses[arr.size] = np.empty(arr.size, np.float32)
-                rec.start(arr, out=loss)        # reused: update copies it out
-                try:
-                    self.collective.allreduce(arr)
-                finally:
-                    loss = rec.stop()
-                self.memory.update(params, loss)
-            self.bytes_sent += self.collective.bytes_sent - before
+            self._timed(params, lambda: self._ring(arr, params),
+                        lambda: self._allreduce(arr, params))
             return arr
         return self.buckets.step(arr, params)
 
-    def _exchange_tensor(self, t):
+    def _timed(self, params, ring, allreduce) -> None:
+        """The bucket's exchange on the path decided for it (decide.py), timed."""
+        import time
+        key = tuple(params)
+        path = self.decisions.path(key, self._agree)
+        t0 = time.perf_counter()
+        (ring if path == "ring" else allreduce)()
+        self.decisions.record(key, path, time.perf_counter() - t0)
+
+    def _agree(self, values):
+        return agree_max(values, self.group()[0], self._device)
+
+    def _allreduce(self, arr, params):
+        """The bucket summed by the process group's all-reduce, float32, the residual
+        added in first. Nothing is dropped, so the residual is then zero: delivered plus
+        the ranks' mean residual stays the sum of the true mean gradients (memory.py)."""
+        if self.memory is not None:
+            self.memory.compensate(arr, params)
+        plain_allreduce(torch.from_numpy(arr), self.group()[0], self._device)
+        if self.memory is not None:
+            self.memory.clear(params)
+        self.bytes_sent += ring_bytes(arr.size, self.world)
+
+    def _ring(self, arr, params):
         before = self.collective.bytes_sent
-        self.collective.allreduce(t)
+        if self.memory is None:
+            self.collective.allreduce(arr)
+        else:       # compensate, exchange recording each hop's loss, keep it
+            self.memory.compensate(arr, params)
+            rec = self.collective.codec
+            loss = self._loss_buffer(tuple(params), arr.size)
+            # The residuals are views of this buffer (adopted last time): added in just
+            # now, so it is free to be zeroed and to record this step's loss.
+            rec.start(arr, out=loss)
+            try:
+                self.collective.allreduce(arr)
+            finally:
+                loss = rec.stop()
+            self.memory.adopt(params, loss)     # no copy: the loss is the new residual
         self.bytes_sent += self.collective.bytes_sent - before
+
+    def _loss_buffer(self, key, size):
+        """The bucket's loss buffer, kept from step to step; a new bucket's (DDP's
+        rebuild) drops those of the buckets its parameters were in."""
+        loss = self._losses.get(key)
+        if loss is None:
+            mine = {p for p, _ in key}
+            for old in [k for k in self._losses if any(p in mine for p, _ in k)]:
+                del self._losses[old]
+            loss = self._losses[key] = np.empty(size, np.float32)
+        return loss
+
+    def _exchange_tensor(self, t, plain=False):
+        if plain:       # the process group's all-reduce (no memory on this transport)
+            plain_allreduce(t, self.group()[0], self._device)
+            self.bytes_sent += ring_bytes(t.numel(), self.world)
+        else:
+            before = self.collective.bytes_sent
+            self.collective.allreduce(t)
+            self.bytes_sent += self.collective.bytes_sent - before
         t /= self.world
         if t.is_cuda:
             torch.cuda.current_stream(t.device).synchronize()   # final when the Future is set
@@ -505,49 +554,6 @@ class HookWorker:
             self.collective = None
 
 
-def _takes_feedback(comp) -> tuple:
-    """("feedback",) where error feedback is the compressor's option (TernGrad's)."""
-    import inspect
-    return ("feedback",) if "feedback" in inspect.signature(type(comp)).parameters else ()
-
-
-def _bound_and_feedback(method, comp, codec, wire, mode, bound, share, feedback, transport):
-    """The bound ("scaled" / "absolute") and whether error feedback is on: defaults where
-    None, a clear error where the choice cannot apply. The socket ring scales and records
-    its loss on every wire (software, nic, emulate: on the NIC path s rides the control
-    connection and the sender models its engine's loss with the golden codec); the torch
-    transport scales (s in each chunk's frame) but keeps no memory; the worker-aggregator
-    codes with the absolute bound (not built). A compressor that keeps a residual
-    (`comp.feedback`: the sparsifiers) has it as part of its method; TernGrad takes it
-    as an option; a dense compressor on the ring (`ring_inc`) through the ring's loss."""
-    scalable = method == "inceptionn" and mode == "inc" and codec == "bounded"
-    if bound is None:
-        bound = "scaled" if scalable else "absolute"
-    if bound not in BOUNDS:
-        raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
-    if bound == "scaled" and not scalable:
-        raise ValueError("bound='scaled' needs method 'inceptionn' with the bounded codec in "
-                         "mode 'inc' (the paper's codec and mode 'wa' take bound='absolute')")
-    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
-        raise ValueError(f"share must be in (0, 1], got {share!r}")
-    if comp is not None and comp.feedback and not _takes_feedback(comp):
-        if feedback is False:
-            raise ValueError(f"{method!r} keeps its residual as part of the method "
-                             "(error_feedback cannot be turned off)")
-        return bound, float(share), True
-    recordable = mode == "inc" and transport == "socket" and (
-        method == "inceptionn" or (comp is not None and comp.collective == "ring_inc"))
-    if feedback is None:        # the absolute bound alone is the paper's exchange
-        feedback = bound == "scaled" and recordable
-    if feedback and not (recordable or (comp is not None and _takes_feedback(comp))):
-        raise ValueError("error_feedback needs method 'inceptionn' or a dense compressor "
-                         "('truncation', 'inceptionn_eb') in mode 'inc' on the socket "
-                         "transport, or 'terngrad' (elsewhere the codec's loss is not seen "
-                         "on this rank; the sparsifiers keep their memory as part of the "
-                         "method)")
-    return bound, float(share), bool(feedback)
-
-
 def _release_waiting_ranks(error, store) -> None:
     """The ring could not be set up (a peer never joined: no hook, or it died): a rank
     without the hook waits in gloo for this rank, so this process's connections but the
@@ -562,8 +568,9 @@ def _release_waiting_ranks(error, store) -> None:
 def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Tensor]:
     """Average the bucket over all ranks; returns a Future completed by the worker."""
     buf = bucket.buffer()
-    if buf.dtype != torch.float32:
-        raise TypeError(f"the INCEPTIONN hook carries float32 gradients, got {buf.dtype}")
+    if buf.dtype not in DTYPES:
+        raise TypeError(f"the INCEPTIONN hook carries float32, bfloat16 and float16 "
+                        f"gradients, got {buf.dtype}")
     cuda = buf.device.type == "cuda"
     fut: torch.futures.Future[torch.Tensor] = (
         torch.futures.Future(devices=[buf.device]) if cuda else torch.futures.Future())
@@ -572,17 +579,18 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
     # later by the worker held other values than at the call, in 3 test runs of 4).
     event = None
     if cuda and state.transport == "torch":     # stays on the GPU, coded there
-        snap = buf.detach().clone()
+        snap = buf.detach().to(torch.float32, copy=True)
         event = torch.cuda.Event()
         event.record(torch.cuda.current_stream(buf.device))
     elif cuda:
-        snap = torch.empty(buf.shape, dtype=buf.dtype, pin_memory=True)
-        snap.copy_(buf.detach(), non_blocking=True)   # on the producing stream, in order
+        snap = torch.empty(buf.shape, dtype=torch.float32, pin_memory=True)
+        src = buf.detach() if buf.dtype == torch.float32 else buf.detach().float()
+        snap.copy_(src, non_blocking=True)   # on the producing stream, in order
         event = torch.cuda.Event()
         event.record(torch.cuda.current_stream(buf.device))
     else:
         index = bucket.index() if hasattr(bucket, "index") else None   # DDP's GradBucket has it
         snap = state.worker.host_snapshot(index, buf, fut)
     params = state.worker.keys.of(bucket.parameters())
-    state.worker.submit((snap, buf.device, params, fut, event))
+    state.worker.submit((snap, buf.device, buf.dtype, params, fut, event))
     return fut

@@ -15,8 +15,13 @@ was: the resumed run computes what the uninterrupted one did, bit for bit.
 
 The state holds no socket, thread or process group (as PyTorch's PowerSGDState): the
 error-feedback residuals per parameter (torch tensors, so `torch.load(weights_only=True)`
-reads it), the compressors' step per parameter, the bucket layout, the counters, the
-settings, the world size and the rank. Loading it where the settings, the world size,
+reads it), the compressors' step per parameter, the bucket layout, the per-bucket
+decisions between the ring and the plain all-reduce (decide.py: the path, the schedule,
+the measured times), the counters, the settings, the world size and the rank. A
+resumed run takes the saved paths until each bucket's next decision; a decision is
+taken from times measured as the run goes, so two runs (or a run and its resumption)
+give the same numbers bit for bit where they take the same paths: always with
+`decide="ring"` or `"allreduce"`. Loading it where the settings, the world size,
 the rank or the parameters differ is refused with an error that names the difference.
 """
 
@@ -222,7 +227,8 @@ def save(worker) -> dict:
             "params": worker.keys.known(), "buckets": worker.layout.buckets(),
             "memory": {} if mem is None else
             {int(k): torch.from_numpy(r.copy()) for k, r in sorted(mem.residual.items())},
-            "steps": steps, "calls": worker.calls, "bytes_sent": worker.bytes_sent}
+            "steps": steps, "calls": worker.calls, "bytes_sent": worker.bytes_sent,
+            "decisions": worker.decisions.state()}
 
 
 def load(worker, sd) -> None:
@@ -252,5 +258,6 @@ def load(worker, sd) -> None:
     if mem is not None:
         mem.residual = residual
     worker.loaded_steps = {int(k): int(s) for k, s in sd["steps"].items()}
+    worker.decisions.load(sd.get("decisions", []), sizes)
     worker.calls, worker.bytes_sent = int(sd["calls"]), int(sd["bytes_sent"])
     worker.saved_world, worker.saved_rank = sd["world"], sd["rank"]

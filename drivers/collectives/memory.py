@@ -74,6 +74,22 @@ class Memory:
                 new = (np.float32(1) - b) * (np.zeros_like(new) if old is None else old) + b * new
             self.residual[key] = new
 
+    def adopt(self, params, residual: np.ndarray) -> None:
+        """update without the copy: each parameter's residual becomes a view of
+        `residual`, which the caller must not write again until it has compensated with
+        it (the DDP hook records the next step's loss into the same buffer)."""
+        if self.beta is not None:
+            raise ValueError("a filtered memory (beta) keeps its own residuals: use update")
+        for key, off, n in _layout(params, residual.size):
+            self.residual[key] = residual[off:off + n]
+
+    def clear(self, params) -> None:
+        """No residual for a bucket laid out as `params` any more (after an exchange that
+        dropped nothing): dropped rather than zeroed, so that the next compensate of a
+        bucket that stays on such an exchange has nothing to add."""
+        for key, _ in params:
+            self.residual.pop(key, None)
+
     def gather(self, params) -> np.ndarray:
         """The residuals of a bucket laid out as `params` (0 where a parameter has none)."""
         lay = list(params)

@@ -1,0 +1,184 @@
+"""Per bucket, the coded exchange (the ring) or the process group's own all-reduce (gloo
+or NCCL): whichever the hook has measured to be faster for that bucket, the same on
+every rank.
+
+Both paths are timed as they run, on the hook's thread, from the bucket handed over to
+its sum ready: the coded path's time includes the codec's CPU time (on a machine with
+few cores the coding competes with backward for them), the wire's and the pipeline's;
+the plain path's the process group's all-reduce of float32. Nothing is configured: a
+bucket's schedule is fixed by how often it has been exchanged (`calls`), so every rank
+is at the same point of it for the same bucket:
+
+- its first 2 * PROBES exchanges alternate ring, all-reduce, ring, all-reduce (the first
+  of each path is warm-up: sockets, thread pools, first-touch pages; not counted);
+- then, at call `decide_at`, the ranks agree: each contributes its two estimates, the
+  process group takes their maximum (the slowest rank sets the step), and every rank
+  compares the same two numbers, so every rank takes the same path (a tie goes to the
+  all-reduce). One all-reduce of two floats per decision, on the same thread and group
+  as the buckets' exchanges, so in the same order on every rank: never a deadlock;
+- the decision holds HOLD_CALLS calls times how many times slower the other path was
+  (at most HOLD_MAX); the call before the next decision runs the other path once, to
+  refresh its estimate (rates move with load: HiPress and Espresso's point).
+
+The path taken keeps a running estimate (ALPHA); a probe of the other path replaces
+that path's estimate (its only fresh sample). The state of each bucket (`Choice`) is
+data and is saved with the hook's state (hook_state.py): a resumed run continues the
+schedule where it stopped, and between two decisions takes the saved path.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["DECIDES", "PATHS", "Choice", "Decisions"]
+
+DECIDES = ("auto", "ring", "allreduce")
+PATHS = ("ring", "allreduce")
+PROBES = 2          # runs of each path before the first decision; the first is warm-up
+HOLD_CALLS = 50     # calls a decision holds at least ...
+HOLD_MAX = 1000     # ... and at most (a lopsided one is probed less often)
+ALPHA = 0.25        # the running estimate: (1 - ALPHA) old + ALPHA sample
+
+log = logging.getLogger("inceptionn.hook")
+
+
+@dataclass
+class Choice:
+    """One bucket's decision state (a bucket: its parameters, in order)."""
+    calls: int = 0                  # exchanges of this bucket so far
+    path: str = "ring"              # the path decided (before the first decision: none)
+    decide_at: int = 2 * PROBES     # the call at which the ranks next agree
+    seconds: dict = field(default_factory=lambda: {p: math.nan for p in PATHS})
+    taken: dict = field(default_factory=lambda: {p: 0 for p in PATHS})
+    agreed: dict = field(default_factory=dict)    # the slowest rank's estimates, last agreed
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Choice:
+        c = cls(calls=int(d["calls"]), path=str(d["path"]), decide_at=int(d["decide_at"]),
+                seconds={p: float(d["seconds"][p]) for p in PATHS},
+                taken={p: int(d["taken"][p]) for p in PATHS},
+                agreed={p: float(v) for p, v in d.get("agreed", {}).items()})
+        if c.path not in PATHS:
+            raise ValueError(f"a saved decision names path {c.path!r}: the state is damaged")
+        return c
+
+
+class Decisions:
+    """The per-bucket decisions of one hook. `mode`: "auto", or a path forced ("ring",
+    "allreduce": no probe, no agreement). `agree(values) -> values` takes this rank's
+    estimates and returns the maximum over the ranks (an all-reduce)."""
+
+    def __init__(self, mode: str):
+        if mode not in DECIDES:
+            raise ValueError(f"decide must be one of {DECIDES}, got {mode!r}")
+        self.mode = mode
+        self.by_bucket: dict[tuple, Choice] = {}
+
+    def path(self, key: tuple, agree) -> str:
+        """The path of this bucket's next exchange (agreeing with the ranks where the
+        schedule says so)."""
+        if self.mode != "auto":
+            return self.mode
+        c = self.by_bucket.setdefault(key, Choice())
+        if c.calls < 2 * PROBES:
+            return PATHS[c.calls % 2]
+        if c.calls == c.decide_at:
+            self._decide(key, c, agree)
+        elif c.calls == c.decide_at - 1:
+            return _other(c.path)       # the probe before the decision
+        return c.path
+
+    def record(self, key: tuple, path: str, seconds: float) -> None:
+        """The exchange just run on `path` took `seconds` (this rank's wall time)."""
+        c = self.by_bucket.get(key)
+        if c is None:           # forced: counted only
+            c = self.by_bucket.setdefault(key, Choice(path=path))
+        c.calls += 1
+        c.taken[path] += 1
+        if self.mode != "auto" or c.taken[path] == 1:   # the first run of a path: warm-up
+            return
+        old = c.seconds[path]
+        fresh = math.isnan(old) or (c.calls > 2 * PROBES and path != c.path)
+        c.seconds[path] = seconds if fresh else (1 - ALPHA) * old + ALPHA * seconds
+
+    def _decide(self, key, c: Choice, agree) -> None:
+        ring, plain = (float(v) for v in agree([c.seconds["ring"], c.seconds["allreduce"]]))
+        c.agreed = {"ring": ring, "allreduce": plain}
+        c.path = "ring" if ring < plain else "allreduce"
+        slow, fast = max(ring, plain), min(ring, plain)
+        ratio = slow / fast if fast > 0 else HOLD_MAX
+        hold = int(min(HOLD_MAX, max(HOLD_CALLS, HOLD_CALLS * ratio)))
+        c.decide_at = c.calls + hold
+        if log.isEnabledFor(logging.DEBUG):
+            n = sum(int(m) for _, m in key)
+            log.debug("bucket of %d values (%d parameters, first %s): ring %.3f ms, "
+                      "all-reduce %.3f ms (slowest rank's estimates) -> %s for %d calls",
+                      n, len(key), key[0][0] if key else None, ring * 1e3, plain * 1e3,
+                      c.path, hold)
+
+    def report(self) -> list[dict]:
+        """Every bucket's decision state, readable: its parameters' keys, the path, the
+        estimates (seconds per exchange, this rank's and the last agreed), the counts."""
+        return [{"params": [k for k, _ in key], "values": sum(int(n) for _, n in key),
+                 **c.as_dict()} for key, c in self.by_bucket.items()]
+
+    def state(self) -> list[dict]:
+        return [{"params": [int(k) for k, _ in key], **c.as_dict()}
+                for key, c in self.by_bucket.items()]
+
+    def load(self, saved: list, sizes: list[int]) -> None:
+        by = {}
+        for d in saved:
+            keys = [int(k) for k in d["params"]]
+            if any(not 0 <= k < len(sizes) for k in keys):
+                raise ValueError("the hook state's decisions name parameters its parameter "
+                                 "list does not hold: the state is damaged")
+            by[tuple((k, sizes[k]) for k in keys)] = Choice.from_dict(d)
+        self.by_bucket = by
+
+
+def _other(path: str) -> str:
+    return PATHS[1 - PATHS.index(path)]
+
+
+# ---------------------------------------------------------------- over the process group
+
+
+def _on(pg, device):
+    """Where the group's collectives take their tensors: the bucket's GPU under NCCL,
+    the host otherwise (gloo)."""
+    import torch
+    import torch.distributed as dist
+    return device if dist.get_backend(pg) == "nccl" else torch.device("cpu")
+
+
+def agree_max(values, pg, device) -> list[float]:
+    """The maximum over the group's ranks of each of `values` (one all-reduce)."""
+    import torch
+    import torch.distributed as dist
+    t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=_on(pg, device))
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=pg)
+    return t.cpu().tolist()
+
+
+def plain_allreduce(t, pg, device) -> None:
+    """Sum the float32 tensor `t` over the group in place with the group's own all-reduce
+    (through the bucket's GPU under NCCL)."""
+    import torch.distributed as dist
+    on = _on(pg, device)
+    if t.device == on:
+        dist.all_reduce(t, group=pg)
+        return
+    d = t.to(on)
+    dist.all_reduce(d, group=pg)
+    t.copy_(d)
+
+
+def ring_bytes(n: int, world: int) -> int:
+    """The bytes one rank sends in a ring all-reduce of n float32 values."""
+    return 2 * (world - 1) * 4 * n // world if world > 1 else 0
