@@ -32,6 +32,7 @@ from ..golden.counters import Counters
 from ..golden.decompression_block import decode_table
 from ..golden.fast import CRC32_TABLE, _encode, _lut, _ones_sum, _unpack, check_word_at
 from . import tso
+from .tso import _be16, _set16
 from ..golden.wire import (EB_K_MAX, EB_K_MIN, GROUP_VALUES, K_MAX, K_MIN, MAX_FRAME_BYTES,
                            SHIM_MAGIC_V1, SHIM_MAGIC_V2, SHIM_MAGIC_V3)
 
@@ -87,17 +88,6 @@ def encode_lut(k, codec):
 
 
 # ---------------------------------------------------------------- frame helpers
-
-@njit(cache=True, nogil=True, inline="always")
-def _be16(b, off):
-    return (np.int64(b[off]) << 8) | np.int64(b[off + 1])
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _set16(b, off, v):
-    b[off] = np.uint8((v >> 8) & 0xFF)
-    b[off + 1] = np.uint8(v & 0xFF)
-
 
 @njit(cache=True, nogil=True)
 def _match(f, n, dscp, window):
@@ -460,16 +450,23 @@ def _flush(fds, agg, ag, cnt):
     to = ag[tso.AG_TO]
     n = tso.seal(agg, ag)
     ag[tso.AG_LEN] = 0
-    wr = _c_write(fds[to], agg.ctypes, n)
+    _wrote(_c_write(fds[to], agg.ctypes, n), cnt, to, ag[tso.AG_FRAMES], ag[tso.AG_BYTES])
+
+
+@njit(cache=True, nogil=True)
+def _wrote(wr, cnt, to, frames, nbytes):
+    """Count a write(2) of `frames` frames (`nbytes` host bytes) to host `to`; whether it
+    went through (EAGAIN: the host's queue is full, dropped; else its link is down)."""
     if wr < 0:
         if _errno_loc()[0] == _EAGAIN:
-            cnt[to, HOST_QUEUE_DROPS] += ag[tso.AG_FRAMES]
+            cnt[to, HOST_QUEUE_DROPS] += frames
         else:
-            cnt[to, HOST_ERRORS] += ag[tso.AG_FRAMES]
-    else:
-        cnt[to, HOST_WRITES] += 1
-        cnt[to, TO_HOST_FRAMES] += ag[tso.AG_FRAMES]
-        cnt[to, TO_HOST_BYTES] += ag[tso.AG_BYTES]
+            cnt[to, HOST_ERRORS] += frames
+        return False
+    cnt[to, HOST_WRITES] += 1
+    cnt[to, TO_HOST_FRAMES] += frames
+    cnt[to, TO_HOST_BYTES] += nbytes
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -510,35 +507,27 @@ def _pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_
     host = hostraw[vh:]
     done = 0
     while done < max_frames or st[5] > 0:
-        if vh > 0:
-            if st[5] == 0:
-                r = _c_read(fd, raw.ctypes, raw.size)
-                if r < 0:
-                    if _errno_loc()[0] == _EAGAIN:
-                        return DRAINED, done
-                    cnt[port, HOST_ERRORS] += 1
-                    return READ_ERROR, done
-                cnt[port, HOST_READS] += 1
-                st[5] = r
-                st[6] = 0
-                st[7] = 0
-                gso = raw[1] != 0
-            else:
-                gso = True
-            n = tso.next_frame(raw, inbuf, st)
-            if n < 0:
-                cnt[port, HOST_ERRORS] += 1
-                continue
-            if gso:
-                cnt[port, SEGMENTED] += 1
-        else:
-            n = _c_read(fd, inbuf.ctypes, FRAME_ROOM)
+        if vh == 0 or st[5] == 0:
+            buf = raw if vh > 0 else inbuf
+            n = _c_read(fd, buf.ctypes, raw.size if vh > 0 else FRAME_ROOM)
             if n < 0:
                 if _errno_loc()[0] == _EAGAIN:
                     return DRAINED, done
                 cnt[port, HOST_ERRORS] += 1
                 return READ_ERROR, done
             cnt[port, HOST_READS] += 1
+            if vh > 0:
+                st[5] = n
+                st[6] = 0
+                st[7] = 0
+        if vh > 0:
+            gso = raw[1] != 0           # the header stays in raw until the next read
+            n = tso.next_frame(raw, inbuf, st)
+            if n < 0:
+                cnt[port, HOST_ERRORS] += 1
+                continue
+            if gso:
+                cnt[port, SEGMENTED] += 1
         done += 1
         st[0] = n
         st[1] = -1
@@ -592,16 +581,7 @@ def _pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_
             if vh > 0:
                 _flush(fds, agg, ag, cnt)
                 hostraw[0] = 0
-            wr = _c_write(fds[to], hostraw.ctypes, h + vh)
-            if wr < 0:
-                if _errno_loc()[0] == _EAGAIN:
-                    cnt[to, HOST_QUEUE_DROPS] += 1
-                else:
-                    cnt[to, HOST_ERRORS] += 1
-            else:
-                cnt[to, HOST_WRITES] += 1
-                cnt[to, TO_HOST_FRAMES] += 1
-                cnt[to, TO_HOST_BYTES] += h
+            if _wrote(_c_write(fds[to], hostraw.ctypes, h + vh), cnt, to, 1, h):
                 st[4] = 1
         if check_every > 0:
             st[3] -= 1
