@@ -572,7 +572,7 @@ def _pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_
         st[2] = h
         if bad:
             cnt[to, FLAGGED] += 1
-        if vh > 0 and not bad:
+        if vh > 0 and not bad and tso.mergeable(host, h):
             if not tso.coalesce(agg, ag, host, h, to):
                 _flush(fds, agg, ag, cnt)
                 tso.start(agg, ag, host, h, to)

@@ -11,9 +11,13 @@ does. A frame that is not a GSO segment only has its checksum completed if the k
 left it partial (VIRTIO_NET_HDR_F_NEEDS_CSUM). From there on every frame takes the path
 it took before: the INCEPTIONN TX engine sits after TSO in a NIC and sees MTU frames.
 
-Frames written to a host's TAP carry a header too: VIRTIO_NET_HDR_F_DATA_VALID on the
-frames RX passed (their checksums are the ones TX computed and RX checked), so the
-receiving kernel does not sum every byte again; none on frames RX flagged.
+Frames written to a host's TAP carry a header too. Consecutive frames RX passed that
+continue one TCP segment are written as one GSO segment (`coalesce`, `seal`: what a
+NIC's receive offload hands a stack), its TCP checksum left partial
+(VIRTIO_NET_HDR_F_NEEDS_CSUM: RX has checked each frame's); a lone frame goes as it is,
+marked VIRTIO_NET_HDR_F_DATA_VALID (a hint the kernel may use; the checksums are whole
+either way). Frames RX flagged, and the slow path's, carry no flags: the receiving
+kernel checks them as on a plain TAP.
 """
 
 from __future__ import annotations
@@ -193,8 +197,20 @@ def _tcp4(f, h):
 
 
 @njit(cache=True, nogil=True)
+def mergeable(f, h):
+    """Whether f[:h] may wait in agg: TCP over IPv4 as _tcp4 says, its IP and TCP
+    checksums right. A segment goes to the host with its checksum left partial, which the host
+    does not check: a frame whose sum is wrong (a host may send one on purpose) is
+    written alone, and the receiving kernel drops it as on a plain TAP."""
+    if _tcp4(f, h) == 0 or _ones_sum(f[14:34], np.uint64(0)) != 0xFFFF:
+        return False
+    s = _ones_sum(f[26:34], np.uint64(6 + h - 34))
+    return _sum(f, 34, h, s) == 0xFFFF
+
+
+@njit(cache=True, nogil=True)
 def coalesce(agg, ag, f, h, to):
-    """Append the frame f[:h] (RX passed it; bound for host `to`) to the segment waiting
+    """Append the frame f[:h] (RX passed it, `mergeable`; for host `to`) to the segment waiting
     in agg if it continues it: the same host, headers (MACs, IP addresses, TOS, TTL,
     ports, ACK, window, options) and the next sequence number, after frames of one
     size (the MSS), with room left. False if not: the caller flushes and calls `start`.
@@ -225,7 +241,7 @@ def coalesce(agg, ag, f, h, to):
 
 @njit(cache=True, nogil=True)
 def start(agg, ag, f, h, to):
-    """f[:h] (for host `to`) becomes the segment waiting in agg."""
+    """f[:h] (for host `to`, `mergeable`) becomes the segment waiting in agg."""
     vh = VNET_HDR
     copy(agg, vh, f, 0, h)
     hl = _tcp4(f, h)
@@ -242,9 +258,9 @@ def start(agg, ag, f, h, to):
 @njit(cache=True, nogil=True)
 def seal(agg, ag):
     """Header and virtio-net header for the segment in agg; the bytes to write. One
-    frame goes as it is, its checksums checked by RX (DATA_VALID); several as one GSO
-    segment whose IP length and checksum are the whole's and whose TCP checksum is
-    left partial (NEEDS_CSUM), as a NIC's receive offload hands a stack a GRO segment."""
+    frame goes as it is, its checksums whole (DATA_VALID); several as one GSO segment
+    whose IP length and checksum are the whole's and whose TCP checksum is left partial
+    (NEEDS_CSUM), as a NIC's receive offload hands a stack a GRO segment."""
     vh = VNET_HDR
     n = ag[AG_LEN]
     for i in range(vh):

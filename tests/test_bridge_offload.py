@@ -130,6 +130,20 @@ def test_coalescing_stops_where_the_segment_does_not_continue():
     assert single == (bytes([tso.F_DATA_VALID]) + bytes(9) + a[0], 1)
 
 
+def test_only_whole_tcp_frames_are_coalesced():
+    """A coalesced segment reaches the host with its checksum unchecked: a frame with a
+    wrong sum (IP or TCP) is written alone, for the host's kernel to drop."""
+    f = _frames(1)[0]
+    assert tso.mergeable(np.frombuffer(f, np.uint8), len(f))
+    for off in (24, 50, 60, len(f) - 1):          # IP checksum, TCP checksum, payload
+        bad = bytearray(f)
+        bad[off] ^= 0x40
+        assert not tso.mergeable(np.frombuffer(bytes(bad), np.uint8), len(f))
+    udp = bytearray(f)
+    udp[23] = 17
+    assert not tso.mergeable(np.frombuffer(bytes(udp), np.uint8), len(f))
+
+
 def test_offload_needs_the_compiled_switch_without_captures(tmp_path):
     with pytest.raises(ValueError, match="offload"):
         Bridge(2, offload=True, pcap_wire=tmp_path / "w.pcap")
