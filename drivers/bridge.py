@@ -28,12 +28,13 @@ The switch: by default the compiled one (drivers/nic_workers.py, drivers/fastpat
 a worker thread per port, parse, match, rewrite, checksums, codec and TAP I/O compiled
 and run without the GIL, checked against golden frame for frame by the tests and, with
 `check_every=N`, on every N-th live frame; with captures, every frame is handed to
-Python to be written; `offload` (None: where it can; True: required; False: never)
+Python to be written. `offload` (None: where it can; True: required; False: never)
 gives the TAPs virtio-net headers with checksum and TCP segmentation offload, so each
 host's kernel hands the switch 64 KB TCP segments, which the switch cuts into MTU
-frames before TX as a NIC's TSO does (drivers/tso.py; the compiled switch without
-captures only: what crosses the wire is the same MTU frames either way); a rate limit is paced by each port's worker, on the link from
-the host and on the link into it (many ports sending to one host share its rate). A
+frames before TX as a NIC's TSO does, and a receiver's frames of one TCP segment go to
+it in one write (drivers/tso.py; the compiled switch without captures only: what
+crosses the wire is the same MTU frames either way). A rate limit is paced by each
+port's worker, on the link from the host and on the link into it (many ports sending to one host share its rate). A
 lossy wire, the RTL engine or impl="numpy" need the Python loop below (`switch="python"`
 forces it; it paces a rate limit too, frame by frame, on the link from each host only).
 

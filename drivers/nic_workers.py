@@ -7,7 +7,10 @@ A frame goes through pump when its source MAC is its host's and its destination 
 another host's (every frame of a tagged stream); anything else stops the batch at that
 frame and goes through `_slow` here, with the same compiled TX and RX and the MAC table
 of drivers/mac_table.py, so order is kept. Used by drivers/bridge.Bridge when neither a
-lossy wire nor the RTL engine asks for its Python loop.
+lossy wire nor the RTL engine asks for its Python loop. With `vnet` (TAPs with
+offloads, drivers/tso.py) a read is a TCP segment of up to 64 KB that pump cuts into
+MTU frames, and the frames a host receives are coalesced into fewer writes; the rate
+limit, the counters and the checks still see MTU frames.
 
 A rate limit (`rate_bps`) is a token bucket per port on the bytes the port puts on the
 wire (plus 24 bytes of preamble, FCS and gap per frame), kept by the port's worker: after
