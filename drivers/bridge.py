@@ -28,8 +28,13 @@ The switch: by default the compiled one (drivers/nic_workers.py, drivers/fastpat
 a worker thread per port, parse, match, rewrite, checksums, codec and TAP I/O compiled
 and run without the GIL, checked against golden frame for frame by the tests and, with
 `check_every=N`, on every N-th live frame; with captures, every frame is handed to
-Python to be written; a rate limit is paced by each port's worker, on the link from
-the host and on the link into it (many ports sending to one host share its rate). A
+Python to be written. `offload` (None: where it can; True: required; False: never)
+gives the TAPs virtio-net headers with checksum and TCP segmentation offload, so each
+host's kernel hands the switch 64 KB TCP segments, which the switch cuts into MTU
+frames before TX as a NIC's TSO does, and a receiver's frames of one TCP segment go to
+it in one write (drivers/tso.py; the compiled switch without captures only: what
+crosses the wire is the same MTU frames either way). A rate limit is paced by each
+port's worker, on the link from the host and on the link into it (many ports sending to one host share its rate). A
 lossy wire, the RTL engine or impl="numpy" need the Python loop below (`switch="python"`
 forces it; it paces a rate limit too, frame by frame, on the link from each host only).
 
@@ -62,7 +67,7 @@ from .. import golden
 from ..golden.pcap import PcapError, PcapWriter
 from . import fastpath as fp
 from .mac_table import FLOOD, FORGED, MacTable
-from .netns import Namespace, Reaper, open_tap
+from .netns import Namespace, OffloadRefused, Reaper, open_tap
 from .nic_port import ENGINES, IMPLS, NicPort
 from .nic_workers import CompiledSwitch
 
@@ -115,7 +120,8 @@ class Bridge:
                  drop: float = 0.0, seed: int = 0, deliver_flagged: bool = False,
                  codec: str | None = None, impl: str = "fast", mac_limit: int = 1024,
                  mac_age: float = 300.0, switch: str = "auto", check_every: int = 0,
-                 workers: int | None = None, version: int | None = None, versions=None):
+                 workers: int | None = None, version: int | None = None, versions=None,
+                 offload: bool | None = None):
         if isinstance(hosts, bool) or not isinstance(hosts, int) or not 2 <= hosts <= MAX_HOSTS:
             raise ValueError(f"hosts must be an integer in 2..{MAX_HOSTS}, got {hosts!r}")
         if mtu not in MTUS:
@@ -158,6 +164,13 @@ class Bridge:
                                     or not 1 <= workers <= hosts):
             raise ValueError(f"workers must be an integer in 1..{hosts}, got {workers!r}")
         self.workers = workers
+        if offload not in (None, True, False):
+            raise ValueError(f"offload must be None, True or False, got {offload!r}")
+        can = self.switch == "compiled" and pcap_wire is None and pcap_host is None
+        if offload and not can:
+            raise ValueError("offload needs the compiled switch without captures")
+        self._want_offload = offload
+        self.offload = can and offload is not False     # until the kernel says otherwise
         self._macs = MacTable({}, limit=mac_limit, age=mac_age)   # checks both now
         self._reaper = None
         self._pcap_paths = (pcap_wire, pcap_host)
@@ -200,8 +213,7 @@ class Bridge:
                 self._ns.append(ns)
                 self._reaper.watch_namespace(ns)
                 # TAP names need only be unique while they sit in the root namespace.
-                fd = open_tap(f"i{tag}h{i}", ns, mtu=self.mtu, addr=f"{self.addr(i)}/24",
-                              mac=self.mac(i), ns_name=IFNAME)
+                fd = self._open_tap(i, tag, ns)
                 self._fds.append(fd)
                 self.ifnames.append(IFNAME)
                 # IPv6 too (bypassed by the engines, forwarded unchanged); no DAD wait.
@@ -224,7 +236,7 @@ class Bridge:
                     pcaps=tuple(self._pcaps), workers=self.workers,
                     version=self.ports[0].version, versions=self.ports[0].versions,
                     rate_bps=self.rate_gbps * 1e9 if self.rate_gbps else None,
-                    frame_bytes=self.mtu + 14)
+                    frame_bytes=self.mtu + 14, vnet=self.offload)
                 self._cs.start()
             else:
                 self._thread = threading.Thread(target=self._switch, name="inceptionn-bridge",
@@ -234,6 +246,18 @@ class Bridge:
             self.close()
             raise
         return self
+
+    def _open_tap(self, i, tag, ns):
+        """Host i's TAP, with offloads while self.offload; if the kernel refuses them on
+        the first host and they were not required, every host goes without."""
+        kw = dict(mtu=self.mtu, addr=f"{self.addr(i)}/24", mac=self.mac(i), ns_name=IFNAME)
+        try:
+            return open_tap(f"i{tag}h{i}", ns, offload=self.offload, **kw)
+        except OffloadRefused:
+            if self._want_offload or i > 0:
+                raise
+            self.offload = False
+            return open_tap(f"i{tag}h{i}", ns, **kw)
 
     def close(self):
         """Stop the switch, remove every host; returns the switch's error, if any."""

@@ -31,6 +31,8 @@ from numba import njit, types
 from ..golden.counters import Counters
 from ..golden.decompression_block import decode_table
 from ..golden.fast import CRC32_TABLE, _encode, _lut, _ones_sum, _unpack, check_word_at
+from . import tso
+from .tso import _be16, _set16
 from ..golden.wire import (EB_K_MAX, EB_K_MIN, GROUP_VALUES, K_MAX, K_MIN, MAX_FRAME_BYTES,
                            SHIM_MAGIC_V1, SHIM_MAGIC_V2, SHIM_MAGIC_V3)
 
@@ -43,7 +45,8 @@ FRAME_ROOM = 65536         # the largest read from a TAP
 ENGINE_COLUMNS = tuple(Counters().as_dict())       # golden's counters, in their order
 PORT_COLUMNS = ("from_host_frames", "from_host_bytes", "to_wire_frames", "to_wire_bytes",
                 "to_host_frames", "to_host_bytes", "host_queue_drops", "host_errors", "forged",
-                "flagged", "tracked", "misaligned", "untracked", "to_self", "mac_table_full")
+                "flagged", "tracked", "misaligned", "untracked", "to_self", "mac_table_full",
+                "host_reads", "segmented", "host_writes")
 COLUMNS = PORT_COLUMNS + tuple(f"tx_{c}" for c in ENGINE_COLUMNS) + \
     tuple(f"rx_{c}" for c in ENGINE_COLUMNS)
 _C = {c: i for i, c in enumerate(COLUMNS)}
@@ -58,7 +61,7 @@ NP = len(PORT_COLUMNS)
 TX0, RX0 = NP, NP + len(ENGINE_COLUMNS)
 (FROM_HOST_FRAMES, FROM_HOST_BYTES, TO_WIRE_FRAMES, TO_WIRE_BYTES, TO_HOST_FRAMES, TO_HOST_BYTES,
  HOST_QUEUE_DROPS, HOST_ERRORS, FORGED, FLAGGED, TRACKED, MISALIGNED, UNTRACKED, TO_SELF,
- MAC_TABLE_FULL) = range(NP)
+ MAC_TABLE_FULL, HOST_READS, SEGMENTED, HOST_WRITES) = range(NP)
 (E_IN, E_OUT, E_COMP, E_DECOMP, E_BYP, E_FALLBACK, E_MALFORMED, E_DROPPED, E_PIN, E_POUT, E_V1,
  E_V2, E_V3, E_CHECK_FAILED) = range(14)
 _CRC = CRC32_TABLE
@@ -85,17 +88,6 @@ def encode_lut(k, codec):
 
 
 # ---------------------------------------------------------------- frame helpers
-
-@njit(cache=True, nogil=True, inline="always")
-def _be16(b, off):
-    return (np.int64(b[off]) << 8) | np.int64(b[off + 1])
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _set16(b, off, v):
-    b[off] = np.uint8((v >> 8) & 0xFF)
-    b[off + 1] = np.uint8(v & 0xFF)
-
 
 @njit(cache=True, nogil=True)
 def _match(f, n, dscp, window):
@@ -188,7 +180,7 @@ def tx_into(f, n, out, k, version, lut, dscp, enable, cnt, row, dec):
         l3, ihl, l4, proto, p, length, total = _match(f, n, dscp, -1)
     if l3 < 0:
         cnt[row, c + E_BYP] += 1
-        out[:n] = f[:n]
+        tso.copy(out, 0, f, 0, n)
         return n
     nv = length // 4
     r = length - 4 * nv
@@ -200,12 +192,12 @@ def tx_into(f, n, out, k, version, lut, dscp, enable, cnt, row, dec):
     comp = sh + g + r
     if comp >= length:
         # Not worth it: the frame as it came, DSCP cleared (golden: fall-back).
-        out[:n] = f[:n]
+        tso.copy(out, 0, f, 0, n)
         out[l3 + 1] &= np.uint8(0x03)
         _fix_ip_checksum(out, l3, ihl)
         cnt[row, c + E_FALLBACK] += 1
         return n
-    out[:p] = f[:p]
+    tso.copy(out, 0, f, 0, p)
     for i in range(r):
         out[p + sh + g + i] = f[p + 4 * nv + i]
     _set16(out, p, length)
@@ -282,7 +274,7 @@ def rx_into(f, n, out, dscp, enable, cnt, row, tabs, vmask):
                 cnt[row, c + E_CHECK_FAILED] += 1
     if version == 0:
         cnt[row, c + E_BYP] += 1
-        out[:n] = f[:n]
+        tso.copy(out, 0, f, 0, n)
         return n, False
     nv = length // 4
     r = length - 4 * nv
@@ -292,7 +284,7 @@ def rx_into(f, n, out, dscp, enable, cnt, row, tabs, vmask):
     dst = out[p:p + 4 * (8 * ((nv + 7) // 8) + 1)].view(np.uint32)
     consumed = np.int64(_unpack(stream, nv, r, dst, table))
     bad = consumed + r != stream.size or avail < received
-    out[:p] = f[:p]
+    tso.copy(out, 0, f, 0, p)
     _set16(out, l3 + 2, total + (length - received))
     if proto == 17:
         _set16(out, l4 + 4, 8 + length)
@@ -420,14 +412,22 @@ def observe(f, n, dscp, keys, isn, state, cnt, row):
 class Buffers:
     """One worker's frame buffers and scratch (no two threads share one)."""
 
-    def __init__(self):
+    def __init__(self, vnet: bool = False):
         words = MAX_FRAME_BYTES // 4 + 2 * GROUP_VALUES
+        # vnet: the TAPs carry virtio-net headers (drivers/tso.py); a frame to a host is
+        # written from hostraw, its header, then `host`.
+        self.vh = tso.VNET_HDR if vnet else 0
         self.inbuf = np.zeros(FRAME_ROOM + 64, np.uint8)
         self.wire = np.zeros(FRAME_ROOM + 64, np.uint8)
-        self.host = np.zeros(FRAME_ROOM + 64, np.uint8)
+        self.hostraw = np.zeros(self.vh + FRAME_ROOM + 64, np.uint8)
+        self.host = self.hostraw[self.vh:]
+        self.raw = np.zeros(tso.RAW_ROOM if vnet else 1, np.uint8)   # a GSO segment as read
+        self.agg = np.zeros(tso.AGG_ROOM if vnet else 1, np.uint8)   # frames to a host, coalesced
+        self.ag = np.zeros(8, np.int64)
         self.dec = np.zeros(words, np.uint32)
-        # [in length, wire length, host length, sample countdown, delivered]
-        self.state = np.zeros(5, np.int64)
+        # [in length, wire length, host length, sample countdown, delivered,
+        #  the GSO segment being cut: its length (0: none), next payload offset, frame no.]
+        self.state = np.zeros(8, np.int64)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -443,9 +443,50 @@ DRAINED, SLOW, SAMPLE, READ_ERROR = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
+def _flush(fds, agg, ag, cnt):
+    """Write the frames waiting in agg (tso.coalesce) to their host, as one."""
+    if ag[tso.AG_LEN] == 0:
+        return
+    to = ag[tso.AG_TO]
+    n = tso.seal(agg, ag)
+    ag[tso.AG_LEN] = 0
+    _wrote(_c_write(fds[to], agg.ctypes, n), cnt, to, ag[tso.AG_FRAMES], ag[tso.AG_BYTES])
+
+
+@njit(cache=True, nogil=True)
+def _wrote(wr, cnt, to, frames, nbytes):
+    """Count a write(2) of `frames` frames (`nbytes` host bytes) to host `to`; whether it
+    went through (EAGAIN: the host's queue is full, dropped; else its link is down)."""
+    if wr < 0:
+        if _errno_loc()[0] == _EAGAIN:
+            cnt[to, HOST_QUEUE_DROPS] += frames
+        else:
+            cnt[to, HOST_ERRORS] += frames
+        return False
+    cnt[to, HOST_WRITES] += 1
+    cnt[to, TO_HOST_FRAMES] += frames
+    cnt[to, TO_HOST_BYTES] += nbytes
+    return True
+
+
+@njit(cache=True, nogil=True)
 def pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_enable,
          deliver_flagged, check_every, tabs, keys, isn, fstate, cnt,
-         inbuf, wire, host, dec, st, vmask):
+         inbuf, wire, hostraw, dec, st, vmask, raw, vh, agg, ag):
+    """_pump, then the frames it left coalesced written (vh > 0): nothing waits in agg
+    between calls, so the slow path's frames keep their order."""
+    code, done = _pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable,
+                       rx_enable, deliver_flagged, check_every, tabs, keys, isn, fstate, cnt,
+                       inbuf, wire, hostraw, dec, st, vmask, raw, vh, agg, ag)
+    if vh > 0:
+        _flush(fds, agg, ag, cnt)
+    return code, done
+
+
+@njit(cache=True, nogil=True)
+def _pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_enable,
+          deliver_flagged, check_every, tabs, keys, isn, fstate, cnt,
+          inbuf, wire, hostraw, dec, st, vmask, raw, vh, agg, ag):
     """Up to max_frames frames from host `port`'s TAP (fd) through TX, the wire and RX to
     the host their destination MAC names. Returns (code, frames): DRAINED (the TAP is
     empty or max_frames done), SLOW (the frame in inbuf[:st[0]] needs Python: a group,
@@ -453,17 +494,40 @@ def pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_e
     SAMPLE (the frame just forwarded is left in inbuf, wire, host for a check against
     golden; st[3] counts down to it), READ_ERROR (read(2) failed, counted). After each
     frame read, st holds its length, its wire length and its length to the host (-1:
-    none) and whether it was delivered: with max_frames=1 the caller captures it."""
+    none) and whether it was delivered: with max_frames=1 the caller captures it.
+
+    vh > 0: the TAPs carry virtio-net headers of vh bytes; a read fills raw, and
+    tso.next_frame cuts it into MTU frames in inbuf, one per turn of the loop. A segment
+    is cut to its end whatever max_frames says, and one left by SLOW or SAMPLE is
+    resumed by the next call (st[5] > 0), so DRAINED leaves nothing behind. Frames RX
+    passed wait in agg while the next continues their TCP segment (tso.coalesce), and
+    go to the host as one write."""
     me = macs[port]
     nh = macs.size
+    host = hostraw[vh:]
     done = 0
-    while done < max_frames:
-        n = _c_read(fd, inbuf.ctypes, FRAME_ROOM)
-        if n < 0:
-            if _errno_loc()[0] == _EAGAIN:
-                return DRAINED, done
-            cnt[port, HOST_ERRORS] += 1
-            return READ_ERROR, done
+    while done < max_frames or st[5] > 0:
+        if vh == 0 or st[5] == 0:
+            buf = raw if vh > 0 else inbuf
+            n = _c_read(fd, buf.ctypes, raw.size if vh > 0 else FRAME_ROOM)
+            if n < 0:
+                if _errno_loc()[0] == _EAGAIN:
+                    return DRAINED, done
+                cnt[port, HOST_ERRORS] += 1
+                return READ_ERROR, done
+            cnt[port, HOST_READS] += 1
+            if vh > 0:
+                st[5] = n
+                st[6] = 0
+                st[7] = 0
+        if vh > 0:
+            gso = raw[1] != 0           # the header stays in raw until the next read
+            n = tso.next_frame(raw, inbuf, st)
+            if n < 0:
+                cnt[port, HOST_ERRORS] += 1
+                continue
+            if gso:
+                cnt[port, SEGMENTED] += 1
         done += 1
         st[0] = n
         st[1] = -1
@@ -508,16 +572,16 @@ def pump(fd, port, fds, macs, max_frames, k, version, lut, dscp, tx_enable, rx_e
         st[2] = h
         if bad:
             cnt[to, FLAGGED] += 1
-        if not bad or deliver_flagged:
-            wr = _c_write(fds[to], host.ctypes, h)
-            if wr < 0:
-                if _errno_loc()[0] == _EAGAIN:
-                    cnt[to, HOST_QUEUE_DROPS] += 1
-                else:
-                    cnt[to, HOST_ERRORS] += 1
-            else:
-                cnt[to, TO_HOST_FRAMES] += 1
-                cnt[to, TO_HOST_BYTES] += h
+        if vh > 0 and not bad and tso.mergeable(host, h):
+            if not tso.coalesce(agg, ag, host, h, to):
+                _flush(fds, agg, ag, cnt)
+                tso.start(agg, ag, host, h, to)
+            st[4] = 1
+        elif not bad or deliver_flagged:
+            if vh > 0:
+                _flush(fds, agg, ag, cnt)
+                hostraw[0] = 0
+            if _wrote(_c_write(fds[to], hostraw.ctypes, h + vh), cnt, to, 1, h):
                 st[4] = 1
         if check_every > 0:
             st[3] -= 1

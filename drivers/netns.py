@@ -25,18 +25,26 @@ import subprocess
 import sys
 import threading
 
-__all__ = ["NetnsUnavailable", "Namespace", "Reaper", "open_tap", "netns_available",
-           "bridged_hosts"]
+__all__ = ["NetnsUnavailable", "OffloadRefused", "Namespace", "Reaper", "open_tap",
+           "netns_available", "bridged_hosts"]
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNET = 0x40000000
 _TUNSETIFF = 0x400454CA
 _IFF_TAP = 0x0002
 _IFF_NO_PI = 0x1000
+_IFF_VNET_HDR = 0x4000
+_TUNSETOFFLOAD = 0x400454D0
+_TUNSETVNETHDRSZ = 0x400454D8
+_TUN_F_CSUM, _TUN_F_TSO4 = 0x01, 0x02
 
 
 class NetnsUnavailable(RuntimeError):
     """This machine (or user) cannot create network namespaces or TAP devices."""
+
+
+class OffloadRefused(OSError):
+    """The kernel would not give a TAP virtio-net headers or checksum and TSO offloads."""
 
 
 def netns_available() -> str | None:
@@ -172,20 +180,31 @@ class Reaper:
 
 
 def open_tap(name: str, ns: Namespace, *, mtu: int, addr: str, mac: str,
-             ns_name: str | None = None) -> int:
+             ns_name: str | None = None, offload: bool = False) -> int:
     """Create TAP `name`, move it into `ns`, give it `addr` (CIDR), `mac` and `mtu`, bring
     it and the namespace's loopback up; returns the non-blocking fd of the switch side.
     `ns_name` renames it inside the namespace (names there need not be unique).
 
     The device lives while the fd is open; moving it into the namespace keeps the fd.
-    No checksum or segmentation offload is enabled on it, so the kernel hands over
-    frames of at most the MTU with complete checksums, as a NIC without offloads sees.
+    Without `offload` no checksum or segmentation offload is enabled on it, so the kernel
+    hands over frames of at most the MTU with complete checksums, as a NIC without
+    offloads sees. With it, every frame read or written starts with a 10-byte
+    virtio-net header and the host's kernel may hand over TCP/IPv4 segments of up to
+    64 KB with partial checksums (checksum offload and TSO, drivers/tso.py); raises
+    OffloadRefused if the kernel will not.
     """
     if len(name.encode()) > 15:
         raise ValueError(f"interface name {name!r} is longer than 15 bytes")
     fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        fcntl.ioctl(fd, _TUNSETIFF, struct.pack("16sH", name.encode(), _IFF_TAP | _IFF_NO_PI))
+        flags = _IFF_TAP | _IFF_NO_PI | (_IFF_VNET_HDR if offload else 0)
+        fcntl.ioctl(fd, _TUNSETIFF, struct.pack("16sH", name.encode(), flags))
+        if offload:
+            try:
+                fcntl.ioctl(fd, _TUNSETVNETHDRSZ, struct.pack("i", 10))
+                fcntl.ioctl(fd, _TUNSETOFFLOAD, _TUN_F_CSUM | _TUN_F_TSO4)
+            except OSError as e:
+                raise OffloadRefused(e.errno, f"TAP offloads refused: {e.strerror}") from e
         subprocess.run(["ip", "link", "set", "dev", name, "netns", str(ns.pid)], check=True,
                        capture_output=True)
         ns.run(["ip", "link", "set", "dev", "lo", "up"])

@@ -7,7 +7,10 @@ A frame goes through pump when its source MAC is its host's and its destination 
 another host's (every frame of a tagged stream); anything else stops the batch at that
 frame and goes through `_slow` here, with the same compiled TX and RX and the MAC table
 of drivers/mac_table.py, so order is kept. Used by drivers/bridge.Bridge when neither a
-lossy wire nor the RTL engine asks for its Python loop.
+lossy wire nor the RTL engine asks for its Python loop. With `vnet` (TAPs with
+offloads, drivers/tso.py) a read is a TCP segment of up to 64 KB that pump cuts into
+MTU frames, and the frames a host receives are coalesced into fewer writes; the rate
+limit, the counters and the checks still see MTU frames.
 
 A rate limit (`rate_bps`) is a token bucket per port on the bytes the port puts on the
 wire (plus 24 bytes of preamble, FCS and gap per frame), kept by the port's worker: after
@@ -55,7 +58,8 @@ class GoldenMismatch(RuntimeError):
 class CompiledSwitch:
     def __init__(self, *, fds, macs, macs_table, lock, k, codec, dscp, enable, deliver_flagged,
                  check_every, stop_fd, pcaps=(None, None), workers=None, version=None,
-                 versions=golden.RX_VERSIONS_DEFAULT, rate_bps=None, frame_bytes=9014):
+                 versions=golden.RX_VERSIONS_DEFAULT, rate_bps=None, frame_bytes=9014,
+                 vnet=False):
         n = len(fds)
         # Worker threads: one per port by default; fewer (each polling several ports)
         # where cores are few, so a frame does not wait for a thread to be scheduled.
@@ -93,7 +97,11 @@ class CompiledSwitch:
         w = self.workers
         self.cnt = [np.zeros((n, len(fp.COLUMNS)), np.int64) for _ in range(w + 1)]  # + control
         self.flows = [fp.FlowTable() for _ in range(n)]
-        self.bufs = [fp.Buffers() for _ in range(w + 1)]
+        # vnet: the TAPs carry virtio-net headers and hand over GSO segments (drivers/tso.py)
+        self.vnet = bool(vnet)
+        if self.vnet and self.capture:
+            raise ValueError("captures take frames one at a time: open the TAPs without offloads")
+        self.bufs = [fp.Buffers(self.vnet) for _ in range(w + 1)]
         for b in self.bufs:
             b.state[3] = self.check_every
         self.checked = 0
@@ -111,8 +119,8 @@ class CompiledSwitch:
             scratch = np.zeros_like(self.cnt[-1])
             fp.pump(r, 0, self.fds_arr, self.macs, 1, self.k, self.version, self.lut, self.dscp,
                     self.tx_enable, self.enable, self.deliver_flagged, 0, self.tabs, fl.keys,
-                    fl.isn, fl.state, scratch, b.inbuf, b.wire, b.host, b.dec,
-                    b.state, self.vmask)
+                    fl.isn, fl.state, scratch, b.inbuf, b.wire, b.hostraw, b.dec,
+                    b.state, self.vmask, b.raw, b.vh, b.agg, b.ag)
             # The slow path calls the kernels from Python: load them now too.
             n = 60
             b.inbuf[:n] = 0
@@ -165,7 +173,8 @@ class CompiledSwitch:
             args[i] = (self.fds_arr, self.macs, self.batch, self.k,
                        self.version, self.lut, self.dscp, self.tx_enable, self.enable,
                        self.deliver_flagged, self.check_every, self.tabs, fl.keys, fl.isn,
-                       fl.state, cnt, b.inbuf, b.wire, b.host, b.dec, b.state, self.vmask)
+                       fl.state, cnt, b.inbuf, b.wire, b.hostraw, b.dec, b.state, self.vmask,
+                       b.raw, b.vh, b.agg, b.ag)
         poller.register(self.stop_fd, select.POLLIN)
         free_at = dict.fromkeys(port_of.values(), 0.0)   # rate limit: the port's next free time
         per_frame = dict.fromkeys(port_of.values(), self.frame_bytes + 24.0)  # wire bytes, average
@@ -232,7 +241,8 @@ class CompiledSwitch:
         return max(1, min(cap, int(_PACE_DEPTH * self.rate_bps / 8 / wire_per_frame)))
 
     def _drain(self, fd, i, args, b, cnt, once=False):
-        """pump() until the TAP is empty (once: one batch, for the rate limit)."""
+        """pump() until the TAP is empty (once: one batch, for the rate limit). Never
+        returns with a GSO segment half cut (b.state[5]): no poll would wake for it."""
         while True:
             code, done = fp.pump(fd, i, *args)
             if self.capture and done and code != fp.SLOW:
@@ -243,7 +253,7 @@ class CompiledSwitch:
                 self._check(i, b)
             else:
                 return
-            if once:
+            if once and not b.state[5]:
                 return
 
     def _capture(self, b):
@@ -300,12 +310,14 @@ class CompiledSwitch:
             if not self.deliver_flagged:
                 return
         try:
-            os.write(self.fds[j], b.host[:h])
+            b.hostraw[:b.vh] = 0        # no offload flags: the host's kernel checks the sums
+            os.write(self.fds[j], b.hostraw[:b.vh + h])
         except BlockingIOError:
             cnt[j, fp.HOST_QUEUE_DROPS] += 1
         except OSError:              # EIO: host j's link is down; only j misses it
             cnt[j, fp.HOST_ERRORS] += 1
         else:
+            cnt[j, fp.HOST_WRITES] += 1
             cnt[j, fp.TO_HOST_FRAMES] += 1
             cnt[j, fp.TO_HOST_BYTES] += h
             self._write_pcap(self.host_pcap, b.host[:h])

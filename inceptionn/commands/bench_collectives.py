@@ -89,7 +89,7 @@ def _inputs(p, n, seed=0):
 
 
 def measure(mode: str, p: int, n: int, *, rate_gbps: float, iters: int = 2, k: int = 10,
-            schedule: str = "sequential") -> Point:
+            schedule: str = "sequential", offload: bool | None = None) -> Point:
     kind, compress = MODES[mode]
     wa = kind == "wa"
     opts = {"schedule": schedule} if wa else {}
@@ -100,7 +100,7 @@ def measure(mode: str, p: int, n: int, *, rate_gbps: float, iters: int = 2, k: i
     cls = WorkerAggregator if wa else Ring
     from torch.distributed import HashStore
     store = HashStore()
-    with Bridge(hosts, mtu=9000, k=k, rate_gbps=rate_gbps) as br:
+    with Bridge(hosts, mtu=9000, k=k, rate_gbps=rate_gbps, offload=offload) as br:
         colls, errs = [None] * hosts, []
 
         def build(i):
@@ -204,7 +204,7 @@ def fit_model(points: list[Point]) -> tuple[float, float, float, float]:
 
 
 def sweep(sizes, ps, *, rate_gbps, iters, schedule="sequential",
-          progress=True) -> tuple[list[Point], tuple]:
+          progress=True, offload=None) -> tuple[list[Point], tuple]:
     from tqdm import tqdm
     configs = [(m, p, n) for n, plist in sizes for p in plist for m in MODES if p in ps]
     points = []
@@ -212,7 +212,8 @@ def sweep(sizes, ps, *, rate_gbps, iters, schedule="sequential",
                disable=not progress, file=sys.stderr)
     for m, p, n in bar:
         bar.set_postfix_str(f"{m} P={p} {4 * n / 1e6:.1f} MB")
-        points.append(measure(m, p, n, rate_gbps=rate_gbps, iters=iters, schedule=schedule))
+        points.append(measure(m, p, n, rate_gbps=rate_gbps, iters=iters, schedule=schedule,
+                              offload=offload))
     coef = fit_model(points)
     for pt in points:
         pt.model = model_time(pt, coef)
@@ -345,6 +346,10 @@ def add_arguments(ap) -> None:
     ap.add_argument("--wa", choices=SCHEDULES, default="sequential",
                     help="WA's schedule: sequential (the paper's: every gradient in, then the "
                          "sum back; the default) or pipelined (the legs overlap, chunk by chunk)")
+    ap.add_argument("--offload", choices=("auto", "off"), default="auto",
+                    help="the hosts' TAPs with checksum, segmentation and receive offloads "
+                         "where the kernel allows (auto, the default) or without: one read and "
+                         "one write per MTU frame (off)")
     ap.add_argument("--out", type=Path, default=Path("build/bench_collectives"))
 
 
@@ -361,9 +366,10 @@ def run(args) -> int:
         t0 = time.perf_counter()
         load0 = os.getloadavg()[0]
         points, (a, b, g, k) = sweep(sizes, tuple(args.ps), rate_gbps=rate, iters=args.iters,
-                                     schedule=args.wa)
+                                     schedule=args.wa,
+                                     offload=None if args.offload == "auto" else False)
         print(f"\nwire rate {rate:g} Gb/s per port, MTU 9000, 2^-10, real HDC gradients, WA "
-              f"{args.wa}, median of {args.iters} iterations; "
+              f"{args.wa}, TAP offloads {args.offload}, median of {args.iters} iterations; "
               f"{time.perf_counter() - t0:.0f} s; load average "
               f"{load0:.1f} before, {os.getloadavg()[0]:.1f} after")
         print(f"fitted model: alpha = {a * 1e3:.2f} ms, beta = {b * 1e9:.2f} ns/byte "

@@ -61,7 +61,7 @@ def _cmd_bridge(args, error):
                 rate_gbps=args.rate, engine=args.engine, pcap_wire=args.pcap_wire,
                 pcap_host=args.pcap_host, drop=args.drop, seed=args.seed, codec=args.codec,
                 switch=args.switch, check_every=args.check_golden, version=args.version,
-                versions=args.versions)
+                versions=args.versions, offload=None if args.offload == "auto" else False)
     try:
         br.start()
         _print_hosts(br)
@@ -158,6 +158,10 @@ def add_bridge(nic_sub, error_bound, dscp, error):
     p.add_argument("--switch", choices=("auto", "compiled", "python"), default="auto",
                    help="compiled per-port workers (default where possible) or the Python loop "
                         "(needed by --drop, --engine rtl)")
+    p.add_argument("--offload", choices=("auto", "off"), default="auto",
+                   help="TAPs with checksum, segmentation and receive offloads where the "
+                        "kernel and the switch allow (auto: the compiled switch without "
+                        "captures) or plain TAPs, one frame a read and a write (off)")
     p.set_defaults(func=lambda a: _cmd_bridge(_fix_run(a, error), error))
 
 
