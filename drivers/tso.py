@@ -22,10 +22,20 @@ kernel checks them as on a plain TAP.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from numba import njit, types
 
 from ..golden.fast import _ones_sum
+from ..golden.fast_host import cache_with_codec
+
+# The switch's compiled files compile golden.fast's functions into their own: numba's
+# cache must be stamped with those too, or an edit of golden/fast*.py (or another codec
+# kernel) would leave a stale switch compiled. Registered here, before any of the three
+# defines a function (fastpath imports tso first, foreign_frames imports fastpath).
+cache_with_codec(*(Path(__file__).with_name(n) for n in ("tso.py", "fastpath.py",
+                                                          "foreign_frames.py")))
 
 __all__ = ["VNET_HDR", "RAW_ROOM", "F_NEEDS_CSUM", "F_DATA_VALID", "GSO_NONE", "GSO_TCPV4",
            "next_frame", "copy"]

@@ -18,7 +18,9 @@ an edit of fast_blocks.py, or in a process that picked another kernel, a caller'
 code would still hold the old kernel. Here every function of golden/fast*.py is stamped
 with the hash of all those files, and each kernel has its own cache directory, so an
 edit recompiles them all and processes that picked different kernels never share
-compiled code. numba itself keys each entry on the CPU's name and features.
+compiled code. numba itself keys each entry on the CPU's name and features. Files
+elsewhere that compile these functions into their own (the software NIC's switch)
+register with cache_with_codec and are stamped with golden's sources and their own.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from llvmlite import binding as llvm
 from numba import config
 from numba.core import caching
 
-__all__ = ["KERNELS", "ENV", "host_kernels", "choose_kernel", "KERNEL"]
+__all__ = ["KERNELS", "ENV", "host_kernels", "choose_kernel", "KERNEL", "cache_with_codec"]
 
 KERNELS = ("avx512", "avx2", "portable")      # best first
 ENV = "INCEPTIONN_CODEC_KERNEL"
@@ -80,27 +82,53 @@ def _sources_hash() -> str:
     return h.hexdigest()
 
 
-class _CodecLocator(caching.InTreeCacheLocator):
-    """golden/fast*.py's functions: cached in a directory per kernel (under numba's
-    NUMBA_CACHE_DIR where set, else beside the files), stamped with all their sources."""
+# Files outside golden/ whose cached functions compile golden.fast's into their own
+# (the software NIC's switch): each maps to its group, stamped together (cache_with_codec).
+_GROUPS: dict[Path, tuple[Path, ...]] = {}
 
-    _stamp: str | None = None
+
+def cache_with_codec(*files) -> None:
+    """Cache the numba functions of `files` as golden/fast*.py's are: per kernel, and
+    stamped with golden/fast*.py and all of `files`, so an edit of any of them (or another
+    kernel) recompiles them. Call it at the top of each of those files, before its
+    functions are defined, naming the whole group."""
+    group = tuple(sorted(Path(f).resolve() for f in files))
+    for f in group:
+        _GROUPS[f] = group
+
+
+def _group_hash(group: tuple[Path, ...]) -> str:
+    h = hashlib.sha256(_sources_hash().encode())
+    for p in group:
+        h.update(str(p).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+class _CodecLocator(caching.InTreeCacheLocator):
+    """golden/fast*.py's functions (and cache_with_codec's files'): cached in a directory
+    per kernel (under numba's NUMBA_CACHE_DIR where set, else beside the files), stamped
+    with all their sources."""
+
+    _stamps: dict = {}
 
     def __init__(self, py_func, py_file):
         super().__init__(py_func, py_file)
         base = (os.path.join(config.CACHE_DIR, self.get_suitable_cache_subpath(py_file))
                 if config.CACHE_DIR else self._cache_path)
         self._cache_path = os.path.join(base, f"codec-{KERNEL}")
+        self._group = _GROUPS.get(Path(py_file).resolve())
 
     def get_source_stamp(self):
-        if _CodecLocator._stamp is None:
-            _CodecLocator._stamp = _sources_hash()
-        return _CodecLocator._stamp
+        stamps = _CodecLocator._stamps
+        if self._group not in stamps:
+            stamps[self._group] = (_sources_hash() if self._group is None
+                                   else _group_hash(self._group))
+        return stamps[self._group]
 
     @classmethod
     def from_function(cls, py_func, py_file):
         p = Path(py_file).resolve()
-        if p.parent != _HERE or not p.name.startswith("fast"):
+        if p not in _GROUPS and (p.parent != _HERE or not p.name.startswith("fast")):
             return None
         return super().from_function(py_func, py_file)
 

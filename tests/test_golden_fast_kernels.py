@@ -5,6 +5,8 @@ non-x86 CPU; the kernels bound are the chosen one's; the cache directory is per 
 and its stamp covers every golden/fast*.py. (The kernels' bytes: test_golden_fast_blocks,
 test_golden_fast_index.)"""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -53,6 +55,28 @@ def test_the_cache_is_per_kernel_and_stamped_with_every_codec_file():
     assert loc.get_cache_path().endswith(f"codec-{fast_kernels.KERNEL}")
     assert loc.get_source_stamp() == fast_host._sources_hash()
     assert fast_host._CodecLocator.from_function(golden.pack_groups, golden.__file__) is None
+
+
+def test_the_switchs_cache_is_stamped_with_the_codec_and_its_own_files(tmp_path):
+    """drivers/fastpath.py and friends compile golden.fast's functions into theirs: their
+    stamp must change with an edit of golden/fast*.py or of any file of their group."""
+    from inceptionn.drivers import fastpath, tso
+    loc = fast_host._CodecLocator.from_function(fastpath.pump.py_func, fastpath.__file__)
+    assert loc is not None and loc.get_cache_path().endswith(f"codec-{fast_kernels.KERNEL}")
+    stamp = loc.get_source_stamp()
+    assert stamp != fast_host._sources_hash()
+    assert stamp == fast_host._group_hash(fast_host._GROUPS[Path(tso.__file__).resolve()])
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("y = 1\n")
+    fast_host.cache_with_codec(a, b)
+    try:
+        before = fast_host._group_hash(fast_host._GROUPS[a.resolve()])
+        b.write_text("y = 2\n")
+        assert fast_host._group_hash(fast_host._GROUPS[a.resolve()]) != before
+    finally:
+        for f in (a, b):
+            fast_host._GROUPS.pop(f.resolve())
 
 
 def test_every_kernel_the_host_runs_gives_the_models_bytes():
