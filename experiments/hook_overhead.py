@@ -104,7 +104,16 @@ def main(argv=None) -> None:
     procs = [ctx.Process(target=_rank, args=(r, 2, port, args, q)) for r in range(2)]
     for p in procs:
         p.start()
-    res = q.get(timeout=3600)
+    import queue
+    res = None
+    while res is None:      # a rank that dies ends the run, not a wait
+        try:
+            res = q.get(timeout=5)
+        except queue.Empty:
+            if any(p.exitcode not in (None, 0) for p in procs):
+                for p in procs:
+                    p.kill()
+                raise SystemExit("a rank failed (its traceback above)")
     for p in procs:
         p.join(60)
     with open("/proc/loadavg") as f:

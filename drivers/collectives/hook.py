@@ -24,6 +24,8 @@ thread, bucket after bucket in DDP's order, so backward keeps computing the next
 buckets meanwhile.
 Each bucket is copied to the host when the hook is called (for CUDA, an asynchronous copy
 on the producing stream that the worker waits for); the worker never reads DDP's bucket.
+A bucket on a plain path (the group's float32 or fp16 all-reduce) is all-reduced from
+the hook's call instead, as torch's own hooks (hook_direct.py).
 
 The ring's sockets are set up once, on the worker, from the rendezvous store: `store=`,
 or torchrun's (MASTER_ADDR / MASTER_PORT). Every rank's settings are compared there
@@ -49,9 +51,8 @@ from . import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring, WorkerAggr
 from .agreement import agree_via_store
 from .codecs import DEFAULT_SHARE, ScaledCodec
 from . import hook_state
-from .decide import DECIDES, Decisions, agree_max, plain_allreduce, ring_bytes
-from .fp16 import round_half, widen_sum
-from .hook_direct import issue_direct
+from .decide import DECIDES, Decisions, agree_max
+from .hook_direct import issue_direct, plain_on_worker
 from .hook_options import (BOUNDS, RING_METHODS, _bound_and_feedback, _decide_mode,
                            _default_host, _error_bound_k, _takes_feedback)
 from .memory import LossRecorder, Memory
@@ -478,9 +479,10 @@ class HookWorker:
         # does: its select and expand are the identity, so the ring sums the bucket itself.
         st = self.st
         if st.method in RING_METHODS or st.ring_fed:
+            t = torch.from_numpy(arr)
             self._timed(params, {"ring": lambda: self._ring(arr, params),
-                                 "allreduce": lambda: self._allreduce(arr, params),
-                                 "fp16": lambda: self._fp16(arr, params)})
+                                 "allreduce": lambda: plain_on_worker(self, t, params),
+                                 "fp16": lambda: plain_on_worker(self, t, params, True)})
             return arr
         return self.buckets.step(arr, params)
 
@@ -495,33 +497,6 @@ class HookWorker:
 
     def _agree(self, values):
         return agree_max(values, self.group()[0], self._device)
-
-    def _allreduce(self, arr, params):
-        """The bucket summed by the process group's all-reduce, float32, the residual
-        added in first. Nothing is dropped, so the residual is then zero: delivered plus
-        the ranks' mean residual stays the sum of the true mean gradients (memory.py)."""
-        if self.memory is not None:
-            self.memory.compensate(arr, params)
-        plain_allreduce(torch.from_numpy(arr), self.group()[0], self._device)
-        if self.memory is not None:
-            self.memory.clear(params)
-        self.bytes_sent += ring_bytes(arr.size, self.world)
-
-    def _fp16(self, arr, params):
-        """The bucket rounded to float16 and summed by the process group in float16
-        (fp16.py), the residual added in first; what this rank's rounding dropped is the
-        new residual, exactly (into the bucket's loss buffer, as the ring's loss)."""
-        t = torch.from_numpy(arr)
-        loss = None
-        if self.memory is not None:
-            self.memory.compensate(arr, params)
-            loss = self._loss_buffer(tuple(params), arr.size)
-        h = round_half(t, self.world, loss)
-        if self.memory is not None:
-            self.memory.adopt(params, loss)
-        plain_allreduce(h, self.group()[0], self._device)
-        widen_sum(h, self.world, out=t, mean=False)
-        self.bytes_sent += ring_bytes(arr.size, self.world) // 2
 
     def _ring(self, arr, params):
         before = self.collective.bytes_sent
@@ -553,14 +528,8 @@ class HookWorker:
         return loss
 
     def _exchange_tensor(self, t, path="ring"):
-        if path == "allreduce":     # the process group's all-reduce (no memory here)
-            plain_allreduce(t, self.group()[0], self._device)
-            self.bytes_sent += ring_bytes(t.numel(), self.world)
-        elif path == "fp16":
-            h = round_half(t, self.world)
-            plain_allreduce(h, self.group()[0], self._device)
-            widen_sum(h, self.world, out=t, mean=False)
-            self.bytes_sent += ring_bytes(t.numel(), self.world) // 2
+        if path != "ring":      # the process group's (no memory on this transport)
+            plain_on_worker(self, t, (), path == "fp16")
         else:
             before = self.collective.bytes_sent
             self.collective.allreduce(t)

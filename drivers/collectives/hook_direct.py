@@ -32,10 +32,10 @@ import time
 import torch
 import torch.distributed as dist
 
-from .decide import _on, ring_bytes
+from .decide import _on, plain_allreduce, ring_bytes
 from .fp16 import round_half, widen_sum
 
-__all__ = ["issue_direct"]
+__all__ = ["issue_direct", "plain_on_worker"]
 
 
 def issue_direct(worker, buf, params):
@@ -62,21 +62,8 @@ def issue_direct(worker, buf, params):
         return None     # merges buckets exchanged before: the worker splits it
     path = worker.decisions.path(key, None)     # fixed by the schedule: no agreement
     world, t0 = worker.world, time.perf_counter()
-    loss = None
-    if mem is not None and cpu:
-        mem.compensate(buf.detach().numpy().reshape(-1), params)
-        if path == "allreduce":
-            mem.clear(params)   # nothing dropped: no residual (hook.py's _allreduce)
-        else:
-            loss = worker._loss_buffer(key, buf.numel())
-    if path == "allreduce":
-        sent = buf
-        worker.bytes_sent += ring_bytes(buf.numel(), world)
-    else:
-        sent = round_half(buf.detach(), world, loss)
-        if loss is not None:
-            mem.adopt(params, loss)
-        worker.bytes_sent += ring_bytes(buf.numel(), world) // 2
+    sent = _send_form(worker, buf, params, path == "fp16",
+                      mem is not None and cpu)
     worker.calls += 1
     worker.direct_calls += 1
     work = dist.all_reduce(sent, group=pg, async_op=True)
@@ -90,3 +77,37 @@ def issue_direct(worker, buf, params):
         return out
 
     return work.get_future().then(done)
+
+
+def plain_on_worker(worker, t, params, fp16: bool = False) -> None:
+    """The float32 bucket `t` (on the host, or the torch transport's device) summed in
+    place by the process group's all-reduce on the worker's thread (float32, or float16
+    with `fp16`), a host bucket's residual added in first."""
+    sent = _send_form(worker, t, params, fp16,
+                      worker.memory is not None and t.device.type == "cpu")
+    plain_allreduce(sent, worker.group()[0], worker._device)
+    if fp16:
+        widen_sum(sent, worker.world, out=t, mean=False)
+
+
+def _send_form(worker, t, params, fp16: bool, feedback: bool):
+    """What the group all-reduces for the float32 CPU-or-device bucket `t`: `t` itself
+    (float32) or its float16 form (fp16.py). With `feedback` (a CPU bucket and a memory)
+    the residuals are added into `t` first; the float32 path drops nothing, so the
+    residual is then gone (delivered plus the ranks' mean residual stays the sum of the
+    true mean gradients: memory.py); fp16's rounding loss is the new residual, exactly,
+    in the bucket's loss buffer (as the ring's loss)."""
+    mem, world, loss = worker.memory, worker.world, None
+    if feedback:
+        mem.compensate(t.detach().numpy().reshape(-1), params)
+        if fp16:
+            loss = worker._loss_buffer(tuple(params), t.numel())
+        else:
+            mem.clear(params)
+    worker.bytes_sent += ring_bytes(t.numel(), world) // (2 if fp16 else 1)
+    if not fp16:
+        return t
+    h = round_half(t.detach(), world, loss)
+    if loss is not None:
+        mem.adopt(params, loss)
+    return h
