@@ -20,6 +20,7 @@ twice that, float32-rounded beyond; a gradient of that size means the run diverg
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -36,17 +37,34 @@ def half_scale(world: int) -> int:
 def round_half(x, world: int, loss: np.ndarray | None = None):
     """x (a float32 tensor) as float16 times 2^-s; with `loss` (float32, x's size), what
     the rounding dropped, x - 2^s float(h), exactly, written there (non-finite values:
-    0, nothing to keep, as the ring's loss)."""
+    0, nothing to keep, as the ring's loss). Four passes over x with the loss, two
+    without; no float32 temporary but one scratch kept per thread and size (a fresh one
+    would fault in its pages every step)."""
     import torch
     s = half_scale(world)
     top = HALF_MAX * 2.0 ** -s
-    h = torch.mul(x, 2.0 ** -s).clamp_(-top, top).to(torch.float16)
+    scaled = _scratch(x)
+    torch.mul(x, 2.0 ** -s, out=scaled).clamp_(-top, top)
+    h = scaled.to(torch.float16)
     if loss is not None:
         out = torch.from_numpy(loss).view(x.shape)
-        torch.sub(x, h.to(torch.float32).mul_(2.0 ** s), out=out)
-        if not torch.isfinite(out).all():
+        scaled.copy_(h).mul_(2.0 ** s)
+        torch.sub(x, scaled, out=out)
+        if not math.isfinite(float(out.sum())):     # a pass that allocates nothing
             torch.nan_to_num_(out, nan=0.0, posinf=0.0, neginf=0.0)
     return h
+
+
+_local = threading.local()
+
+
+def _scratch(x):
+    """A float32 tensor of x's shape and device, this thread's, reused."""
+    import torch
+    buf = getattr(_local, "buf", None)
+    if buf is None or buf.shape != x.shape or buf.device != x.device:
+        buf = _local.buf = torch.empty_like(x, dtype=torch.float32)
+    return buf
 
 
 def widen_sum(h, world: int, out=None, mean: bool = True):
