@@ -32,6 +32,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from . import CollectiveError
 from .decide import _on, plain_allreduce, ring_bytes
 from .fp16 import round_half, widen_sum
 
@@ -69,7 +70,11 @@ def issue_direct(worker, buf, params):
     work = dist.all_reduce(sent, group=pg, async_op=True)
 
     def done(fut):
-        got = fut.value()[0]
+        try:
+            got = fut.value()[0]
+        except Exception as e:  # a peer gone: raised as the worker's failures are
+            worker._failed = worker._failed or e
+            raise CollectiveError(f"inceptionn hook: {type(e).__name__}: {e}") from None
         out = got.div_(world) if path == "allreduce" else widen_sum(got, world, out=buf)
         seconds = time.perf_counter() - t0
         worker.decisions.record(key, path, seconds)
