@@ -122,8 +122,9 @@ def parser():
                     help="software: the codec's bytes on plain sockets (default); nic: "
                          "float32 on tagged sockets for an INCEPTIONN NIC on the path; "
                          "emulate: float32, the roundtrip applied on receipt")
-    ap.add_argument("--decide", choices=("auto", "ring", "allreduce"), default=None,
-                    help="per bucket: the coded ring or the process group's all-reduce, "
+    ap.add_argument("--decide", choices=("auto", "ring", "allreduce", "fp16"), default=None,
+                    help="per bucket: the coded ring, the process group's all-reduce or "
+                         "its fp16 all-reduce, "
                          "whichever is measured faster (auto: the default on the software "
                          "wire), or always one")
     ap.add_argument("--steps", type=int, default=200)

@@ -1,10 +1,12 @@
-"""The hook's per-bucket decision between the coded ring and the process group's own
-all-reduce (drivers/collectives/decide.py), in two spawned ranks over gloo: both
-outcomes, taken by both ranks from the slowest rank's times (each rank alone would have
-chosen otherwise); the error-feedback memory exact across the switches (zero after a
-plain all-reduce, conserved over the steps); decide="allreduce" giving gloo's numbers
-bit for bit; the decisions in the state_dict and back; and bfloat16 and float16 buckets
-through both paths."""
+"""The hook's per-bucket decision between the coded ring, the process group's own
+all-reduce and its fp16 all-reduce (drivers/collectives/decide.py), in two spawned
+ranks over gloo: every outcome, taken by both ranks from the slowest rank's times (each
+rank alone would have chosen otherwise); the error-feedback memory exact across the
+switches (zero after a plain all-reduce, fp16's own rounding kept, conserved over the
+steps); the group's collectives in the same order on both ranks with buckets on
+different paths and agreeing at different steps (hook_direct.py); decide="allreduce"
+giving gloo's numbers bit for bit; the decisions in the state_dict and back; and
+bfloat16 and float16 buckets through the paths."""
 
 import numpy as np
 import pytest
@@ -14,11 +16,22 @@ torch = pytest.importorskip("torch")
 from test_ddp_hook import spawn  # noqa: E402  (the spawned-ranks helper)
 
 DTYPES = (("bfloat16", "ring"), ("float16", "ring"), ("bfloat16", "allreduce"))
-STEPS = 7       # after DDP's rebuild (step 0), 4 probes, then the first decision (step 5)
+STEPS = 9       # after DDP's rebuild (step 0), 6 probes, then the first decision (step 7)
 # Times each rank "measures" (seconds per exchange, by path), replacing the real ones:
-# rank 0 alone would choose the other path than the one the slowest rank's times give.
-FAKE = {"ring-wins": ({"ring": 0.2, "allreduce": 0.25}, {"ring": 0.1, "allreduce": 0.3}),
-        "allreduce-wins": ({"ring": 0.1, "allreduce": 0.2}, {"ring": 1.0, "allreduce": 0.5})}
+# rank 0 alone would choose another path than the one the slowest rank's times give.
+FAKE = {"ring-wins": ({"ring": 0.2, "allreduce": 0.25, "fp16": 0.15},
+                      {"ring": 0.1, "allreduce": 0.3, "fp16": 0.3}),
+        "allreduce-wins": ({"ring": 0.1, "allreduce": 0.2, "fp16": 0.3},
+                           {"ring": 1.0, "allreduce": 0.5, "fp16": 0.6}),
+        "fp16-wins": ({"ring": 0.1, "allreduce": 0.4, "fp16": 0.3},
+                      {"ring": 1.0, "allreduce": 0.5, "fp16": 0.35})}
+PATHS = ("ring", "allreduce", "fp16")
+# Buckets on different paths, agreeing at different steps: the bucket holding the
+# 64 x 64 weight codes (ring 1.25x faster: held 5 calls), the others all-reduce (2x:
+# held 8), with the hold shortened (decide.HOLD_CALLS 4, HOLD_MAX 8) and small buckets.
+MIXED_STEPS = 24
+MIXED = ({"ring": 0.4, "allreduce": 0.5, "fp16": 0.6}, {"ring": 0.5, "allreduce": 0.25,
+                                                        "fp16": 0.6})
 
 
 def _net():
@@ -28,7 +41,7 @@ def _net():
                          nn.Linear(64, 2))
 
 
-def _steps(rank, state, steps=STEPS, dtype=torch.float32):
+def _steps(rank, state, steps=STEPS, dtype=torch.float32, cap_mb=25.0):
     """`steps` steps of DDP over _net() with `state`'s hook (None: gloo's all-reduce);
     per step the path taken, the residual's norm, the rank's own gradient and what
     DDP delivered."""
@@ -36,7 +49,7 @@ def _steps(rank, state, steps=STEPS, dtype=torch.float32):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     from inceptionn.ddp_hook import inc_allreduce_hook
-    net = DDP(_net().to(dtype))
+    net = DDP(_net().to(dtype), bucket_cap_mb=cap_mb)
     params = list(net.parameters())
     if state is not None:
         net.register_comm_hook(state, inc_allreduce_hook)
@@ -62,7 +75,7 @@ def _steps(rank, state, steps=STEPS, dtype=torch.float32):
 
 
 def _taken(state):
-    out = {"ring": 0, "allreduce": 0}
+    out = {p: 0 for p in PATHS}
     for d in (state.decisions if state is not None else []):
         for p, n in d["taken"].items():
             out[p] += n
@@ -83,6 +96,7 @@ def _decide(rank, world):
                          "decisions": state.decisions}
         finally:
             state.close()
+    out["mixed"] = _mixed(rank)
     state = IncState(timeout_s=20)            # as measured: the memory across the switches
     try:
         rows = _steps(rank, state)
@@ -111,11 +125,31 @@ def _decide(rank, world):
     for name, kw in (("gloo", None), ("forced", {"decide": "allreduce"})):
         state = None if kw is None else IncState(timeout_s=20, **kw)
         try:
-            out[name] = [r["got"] for r in _steps(rank, state, steps=2)]
+            out[name] = [r["got"] for r in _steps(rank, state, steps=3)]
         finally:
             if state is not None:
                 state.close()
     return out
+
+
+def _mixed(rank):
+    from inceptionn.ddp_hook import IncState
+    from inceptionn.drivers.collectives import decide
+    decide.HOLD_CALLS, decide.HOLD_MAX = 4, 8
+    state = IncState(timeout_s=20)
+    real = state.worker.decisions.record
+
+    def fake(key, path, s):
+        times = MIXED[0] if any(n == 64 * 64 for _, n in key) else MIXED[1]
+        real(key, path, times[path] * (1 + rank))
+    state.worker.decisions.record = fake
+    try:
+        rows = _steps(rank, state, steps=MIXED_STEPS, cap_mb=0.01)
+        return {"paths": [r["path"] for r in rows], "got": [r["got"] for r in rows],
+                "decisions": state.decisions, "direct": state.worker.direct_calls,
+                "calls": state.calls}
+    finally:
+        state.close()
 
 
 @pytest.fixture(scope="module")
@@ -126,16 +160,17 @@ def decided():
     return outs
 
 
-@pytest.mark.parametrize("name,path", [("ring-wins", "ring"), ("allreduce-wins", "allreduce")])
+@pytest.mark.parametrize("name,path", [("ring-wins", "ring"), ("allreduce-wins", "allreduce"),
+                                       ("fp16-wins", "fp16")])
 def test_both_ranks_take_the_path_the_slowest_ranks_times_give(decided, name, path):
     a, b = decided[0][name], decided[1][name]
     # Step 0: DDP's first bucket (a ring); after the rebuild the probes alternate.
     assert a["paths"] == b["paths"], (a["paths"], b["paths"])
-    assert a["paths"][1:5] == [["ring"], ["allreduce"], ["ring"], ["allreduce"]], a["paths"]
-    assert a["paths"][5:] == [[path]] * (STEPS - 5), a["paths"]
+    assert a["paths"][1:7] == [[p] for p in PATHS] * 2, a["paths"]
+    assert a["paths"][7:] == [[path]] * (STEPS - 7), a["paths"]
     decided_now = [d for d in a["decisions"] if d["agreed"]]
     assert len(decided_now) == 1 and decided_now[0]["path"] == path, a["decisions"]
-    slowest = {p: max(FAKE[name][r][p] for r in (0, 1)) for p in ("ring", "allreduce")}
+    slowest = {p: max(FAKE[name][r][p] for r in (0, 1)) for p in PATHS}
     assert decided_now[0]["agreed"] == slowest
     assert [d["path"] for d in b["decisions"] if d["agreed"]] == [path]
     assert np.array_equal(a["got"], b["got"])              # the ranks' gradients identical
@@ -145,24 +180,45 @@ def test_memory_is_exact_across_the_switches(decided):
     rows = [decided[r]["measured"]["rows"] for r in (0, 1)]
     paths = [r["path"] for r in rows[0]]
     assert paths == [r["path"] for r in rows[1]]
-    assert ["ring"] in paths[1:] and ["allreduce"] in paths[1:], paths
+    assert all([p] in paths[1:] for p in PATHS), paths
     for step, path in enumerate(paths):
         for r in (0, 1):      # nothing dropped on the plain path: no residual after it
             assert (rows[r][step]["resid"] == 0) == (path == ["allreduce"]), (step, r, path)
     # What DDP delivered over the steps plus the ranks' mean residual is the sum of the
     # true mean gradients: the residual added in before a plain all-reduce reaches the
-    # model, and none is lost or counted twice at a switch.
+    # model, and none is lost or counted twice at a switch. Up to the group's float16
+    # sums on the fp16 steps: each rounds to half an fp16 ulp of the mean (at P = 2
+    # the mean is the float16 sum itself), on the adding rank, not fed back (fp16.py).
     true = sum((rows[0][s]["mine"] + rows[1][s]["mine"]) / 2 for s in range(STEPS))
     got = sum(rows[0][s]["got"] for s in range(STEPS))
     assert np.array_equal(got, sum(rows[1][s]["got"] for s in range(STEPS)))
     resid = (rows[0][-1]["resid_vec"] + rows[1][-1]["resid_vec"]) / 2
-    off = np.linalg.norm(got + resid - true) / np.linalg.norm(true)
+    sums = sum(np.linalg.norm(np.abs(rows[0][s]["got"]) * 2.0 ** -11 + 2.0 ** -25)
+               for s, p in enumerate(paths) if p == ["fp16"])
+    off = (np.linalg.norm(got + resid - true) - sums) / np.linalg.norm(true)
     ring_step = max(s for s, p in enumerate(paths) if p == ["ring"])
     kept = rows[0][ring_step]["resid"] / np.linalg.norm(true)
-    print(f"paths {paths}; |delivered + residual - true| / |true| = {off:.2e}; the residual "
-          f"after the last ring step, relative: {kept:.2e}")
+    print(f"paths {paths}; (|delivered + residual - true| - fp16 sums' bound) / |true| = "
+          f"{off:.2e} (bound {sums / np.linalg.norm(true):.2e}); the residual after the "
+          f"last ring step, relative: {kept:.2e}")
     assert off < 1e-6, off
-    assert kept > 100 * max(off, 1e-7), (kept, off)
+    assert kept > 100 * max(sums / np.linalg.norm(true), 1e-7), (kept, sums)
+
+
+def test_buckets_on_different_paths_keep_the_groups_order(decided):
+    """Some buckets coded, some all-reduced from the hook's call, their agreements at
+    different steps: the ranks' collectives never cross (a crossing hangs or sums
+    unrelated tensors: the gradients would differ or the run time out)."""
+    a, b = decided[0]["mixed"], decided[1]["mixed"]
+    assert a["paths"] == b["paths"], (a["paths"], b["paths"])
+    for x, y in zip(a["got"], b["got"]):
+        assert np.array_equal(x, y)
+    assert sorted(a["paths"][-1]) == ["allreduce", "ring"], a["paths"]
+    agreed_at = {d["decide_at"] for d in a["decisions"] if d["agreed"]}
+    assert len(agreed_at) >= 2, a["decisions"]        # out of phase: agreeing apart
+    assert len(a["decisions"]) >= 3, a["decisions"]
+    # the plain buckets went from the hook's call, but not all (the agreements did not)
+    assert 0 < a["direct"] == b["direct"] < a["calls"], (a["direct"], a["calls"])
 
 
 @pytest.mark.parametrize("dtype,decide", DTYPES)
@@ -189,8 +245,8 @@ def test_the_decisions_are_in_the_state_and_come_back(decided):
     assert saved and repr(saved) == repr(m["reloaded"])      # repr: nan == nan
     assert {d["calls"] for d in saved} == {d["calls"] for d in m["decisions"]}
     for d in m["decisions"]:
-        assert set(d["seconds"]) == {"ring", "allreduce"}
-        assert d["taken"]["ring"] + d["taken"]["allreduce"] == d["calls"]
+        assert set(d["seconds"]) == set(PATHS)
+        assert sum(d["taken"].values()) == d["calls"]
 
 
 def test_decide_allreduce_gives_gloos_gradients_bit_for_bit(decided):
@@ -227,26 +283,89 @@ def test_the_schedule_probes_agrees_holds_and_probes_again():
 
     def agree(values):              # the other rank is slower on the ring
         agreed.append(list(values))
-        return [max(values[0], 3.0), values[1]]
+        return [max(values[0], 3.0), values[1], values[2]]
 
-    times = {"ring": 1.0, "allreduce": 2.0}
+    times = {"ring": 1.0, "allreduce": 2.0, "fp16": 4.0}
     paths = []
-    for _ in range(4 + 3 * HOLD_CALLS):
+    for _ in range(6 + 3 * HOLD_CALLS):
         p = d.path(key, agree)
         paths.append(p)
         d.record(key, p, times[p])
-    assert paths[:4] == ["ring", "allreduce", "ring", "allreduce"]
-    # Agreed at call 4: ring 3.0 (the other rank's) against 2.0: the all-reduce, held
-    # 50 x 1.5 = 75 calls; the call before the next decision probes the ring.
-    assert agreed[0] == [1.0, 2.0] and paths[4] == "allreduce"
+    assert paths[:6] == ["ring", "allreduce", "fp16"] * 2
+    # Agreed at call 6: ring 3.0 (the other rank's) against 2.0 and 4.0: the all-reduce,
+    # held 50 x 1.5 = 75 calls; the two calls before the next decision probe the others.
+    assert agreed[0] == [1.0, 2.0, 4.0] and paths[6] == "allreduce"
     hold = int(HOLD_CALLS * 1.5)
-    assert paths[5:4 + hold - 1] == ["allreduce"] * (hold - 2)
-    assert paths[4 + hold - 1] == "ring" and len(agreed) == 2
+    assert paths[7:6 + hold - 2] == ["allreduce"] * (hold - 3)
+    assert paths[6 + hold - 2:6 + hold] == ["ring", "fp16"] and len(agreed) == 2
     (rep,) = d.report()
-    assert rep["values"] == 15 and rep["agreed"] == {"ring": 3.0, "allreduce": 2.0}
-    assert rep["taken"]["ring"] + rep["taken"]["allreduce"] == rep["calls"]
-    # The state comes back as it was (the schedule included).
+    assert rep["values"] == 15 and rep["agreed"] == {"ring": 3.0, "allreduce": 2.0,
+                                                     "fp16": 4.0}
+    assert sum(rep["taken"].values()) == rep["calls"]
+    # The state comes back as it was (the schedule included); one saved before fp16
+    # was a path loads with fp16 untimed.
     again = Decisions("auto")
     again.load(d.state(), [10, 5])
     assert again.report() == d.report()
+    old = d.state()
+    for c in old:
+        del c["seconds"]["fp16"], c["taken"]["fp16"]
+    again.load(old, [10, 5])
+    (c,) = again.by_bucket.values()
+    assert np.isnan(c.seconds["fp16"]) and c.taken["fp16"] == 0
     assert Decisions("ring").path(key, agree) == "ring"
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_fp16_keeps_its_own_rounding_exactly(world):
+    from inceptionn.drivers.collectives.fp16 import half_scale, round_half, widen_sum
+    rng = np.random.default_rng(world)
+    x = np.concatenate([rng.standard_normal(4000).astype(np.float32) * 10.0 ** e
+                        for e in (-9, -6, -3, 0, 3)] + [np.float32([1e-40, 7e4, -1e5])])
+    loss = np.empty_like(x)
+    h = round_half(torch.from_numpy(x), world, loss)
+    s = half_scale(world)
+    assert 2 ** s >= world > 2 ** (s - 1) and h.dtype == torch.float16
+    back = h.double().numpy() * 2.0 ** s
+    # x = what is sent + the residual, exactly (within twice float16's range)
+    assert np.array_equal(back + loss.astype(np.float64), x.astype(np.float64))
+    assert np.abs(h.float().numpy()).max() <= 65504 and np.any(loss != 0)
+    # P ranks' rounded values summed cannot overflow float16
+    assert np.isfinite((h.float() * world).half().float().numpy()).all()
+    assert np.array_equal(widen_sum(h, world).numpy(), (back / world).astype(np.float32))
+    nan = np.float32([np.nan, np.inf, 1.0])
+    out = np.empty_like(nan)
+    round_half(torch.from_numpy(nan), world, out)
+    assert np.array_equal(out, [0, 0, 0])
+
+
+def test_the_schedule_of_three_paths():
+    from inceptionn.drivers.collectives.decide import Decisions
+    d = Decisions("auto")
+    key = ((0, 10),)
+    assert d.peek(key) is None          # new: the first call decides nothing, but unknown
+    times = {"ring": 3.0, "allreduce": 2.0, "fp16": 1.0}
+    paths = []
+    for _ in range(6 + 60):
+        p = d.path(key, lambda v: v)
+        paths.append(p)
+        d.record(key, p, times[p])
+    assert paths[:6] == ["ring", "allreduce", "fp16"] * 2
+    # fp16 wins, held 50 x 2 (the second fastest, 2.0 / 1.0) = 100 calls
+    assert paths[6:] == ["fp16"] * 60
+    (c,) = d.by_bucket.values()
+    assert c.decide_at == 106 and c.agreed == times
+    while c.calls < c.decide_at - 2:
+        d.record(key, "fp16", 1.0)
+    # the probes: each other path once, in order, just before the next decision
+    assert [d.peek(key), d.path(key, None)] == ["ring", "ring"]
+    d.record(key, "ring", 3.0)
+    assert d.peek(key) == "allreduce"
+    d.record(key, "allreduce", 2.0)
+    assert d.peek(key) is None          # the call that agrees
+    # a tie goes to the exact path first
+    tie = Decisions("auto")
+    for _ in range(6):
+        tie.record(key, tie.path(key, None), 1.0)
+    assert tie.path(key, lambda v: v) == "allreduce"
+    assert Decisions("fp16").peek(key) == "fp16"

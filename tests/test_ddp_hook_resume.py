@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from test_ddp_hook import spawn  # noqa: E402  (the spawned-ranks helper)
 
-N = 3           # steps before and after the checkpoint
+N = 4           # steps before and after the checkpoint
 
 
 def _train(rank, world, steps, load=None, save=None, hook_state=True, auto=False):
@@ -34,7 +34,7 @@ def _train(rank, world, steps, load=None, save=None, hook_state=True, auto=False
     state = IncState(decide="auto" if auto else "ring")
     if auto:
         real = state.worker.decisions.record
-        times = {"ring": 1.0 + rank, "allreduce": 0.5}      # the all-reduce wins
+        times = {"ring": 1.0 + rank, "allreduce": 0.5, "fp16": 0.8}   # the all-reduce wins
         state.worker.decisions.record = lambda key, path, s: real(key, path, times[path])
     start = 0
     if load:
@@ -125,8 +125,8 @@ def test_resume_gives_the_uninterrupted_runs_parameters_bit_for_bit(resumed):
 
 def test_resume_continues_each_buckets_decisions(resumed):
     # Checkpointed mid-way through the probes (DDP's first bucket, then ring, all-reduce,
-    # ring, all-reduce per rebuilt bucket): resumed, each bucket finishes its probes and
-    # decides (for the all-reduce, step 5) as the uninterrupted run does; without the
+    # fp16, ring, all-reduce, fp16 per rebuilt bucket): resumed, each bucket finishes its
+    # probes and decides (for the all-reduce, step 7) as the uninterrupted run does; without the
     # saved decisions (the residuals loaded) it probes afresh and takes other paths.
     first, second = resumed
     for rank in (0, 1):

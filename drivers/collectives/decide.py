@@ -1,6 +1,7 @@
-"""Per bucket, the coded exchange (the ring) or the process group's own all-reduce (gloo
-or NCCL): whichever the hook has measured to be faster for that bucket, the same on
-every rank.
+"""Per bucket, the coded exchange (the ring), the process group's own all-reduce (gloo or
+NCCL) of float32, or its all-reduce of float16 (torch's fp16_compress_hook, with error
+feedback: fp16.py): whichever the hook has measured to be fastest for that bucket, the
+same on every rank.
 
 Both paths are timed as they run, on the hook's thread, from the bucket handed over to
 its sum ready: the coded path's time includes the codec's CPU time (on a machine with
@@ -9,18 +10,18 @@ the plain path's the process group's all-reduce of float32. Nothing is configure
 bucket's schedule is fixed by how often it has been exchanged (`calls`), so every rank
 is at the same point of it for the same bucket:
 
-- its first 2 * PROBES exchanges alternate ring, all-reduce, ring, all-reduce (the first
-  of each path is warm-up: sockets, thread pools, first-touch pages; not counted);
+- its first 3 * PROBES exchanges cycle ring, all-reduce, fp16, ring, ... (the first of
+  each path is warm-up: sockets, thread pools, first-touch pages; not counted);
 - then, at call `decide_at`, the ranks agree: each contributes its two estimates, the
   process group takes their maximum (the slowest rank sets the step), and every rank
-  compares the same two numbers, so every rank takes the same path (a tie goes to the
-  all-reduce). One all-reduce of two floats per decision, on the same thread and group
+  compares the same three numbers, so every rank takes the same path (a tie goes to the
+  all-reduce, then fp16: the exact path first). One all-reduce of three floats per decision, on the same thread and group
   as the buckets' exchanges, so in the same order on every rank: never a deadlock;
-- the decision holds HOLD_CALLS calls times how many times slower the other path was
-  (at most HOLD_MAX); the call before the next decision runs the other path once, to
-  refresh its estimate (rates move with load: HiPress and Espresso's point).
+- the decision holds HOLD_CALLS calls times how many times slower the second fastest
+  path was (at most HOLD_MAX); the calls just before the next decision run each other
+  path once, in PATHS order, to refresh their estimates (rates move with load: HiPress and Espresso's point).
 
-The path taken keeps a running estimate (ALPHA); a probe of the other path replaces
+The path taken keeps a running estimate (ALPHA); a probe of another path replaces
 that path's estimate (its only fresh sample). The state of each bucket (`Choice`) is
 data and is saved with the hook's state (hook_state.py): a resumed run continues the
 schedule where it stopped, and between two decisions takes the saved path.
@@ -34,8 +35,9 @@ from dataclasses import asdict, dataclass, field
 
 __all__ = ["DECIDES", "PATHS", "Choice", "Decisions"]
 
-DECIDES = ("auto", "ring", "allreduce")
-PATHS = ("ring", "allreduce")
+DECIDES = ("auto", "ring", "allreduce", "fp16")
+PATHS = ("ring", "allreduce", "fp16")
+PREFER = ("allreduce", "fp16", "ring")     # a tie's order: exact first, then fewer CPU
 PROBES = 2          # runs of each path before the first decision; the first is warm-up
 HOLD_CALLS = 50     # calls a decision holds at least ...
 HOLD_MAX = 1000     # ... and at most (a lopsided one is probed less often)
@@ -49,7 +51,7 @@ class Choice:
     """One bucket's decision state (a bucket: its parameters, in order)."""
     calls: int = 0                  # exchanges of this bucket so far
     path: str = "ring"              # the path decided (before the first decision: none)
-    decide_at: int = 2 * PROBES     # the call at which the ranks next agree
+    decide_at: int = len(PATHS) * PROBES    # the call at which the ranks next agree
     seconds: dict = field(default_factory=lambda: {p: math.nan for p in PATHS})
     taken: dict = field(default_factory=lambda: {p: 0 for p in PATHS})
     agreed: dict = field(default_factory=dict)    # the slowest rank's estimates, last agreed
@@ -60,8 +62,9 @@ class Choice:
     @classmethod
     def from_dict(cls, d: dict) -> Choice:
         c = cls(calls=int(d["calls"]), path=str(d["path"]), decide_at=int(d["decide_at"]),
-                seconds={p: float(d["seconds"][p]) for p in PATHS},
-                taken={p: int(d["taken"][p]) for p in PATHS},
+                # a state saved before fp16 was a path has no entry for it
+                seconds={p: float(d["seconds"].get(p, math.nan)) for p in PATHS},
+                taken={p: int(d["taken"].get(p, 0)) for p in PATHS},
                 agreed={p: float(v) for p, v in d.get("agreed", {}).items()})
         if c.path not in PATHS:
             raise ValueError(f"a saved decision names path {c.path!r}: the state is damaged")
@@ -70,7 +73,7 @@ class Choice:
 
 class Decisions:
     """The per-bucket decisions of one hook. `mode`: "auto", or a path forced ("ring",
-    "allreduce": no probe, no agreement). `agree(values) -> values` takes this rank's
+    "allreduce", "fp16": no probe, no agreement). `agree(values) -> values` takes this rank's
     estimates and returns the maximum over the ranks (an all-reduce)."""
 
     def __init__(self, mode: str):
@@ -85,12 +88,28 @@ class Decisions:
         if self.mode != "auto":
             return self.mode
         c = self.by_bucket.setdefault(key, Choice())
-        if c.calls < 2 * PROBES:
-            return PATHS[c.calls % 2]
+        if c.calls < len(PATHS) * PROBES:
+            return PATHS[c.calls % len(PATHS)]
         if c.calls == c.decide_at:
             self._decide(key, c, agree)
-        elif c.calls == c.decide_at - 1:
-            return _other(c.path)       # the probe before the decision
+            return c.path
+        return self.peek(key) or c.path
+
+    def peek(self, key: tuple) -> str | None:
+        """The path of this bucket's next exchange where the schedule fixes it without
+        an agreement (a forced mode, a held decision, a probe); None where the next call
+        agrees (or the bucket is new). Reads only: the hook asks it from DDP's thread."""
+        if self.mode != "auto":
+            return self.mode
+        c = self.by_bucket.get(key)
+        if c is None or c.calls == c.decide_at:
+            return None
+        if c.calls < len(PATHS) * PROBES:
+            return PATHS[c.calls % len(PATHS)]
+        others = [p for p in PATHS if p != c.path]
+        before = c.decide_at - c.calls      # the probes: the calls just before a decision
+        if before <= len(others):
+            return others[len(others) - before]
         return c.path
 
     def record(self, key: tuple, path: str, seconds: float) -> None:
@@ -103,22 +122,23 @@ class Decisions:
         if self.mode != "auto" or c.taken[path] == 1:   # the first run of a path: warm-up
             return
         old = c.seconds[path]
-        fresh = math.isnan(old) or (c.calls > 2 * PROBES and path != c.path)
+        fresh = math.isnan(old) or (c.calls > len(PATHS) * PROBES and path != c.path)
         c.seconds[path] = seconds if fresh else (1 - ALPHA) * old + ALPHA * seconds
 
     def _decide(self, key, c: Choice, agree) -> None:
-        ring, plain = (float(v) for v in agree([c.seconds["ring"], c.seconds["allreduce"]]))
-        c.agreed = {"ring": ring, "allreduce": plain}
-        c.path = "ring" if ring < plain else "allreduce"
-        slow, fast = max(ring, plain), min(ring, plain)
-        ratio = slow / fast if fast > 0 else HOLD_MAX
+        c.agreed = dict(zip(PATHS, (float(v) for v in agree([c.seconds[p] for p in PATHS]))))
+        # NaN (a path never timed: a resumed run's old state) ranks last
+        ranked = sorted(PREFER, key=lambda p: (math.isnan(c.agreed[p]), c.agreed[p]))
+        c.path = ranked[0]
+        fast, slow = c.agreed[ranked[0]], c.agreed[ranked[1]]
+        ratio = slow / fast if fast > 0 and not math.isnan(slow) else HOLD_MAX
         hold = int(min(HOLD_MAX, max(HOLD_CALLS, HOLD_CALLS * ratio)))
         c.decide_at = c.calls + hold
         if log.isEnabledFor(logging.DEBUG):
             n = sum(int(m) for _, m in key)
-            log.debug("bucket of %d values (%d parameters, first %s): ring %.3f ms, "
-                      "all-reduce %.3f ms (slowest rank's estimates) -> %s for %d calls",
-                      n, len(key), key[0][0] if key else None, ring * 1e3, plain * 1e3,
+            log.debug("bucket of %d values (%d parameters, first %s): %s (slowest rank's "
+                      "estimates) -> %s for %d calls", n, len(key), key[0][0] if key else None,
+                      ", ".join(f"{p} {v * 1e3:.3f} ms" for p, v in c.agreed.items()),
                       c.path, hold)
 
     def report(self) -> list[dict]:
@@ -140,10 +160,6 @@ class Decisions:
                                  "list does not hold: the state is damaged")
             by[tuple((k, sizes[k]) for k in keys)] = Choice.from_dict(d)
         self.by_bucket = by
-
-
-def _other(path: str) -> str:
-    return PATHS[1 - PATHS.index(path)]
 
 
 # ---------------------------------------------------------------- over the process group

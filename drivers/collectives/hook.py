@@ -24,6 +24,8 @@ thread, bucket after bucket in DDP's order, so backward keeps computing the next
 buckets meanwhile.
 Each bucket is copied to the host when the hook is called (for CUDA, an asynchronous copy
 on the producing stream that the worker waits for); the worker never reads DDP's bucket.
+A bucket on a plain path (the group's float32 or fp16 all-reduce) is all-reduced from
+the hook's call instead, as torch's own hooks (hook_direct.py).
 
 The ring's sockets are set up once, on the worker, from the rendezvous store: `store=`,
 or torchrun's (MASTER_ADDR / MASTER_PORT). Every rank's settings are compared there
@@ -49,7 +51,8 @@ from . import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring, WorkerAggr
 from .agreement import agree_via_store
 from .codecs import DEFAULT_SHARE, ScaledCodec
 from . import hook_state
-from .decide import DECIDES, Decisions, agree_max, plain_allreduce, ring_bytes
+from .decide import DECIDES, Decisions, agree_max
+from .hook_direct import issue_direct, plain_on_worker
 from .hook_options import (BOUNDS, RING_METHODS, _bound_and_feedback, _decide_mode,
                            _default_host, _error_bound_k, _takes_feedback)
 from .memory import LossRecorder, Memory
@@ -118,11 +121,14 @@ class IncState:
     "software", mode "inc" only). bytes_sent counts this rank's data bytes (for a bucket
     handed to the process group's all-reduce: the bytes a ring all-reduce of its float32
     values sends); hook_seconds the worker's time per bucket exchange.
-    decide: per bucket, "auto" (the ring or the process group's own all-reduce, whichever
-    the hook measures to be faster for that bucket, agreed by every rank: decide.py; the
-    default for "inceptionn" in mode "inc" on wire "software"), "ring" (always coded) or
-    "allreduce" (always the process group's all-reduce, the error-feedback residual added
-    in). `decisions` reads the per-bucket decisions and the measured times.
+    decide: per bucket, "auto" (the ring, the process group's own all-reduce or its fp16
+    all-reduce, whichever the hook measures to be fastest for that bucket, agreed by
+    every rank: decide.py; the default for "inceptionn" in mode "inc" on wire
+    "software"), "ring" (always coded), "allreduce" (always the group's float32
+    all-reduce, the residual added in) or "fp16" (always the group's float16 all-reduce,
+    the residual added in and its rounding fed back: fp16.py). A plain bucket with no
+    residual is all-reduced from the hook's call, as torch's own hooks (hook_direct.py).
+    `decisions` reads the per-bucket decisions and the measured times.
     """
 
     def __init__(self, process_group=None, *, method: str = "inceptionn",
@@ -286,6 +292,7 @@ class HookWorker:
         self.st = settings
         self.collective = None
         self.calls = 0
+        self.direct_calls = 0   # of them, all-reduced from the hook's call (hook_direct.py)
         self.bytes_sent = 0
         self.hook_seconds: list[float] = []
         self.world: int | None = None
@@ -438,8 +445,8 @@ class HookWorker:
                 self._device = device
                 if st.transport == "torch":     # on the bucket's device, in place
                     v = snap.view(-1)
-                    self._timed(params, lambda: self._exchange_tensor(v),
-                                lambda: self._exchange_tensor(v, plain=True))
+                    self._timed(params, {p: (lambda p=p: self._exchange_tensor(v, p))
+                                         for p in ("ring", "allreduce", "fp16")})
                     t = snap
                 else:
                     out = self._exchange(snap.numpy().reshape(-1), params)
@@ -472,33 +479,24 @@ class HookWorker:
         # does: its select and expand are the identity, so the ring sums the bucket itself.
         st = self.st
         if st.method in RING_METHODS or st.ring_fed:
-            self._timed(params, lambda: self._ring(arr, params),
-                        lambda: self._allreduce(arr, params))
+            t = torch.from_numpy(arr)
+            self._timed(params, {"ring": lambda: self._ring(arr, params),
+                                 "allreduce": lambda: plain_on_worker(self, t, params),
+                                 "fp16": lambda: plain_on_worker(self, t, params, True)})
             return arr
         return self.buckets.step(arr, params)
 
-    def _timed(self, params, ring, allreduce) -> None:
+    def _timed(self, params, runs: dict) -> None:
         """The bucket's exchange on the path decided for it (decide.py), timed."""
         import time
         key = tuple(params)
         path = self.decisions.path(key, self._agree)
         t0 = time.perf_counter()
-        (ring if path == "ring" else allreduce)()
+        runs[path]()
         self.decisions.record(key, path, time.perf_counter() - t0)
 
     def _agree(self, values):
         return agree_max(values, self.group()[0], self._device)
-
-    def _allreduce(self, arr, params):
-        """The bucket summed by the process group's all-reduce, float32, the residual
-        added in first. Nothing is dropped, so the residual is then zero: delivered plus
-        the ranks' mean residual stays the sum of the true mean gradients (memory.py)."""
-        if self.memory is not None:
-            self.memory.compensate(arr, params)
-        plain_allreduce(torch.from_numpy(arr), self.group()[0], self._device)
-        if self.memory is not None:
-            self.memory.clear(params)
-        self.bytes_sent += ring_bytes(arr.size, self.world)
 
     def _ring(self, arr, params):
         before = self.collective.bytes_sent
@@ -529,10 +527,9 @@ class HookWorker:
             loss = self._losses[key] = np.empty(size, np.float32)
         return loss
 
-    def _exchange_tensor(self, t, plain=False):
-        if plain:       # the process group's all-reduce (no memory on this transport)
-            plain_allreduce(t, self.group()[0], self._device)
-            self.bytes_sent += ring_bytes(t.numel(), self.world)
+    def _exchange_tensor(self, t, path="ring"):
+        if path != "ring":      # the process group's (no memory on this transport)
+            plain_on_worker(self, t, (), path == "fp16")
         else:
             before = self.collective.bytes_sent
             self.collective.allreduce(t)
@@ -571,6 +568,10 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
     if buf.dtype not in DTYPES:
         raise TypeError(f"the INCEPTIONN hook carries float32, bfloat16 and float16 "
                         f"gradients, got {buf.dtype}")
+    params = state.worker.keys.of(bucket.parameters())
+    direct = issue_direct(state.worker, buf, params)   # a plain path: gloo's own cost
+    if direct is not None:
+        return direct
     cuda = buf.device.type == "cuda"
     fut: torch.futures.Future[torch.Tensor] = (
         torch.futures.Future(devices=[buf.device]) if cuda else torch.futures.Future())
@@ -591,6 +592,5 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
     else:
         index = bucket.index() if hasattr(bucket, "index") else None   # DDP's GradBucket has it
         snap = state.worker.host_snapshot(index, buf, fut)
-    params = state.worker.keys.of(bucket.parameters())
     state.worker.submit((snap, buf.device, buf.dtype, params, fut, event))
     return fut

@@ -16,12 +16,12 @@ was: the resumed run computes what the uninterrupted one did, bit for bit.
 The state holds no socket, thread or process group (as PyTorch's PowerSGDState): the
 error-feedback residuals per parameter (torch tensors, so `torch.load(weights_only=True)`
 reads it), the compressors' step per parameter, the bucket layout, the per-bucket
-decisions between the ring and the plain all-reduce (decide.py: the path, the schedule,
+decisions between the ring, the plain all-reduce and fp16 (decide.py: the path, the schedule,
 the measured times), the counters, the settings, the world size and the rank. A
 resumed run takes the saved paths until each bucket's next decision; a decision is
 taken from times measured as the run goes, so two runs (or a run and its resumption)
 give the same numbers bit for bit where they take the same paths: always with
-`decide="ring"` or `"allreduce"`. Loading it where the settings, the world size,
+a forced path (`decide="ring"`, `"allreduce"`, `"fp16"`). Loading it where the settings, the world size,
 the rank or the parameters differ is refused with an error that names the difference.
 """
 

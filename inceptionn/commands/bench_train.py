@@ -44,6 +44,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from ..drivers.collectives.decide import PATHS, PROBES
 from .bench_train_net import Network, NicNetwork
 from .checks import int_in, int_list, positive_float
 
@@ -64,8 +65,9 @@ EMULATE_METHODS = ("ours-emulate-default", "ours-emulate")
 REDUCTIONS = ("sum", "mean")
 MODELS = ("mlp", "cnn")
 LOOPBACK_ONLY = ("ours-emulate",)
-# Steps a deciding hook takes to its first decision: DDP's first bucket, then 4 probes.
-DECIDE_STEPS = 5
+# Steps a deciding hook takes to its first decision: DDP's first bucket, then its probes
+# (each path, ring, all-reduce and fp16, twice: decide.py).
+DECIDE_STEPS = 1 + len(PATHS) * PROBES
 NIC_RATES = (0.1, 1.0, None)                    # Gb/s per port; None: no rate limit
 ROOT = Path(__file__).resolve().parents[2]   # the checkout (docs/ for the results)
 DEFAULT_JSON = ROOT / "docs" / "results" / "bench_train.json"
@@ -170,7 +172,7 @@ def worker(args) -> dict:
         lr = args.lr / args.batch if args.reduction == "sum" else args.lr
         opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
         gen = torch.Generator().manual_seed(rank)
-        # A hook deciding per bucket (decide="auto") probes both paths on DDP's rebuilt
+        # A hook deciding per bucket (decide="auto") probes its paths on DDP's rebuilt
         # buckets before its first decision (decide.py): timed from the step after it.
         warmup = args.warmup + (DECIDE_STEPS if state is not None
                                 and state.decide == "auto" else 0)
