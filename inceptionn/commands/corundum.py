@@ -93,13 +93,15 @@ def _sources():
     from inceptionn.hw.corundum.shell import shell_verilog
     from inceptionn.rtl import harness
     from inceptionn.rtl.designs import DESIGNS
+    from inceptionn.rtl.icarus import kick_time_zero
     out = {"mqnic_app_block.v": shell_verilog([AppConfig(nic_bits=w) for w in WIDTHS])}
     for w in WIDTHS:
         cfg = AppConfig(nic_bits=w)
         out[f"{cfg.module_name}.v"] = harness.convert_uncached(InceptionnApp(cfg), cfg.module_name)
     for module, factory, _ in (DESIGNS["tx"], DESIGNS["rx"]):
         out[f"{module}.v"] = harness.to_verilog(factory, module)
-    return out
+    # Corundum's testbenches run Icarus in SystemVerilog mode (inceptionn/rtl/icarus.py).
+    return {name: kick_time_zero(text) for name, text in out.items()}
 
 
 def _app_files(rtl_rel):
