@@ -29,6 +29,9 @@ def test_reproducible_axi_named_and_lint_clean(tmp_path, name, factory):
     ports = {p.strip() for p in header.split(",")}
     assert set(AXIS_PORTS) <= ports
     assert re.search(r"input \[255:0\] s_axis_tdata;", a)
+    # Started at time zero under Icarus -g2012 (inceptionn/rtl/icarus.py), lines the
+    # other tools do not read.
+    assert "`ifdef __ICARUS__\n" in a and "initial #0 " in a
     path = tmp_path / f"{name}.v"
     path.write_text(a)
     res = verilog.lint(path, name)

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from inceptionn.rtl import harness
+from inceptionn.rtl.icarus import kick_time_zero
 
 __all__ = ["build_tree", "add_arguments", "run"]
 
@@ -31,7 +32,7 @@ def build_tree(out=OUT, *, engines=True, do_build=False, pass_frames=1024, name=
         from inceptionn.rtl.designs import DESIGNS
         modules = (DESIGNS["tx"][0], DESIGNS["rx"][0])
         for module, factory, _ in (DESIGNS["tx"], DESIGNS["rx"]):
-            platform.add_file(f"{module}.v", harness.to_verilog(factory, module))
+            platform.add_file(f"{module}.v", kick_time_zero(harness.to_verilog(factory, module)))
     top = VC709SelfTestTop(engines=engines, pass_frames=pass_frames, codec=codec,
                            engine_modules=modules)
     plan = platform.build(top, name=name, build_dir=str(out), do_build=do_build,

@@ -45,6 +45,7 @@ import subprocess
 from pathlib import Path
 
 from inceptionn.rtl import harness
+from inceptionn.rtl.icarus import kick_time_zero
 
 __all__ = ["ENGINES", "WAIVED_RULES", "WAIVED_SIGNALS", "generate", "lint", "LintResult", "add_arguments", "run"]
 
@@ -69,8 +70,10 @@ WAIVED_RULES = {
 
 
 def generate(design, name):
-    """Verilog text of `design` (or a factory) as module `name`; reproducible."""
-    return harness.to_verilog(design, name)
+    """Verilog text of `design` (or a factory) as module `name`; reproducible. With the
+    Icarus-only lines that start its combinational blocks at time zero (rtl/icarus.py:
+    without them `iverilog -g2012`, cocotb's mode, leaves some outputs X)."""
+    return kick_time_zero(harness.to_verilog(design, name))
 
 
 class LintResult:
