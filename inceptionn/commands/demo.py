@@ -478,7 +478,7 @@ def _error_story(rows, ks) -> str:
             _, top, z = band_worst(rows, codec, k)
             parts.append(f"2^-{k}: max {top:.2e} ({top / 2.0 ** -k:.2f}x the bound), {z:.0%} of 8-bit "
                          f"codes -> 0")
-        what = ("wire format version 2: every value within 2^-k" if codec == "bounded" else
+        what = ("wire format version 3: every value within 2^-k" if codec == "bounded" else
                 "wire format version 1, the paper's: the 8-bit band's values below 2^-7 decode "
                 "to 0 (docs/wire-format.md)")
         lines.append(f"   {codec} ({what}); " + "; ".join(parts))

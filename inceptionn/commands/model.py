@@ -176,7 +176,7 @@ RX_VERSIONS = {"any": (1, 2, 3), "paper": (1,), "bounded": (2, 3)}
 
 def _add_codec(p):
     p.add_argument("--codec", choices=golden.CODECS, default=golden.CODEC_DEFAULT,
-                   help="value codec: bounded (wire format version 2, |error| <= 2^-k, "
+                   help="value codec: bounded (wire format versions 2 and 3, |error| <= 2^-k, "
                         "k <= 16; the default) or paper (version 1, the paper's, k <= 126)")
 
 def _add_roundtrip(sub):
