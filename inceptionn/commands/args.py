@@ -46,3 +46,18 @@ def wire_version_arg(text):
     if text not in ("1", "2", "3"):
         raise argparse.ArgumentTypeError(f"wire version must be 1, 2 or 3, got {text!r}")
     return int(text)
+
+
+def add_offload_arg(p) -> None:
+    """--offload auto|off: the software NIC's hosts' TAPs with or without offloads (a
+    Bridge's `offload`: offload_setting(args))."""
+    p.add_argument("--offload", choices=("auto", "off"), default="auto",
+                   help="the hosts' TAPs with checksum, segmentation and receive offloads "
+                        "where the kernel and the switch allow (auto: the compiled switch "
+                        "without captures) or plain TAPs, one read and one write per MTU "
+                        "frame (off)")
+
+
+def offload_setting(args):
+    """Bridge(offload=...) for --offload: None (where possible) or False."""
+    return None if args.offload == "auto" else False

@@ -41,6 +41,7 @@ from ..drivers.bridge import RATE_GBPS, Bridge
 from ..drivers.collectives import Ring, WorkerAggregator
 from ..drivers.collectives.wa import SCHEDULES
 from ..drivers.netns import netns_available
+from .args import add_offload_arg, offload_setting
 from .checks import float_in, int_in, int_list
 
 __all__ = ["MODES", "Point", "measure", "fit_model", "sweep", "verdicts", "add_arguments", "run"]
@@ -346,10 +347,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--wa", choices=SCHEDULES, default="sequential",
                     help="WA's schedule: sequential (the paper's: every gradient in, then the "
                          "sum back; the default) or pipelined (the legs overlap, chunk by chunk)")
-    ap.add_argument("--offload", choices=("auto", "off"), default="auto",
-                    help="the hosts' TAPs with checksum, segmentation and receive offloads "
-                         "where the kernel allows (auto, the default) or without: one read and "
-                         "one write per MTU frame (off)")
+    add_offload_arg(ap)
     ap.add_argument("--out", type=Path, default=Path("build/bench_collectives"))
 
 
@@ -367,7 +365,7 @@ def run(args) -> int:
         load0 = os.getloadavg()[0]
         points, (a, b, g, k) = sweep(sizes, tuple(args.ps), rate_gbps=rate, iters=args.iters,
                                      schedule=args.wa,
-                                     offload=None if args.offload == "auto" else False)
+                                     offload=offload_setting(args))
         print(f"\nwire rate {rate:g} Gb/s per port, MTU 9000, 2^-10, real HDC gradients, WA "
               f"{args.wa}, TAP offloads {args.offload}, median of {args.iters} iterations; "
               f"{time.perf_counter() - t0:.0f} s; load average "

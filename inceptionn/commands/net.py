@@ -24,7 +24,7 @@ from ..drivers import mark as marks
 from ..drivers.bridge import MAX_HOSTS, MTUS, RATE_GBPS, Bridge, BridgeError
 from ..drivers.netns import netns_available
 from .checks import writable
-from .args import versions_arg, wire_version_arg
+from .args import add_offload_arg, offload_setting, versions_arg, wire_version_arg
 
 __all__ = ["add_bridge", "add_mark"]
 
@@ -61,7 +61,7 @@ def _cmd_bridge(args, error):
                 rate_gbps=args.rate, engine=args.engine, pcap_wire=args.pcap_wire,
                 pcap_host=args.pcap_host, drop=args.drop, seed=args.seed, codec=args.codec,
                 switch=args.switch, check_every=args.check_golden, version=args.version,
-                versions=args.versions, offload=None if args.offload == "auto" else False)
+                versions=args.versions, offload=offload_setting(args))
     try:
         br.start()
         _print_hosts(br)
@@ -158,10 +158,7 @@ def add_bridge(nic_sub, error_bound, dscp, error):
     p.add_argument("--switch", choices=("auto", "compiled", "python"), default="auto",
                    help="compiled per-port workers (default where possible) or the Python loop "
                         "(needed by --drop, --engine rtl)")
-    p.add_argument("--offload", choices=("auto", "off"), default="auto",
-                   help="TAPs with checksum, segmentation and receive offloads where the "
-                        "kernel and the switch allow (auto: the compiled switch without "
-                        "captures) or plain TAPs, one frame a read and a write (off)")
+    add_offload_arg(p)
     p.set_defaults(func=lambda a: _cmd_bridge(_fix_run(a, error), error))
 
 
