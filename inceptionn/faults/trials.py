@@ -14,6 +14,7 @@ docs/reliability.md.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import random
@@ -286,7 +287,9 @@ def main(argv=None) -> int:
         shutil.rmtree(top, ignore_errors=True)
     out = table(rows)
     load = os.getloadavg()
-    note = (f"\n`make faults` (seed {args.seed}, {args.steps} steps, a checkpoint every "
+    # The page's figures carry the date they were measured.
+    note = (f"\n`make faults` ({datetime.date.today().isoformat()}; seed {args.seed}, "
+            f"{args.steps} steps, a checkpoint every "
             f"{args.every}, the hook's timeout {args.timeout:g} s), on a shared 2-core "
             f"machine, load average {load[0]:.1f} at the end. Errors seen first on a peer:\n\n"
             + "".join(f"- {r['trial']}: {r['error']}\n" for r in rows if r["error"]))
