@@ -34,9 +34,9 @@ _start = time.monotonic()
 
 # ---- one import path ------------------------------------------------------------------
 # pyproject's package-dir makes the top-level folders the package's subpackages (sim/ is
-# inceptionn.sim) and each refuses any other name. pytest names a test module by its
-# folders (sim/test_x.py as `sim.test_x`); in those folders it imports each module by the
-# name the package gives it instead.
+# inceptionn.sim), and each refuses any other name. pytest would name a test module by its
+# folders (sim/test_x.py as `sim.test_x`); in those folders each is imported by its
+# package name instead (inceptionn.sim.test_x, as the cocotb runner imports it).
 PACKAGE_DIR = {ROOT / folder: package for package, folder in tomllib.loads(
     (ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].items()}
 
