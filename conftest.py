@@ -14,8 +14,10 @@ tests/durations.txt (a fresh clone's run, kept in the tree: `make durations`); a
 in neither counts as short.
 """
 
+import importlib
 import resource
 import time
+import tomllib
 from collections import defaultdict
 from pathlib import Path
 
@@ -28,6 +30,45 @@ _by_file: dict = defaultdict(float)
 _cpu_by_file: dict = defaultdict(float)
 _span: dict = {}        # file -> [first report, last report, worker], seconds from the start
 _start = time.monotonic()
+
+
+# ---- one import path ------------------------------------------------------------------
+# pyproject's package-dir makes the top-level folders the package's subpackages (sim/ is
+# inceptionn.sim), and each refuses any other name. pytest would name a test module by its
+# folders (sim/test_x.py as `sim.test_x`); in those folders each is imported by its
+# package name instead (inceptionn.sim.test_x, as the cocotb runner imports it).
+PACKAGE_DIR = {ROOT / folder: package for package, folder in tomllib.loads(
+    (ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].items()}
+
+
+def module_name(path):
+    """The module name of the file or folder `path` in a package-dir folder, else None."""
+    path = Path(path)
+    for folder, package in PACKAGE_DIR.items():
+        if path.is_relative_to(folder):
+            parts = [p.removesuffix(".py") for p in path.relative_to(folder).parts]
+            return ".".join([package, *(p for p in parts if p != "__init__")])
+    return None
+
+
+class PackagedModule(pytest.Module):
+    def _getobj(self):
+        return importlib.import_module(module_name(self.path))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path, parent):
+    # Its test files, without the Package node that imports __init__.py by the folder's name.
+    if module_name(path) is not None:
+        return pytest.Dir.from_parent(parent, path=path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    if module_name(module_path) is not None:
+        return PackagedModule.from_parent(parent, path=module_path)
+    return None
 
 
 def _read_times(path):

@@ -13,3 +13,8 @@
   inceptionn.drivers.tcp_frames  gradient buffers as Ethernet/IPv4/TCP frames; pcap files
   inceptionn.gradients         the paper's HDC network in NumPy, source of real gradients
 """
+
+# This folder is inceptionn.drivers (pyproject's package-dir). Imported under another name
+# (`import drivers` from the checkout's root) its modules would load twice, as other objects.
+if __name__ != "inceptionn.drivers":
+    raise ImportError(f"{__name__}: import it as inceptionn.drivers", name=__name__)

@@ -8,6 +8,11 @@ hw/compression_unit.py, ...), so that the two read side by side; wire.py holds t
 wire-format constants.
 """
 
+# This folder is inceptionn.golden (pyproject's package-dir). Imported under another name
+# (`import golden` from the checkout's root) its modules would load twice, as other objects.
+if __name__ != "inceptionn.golden":
+    raise ImportError(f"{__name__}: import it as inceptionn.golden", name=__name__)
+
 from .wire import (BEAT_BYTES, CODEC_DEFAULT, CODEC_MAGIC, CODECS, DSCP_DEFAULT, TOS_DEFAULT, EB_K_MAX, EB_K_MIN, GROUP_VALUES,
                    K_DEFAULT, K_MAX, K_MIN, MAX_FRAME_BYTES, MAX_PAYLOAD, SHIM_BYTES, SHIM_MAGIC,
                    SHIM_MAGIC_V1, SHIM_MAGIC_V2, SHIM_MAGIC_V3, SHIM_BYTES_V3, VERSIONS,

