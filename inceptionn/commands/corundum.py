@@ -92,22 +92,23 @@ def _sources():
     from inceptionn.hw.corundum.app import AppConfig, InceptionnApp
     from inceptionn.hw.corundum.shell import shell_verilog
     from inceptionn.rtl import harness
-    from inceptionn.rtl.designs import DESIGNS
+    from inceptionn.rtl.designs import engine_designs
     from inceptionn.rtl.icarus import kick_time_zero
     out = {"mqnic_app_block.v": shell_verilog([AppConfig(nic_bits=w) for w in WIDTHS])}
     for w in WIDTHS:
         cfg = AppConfig(nic_bits=w)
         out[f"{cfg.module_name}.v"] = harness.convert_uncached(InceptionnApp(cfg), cfg.module_name)
-    for module, factory, _ in (DESIGNS["tx"], DESIGNS["rx"]):
+    for module, factory in engine_designs():
         out[f"{module}.v"] = harness.to_verilog(factory, module)
     # Corundum's testbenches run Icarus in SystemVerilog mode (inceptionn/rtl/icarus.py).
     return {name: kick_time_zero(text) for name, text in out.items()}
 
 
 def _app_files(rtl_rel):
+    from inceptionn.rtl.blocks import engines
     return [f"{rtl_rel}/{name}" for name in
             ["mqnic_app_block.v", *(f"inceptionn_app_w{w}.v" for w in WIDTHS),
-             "inceptionn_tx.v", "inceptionn_rx.v"]]
+             *(f"{row.name}.v" for row in engines().values())]]
 
 
 def _set_make_param(text, name, value, path):

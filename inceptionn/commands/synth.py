@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..rtl.blocks import BLOCKS
+from ..rtl.blocks import BLOCKS, lanes
 from ..rtl.harness import BUILD  # build/ of the checkout, or of the current directory
 from .args import CliError
 
@@ -400,10 +400,9 @@ APP_LUT_SHARE = 0.05
 # xcup), from Verilog: report name -> (lanes' design kind, engine kind, engines as units
 # (True) or black boxes (False: the lanes' own logic)). Two lanes instantiate one engine
 # module; mapped as a unit it is mapped once. Shares are of the U280's LUTs.
-LANE_DESIGNS = {"inceptionn_tx512_xcup": ("tx512", "tx", True),
-                "inceptionn_rx512_xcup": ("rx512", "rx", True),
-                "lanes_tx512_own_xcup": ("tx512", "tx", False),
-                "lanes_rx512_own_xcup": ("rx512", "rx", False)}
+LANE_DESIGNS = {**{f"{row.name}_xcup": (kind, row.lanes_of, True) for kind, row in lanes().items()},
+                **{f"lanes_{kind}_own_xcup": (kind, row.lanes_of, False)
+                   for kind, row in lanes().items()}}
 XCU280_LUTS = 1_303_680
 
 

@@ -1,7 +1,8 @@
 """`make verilog`: the standalone engines as Verilog, under AXI-stream port names.
 
 Writes build/verilog/inceptionn_tx.v (CompressionEngine) and inceptionn_rx.v
-(DecompressionEngine), each the engine wrapped by hw.axis.AxisTop, converted without
+(DecompressionEngine), the engines of the registry (inceptionn/rtl/blocks.py), each the
+engine wrapped by hw.axis.AxisTop, converted without
 source locations so that the same tree gives the same bytes. Every file is then linted
 with ``verilator --lint-only -Wall``. Warnings are parsed here; these are waived (and
 counted in the output), each because it is how Amaranth's Verilog back-end writes a
@@ -47,15 +48,9 @@ from pathlib import Path
 from inceptionn.rtl import harness
 from inceptionn.rtl.icarus import kick_time_zero
 
-__all__ = ["ENGINES", "WAIVED_RULES", "WAIVED_SIGNALS", "generate", "lint", "LintResult", "add_arguments", "run"]
+__all__ = ["WAIVED_RULES", "WAIVED_SIGNALS", "generate", "lint", "LintResult", "add_arguments", "run"]
 
 OUT = harness.BUILD / "verilog"
-
-# (file/module name, module under inceptionn.hw, class)
-ENGINES = [
-    ("inceptionn_tx", "compression_engine", "CompressionEngine"),
-    ("inceptionn_rx", "decompression_engine", "DecompressionEngine"),
-]
 
 # Rules waived wholesale, with the reason (see the module docstring).
 WAIVED_RULES = {
@@ -276,9 +271,8 @@ def engine_factories():
     """[(name, factory)] of the two engines, each wrapped in AxisTop: the factories and
     names of inceptionn.rtl.designs, so that a conversion made for a testbench or the
     compiled loop is the one written here (harness.to_verilog's cache)."""
-    from inceptionn.rtl.designs import DESIGNS
-    by_name = {name: factory for name, factory, _ in DESIGNS.values()}
-    return [(name, by_name[name]) for name, _, _ in ENGINES]
+    from inceptionn.rtl.designs import engine_designs
+    return engine_designs()
 
 
 def blocks():
@@ -296,13 +290,16 @@ def add_arguments(ap) -> None:
     ap.add_argument("--blocks", action="store_true",
                     help="also write each major block to <out>/blocks/")
     ap.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
-    ap.add_argument("--only", choices=("tx", "rx"),
-                    help="write one engine (inceptionn_tx or inceptionn_rx), not both")
+    from inceptionn.rtl.blocks import engines
+    names = {kind: row.name for kind, row in engines().items()}
+    ap.add_argument("--only", choices=tuple(names),
+                    help=f"write one engine ({' or '.join(names.values())}), not both")
 
 
 def run(args) -> int:
-    jobs = [(name, f, args.out) for name, f in engine_factories()
-            if args.only is None or name.endswith("_" + args.only)]
+    from inceptionn.rtl.blocks import engines
+    only = engines()[args.only].name if args.only else None
+    jobs = [(name, f, args.out) for name, f in engine_factories() if only in (None, name)]
     if args.blocks:
         jobs += [(name, f, args.out / "blocks") for name, f in blocks()]
     failed = 0
