@@ -21,6 +21,7 @@ one LUT level to its data out; its write side is a path end.
 
 import argparse
 import importlib
+import importlib.util
 import json
 import re
 import subprocess
@@ -422,17 +423,28 @@ def _print_row(r, before_bram="", after_bram="", share=""):
           f"via {' '.join(r['levels_path'])}", flush=True)
 
 
+def _experiment(full):
+    """The checkout's experiments/ module `full` ("experiments.x"), loaded from its file:
+    experiments/ is not a package of the install."""
+    from ..rtl.harness import REPO
+    path = None if REPO is None else REPO.joinpath(*full.split(".")).with_suffix(".py")
+    if path is None or not path.is_file():
+        raise CliError(f"{full} is in the source checkout's experiments/ only")
+    if full not in sys.modules:
+        spec = importlib.util.spec_from_file_location(full, path)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[full] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[full]
+
+
 def design_factory(module, cls, wrap):
     """A factory for the named block. `module` is a module of inceptionn.hw, or a full
     module name (an experiment, in a source checkout only)."""
     full = module if module.startswith(("inceptionn.", "experiments.")) else f"inceptionn.hw.{module}"
-    if full.startswith("experiments."):
-        from ..rtl.harness import REPO
-        if REPO is None:
-            raise CliError(f"{full} is in the source checkout's experiments/ only")
-        if str(REPO) not in sys.path:
-            sys.path.insert(0, str(REPO))
-    klass = getattr(importlib.import_module(full), cls)
+    mod = _experiment(full) if full.startswith("experiments.") else importlib.import_module(full)
+    klass = getattr(mod, cls)
 
     def factory():
         core = klass()
