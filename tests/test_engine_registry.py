@@ -77,9 +77,9 @@ def test_the_registry_names_each_engine_and_its_lanes():
 
 
 def test_every_reader_covers_every_engine():
-    from inceptionn.commands import architecture, corundum, synth, verilog
+    from inceptionn.commands import architecture, corundum, verilog
     from inceptionn.hw.corundum import app, regmap
-    from inceptionn.rtl import designs
+    from inceptionn.rtl import designs, synthesis
     from inceptionn.sim import corundum_app, engines as sim_engines
     eng, lanes = blocks.engines(), blocks.lanes()
     names = [row.name for row in eng.values()]
@@ -93,8 +93,8 @@ def test_every_reader_covers_every_engine():
     assert [n for n, _ in corundum_app.ENGINES] == names
     # Verilog, synthesis, the architecture pages
     assert [n for n, _ in verilog.engine_factories()] == names
-    assert [d[0] for d in synth.DESIGNS if d[4]] == names
-    assert {v[0] for v in synth.LANE_DESIGNS.values()} == set(lanes)
+    assert [d[0] for d in synthesis.DESIGNS if d[4]] == names
+    assert {v[0] for v in synthesis.LANE_DESIGNS.values()} == set(lanes)
     assert architecture.ENGINES == classes
     # the Corundum app and its install
     assert regmap.ENGINES == classes

@@ -278,7 +278,7 @@ def engine_factories():
 def blocks():
     """(name, factory) of every synthesized block of the registry but the engines
     (inceptionn/rtl/blocks.py)."""
-    from inceptionn.commands.synth import design_factory
+    from inceptionn.rtl.synthesis import design_factory
     from inceptionn.rtl.blocks import BLOCKS
     return [(b.name, design_factory(b.module, b.cls, b.wrap))
             for b in BLOCKS if b.synth and not b.engine]
