@@ -77,8 +77,9 @@ def test_the_registry_names_each_engine_and_its_lanes():
 
 
 def test_every_reader_covers_every_engine():
-    from inceptionn.commands import architecture, corundum, verilog
+    from inceptionn.commands import architecture, verilog
     from inceptionn.hw.corundum import app, regmap
+    from inceptionn.hw.corundum import install as corundum
     from inceptionn.rtl import designs, synthesis
     from inceptionn.sim import corundum_app, engines as sim_engines
     eng, lanes = blocks.engines(), blocks.lanes()

@@ -142,6 +142,8 @@ SUPPORT = {
     "corundum.synth_tops": "synthesis tops of the app's parts (tests/test_synth.py)",
     "corundum.vc709_pins": "the VC709 board's pins (tests/test_corundum_vc709.py)",
     "corundum.vc709_board": "the VC709 Corundum board folder (tests/test_corundum_vc709.py)",
+    "corundum.install": "the install into a Corundum checkout (tests/test_corundum_cli.py, "
+                        "tests/test_corundum_tree.py)",
     "corundum.corundum_tests": "the tests run in a Corundum checkout (tests/test_corundum_tree.py)",
 }
 
