@@ -69,7 +69,7 @@ def test_the_check_sees_a_second_list():
 
 def test_the_registry_names_each_engine_and_its_lanes():
     eng, lanes = blocks.engines(), blocks.lanes()
-    assert list(eng) == ["tx", "rx"]
+    assert list(eng) == ["tx", "rx"] and list(lanes) == ["tx512", "rx512"]   # TX first
     assert {row.lanes_of for row in lanes.values()} == set(eng)
     assert all(row.engine and row.wrap for row in eng.values())
     kinds = [row.kind for row in blocks.BLOCKS if row.kind]
