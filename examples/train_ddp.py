@@ -21,22 +21,12 @@ import hashlib
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-
-def digits(seed=0):
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-    d = load_digits()
-    x = (d.data / 16.0).astype(np.float32)
-    xtr, xte, ytr, yte = train_test_split(x, d.target, test_size=0.25, random_state=seed,
-                                          stratify=d.target)
-    return (torch.from_numpy(xtr), torch.from_numpy(ytr).long(),
-            torch.from_numpy(xte), torch.from_numpy(yte).long())
+from inceptionn.bench.data import digits
 
 
 def model(name: str) -> nn.Module:

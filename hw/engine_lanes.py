@@ -203,11 +203,10 @@ class EngineLanes(wiring.Component):
 def wide_engine(kind, beat_bits):
     """Engine ``kind`` ("tx", "rx") at ``beat_bits``: the engine itself at 256 (the same
     design, unchanged), lanes of it above."""
+    from ..rtl.blocks import engines, lanes
     if beat_bits == BEAT_BITS:
-        from .compression_engine import CompressionEngine
-        from .decompression_engine import DecompressionEngine
-        return {"tx": CompressionEngine, "rx": DecompressionEngine}[kind]()
-    return {"tx": CompressionEngineLanes, "rx": DecompressionEngineLanes}[kind](beat_bits)
+        return engines()[kind].load()()
+    return {row.lanes_of: row for row in lanes().values()}[kind].load()(beat_bits)
 
 
 class CompressionEngineLanes(EngineLanes):
@@ -215,15 +214,15 @@ class CompressionEngineLanes(EngineLanes):
     ``inceptionn_tx`` module."""
 
     def __init__(self, beat_bits=2 * BEAT_BITS):
-        from .compression_engine import CompressionEngine
         from ..rtl.blocks import engines
-        super().__init__(engines()["tx"].name, CompressionEngine, beat_bits, drops=True)
+        tx = engines()["tx"]
+        super().__init__(tx.name, tx.load(), beat_bits, drops=True)
 
 
 class DecompressionEngineLanes(EngineLanes):
     """The RX engine at ``beat_bits`` (512: two lanes), of the shared ``inceptionn_rx``."""
 
     def __init__(self, beat_bits=2 * BEAT_BITS):
-        from .decompression_engine import DecompressionEngine
         from ..rtl.blocks import engines
-        super().__init__(engines()["rx"].name, DecompressionEngine, beat_bits, drops=False)
+        rx = engines()["rx"]
+        super().__init__(rx.name, rx.load(), beat_bits, drops=False)

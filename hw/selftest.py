@@ -91,15 +91,15 @@ class SelfTest(wiring.Component):
         m.d.comb += [ref.k.eq(self.k), ref.v2.eq(v2), inj.fault.eq(self.fault)]
 
         if self.engines:
-            from .compression_engine import CompressionEngine
-            from .decompression_engine import DecompressionEngine
+            from ..rtl.blocks import engine_classes
+            tx_cls, rx_cls = engine_classes()["tx"], engine_classes()["rx"]
             if self.engine_modules:
                 from .engine_instance import EngineInstance
-                m.submodules.tx = tx = EngineInstance(self.engine_modules[0], CompressionEngine)
-                m.submodules.rx = rx = EngineInstance(self.engine_modules[1], DecompressionEngine)
+                m.submodules.tx = tx = EngineInstance(self.engine_modules[0], tx_cls)
+                m.submodules.rx = rx = EngineInstance(self.engine_modules[1], rx_cls)
             else:
-                m.submodules.tx = tx = CompressionEngine()
-                m.submodules.rx = rx = DecompressionEngine()
+                m.submodules.tx = tx = tx_cls()
+                m.submodules.rx = rx = rx_cls()
             m.d.comb += [tx.enable.eq(1), tx.dscp.eq(10), tx.k.eq(self.k), tx.codec.eq(v2),
                          tx.version.eq(3), rx.enable.eq(1), rx.dscp.eq(10),
                          rx.versions.eq(0b100 if v2 else 0b001)]

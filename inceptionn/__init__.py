@@ -7,6 +7,8 @@ Subpackages:
                       the hardware benchmarks
   inceptionn.sim      cocotb testbenches (source checkout; the product never imports it)
   inceptionn.drivers  host side: socket tagging, training demo helpers
+  inceptionn.bench    the benchmarks' logic (`inceptionn bench NAME`)
+  inceptionn.study    the five papers' study (the study/ folder; `inceptionn study`)
 """
 
 __version__ = "0.1.0"

@@ -15,7 +15,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..hw.corundum.shell_ports import ports
-from ..rtl.designs import DESIGNS
+from ..rtl.designs import engine_designs
 
 __all__ = ["PARAMS", "WIDTHS", "ENGINES", "app_core_w64", "app_core_w512", "app_pair",
            "side_widths"]
@@ -105,7 +105,7 @@ def app_pair():
 
 
 # The engines' modules, (name, factory), which both widths' cores instantiate by name.
-ENGINES = tuple((name, factory) for name, factory, _ in (DESIGNS["tx"], DESIGNS["rx"]))
+ENGINES = tuple(engine_designs())
 # The modules the pair instantiates by name, each converted once: the two widths' cores
 # (the shell, written by the pytest entry, instantiates them) and the engines they hold.
 app_pair.instances = (("inceptionn_app_w64", app_core_w64),

@@ -29,11 +29,10 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..hw.axis import AxisBeat, axis_signature
-from ..hw.compression_engine import CompressionEngine
-from ..hw.decompression_engine import DecompressionEngine
 from ..hw.engine_instance import EngineInstance
 from ..hw.wire import VERSION_DEFAULT, VERSIONS_DEFAULT
-from ..rtl.designs import DESIGNS
+from ..rtl.blocks import engines
+from ..rtl.designs import engine_designs
 
 __all__ = ["Loopback", "loopback_design"]
 
@@ -69,8 +68,9 @@ class Loopback(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.tx = tx = EngineInstance(DESIGNS["tx"][0], CompressionEngine)
-        m.submodules.rx = rx = EngineInstance(DESIGNS["rx"][0], DecompressionEngine)
+        tx_row, rx_row = engines()["tx"], engines()["rx"]
+        m.submodules.tx = tx = EngineInstance(tx_row.name, tx_row.load())
+        m.submodules.rx = rx = EngineInstance(rx_row.name, rx_row.load())
         m.submodules.link = link = SyncFIFOBuffered(width=AxisBeat.size, depth=self._depth)
 
         # 16-bit Fibonacci LFSR (taps 16, 14, 13, 11): a stall when its two low bits are 0.
@@ -121,5 +121,4 @@ def loopback_design():
 
 # Designs whose Verilog modules this top instantiates: (module name, factory), added to
 # its build by the harness.
-loopback_design.instances = tuple((name, factory) for name, factory, _ in
-                                  (DESIGNS["tx"], DESIGNS["rx"]))
+loopback_design.instances = tuple(engine_designs())

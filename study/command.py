@@ -1,5 +1,5 @@
 """The study's options and its run: every experiment, then docs/results.md and
-docs/results/*.png. `inceptionn study` (`make study`) and `python -m study` both use it."""
+docs/results/*.png. `inceptionn study` (`make study`) and `python -m inceptionn.study` both use it."""
 
 import time
 from dataclasses import replace

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from inceptionn.commands import synth
+from inceptionn.rtl import synthesis as synth
 
 STRESS = os.environ.get("INCEPTIONN_STRESS", "0") not in ("", "0")
 

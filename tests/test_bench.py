@@ -8,7 +8,7 @@ import pytest
 
 from inceptionn import cli
 from inceptionn import golden
-from inceptionn.commands import bench_golden as bench
+from inceptionn.bench import golden as bench
 
 PER_CODEC = ["golden encode", "golden pack", "golden unpack", "fast pack", "fast unpack groups",
              "fast pack into", "fast unpack into", "fast encode+pack", "fast NIC", "fast unpack"]
@@ -97,8 +97,8 @@ def test_mlp_bucket_is_the_models_gradient_and_cached(tmp_path):
         bench.mlp_bucket(sizes=(32, 10))
     import torch
 
-    from inceptionn.commands.bench_train import _model
-    ours, theirs = list(bench.mlp_net().parameters()), list(_model("mlp").parameters())
+    from inceptionn.bench.train_rank import build_model
+    ours, theirs = list(bench.mlp_net().parameters()), list(build_model("mlp").parameters())
     assert len(ours) == len(theirs) == 8
     assert sum(p.numel() for p in ours) == 64 * 3000 + 3000 + 3000 * 3000 + 3000 + 3000 * 1000 + 1000 + 10010
     assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
@@ -185,7 +185,7 @@ def test_foreign_dscp_measurement_counts_what_the_rules_accept():
     """inceptionn bench foreign on a few frames through the compiled RX: the counts are
     consistent, golden.rx_frame agrees frame for frame, and the exact expected rates are
     those of the rules."""
-    from inceptionn.commands import bench_foreign
+    from inceptionn.bench import foreign as bench_foreign
     res = bench_foreign.measure(4000, seed=3)
     assert set(res) == set(bench_foreign.RECEIVERS) | {bench_foreign.FORCED}
     for name, (hits, bad, refused, n) in res.items():

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from inceptionn.commands import bench_collectives as bc
+from inceptionn.bench import collectives as bc
 
 N = 3_200_000
 RATE = 0.05

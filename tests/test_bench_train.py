@@ -5,6 +5,7 @@ import argparse
 
 import pytest
 
+from inceptionn.bench import train, train_methods, train_report
 from inceptionn.commands import bench_train
 
 
@@ -20,7 +21,7 @@ def test_report_prints_every_target_with_its_ratio(tmp_path):
     res[(2, None)]["ours-emulate"] = _row(2.0, 3.0, 100e6, 0.948)
     res[(2, 1.0)]["ours-nic"] = _row(0.9, 0.5, 20e6, 0.95)
     lines = []
-    bench_train.report(res, out=lines.append)
+    train_report.report(res, out=lines.append)
     text = "\n".join(lines)
     assert "P=2 1 Gb/s: bounded ring vs gloo step time 0.60" in text
     assert "P=2 1 Gb/s: bounded ring vs fp16 step time 1.20  MISSED" in text
@@ -29,7 +30,7 @@ def test_report_prints_every_target_with_its_ratio(tmp_path):
     assert "+0.2 points below (target 0.5)" in text
     assert "emulated hook 3.000 s vs gloo's 1.500 s (target 1.5x: 1.33)" in text
     assert "P=2 1 Gb/s: NIC path vs fp16 step time 0.90 (vs gloo 0.45)" in text
-    bench_train.plot(res, tmp_path / "p.png")
+    train_report.plot(res, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000
 
 
@@ -40,7 +41,7 @@ def test_report_prints_the_default_hooks_targets_and_its_paths():
            (2, None): {"gloo": _row(1.0, 0.2, 100e6, 0.95),
                        "ours": dict(_row(1.04, 0.25, 100e6, 0.95), paths={"allreduce": 12e6})}}
     lines = []
-    bench_train.report(res, out=lines.append)
+    train_report.report(res, out=lines.append)
     text = "\n".join(lines)
     assert "decided: ring 12.0M values" in text and "decided: allreduce 12.0M values" in text
     assert ("P=2 1 Gb/s: vs gloo 0.45 (<= 1.05); vs gloo 0.45 (<= 0.5); vs fp16 0.90 (<= 1.0); "
@@ -48,7 +49,7 @@ def test_report_prints_the_default_hooks_targets_and_its_paths():
     assert "P=2 unlimited: vs gloo 1.04 (<= 1.05)" in text
     res[(2, None)]["ours"]["step_s"] = 1.2
     lines.clear()
-    bench_train.report(res, out=lines.append)
+    train_report.report(res, out=lines.append)
     assert "P=2 unlimited: vs gloo 1.20 (<= 1.05: MISSED)" in "\n".join(lines)
 
 
@@ -56,7 +57,7 @@ def test_report_without_gloo_prints_the_rows_and_says_why_no_targets():
     # --methods that leaves gloo (and fp16) out: a KeyError before
     res = {(2, 1.0): {"ours-bounded": _row(1.2, 0.3, 25e6, 0.948)}}
     lines = []
-    bench_train.report(res, out=lines.append)
+    train_report.report(res, out=lines.append)
     text = "\n".join(lines)
     assert "ours-bounded" in text and "P=2 1 Gb/s: no gloo run here, so no targets" in text
 
@@ -66,7 +67,7 @@ def test_the_accuracy_comparison_flags_each_missed_target():
            (2, "cnn", "sum"): {"gloo": _row(1, 1, 1e6, 0.950), "ours": _row(1, 1, 0.25e6, 0.950)},
            (2, "cnn", "mean"): {"gloo": _row(1, 1, 1e6, 0.950), "ours": _row(1, 1, 0.1e6, 0.930)}}
     lines = []
-    bench_train.report_compare(res, {"mlp": 60, "cnn": 300}, out=lines.append)
+    train_report.report_compare(res, {"mlp": 60, "cnn": 300}, out=lines.append)
     text = "\n".join(lines)
     assert "P=2 mlp loss mean: 89.7% vs gloo 90.0% (+0.3 points below), 10.0x fewer bytes\n" \
         in text + "\n"
@@ -74,24 +75,24 @@ def test_the_accuracy_comparison_flags_each_missed_target():
         in text
     assert "P=2 cnn loss mean: 93.0% vs gloo 95.0% (+2.0 points below), 10.0x fewer bytes  MISSED" \
         in text
-    assert bench_train._compare_steps("mlp:60,cnn:300") == {"mlp": 60, "cnn": 300}
+    assert train.compare_steps("mlp:60,cnn:300") == {"mlp": 60, "cnn": 300}
     for bad in ("mlp", "mlp:x", "rnn:5", "cnn:0"):
         with pytest.raises(ValueError, match="compare-steps"):
-            bench_train._compare_steps(bad)
+            train.compare_steps(bad)
 
 
 def test_the_comparisons_methods_are_checked_and_a_run_without_ours_reports_its_rows():
-    assert bench_train._compare_methods("gloo,ours-emulate-default,ours-emulate") == \
+    assert train.compare_methods("gloo,ours-emulate-default,ours-emulate") == \
         ("gloo", "ours-emulate-default", "ours-emulate")
-    assert bench_train._compare_methods(",".join(bench_train.ACCURACY_METHODS)) == \
-        bench_train.ACCURACY_METHODS
+    assert train.compare_methods(",".join(train_methods.ACCURACY_METHODS)) == \
+        train_methods.ACCURACY_METHODS
     for bad in ("ours,gloo", "gloo,ours,ours", "gloo,ours-nic", ""):
         with pytest.raises(ValueError, match="compare-methods"):
-            bench_train._compare_methods(bad)
+            train.compare_methods(bad)
     res = {(2, "cnn", "mean"): {"gloo": _row(1, 1, 1e6, 0.981),
                                 "ours-emulate-default": _row(1, 1, 1e6, 0.981)}}
     lines = []
-    bench_train.report_compare(res, {"cnn": 300}, out=lines.append)
+    train_report.report_compare(res, {"cnn": 300}, out=lines.append)
     text = "\n".join(lines)
     assert "ours-emulate-default  98.1%" in text and "P=2 cnn loss mean:" not in text
 
@@ -103,16 +104,16 @@ def test_a_trial_run_never_overwrites_the_committed_figures(tmp_path):
     ap = argparse.ArgumentParser()
     bench_train.add_arguments(ap)
     default = ap.parse_args([])
-    assert default.json == str(bench_train.DEFAULT_JSON) and default.plot is None
-    assert bench_train._plot_path(default) == str(bench_train.ROOT / "docs" / "img" / "bench_train.png")
+    assert default.json == str(train.DEFAULT_JSON) and default.plot is None
+    assert train.plot_path(default) == str(train.ROOT / "docs" / "img" / "bench_train.png")
     trial = argparse.Namespace(json=str(tmp_path / "t.json"), plot=None)
-    assert bench_train._plot_path(trial) == str(tmp_path / "t.png")
-    assert bench_train._plot_path(argparse.Namespace(json="x.json", plot="y.png")) == "y.png"
+    assert train.plot_path(trial) == str(tmp_path / "t.png")
+    assert train.plot_path(argparse.Namespace(json="x.json", plot="y.png")) == "y.png"
     acc = tmp_path / "bench_train_accuracy.json"
     acc.write_text("earlier")
-    bench_train._write_accuracy(trial, {})
+    train.write_accuracy(trial, {})
     assert acc.read_text() == "earlier"
-    bench_train._write_accuracy(trial, {(2, "mlp", "sum"): {"gloo": _row(1, 1, 1, 0.9)}})
+    train.write_accuracy(trial, {(2, "mlp", "sum"): {"gloo": _row(1, 1, 1, 0.9)}})
     assert '"2/mlp/sum"' in acc.read_text()
 
 
@@ -143,7 +144,7 @@ def test_the_default_grid_times_the_default_hook_and_the_plot_draws_every_method
     res = {(2, g): {m: _row(s, 0.1, 1e6, 0.9) for s, m in enumerate(
         ("gloo", "ours", "ours-bounded", "ours-emulate-default", "ours-nic"), 1)}
         for g in (0.1, 1.0, None)}
-    got = bench_train.series(res, 2)
+    got = train_report.series(res, 2)
     assert list(got) == ["gloo", "ours", "ours-bounded", "ours-emulate-default", "ours-nic"]
     assert got["ours"] == [(0.1, 2), (1.0, 2)]      # the unlimited wire is not on a log axis
 
@@ -181,8 +182,8 @@ def _fake_grid(monkeypatch, fail_at=None):
         return {m: _row(1.0 + i, 0.5, 1e6 / (i + 1), 0.9) for i, m in enumerate(methods)}
 
     monkeypatch.setattr(netns, "netns_available", lambda: None)
-    monkeypatch.setattr(bench_train, "Network", _FakeNet)
-    monkeypatch.setattr(bench_train, "run_config", run_config)
+    monkeypatch.setattr(train, "Network", _FakeNet)
+    monkeypatch.setattr(train, "run_config", run_config)
     return calls
 
 
@@ -225,7 +226,7 @@ def test_a_run_that_dies_keeps_what_it_measured(tmp_path, monkeypatch, capsys):
 def test_a_partial_run_never_replaces_the_committed_figures(monkeypatch, capsys):
     from inceptionn import cli
     calls = _fake_grid(monkeypatch)
-    committed = [bench_train.DEFAULT_JSON, bench_train.DEFAULT_JSON.with_name("bench_train_accuracy.json")]
+    committed = [train.DEFAULT_JSON, train.DEFAULT_JSON.with_name("bench_train_accuracy.json")]
     before = [p.read_bytes() if p.exists() else None for p in committed]
     for argv in (["--rates", "1"], ["--worlds", "2"], ["--methods", "gloo,ours"],
                  ["--only-compare", "--compare-steps", "mlp:5"]):

@@ -45,7 +45,7 @@ def test_every_block_class_exists_and_names_are_unique():
 
 
 def test_the_commands_read_the_registry():
-    from inceptionn.commands import synth
+    from inceptionn.rtl import synthesis as synth
     from inceptionn.rtl import designs
     rows = {d[0] for d in synth.DESIGNS}
     assert {b.name for b in blocks.BLOCKS if b.synth} <= rows

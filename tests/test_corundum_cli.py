@@ -114,7 +114,7 @@ def test_makefile_without_the_app_lines_is_refused(tmp_path, capsys):
 
 
 def test_plan_turns_the_app_on(tmp_path, monkeypatch):
-    from inceptionn.commands import corundum
+    from inceptionn.hw.corundum import install as corundum
     from inceptionn.hw.corundum.shell import APP_ID
     root = stand_in(tmp_path)
     # The Verilog is checked elsewhere; here the changes to the user's files.

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(not CORUNDUM, reason="no Corundum checkout: set 
 def tree(tmp_path_factory):
     root = tmp_path_factory.mktemp("corundum")
     shutil.copytree(Path(CORUNDUM) / "fpga", root / "fpga", symlinks=True)
-    from inceptionn.commands.corundum import install
+    from inceptionn.hw.corundum.install import install
     install(root)
     return root
 

@@ -77,7 +77,7 @@ def test_a_sume_top_without_a_changed_line_is_refused():
 
 
 def test_install_writes_the_board_folder(tmp_path, monkeypatch):
-    from inceptionn.commands import corundum
+    from inceptionn.hw.corundum import install as corundum
     from inceptionn.hw.corundum.shell import APP_ID
     root = stand_in(tmp_path)
     monkeypatch.setattr(corundum, "_sources", lambda: dict.fromkeys(

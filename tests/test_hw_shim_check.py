@@ -10,7 +10,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from inceptionn.commands import synth
+from inceptionn.rtl import synthesis as synth
 from inceptionn.hw.shim_check import MESSAGE_BYTES, ShimCheck, crc32_columns
 from synthesis import needs_yosys
 

@@ -4,19 +4,14 @@ can fail. `make study` runs the full version (3 seeds) into docs/results.md."""
 
 import math
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from study import fig14, scalecom, summary  # noqa: E402
-from study.harness import FastGoldenCodec  # noqa: E402
-from study.results import reduced, write  # noqa: E402
-from study.harness import REDUCED  # noqa: E402
-
-from inceptionn.drivers.collectives.compressors.inceptionn import GoldenCodec  # noqa: E402
+from inceptionn.drivers.collectives.compressors.inceptionn import GoldenCodec
+from inceptionn.study import fig14, scalecom, summary
+from inceptionn.study.harness import REDUCED, FastGoldenCodec
+from inceptionn.study.results import reduced, write
 
 CHANCE = 0.1
 
@@ -153,7 +148,7 @@ def test_summary_and_document(res, tmp_path):
     text = md.read_text()
     for mod in ("table3", "fig14", "terngrad", "gtopk", "random_block", "scalecom",
                 "default_hook", "summary"):
-        assert __import__(f"study.{mod}", fromlist=["TITLE"]).TITLE in text
+        assert __import__(f"inceptionn.study.{mod}", fromlist=["TITLE"]).TITLE in text
     assert not re.search(r"\bnan\b|\binf\b", text, re.I)
     pngs = sorted((tmp_path / "results").glob("*.png"))
     assert len(pngs) == 7 and all(p.stat().st_size > 5_000 for p in pngs)

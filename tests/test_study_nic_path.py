@@ -2,16 +2,11 @@
 codec's roundtrip (the engines add framing, never other values), and refuses bytes that
 are not its frames."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from study.nic_path import FramesCodec  # noqa: E402
-
-from inceptionn import golden  # noqa: E402
+from inceptionn import golden
+from inceptionn.study.nic_path import FramesCodec
 
 
 @pytest.mark.parametrize("codec", ["paper", "bounded"])

@@ -9,7 +9,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from inceptionn import cli
-from inceptionn.commands import synth
+from inceptionn.rtl import synthesis as synth
 from synthesis import STRESS, needs_yosys
 
 

@@ -1,5 +1,5 @@
 """`make verilog`: reproducible Verilog under AXI-stream names, lint-clean under
-`verilator --lint-only -Wall` with only the waivers documented in inceptionn.commands.verilog."""
+`verilator --lint-only -Wall` with only the waivers documented in inceptionn.rtl.lint."""
 
 import re
 
@@ -10,6 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from inceptionn import cli
 from inceptionn.commands import verilog
+from inceptionn.rtl import lint as verilog_lint
 
 TARGETS = verilog.engine_factories()
 BLOCKS = verilog.blocks()
@@ -34,7 +35,7 @@ def test_reproducible_axi_named_and_lint_clean(tmp_path, name, factory):
     assert "`ifdef __ICARUS__\n" in a and "initial #0 " in a
     path = tmp_path / f"{name}.v"
     path.write_text(a)
-    res = verilog.lint(path, name)
+    res = verilog_lint.lint(path, name)
     assert res.ok, "\n".join(res.errors[:30])
 
 
@@ -54,7 +55,7 @@ class _Sloppy(wiring.Component):
 def test_lint_catches_unused_signals_and_waives_only_aliases(tmp_path):
     path = tmp_path / "sloppy.v"
     path.write_text(verilog.generate(_Sloppy(), "sloppy"))
-    res = verilog.lint(path, "sloppy")
+    res = verilog_lint.lint(path, "sloppy")
     assert not res.ok
     text = "\n".join(res.errors)
     assert "'waste'" in text and "'unused_in'" in text
@@ -82,6 +83,6 @@ def test_alias_waiver_ignores_attribute_lines():
     lines = ["module m(a, y);", "  input a;", "  output y;", "  wire keep;",
              "  (* keep = 32'd1 *)", "  wire x;", "  assign keep = a;", "  assign x = a;",
              "  assign y = x;", "endmodule"]
-    assert verilog._is_alias(lines, 4, "keep")
+    assert verilog_lint._is_alias(lines, 4, "keep")
     read = lines[:-1] + ["  assign z = keep;", "endmodule"]
-    assert not verilog._is_alias(read, 4, "keep")
+    assert not verilog_lint._is_alias(read, 4, "keep")

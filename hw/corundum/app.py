@@ -16,14 +16,15 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ...rtl.blocks import engines
 from .engine_path import EnginePath, engine_ports
 from .regmap import ENGINES, MAX_IF_COUNT
 from .regs import AxiLiteRegs, axil_members
 
 __all__ = ["AppConfig", "InceptionnApp", "ENGINE_MODULES", "NIC_WIDTHS"]
 
-# The engines' Verilog modules, as `make verilog` names them.
-ENGINE_MODULES = {"tx": "inceptionn_tx", "rx": "inceptionn_rx"}
+# The engines' Verilog modules, as `make verilog` names them (the registry's names).
+ENGINE_MODULES = {kind: row.name for kind, row in engines().items()}
 NIC_WIDTHS = (64, 128, 256, 512)
 
 

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from amaranth.hdl import Shape
 from amaranth.lib.wiring import In
 
-from ..compression_engine import CompressionEngine
-from ..decompression_engine import DecompressionEngine
+from ...rtl.blocks import engine_classes
 from .engine_path import engine_ports
 
 __all__ = ["Reg", "register_map", "global_registers", "interface_registers", "APP_MAGIC", "APP_VERSION", "IF_STRIDE", "RX_OFFSET",
@@ -30,8 +29,8 @@ RX_OFFSET = 0x80
 ADDR_BITS = 12                  # the window decoded (4 KiB); higher address bits alias
 MAX_IF_COUNT = (1 << ADDR_BITS) // IF_STRIDE - 1
 
-# direction -> engine class, in register order.
-ENGINES = {"tx": CompressionEngine, "rx": DecompressionEngine}
+# direction -> engine class, in register order (the registry's, inceptionn/rtl/blocks.py).
+ENGINES = engine_classes()
 
 
 @dataclass(frozen=True)

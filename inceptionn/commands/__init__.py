@@ -1,5 +1,6 @@
-"""Every `inceptionn` command, one module each. The library (golden, hw, drivers, rtl,
-ddp_hook, gradients) never imports from here.
+"""Every `inceptionn` command, one module each: its options and a call into the library.
+The library (golden, hw, drivers, rtl, bench, study, ddp_hook, gradients) never imports
+from here.
 
 A new command: a module here with `add_arguments(parser)` and `run(args) -> int`, and a
 row in COMMANDS (or BENCHMARKS, for `inceptionn bench NAME`). Only the chosen command's

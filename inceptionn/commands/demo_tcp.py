@@ -75,7 +75,7 @@ def collectives_stage(rate_gbps: float = 0.1):
     why = netns_available()
     if why is not None:
         return [], why
-    from .bench_collectives import HDC_FLOATS, measure
+    from ..bench.collectives import HDC_FLOATS, measure
     return [measure(m, 4, HDC_FLOATS, rate_gbps=rate_gbps, iters=1) for m in ("WA", "INC+C")], None
 
 

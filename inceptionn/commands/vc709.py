@@ -29,9 +29,9 @@ def build_tree(out=OUT, *, engines=True, do_build=False, pass_frames=1024, name=
     modules = None
     if engines:
         # The engines as their own modules, the shared conversions `make verilog` writes.
-        from inceptionn.rtl.designs import DESIGNS
-        modules = (DESIGNS["tx"][0], DESIGNS["rx"][0])
-        for module, factory, _ in (DESIGNS["tx"], DESIGNS["rx"]):
+        from inceptionn.rtl.designs import engine_designs
+        modules = tuple(module for module, _ in engine_designs())
+        for module, factory in engine_designs():
             platform.add_file(f"{module}.v", kick_time_zero(harness.to_verilog(factory, module)))
     top = VC709SelfTestTop(engines=engines, pass_frames=pass_frames, codec=codec,
                            engine_modules=modules)

@@ -17,9 +17,12 @@ one lane at 256 bits a clock); ``overall`` counts the whole batch from its first
 
 import numpy as np
 
+from .blocks import engines, lanes
+
 __all__ = ["measure", "WIDTHS"]
 
-WIDTHS = ((256, "tx", "rx"), (512, "tx512", "rx512"))
+# (beat bits, TX kind, RX kind): the engines and their lanes, as the registry names them.
+WIDTHS = ((256, *engines()), (512, *lanes()))
 CLOCK_MHZ = 250
 
 

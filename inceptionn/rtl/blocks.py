@@ -9,12 +9,20 @@ it), and whether `make synth-report` synthesizes it (wrapped in an AXI-stream to
 its ports are streams). `SUPPORT` lists the hw modules that are not blocks (constants,
 shared helpers, platforms), each with where it is exercised; tests/test_blocks.py checks
 that every hw module is in one or the other and that every named test file exists. It
-imports nothing of hw/ (Amaranth), so that what only runs the engines' Verilog can read it.
+imports nothing of hw/ (Amaranth) until a class is asked for (``Block.load``), so that what
+only runs the engines' Verilog can read it.
+
+The engines are named here and nowhere else: their rows carry a ``kind`` ("tx", "rx";
+their 512-bit lanes "tx512", "rx512"), and synthesis, `inceptionn verilog`, the
+architecture pages, the Corundum app, the VC709 self-test and the testbenches read the
+engines' modules, classes and Verilog names through ``engines()``, ``engine_classes()``
+and ``lanes()`` (tests/test_engine_registry.py fails on a second list).
 """
 
+import importlib
 from dataclasses import dataclass
 
-__all__ = ["Block", "BLOCKS", "SUPPORT", "block", "engines"]
+__all__ = ["Block", "BLOCKS", "SUPPORT", "block", "engines", "engine_classes", "lanes"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +35,12 @@ class Block:
     synth: bool = True          # a row of make synth-report
     wrap: bool = False          # synthesized inside an AXI-stream top (AxisTop)
     engine: bool = False        # one of the two engines (whole-engine runs, Verilog shared)
+    kind: str = ""              # a whole engine's run kind ("tx", "rx", "tx512", "rx512")
+    lanes_of: str = ""          # for lanes: the kind of the engine they are instances of
+
+    def load(self):
+        """The block's class (imports inceptionn.hw, so Amaranth)."""
+        return getattr(importlib.import_module(f"inceptionn.hw.{self.module}"), self.cls)
 
 
 _TX_SIM = ("sim/test_compression_engine.py",)
@@ -38,18 +52,18 @@ BLOCKS = [
     # The engines.
     Block("inceptionn_tx", "compression_engine", "CompressionEngine",
           _TX_SIM + ("sim/test_loopback.py",), ("tests/formal/test_formal_engines.py",),
-          wrap=True, engine=True),
+          wrap=True, engine=True, kind="tx"),
     Block("inceptionn_rx", "decompression_engine", "DecompressionEngine",
           _RX_SIM + ("sim/test_loopback.py",), ("tests/formal/test_formal_engines.py",),
-          wrap=True, engine=True),
+          wrap=True, engine=True, kind="rx"),
     # The engines at 512 bits a beat: two lanes of each, instances of the engines' modules
     # (hw/engine_lanes.py); synthesized for UltraScale+ by `make synth-report`'s lane rows.
     Block("inceptionn_tx512", "engine_lanes", "CompressionEngineLanes",
           ("sim/test_engine_lanes.py",), ("tests/formal/test_formal_lanes.py",), synth=False,
-          wrap=True),
+          wrap=True, kind="tx512", lanes_of="tx"),
     Block("inceptionn_rx512", "engine_lanes", "DecompressionEngineLanes",
           ("sim/test_engine_lanes.py",), ("tests/formal/test_formal_lanes.py",), synth=False,
-          wrap=True),
+          wrap=True, kind="rx512", lanes_of="rx"),
     # The paper's blocks (Section VI, Figs. 9 and 10).
     Block("compression_block", "compression_block", "CompressionBlock",
           ("sim/test_compression_block.py",)),
@@ -128,6 +142,8 @@ SUPPORT = {
     "corundum.synth_tops": "synthesis tops of the app's parts (tests/test_synth.py)",
     "corundum.vc709_pins": "the VC709 board's pins (tests/test_corundum_vc709.py)",
     "corundum.vc709_board": "the VC709 Corundum board folder (tests/test_corundum_vc709.py)",
+    "corundum.install": "the install into a Corundum checkout (tests/test_corundum_cli.py, "
+                        "tests/test_corundum_tree.py)",
     "corundum.corundum_tests": "the tests run in a Corundum checkout (tests/test_corundum_tree.py)",
 }
 
@@ -141,5 +157,15 @@ def block(name):
 
 
 def engines():
-    """{"tx": row, "rx": row}: the two engines."""
-    return {"tx": block("inceptionn_tx"), "rx": block("inceptionn_rx")}
+    """{"tx": row, "rx": row}: the two engines, TX first (the register map's order)."""
+    return {b.kind: b for b in BLOCKS if b.engine}
+
+
+def engine_classes():
+    """{"tx": CompressionEngine, "rx": DecompressionEngine} (imports the gateware)."""
+    return {kind: b.load() for kind, b in engines().items()}
+
+
+def lanes():
+    """{"tx512": row, "rx512": row}: the engines at 512 bits a beat, lanes of the engines."""
+    return {b.kind: b for b in BLOCKS if b.lanes_of}

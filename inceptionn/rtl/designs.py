@@ -10,10 +10,11 @@ runner of the testbenches (sim/engines.py).
 
 from dataclasses import dataclass, field
 
-from .blocks import block, engines
+from .blocks import engines, lanes
 
 __all__ = ["COUNTER_NAMES", "DESIGNS", "RunResult", "normalize_frames", "tx_design",
-           "rx_design", "tx_expected", "tx512_design", "rx512_design", "beat_bytes"]
+           "rx_design", "tx_expected", "tx512_design", "rx512_design", "beat_bytes",
+           "engine_designs"]
 
 
 # The engines' counter ports (spec section 6), as far as each engine has them.
@@ -22,10 +23,14 @@ COUNTER_NAMES = ("frames_in", "frames_out", "compressed", "decompressed", "bypas
                  "version1", "version2", "version3", "check_failed")
 
 
-def tx_design():
+def _axis_top(kind):
+    """The registry's engine (or lanes) of run kind ``kind`` in its AXI-stream top."""
     from ..hw.axis import AxisTop
-    from ..hw.compression_engine import CompressionEngine
-    return AxisTop(CompressionEngine())
+    return AxisTop(_BY_KIND[kind].load()())
+
+
+def tx_design():
+    return _axis_top("tx")
 
 
 def tx_expected(frames):
@@ -34,9 +39,7 @@ def tx_expected(frames):
 
 
 def rx_design():
-    from ..hw.axis import AxisTop
-    from ..hw.decompression_engine import DecompressionEngine
-    return AxisTop(DecompressionEngine())
+    return _axis_top("rx")
 
 
 # The engines' models are compiled at -O1, not the testbenches' default -O0: the same
@@ -54,23 +57,27 @@ def _rx_expected(frames):
 
 
 def tx512_design():
-    from ..hw.axis import AxisTop
-    from ..hw.engine_lanes import CompressionEngineLanes
-    return AxisTop(CompressionEngineLanes(512))
+    # The lanes' class builds two lanes (512 bits a beat) by default.
+    return _axis_top("tx512")
 
 
 def rx512_design():
-    from ..hw.axis import AxisTop
-    from ..hw.engine_lanes import DecompressionEngineLanes
-    return AxisTop(DecompressionEngineLanes(512))
+    return _axis_top("rx512")
 
+
+# A factory per run kind: each its own function, as the Verilog cache keys a factory by
+# its name (harness._design_key); what each builds comes from the registry.
+_FACTORIES = {"tx": (tx_design, tx_expected), "rx": (rx_design, _rx_expected),
+              "tx512": (tx512_design, tx_expected), "rx512": (rx512_design, _rx_expected)}
+_BY_KIND = {**engines(), **lanes()}
 
 # The lanes' top is small; the engines' modules come from their shared conversions
 # (the harness adds a factory's `instances` to its build), compiled as the engines are.
-tx512_design.instances = ((engines()["tx"].name, tx_design),)     # type: ignore[attr-defined]
-rx512_design.instances = ((engines()["rx"].name, rx_design),)     # type: ignore[attr-defined]
-tx512_design.cxx_opt = "-O1"      # type: ignore[attr-defined]
-rx512_design.cxx_opt = "-O1"      # type: ignore[attr-defined]
+for _kind, _row in lanes().items():
+    _lanes = _FACTORIES[_kind][0]
+    _lanes.instances = ((engines()[_row.lanes_of].name,       # type: ignore[attr-defined]
+                         _FACTORIES[_row.lanes_of][0]),)
+    _lanes.cxx_opt = "-O1"                                      # type: ignore[attr-defined]
 
 
 def beat_bytes(kind):
@@ -81,12 +88,13 @@ def beat_bytes(kind):
 # kind -> (module name, design factory, frames -> [bool: this input frame comes out]).
 # The names are `make verilog`'s, so that the testbenches, the compiled loop and the
 # Verilog output share one conversion of each engine (harness.to_verilog's cache).
-DESIGNS = {
-    "tx": (engines()["tx"].name, tx_design, tx_expected),
-    "rx": (engines()["rx"].name, rx_design, _rx_expected),
-    "tx512": (block("inceptionn_tx512").name, tx512_design, tx_expected),
-    "rx512": (block("inceptionn_rx512").name, rx512_design, _rx_expected),
-}
+DESIGNS = {kind: (row.name, *_FACTORIES[kind]) for kind, row in _BY_KIND.items()}
+
+
+def engine_designs():
+    """[(module name, design factory)] of the two engines, TX first: what the Corundum
+    app, the VC709 self-test and `inceptionn verilog` instantiate or write."""
+    return [(row.name, _FACTORIES[kind][0]) for kind, row in engines().items()]
 
 
 @dataclass

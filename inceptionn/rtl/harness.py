@@ -151,6 +151,8 @@ def _design_key(design, name):
     mod_file = inspect.getsourcefile(design)
     if mod_file:
         h.update(Path(mod_file).read_bytes())
+    # The engines' factories build the classes the block registry names.
+    h.update(Path(__file__).with_name("blocks.py").read_bytes())
     return h.hexdigest()
 
 
