@@ -6,9 +6,9 @@ here. A collective is one rank's program: a generator that sends with
 `t.send(peer, data)` and receives with `data = yield peer`, so the same code runs in one
 process (`play`: the P programs interleaved by a deterministic scheduler, no threads,
 behind collectives.run and the study), and between processes on a blocking transport
-(`drive`: torch.distributed point-to-point, drivers/collectives/torch_p2p.py; the
-project's sockets, drivers/collectives/socket_p2p.py). The ring's schedule (`ring_steps`)
-is also what the socket Ring (drivers/collectives/ring.py) plays with its pipelined hops.
+(`drive`: torch.distributed point-to-point, drivers/collectives/transports/torch_p2p.py; the
+project's sockets, drivers/collectives/transports/socket_p2p.py). The ring's schedule (`ring_steps`)
+is also what the socket Ring (drivers/collectives/transports/socket_ring.py) plays with its pipelined hops.
 Nothing here imports torch or opens a socket.
 
 A Transport is `rank`, `world`, `send(peer, data: bytes)`, `recv(peer) -> bytes` (whole

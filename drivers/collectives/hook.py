@@ -30,7 +30,7 @@ the hook's call instead, as torch's own hooks (hook_direct.py).
 The ring's sockets are set up once, on the worker, from the rendezvous store: `store=`,
 or torchrun's (MASTER_ADDR / MASTER_PORT). Every rank's settings are compared there
 first; a rank set up differently, or with no hook, is an error on every rank. Peers
-prove the job's secret (drivers/collectives/transport.py: the trust model). Each rank
+prove the job's secret (drivers/collectives/transports/links.py: the trust model). Each rank
 listens on `host=` (or INCEPTIONN_HOST; by default the address that reaches
 MASTER_ADDR). The hook averages, like PyTorch's default all-reduce hook.
 """
@@ -48,7 +48,7 @@ import torch.distributed as dist
 from .. import sockets
 from . import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring, WorkerAggregator,
                compressors, make_codec)
-from .agreement import agree_via_store
+from .transports.agreement import agree_via_store
 from .codecs import DEFAULT_SHARE, ScaledCodec
 from . import hook_state
 from .decide import DECIDES, Decisions, agree_max
@@ -157,7 +157,7 @@ class IncState:
             raise ValueError("transport 'torch' carries method 'inceptionn' on wire 'software' "
                              f"in mode 'inc', not {method!r} / {wire!r} / {mode!r}")
         if chunk_floats is None:
-            from .torch_ring import DEFAULT_CHUNK as TORCH_CHUNK
+            from .transports.torch_ring import DEFAULT_CHUNK as TORCH_CHUNK
             chunk_floats = TORCH_CHUNK if transport == "torch" else DEFAULT_CHUNK
         if not isinstance(chunk_floats, int) or chunk_floats < 1:
             raise ValueError(f"chunk_floats must be a positive int, got {chunk_floats!r}")
@@ -377,9 +377,9 @@ class HookWorker:
 
     def _setup_torch(self, pg, rank, world):
         """The ring over the process group; the settings compared over it too."""
-        from .agreement import compare_settings
-        from .torch_ring import TorchRing
-        from .torch_scaled import ScaledTorchRing
+        from .transports.agreement import compare_settings
+        from .transports.torch_ring import TorchRing
+        from .transports.torch_scaled import ScaledTorchRing
         st = self.st
         every: list = [None] * world
         dist.all_gather_object(every, st.settings(), group=pg)

@@ -157,7 +157,7 @@ def _exchange_rank(rank, world, port, device, n, codec, k, chunk, q):
     import torch
     import torch.distributed as dist
 
-    from ..drivers.collectives.torch_ring import TorchRing
+    from ..drivers.collectives.transports.torch_ring import TorchRing
     # One intra-op thread per rank, as torchrun sets for several processes per machine:
     # with more, torch's OpenMP threads of both ranks spin against each other (on 2
     # shared cores the ring's adds ran 16-70x slower).
@@ -375,7 +375,7 @@ def run(args) -> int:
           f"float32 bytes, best of {args.repeat}; x memcpy against that device's memcpy")
     print(format_rows(rows))
     if args.exchange:
-        from ..drivers.collectives.torch_ring import DEFAULT_CHUNK
+        from ..drivers.collectives.transports.torch_ring import DEFAULT_CHUNK
         n = parse_size(args.exchange_size) // 4
         chunk = args.exchange_chunk or DEFAULT_CHUNK
         for d in sorted(names):

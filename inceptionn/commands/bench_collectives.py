@@ -39,7 +39,7 @@ import numpy as np
 from .. import gradients
 from ..drivers.bridge import RATE_GBPS, Bridge
 from ..drivers.collectives import Ring, WorkerAggregator
-from ..drivers.collectives.wa import SCHEDULES
+from ..drivers.collectives.transports.wa import SCHEDULES
 from ..drivers.netns import netns_available
 from .args import add_offload_arg, offload_setting
 from .checks import float_in, int_in, int_list

@@ -34,9 +34,9 @@ import time
 import torch
 import torch.distributed as dist
 
-from .communicator import block_bounds
-from .device_codec import DEFAULT_BLOCK, DeviceCodec
-from .transport import DEFAULT_TIMEOUT, CollectiveError
+from ..communicator import block_bounds
+from ..device_codec import DEFAULT_BLOCK, DeviceCodec
+from .links import DEFAULT_TIMEOUT, CollectiveError
 
 __all__ = ["TorchRing", "DEFAULT_CHUNK"]
 

@@ -44,14 +44,14 @@ import threading
 
 import numpy as np
 
-from ... import golden
-from .communicator import block_bounds, ring_plan, run_ring
-from .. import sockets
+from .... import golden
+from ..communicator import block_bounds, ring_plan, run_ring
+from ... import sockets
 from .agreement import agree_via_store
-from .codecs import SCALE_MAX, SCALE_MIN, ScaledCodec, make_codec
-from .memory import LossRecorder
+from ..codecs import SCALE_MAX, SCALE_MIN, ScaledCodec, make_codec
+from ..memory import LossRecorder
 from .sender import LinkSender
-from .transport import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
+from .links import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
                         rendezvous)
 
 __all__ = ["Ring", "block_bounds", "DEFAULT_CHUNK", "WIRES", "default_codec_threads"]
