@@ -4,6 +4,7 @@ split:
   compressors/       the methods (INCEPTIONN, truncation, TernGrad, top-k, gTop-k,
                      random-k, ScaleCom): what a rank sends, declared needs, residuals
   memory.py          error feedback: one Memory per rank, keyed by parameter
+  ring_schedule.py   Algorithm 1's schedule, once, for every ring
   communicator.py    every collective once, one rank's program; the in-process transport
   transports/        how ranks reach each other: links.py (sockets, rendezvous, trust),
                      socket_ring.py (Ring), torch_ring.py and torch_scaled.py (the ring
@@ -23,7 +24,7 @@ code) over a transport, their element-wise sums around a Ring.
 
 from .transports.agreement import SettingsMismatch
 from .codecs import CODECS, WireCodec, make_codec
-from .communicator import block_bounds
+from .ring_schedule import block_bounds
 from .transports import DEFAULT_CHUNK, DEFAULT_TIMEOUT, WIRES, CollectiveError, Ring, WorkerAggregator
 
 __all__ = ["Ring", "WorkerAggregator", "CollectiveError", "SettingsMismatch", "block_bounds",
