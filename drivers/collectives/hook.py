@@ -49,11 +49,11 @@ from .. import sockets
 from . import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring, WorkerAggregator,
                compressors, make_codec)
 from .transports.agreement import agree_via_store
-from .codecs import DEFAULT_SHARE, ScaledCodec
+from .codecs import DEFAULT_SHARE
 from . import hook_state
 from .decide import DECIDES, Decisions, agree_max
 from .hook_direct import issue_direct, plain_on_worker
-from .hook_options import (BOUNDS, RING_METHODS, _bound_and_feedback, _decide_mode,
+from .hook_options import (BOUNDS, _bound_and_feedback, _decide_mode,
                            _default_host, _error_bound_k, _takes_feedback)
 from .memory import LossRecorder, Memory
 
@@ -67,9 +67,10 @@ CODECS = ("bounded", "paper")
 # the ring over the process group's point-to-point (NCCL or gloo), coded on the bucket's
 # device (device_codec.py), so a CUDA bucket never leaves its GPU uncompressed.
 TRANSPORTS = ("socket", "torch")
-# Every compressor of compressors/, on its own collective; what each takes from the
-# hook (a density, the bucket's layer sizes) it declares itself (compressors.needs).
-METHODS = RING_METHODS + tuple(m for m in compressors.METHODS if m not in RING_METHODS)
+# Every compressor of compressors/ (INCEPTIONN's among them), on its own collective;
+# what each takes from the hook (a density, the bucket's layer sizes, the codec's
+# settings) it declares itself (compressors.needs).
+METHODS = tuple(compressors.METHODS)
 # The bucket dtypes the hook takes: 16-bit buckets are widened to float32 for the
 # exchange (losslessly: every bfloat16 and float16 value is a float32) and the average
 # narrowed back (docs/compressors.md, "Buckets of other dtypes").
@@ -167,26 +168,28 @@ class IncState:
                               ("feedback", "give error_feedback=")):
             if name in kw:
                 raise ValueError(f"method_kw has no {name!r}: {instead}")
-        ring = method in RING_METHODS
-        takes = () if ring else compressors.needs(method)
+        takes = compressors.needs(method)
         if density is not None:
             if "k" not in takes:
-                dense = [m for m in METHODS if m not in RING_METHODS
-                         and "k" in compressors.needs(m)]
+                dense = [m for m in METHODS if "k" in compressors.needs(m)]
                 raise ValueError(f"density applies to {tuple(dense)}, not {method!r}")
             kw["k"] = float(density)
         elif "k" in takes:
             raise ValueError(f"method {method!r} needs density= (the fraction of values kept)")
         self.k = _error_bound_k(error_bound)
-        probe = None if ring else compressors.make(method, **kw)   # bad parameters fail here
+        # The method's compressor as the others are made (bad parameters fail here);
+        # what it declares decides what applies, not its name.
+        coded = dict(k=self.k, codec=codec) if "codec" in takes else {}
+        probe = compressors.make(method, **coded, **kw)
         self.bound, self.share, self.error_feedback = _bound_and_feedback(
-            method, probe, codec, wire, mode, bound, share, error_feedback, transport)
-        if probe is not None and "feedback" in _takes_feedback(probe):
+            method, probe, codec, mode, bound, share, error_feedback, transport)
+        if "feedback" in _takes_feedback(probe):
             kw["feedback"] = self.error_feedback
-        # The bucket rides the ring and the ring records its loss (a ring method, or a
-        # dense compressor on the ring, with error feedback).
-        self.ring_fed = self.error_feedback and (ring or probe.collective == "ring_inc")
-        self.decide = _decide_mode(decide, method, mode, wire)
+        self.ring_native = probe.ring_native
+        # The bucket rides the ring and the ring records its loss (a dense compressor on
+        # the ring, INCEPTIONN's or another, with error feedback).
+        self.ring_fed = self.error_feedback and probe.collective == "ring_inc"
+        self.decide = _decide_mode(decide, method, probe, mode, wire)
         self.method_kw, self.seed = kw, seed
         self.process_group, self.mode, self.method = process_group, mode, method
         self.codec, self.wire = codec, wire
@@ -207,12 +210,13 @@ class IncState:
 
     def settings(self) -> dict:
         """What every rank must agree on."""
-        ring = self.method in RING_METHODS
+        ring = self.ring_native
+        coded = "codec" in compressors.needs(self.method)
         params = {("density" if k == "k" else k): v for k, v in self.method_kw.items()
                   if k != "feedback"}
         return {"method": self.method, "method_params": params,
-                "codec": self.codec if self.method == "inceptionn" else None,
-                "error_bound_log2": -self.k if self.method == "inceptionn" else None,
+                "codec": self.codec if coded else None,
+                "error_bound_log2": -self.k if coded else None,
                 "bound": self.bound, "share": self.share if self.bound == "scaled" else None,
                 "error_feedback": self.error_feedback,
                 "mode": self.mode if ring else None, "wire": self.wire if ring else None,
@@ -245,9 +249,11 @@ class IncState:
     def compressor(self, layers=None):
         """The method's compressor for a bucket whose parameters have these sizes."""
         kw = dict(self.method_kw)
-        if "layers" in compressors.needs(self.method) and "layers" not in kw \
-                and layers is not None:
+        takes = compressors.needs(self.method)
+        if "layers" in takes and "layers" not in kw and layers is not None:
             kw["layers"] = layers
+        if "codec" in takes:
+            kw.update(k=self.k, codec=self.codec, bound=self.bound, share=self.share)
         return compressors.make(self.method, **kw)
 
     # What the worker counts, where users read it.
@@ -305,11 +311,11 @@ class HookWorker:
         self.loaded_steps: dict[int, int] = {}
         self.saved_world: int | None = None
         self.saved_rank: int | None = None
-        if settings.error_feedback and settings.ring_fed:
+        if settings.ring_fed:       # the ring's recorded loss
             self.memory = Memory()
-        elif settings.method not in RING_METHODS:
+        else:
             comp = settings.compressor()
-            if comp.feedback:
+            if comp.feedback:           # the method's own residual
                 self.memory = comp.new_memory()
         self.buckets = hook_state.BucketStates(self)
         self.decisions = Decisions(settings.decide)
@@ -353,21 +359,16 @@ class HookWorker:
             self._setup_torch(pg, rank, world)
             return
         store = self._the_store()
-        wire = st.wire if st.method == "inceptionn" else "software"
-        if st.method == "none":
-            wire = "plain"
-        if st.mode == "wa" and st.method in RING_METHODS:
+        comp = st.compressor()
+        wire = st.wire if st.wire in comp.wires else comp.wires[0]
+        if st.mode == "wa" and comp.ring_native:
             agree_via_store(store, st.prefix, rank, world, st.settings(), st.timeout)
             self.collective = WorkerAggregator.from_store(
                 store, rank, world, host=st.host or _default_host(), prefix=st.prefix,
                 k=st.k, codec=st.codec, compress=wire == "nic", emulate=wire == "emulate",
                 mss=st.mss, chunk=st.chunk, timeout=st.timeout)
             return
-        codec = st.codec
-        if st.bound == "scaled":
-            codec = ScaledCodec(st.k, st.share)
-        if st.method not in RING_METHODS:
-            codec = st.compressor().codec
+        codec = comp.codec
         if st.ring_fed:
             codec = LossRecorder(make_codec(codec, st.k))
         self.collective = Ring.from_store(
@@ -478,7 +479,7 @@ class HookWorker:
         # A dense compressor with error feedback (truncation) rides the ring as INCEPTIONN
         # does: its select and expand are the identity, so the ring sums the bucket itself.
         st = self.st
-        if st.method in RING_METHODS or st.ring_fed:
+        if st.ring_native or st.ring_fed:
             t = torch.from_numpy(arr)
             self._timed(params, {"ring": lambda: self._ring(arr, params),
                                  "allreduce": lambda: plain_on_worker(self, t, params),

@@ -17,7 +17,7 @@ from . import collectives
 from .base import (COLLECTIVES, WHOLE, Compressor, DenseCompressor, Float32Codec, NoCompression, Payload,
                    Reducible, State, topk_indices)
 from .gtopk import GTopK
-from .inceptionn import GoldenCodec, inceptionn
+from .inceptionn import GoldenCodec, Inceptionn, inceptionn
 from .inceptionn_eb import EBCodec, inceptionn_eb
 from .randomk import RandomK
 from .scalecom import CLTK
@@ -26,7 +26,7 @@ from .topk import TopK
 from .truncation import TruncCodec, truncation
 
 __all__ = ["COLLECTIVES", "WHOLE", "needs", "Compressor", "Reducible", "DenseCompressor",
-           "NoCompression", "Payload", "State", "Float32Codec", "GoldenCodec", "EBCodec", "TruncCodec", "TernGrad", "TopK",
+           "NoCompression", "Payload", "State", "Float32Codec", "GoldenCodec", "Inceptionn", "EBCodec", "TruncCodec", "TernGrad", "TopK",
            "GTopK", "RandomK", "CLTK", "inceptionn", "inceptionn_eb", "truncation",
            "topk_indices", "collectives", "METHODS", "make"]
 
@@ -40,7 +40,7 @@ def _randomk(block):
 
 METHODS = {
     "none": NoCompression,
-    "inceptionn": inceptionn,        # k = 10
+    "inceptionn": Inceptionn,        # k = 10, codec, bound = "absolute", share
     "inceptionn_eb": inceptionn_eb,  # k = 10
     "truncation": truncation,        # bits = 16, 22 or 24
     "terngrad": TernGrad,            # layers, clip = 2.5, feedback = False
