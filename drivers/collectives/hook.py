@@ -55,7 +55,7 @@ from .decide import DECIDES, Decisions, agree_max
 from .hook_direct import issue_direct, plain_on_worker
 from .hook_options import (BOUNDS, _bound_and_feedback, _decide_mode,
                            _default_host, _error_bound_k, _takes_feedback)
-from .memory import LossRecorder, Memory
+from .memory import LossRecorder, Memory, feedback
 
 __all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS", "BOUNDS",
            "TRANSPORTS", "DECIDES", "DTYPES"]
@@ -246,6 +246,12 @@ class IncState:
         self.__init__(**pickled["kwargs"])
         self.load_state_dict(pickled["state"])
 
+    def ring_codec(self):
+        """The ring's codec: the method's, recording each hop's loss where the ring feeds
+        the error-feedback memory."""
+        codec = make_codec(self.compressor().codec, self.k)
+        return LossRecorder(codec) if self.ring_fed else codec
+
     def compressor(self, layers=None):
         """The method's compressor for a bucket whose parameters have these sizes."""
         kw = dict(self.method_kw)
@@ -317,6 +323,7 @@ class HookWorker:
             comp = settings.compressor()
             if comp.feedback:           # the method's own residual
                 self.memory = comp.new_memory()
+        self.codec = settings.ring_codec()     # the socket ring's, the loss recorded
         self.buckets = hook_state.BucketStates(self)
         self.decisions = Decisions(settings.decide)
         self._device = torch.device("cpu")     # the bucket's device (the plain path's)
@@ -368,12 +375,9 @@ class HookWorker:
                 k=st.k, codec=st.codec, compress=wire == "nic", emulate=wire == "emulate",
                 mss=st.mss, chunk=st.chunk, timeout=st.timeout)
             return
-        codec = comp.codec
-        if st.ring_fed:
-            codec = LossRecorder(make_codec(codec, st.k))
         self.collective = Ring.from_store(
             store, rank, world, host=st.host or _default_host(), prefix=st.prefix, k=st.k,
-            codec=codec, wire=wire, mss=st.mss, chunk=st.chunk, timeout=st.timeout,
+            codec=self.codec, wire=wire, mss=st.mss, chunk=st.chunk, timeout=st.timeout,
             codec_threads=st.codec_threads, settings=st.settings())
 
     def _setup_torch(self, pg, rank, world):
@@ -501,21 +505,17 @@ class HookWorker:
 
     def _ring(self, arr, params):
         before = self.collective.bytes_sent
-        if self.memory is None:
+        with self.feeding(arr, params):
             self.collective.allreduce(arr)
-        else:       # compensate, exchange recording each hop's loss, keep it
-            self.memory.compensate(arr, params)
-            rec = self.collective.codec
-            loss = self._loss_buffer(tuple(params), arr.size)
-            # The residuals are views of this buffer (adopted last time): added in just
-            # now, so it is free to be zeroed and to record this step's loss.
-            rec.start(arr, out=loss)
-            try:
-                self.collective.allreduce(arr)
-            finally:
-                loss = rec.stop()
-            self.memory.adopt(params, loss)     # no copy: the loss is the new residual
         self.bytes_sent += self.collective.bytes_sent - before
+
+    def feeding(self, arr, params):
+        """Error feedback around the bucket's exchange on the ring (memory.feedback):
+        compensated with this rank's memory, each hop's loss recorded by the ring's
+        codec, the loss kept as the residuals (in the bucket's loss buffer, kept from
+        step to step). The study runs its simulated ranks' exchanges through it too."""
+        loss = None if self.memory is None else self._loss_buffer(tuple(params), arr.size)
+        return feedback(self.memory, self.codec, arr, params, loss)
 
     def _loss_buffer(self, key, size):
         """The bucket's loss buffer, kept from step to step; a new bucket's (DDP's
