@@ -1,4 +1,4 @@
-"""Gradient compressors on one interface, next to INCEPTIONN (docs/compressors.md).
+"""Gradient compressors on one interface, INCEPTIONN's among them (docs/compressors.md).
 
     comp = make("topk", k=0.01)
     states = [comp.init(d, rank=r, world=P, seed=0) for r in range(P)]
@@ -10,7 +10,9 @@ feedback, for the methods that keep it, is the communicator's: communicator.exch
 
 Adding a method: its module here (a Compressor subclass that sets `collective`, and
 `feedback` / `residual` if it keeps back what it does not send, `needs` for what it takes
-from the caller's context), and one row in METHODS.
+from the caller's context, `wires` / `ring_native` where the ring transports carry it
+themselves), and one row in METHODS. The DDP hook makes every method here, by name, and
+reads what each declares.
 """
 
 from . import collectives
