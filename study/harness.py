@@ -86,8 +86,8 @@ class Config:
         return replace(self, seed=seed)
 
     def compressor(self, sizes, k=None):
-        if self.method.startswith("hook-"):     # the DDP hook's exchange (default_hook.py)
-            from .default_hook import HookExchange
+        if self.method.startswith("hook-"):     # the DDP hook's exchange (hook_defaults.py)
+            from .hook_defaults import HookExchange
             return HookExchange(self.method, sizes, self.workers)
         kw = dict(self.kw)
         if self.layerwise:

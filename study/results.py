@@ -15,14 +15,14 @@ import sys
 import time
 from pathlib import Path
 
-from . import default_hook, fig14, gtopk, random_block, scalecom, summary, table3, terngrad
+from . import fig14, gtopk, hook_defaults, random_block, scalecom, summary, table3, terngrad
 from .harness import FULL, REDUCED, Scale, cost, run_all, seeded
 
 __all__ = ["EXPERIMENTS", "run", "write", "reduced"]
 
 EXPERIMENTS = {"table3": table3, "fig14": fig14, "terngrad": terngrad, "gtopk": gtopk,
                "random_block": random_block, "scalecom": scalecom,
-               "default_hook": default_hook, "summary": summary}
+               "default_hook": hook_defaults, "summary": summary}
 
 
 def run(scale: Scale = FULL, progress: bool = False, jobs: int | None = None) -> dict:

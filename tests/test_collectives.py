@@ -267,7 +267,7 @@ def test_every_connection_has_nagle_off(kind):
 def test_accepted_connections_get_the_whole_timeout(monkeypatch):
     """A late peer's connections wait, on the accepting side too, the full timeout per
     operation, not what was left of the rendezvous when the peer arrived."""
-    from inceptionn.drivers.collectives.transport import SECRET_ENV
+    from inceptionn.drivers.collectives.transports.links import SECRET_ENV
     monkeypatch.setenv(SECRET_ENV, "a shared secret")   # rank 1 need not wait for rank 0's
     store, rings, errs = HashStore(), {}, {}
 
@@ -442,7 +442,7 @@ def test_ranks_with_different_settings_are_refused_on_every_rank():
 
 
 def test_codec_threads_follow_the_processs_cpu_affinity():
-    from inceptionn.drivers.collectives.ring import default_codec_threads
+    from inceptionn.drivers.collectives.transports.socket_ring import default_codec_threads
     if not hasattr(os, "sched_setaffinity"):
         pytest.skip("no CPU affinity on this platform")
     mask = os.sched_getaffinity(0)

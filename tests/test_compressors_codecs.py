@@ -129,3 +129,27 @@ def test_a_codec_given_to_the_inceptionn_compressors_must_have_their_k():
         make("inceptionn", k=10, codec=GoldenCodec(8))
     with pytest.raises(ValueError, match="2\\^-6"):
         make("inceptionn_eb", k=10, codec=EBCodec(6))
+
+
+def test_the_hooks_inceptionn_is_made_where_every_method_is():
+    """The DDP hook builds INCEPTIONN through compressors.make, as every other method:
+    its codec by name and bound, the ring's codec recording the loss where the ring
+    feeds the memory."""
+    from inceptionn.ddp_hook import IncState
+    from inceptionn.drivers.collectives.codecs import ScaledCodec, WireCodec
+    from inceptionn.drivers.collectives.compressors import Inceptionn
+    from inceptionn.drivers.collectives.memory import LossRecorder
+
+    default = IncState()
+    comp = default.compressor()
+    assert isinstance(comp, Inceptionn) and comp.ring_native and "nic" in comp.wires
+    assert isinstance(comp.codec, ScaledCodec) and comp.codec.k == 10
+    assert isinstance(default.worker.codec, LossRecorder) and default.worker.memory is not None
+    paper = IncState(codec="paper", error_bound=2 ** -8)
+    assert isinstance(paper.compressor().codec, WireCodec)
+    assert (paper.compressor().codec.name, paper.compressor().codec.k) == ("paper", 8)
+    assert paper.worker.codec is not None and paper.worker.memory is None
+    assert make("inceptionn", k=10, codec="bounded", bound="scaled").codec.name == \
+        comp.codec.name
+    with pytest.raises(ValueError, match="bounded codec"):
+        make("inceptionn", k=10, codec="paper", bound="scaled")

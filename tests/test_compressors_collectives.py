@@ -214,7 +214,7 @@ def _real_rank(rank, world, port, steps, how, q):
     gloo point-to-point), "sockets" (everything on the project's sockets, no gloo)."""
     from inceptionn.drivers.collectives import Ring
     from inceptionn.drivers.collectives.compressed import step
-    from inceptionn.drivers.collectives.socket_p2p import SocketTransport
+    from inceptionn.drivers.collectives.transports.socket_p2p import SocketTransport
     from inceptionn.drivers.collectives import communicator
     try:
         dist, store = _init(rank, world, port)
@@ -275,7 +275,7 @@ def _dies_mid_step(rank, world, port, name, victim, how, q):
     """The victim leaves after its first message of step 1."""
     import os
     import time
-    from inceptionn.drivers.collectives import socket_p2p, torch_p2p
+    from inceptionn.drivers.collectives.transports import socket_p2p, torch_p2p
     from inceptionn.drivers.collectives.compressed import step
     from inceptionn.drivers.collectives import communicator
     t0 = time.monotonic()

@@ -1,4 +1,4 @@
-"""Hostile local processes against the ring's listener (drivers/collectives/transport.py):
+"""Hostile local processes against the ring's listener (drivers/collectives/transports/links.py):
 a hello sent one byte at a time, idle floods of both ports, garbage, a handshake replayed
 from an earlier job, and random bytes from many clients. Each time the real ranks still
 form their links within the timeout, and the rendezvous time with the attack is printed
@@ -15,7 +15,7 @@ from fuzzing import fuzz_settings
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from inceptionn.drivers.collectives import transport as T
+from inceptionn.drivers.collectives.transports import links as T
 
 TIMEOUT = 6.0        # the old listener took > 6 s for each attack below (75 s for the slow hello)
 SECRET = b"this job's secret"

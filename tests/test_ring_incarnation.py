@@ -7,7 +7,7 @@ import threading
 
 from test_fuzz_ring_listener import _Delta, _Store
 
-from inceptionn.drivers.collectives import transport as T
+from inceptionn.drivers.collectives.transports import links as T
 
 SECRET = b"shared out of band"
 OLD, NEW = "inceptionn/hook/0/0", "inceptionn/hook/1/0"

@@ -146,9 +146,11 @@ def test_summary_and_document(res, tmp_path):
         assert all(math.isfinite(t) and t > 0 for t in r["t"].values())
     md = write(res, REDUCED, tmp_path / "results.md", tmp_path / "results")
     text = md.read_text()
-    for mod in ("table3", "fig14", "terngrad", "gtopk", "random_block", "scalecom",
-                "default_hook", "summary"):
-        assert __import__(f"inceptionn.study.{mod}", fromlist=["TITLE"]).TITLE in text
+    from inceptionn.study.results import EXPERIMENTS
+    assert list(EXPERIMENTS) == ["table3", "fig14", "terngrad", "gtopk", "random_block",
+                                 "scalecom", "default_hook", "summary"]
+    for mod in EXPERIMENTS.values():
+        assert mod.TITLE in text
     assert not re.search(r"\bnan\b|\binf\b", text, re.I)
     pngs = sorted((tmp_path / "results").glob("*.png"))
     assert len(pngs) == 7 and all(p.stat().st_size > 5_000 for p in pngs)

@@ -24,7 +24,7 @@ def _values(rank, i, n):
 
 
 def _rings(rank, world, codec, k):
-    from inceptionn.drivers.collectives.torch_ring import TorchRing
+    from inceptionn.drivers.collectives.transports.torch_ring import TorchRing
     out = []
     for pipeline in (True, False):
         runs = []

@@ -1,4 +1,4 @@
-"""The scale-following bound on the torch transport (drivers/collectives/torch_scaled.py):
+"""The scale-following bound on the torch transport (drivers/collectives/transports/torch_scaled.py):
 the device codec's scaled frames equal the socket ring's ScaledCodec bit for bit, at
 every scale a float32 chunk can have (subnormal to the largest finite value, inf and
 NaN among them, s at both ends of its range: the products leave the normal range
@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from inceptionn.drivers.collectives.codecs import SCALE_MAX, SCALE_MIN, ScaledCodec  # noqa: E402
 from inceptionn.drivers.collectives.codecs import choose_scale  # noqa: E402
-from inceptionn.drivers.collectives.torch_scaled import (ScaledDeviceCodec,  # noqa: E402
+from inceptionn.drivers.collectives.transports.torch_scaled import (ScaledDeviceCodec,  # noqa: E402
                                                          choose_scale_tensor)
 from test_ddp_hook import spawn  # noqa: E402  (the spawned-ranks helper)
 
@@ -101,7 +101,7 @@ def _values(rank, i, n):
 
 
 def _scaled_ring(rank, world):
-    from inceptionn.drivers.collectives.torch_scaled import ScaledTorchRing
+    from inceptionn.drivers.collectives.transports.torch_scaled import ScaledTorchRing
     out = []
     for i, (n, chunk) in enumerate(BUCKETS):
         ring = ScaledTorchRing(k=10, chunk=chunk)

@@ -4,10 +4,12 @@ split:
   compressors/       the methods (INCEPTIONN, truncation, TernGrad, top-k, gTop-k,
                      random-k, ScaleCom): what a rank sends, declared needs, residuals
   memory.py          error feedback: one Memory per rank, keyed by parameter
+  ring_schedule.py   Algorithm 1's schedule, once, for every ring
   communicator.py    every collective once, one rank's program; the in-process transport
-  transports         socket_p2p.py (the project's sockets), torch_p2p.py (torch
-                     point-to-point); the rings ring.py (Ring), torch_ring.py and
-                     torch_scaled.py; wa.py (WorkerAggregator)
+  transports/        how ranks reach each other: links.py (sockets, rendezvous, trust),
+                     socket_ring.py (Ring), torch_ring.py and torch_scaled.py (the ring
+                     over the process group), socket_p2p.py and torch_p2p.py (the
+                     communicator's messages), wa.py (WorkerAggregator)
   hook.py            the DDP communication hook (inceptionn.ddp_hook names it)
 
 Ring (the paper's aggregator-free exchange, Algorithm 1) and WorkerAggregator (WA,
@@ -20,11 +22,10 @@ sets them up. The compressors run the communicator's collectives (the simulation
 code) over a transport, their element-wise sums around a Ring.
 """
 
-from .agreement import SettingsMismatch
+from .transports.agreement import SettingsMismatch
 from .codecs import CODECS, WireCodec, make_codec
-from .ring import DEFAULT_CHUNK, WIRES, Ring, block_bounds
-from .transport import DEFAULT_TIMEOUT, CollectiveError
-from .wa import WorkerAggregator
+from .ring_schedule import block_bounds
+from .transports import DEFAULT_CHUNK, DEFAULT_TIMEOUT, WIRES, CollectiveError, Ring, WorkerAggregator
 
 __all__ = ["Ring", "WorkerAggregator", "CollectiveError", "SettingsMismatch", "block_bounds",
            "DEFAULT_CHUNK", "DEFAULT_TIMEOUT", "WIRES", "CODECS", "WireCodec", "make_codec"]

@@ -6,9 +6,9 @@ here. A collective is one rank's program: a generator that sends with
 `t.send(peer, data)` and receives with `data = yield peer`, so the same code runs in one
 process (`play`: the P programs interleaved by a deterministic scheduler, no threads,
 behind collectives.run and the study), and between processes on a blocking transport
-(`drive`: torch.distributed point-to-point, drivers/collectives/torch_p2p.py; the
-project's sockets, drivers/collectives/socket_p2p.py). The ring's schedule (`ring_steps`)
-is also what the socket Ring (drivers/collectives/ring.py) plays with its pipelined hops.
+(`drive`: torch.distributed point-to-point, transports/torch_p2p.py; the project's
+sockets, transports/socket_p2p.py). The ring's program plays Algorithm 1's schedule
+(ring_schedule.py), the one every ring transport plays.
 Nothing here imports torch or opens a socket.
 
 A Transport is `rank`, `world`, `send(peer, data: bytes)`, `recv(peer) -> bytes` (whole
@@ -33,6 +33,7 @@ import numpy as np
 
 from .compressors.base import Payload, as_grad, scatter
 from .compressors.gtopk import merge
+from .ring_schedule import block_bounds, ring_plan, ring_steps, run_ring
 
 __all__ = ["Transport", "InProcess", "play", "drive", "step", "exchange", "block_bounds",
            "ring_plan", "ring_steps", "run_ring", "ring_allreduce", "allgather", "gtopk_tree",
@@ -51,65 +52,6 @@ class Transport(Protocol):
 
 
 # ---------------------------------------------------------------------- the ring
-
-
-def block_bounds(n: int, p: int) -> list[tuple[int, int]]:
-    """P contiguous blocks of n values, the first n % p one value longer."""
-    base, extra = divmod(n, p)
-    out, lo = [], 0
-    for b in range(p):
-        hi = lo + base + (1 if b < extra else 0)
-        out.append((lo, hi))
-        lo = hi
-    return out
-
-
-def ring_plan(n: int, p: int, r: int, chunk: int | None = None):
-    """Rank r's part of Algorithm 1 on n values: (first, reduce, gather), lists of chunks
-    (c0, c1) in the order they cross the wire; reduce's carry `last` (the owner keeps
-    what it sends next), gather's `forward`. Reduce-scatter step s: receive block
-    r - s - 1, add, send it on; rank r ends owning block r + 1. All-gather step s:
-    receive the final block r - s, forward it unless the next rank owns it.
-    chunk=None: one chunk per block, empty blocks included (the simulation sends them);
-    else chunks of at most `chunk` values, none empty (the sockets skip them)."""
-    bounds = block_bounds(n, p)
-
-    def cut(b):
-        lo, hi = bounds[b]
-        if chunk is None:
-            return [(lo, hi)]
-        return [(c0, min(c0 + chunk, hi)) for c0 in range(lo, hi, chunk)]
-
-    first = cut(r)
-    reduce = [(c0, c1, s == p - 2) for s in range(p - 1) for c0, c1 in cut((r - s - 1) % p)]
-    gather = [(c0, c1, s < p - 2) for s in range(p - 1) for c0, c1 in cut((r - s) % p)]
-    return first, reduce, gather
-
-
-def ring_steps(x: np.ndarray, plan):
-    """The plan as the operations on x, in wire order: ("send", view, keep) puts a chunk
-    on the wire (keep: the sender replaces it by what the receiver will decode);
-    ("recv", view, add) takes the next chunk from the previous rank and adds it to view
-    (received + own: the fixed order) or stores it. Each must be done before the next
-    is asked for."""
-    first, reduce, gather = plan
-    for c0, c1 in first:
-        yield "send", x[c0:c1], False
-    for c0, c1, last in reduce:
-        yield "recv", x[c0:c1], True
-        yield "send", x[c0:c1], last
-    for c0, c1, forward in gather:
-        yield "recv", x[c0:c1], False
-        if forward:   # re-coded, as a NIC codes what its host sends
-            yield "send", x[c0:c1], False
-
-
-def run_ring(x: np.ndarray, plan, hops) -> np.ndarray:
-    """Play the plan on x in place through blocking `hops` (send(view, keep),
-    recv(view, add)); the sockets' hops pipeline, this only fixes the order."""
-    for op, view, flag in ring_steps(x, plan):
-        (hops.send if op == "send" else hops.recv)(view, flag)
-    return x
 
 
 def ring_allreduce(t: Transport, x: np.ndarray, codec, chunk: int | None = None):

@@ -17,8 +17,8 @@ import numpy as np
 import torch.distributed as dist
 
 from . import communicator
-from .torch_p2p import TorchTransport
-from .transport import DEFAULT_TIMEOUT
+from .transports.torch_p2p import TorchTransport
+from .transports.links import DEFAULT_TIMEOUT
 
 __all__ = ["step", "prelude"]
 

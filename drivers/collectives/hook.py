@@ -30,7 +30,7 @@ the hook's call instead, as torch's own hooks (hook_direct.py).
 The ring's sockets are set up once, on the worker, from the rendezvous store: `store=`,
 or torchrun's (MASTER_ADDR / MASTER_PORT). Every rank's settings are compared there
 first; a rank set up differently, or with no hook, is an error on every rank. Peers
-prove the job's secret (drivers/collectives/transport.py: the trust model). Each rank
+prove the job's secret (drivers/collectives/transports/links.py: the trust model). Each rank
 listens on `host=` (or INCEPTIONN_HOST; by default the address that reaches
 MASTER_ADDR). The hook averages, like PyTorch's default all-reduce hook.
 """
@@ -38,23 +38,17 @@ MASTER_ADDR). The hook averages, like PyTorch's default all-reduce hook.
 
 import itertools
 import os
-import queue
-import threading
 
-import numpy as np
 import torch
-import torch.distributed as dist
 
 from .. import sockets
-from . import (DEFAULT_CHUNK, DEFAULT_TIMEOUT, CollectiveError, Ring, WorkerAggregator,
-               compressors, make_codec)
-from .agreement import agree_via_store
-from .codecs import DEFAULT_SHARE, ScaledCodec
+from . import DEFAULT_CHUNK, DEFAULT_TIMEOUT, compressors, make_codec
+from .codecs import DEFAULT_SHARE
 from . import hook_state
-from .decide import DECIDES, Decisions, agree_max
-from .hook_direct import issue_direct, plain_on_worker
-from .hook_options import (BOUNDS, RING_METHODS, _bound_and_feedback, _decide_mode,
-                           _default_host, _error_bound_k, _takes_feedback)
+from .decide import DECIDES
+from .hook_direct import issue_direct
+from .hook_options import BOUNDS, _bound_and_feedback, _decide_mode, _error_bound_k, _takes_feedback
+from .hook_worker import HookWorker
 from .memory import LossRecorder, Memory
 
 __all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS", "BOUNDS",
@@ -67,9 +61,10 @@ CODECS = ("bounded", "paper")
 # the ring over the process group's point-to-point (NCCL or gloo), coded on the bucket's
 # device (device_codec.py), so a CUDA bucket never leaves its GPU uncompressed.
 TRANSPORTS = ("socket", "torch")
-# Every compressor of compressors/, on its own collective; what each takes from the
-# hook (a density, the bucket's layer sizes) it declares itself (compressors.needs).
-METHODS = RING_METHODS + tuple(m for m in compressors.METHODS if m not in RING_METHODS)
+# Every compressor of compressors/ (INCEPTIONN's among them), on its own collective;
+# what each takes from the hook (a density, the bucket's layer sizes, the codec's
+# settings) it declares itself (compressors.needs).
+METHODS = tuple(compressors.METHODS)
 # The bucket dtypes the hook takes: 16-bit buckets are widened to float32 for the
 # exchange (losslessly: every bfloat16 and float16 value is a float32) and the average
 # narrowed back (docs/compressors.md, "Buckets of other dtypes").
@@ -157,7 +152,7 @@ class IncState:
             raise ValueError("transport 'torch' carries method 'inceptionn' on wire 'software' "
                              f"in mode 'inc', not {method!r} / {wire!r} / {mode!r}")
         if chunk_floats is None:
-            from .torch_ring import DEFAULT_CHUNK as TORCH_CHUNK
+            from .transports.torch_ring import DEFAULT_CHUNK as TORCH_CHUNK
             chunk_floats = TORCH_CHUNK if transport == "torch" else DEFAULT_CHUNK
         if not isinstance(chunk_floats, int) or chunk_floats < 1:
             raise ValueError(f"chunk_floats must be a positive int, got {chunk_floats!r}")
@@ -167,26 +162,28 @@ class IncState:
                               ("feedback", "give error_feedback=")):
             if name in kw:
                 raise ValueError(f"method_kw has no {name!r}: {instead}")
-        ring = method in RING_METHODS
-        takes = () if ring else compressors.needs(method)
+        takes = compressors.needs(method)
         if density is not None:
             if "k" not in takes:
-                dense = [m for m in METHODS if m not in RING_METHODS
-                         and "k" in compressors.needs(m)]
+                dense = [m for m in METHODS if "k" in compressors.needs(m)]
                 raise ValueError(f"density applies to {tuple(dense)}, not {method!r}")
             kw["k"] = float(density)
         elif "k" in takes:
             raise ValueError(f"method {method!r} needs density= (the fraction of values kept)")
         self.k = _error_bound_k(error_bound)
-        probe = None if ring else compressors.make(method, **kw)   # bad parameters fail here
+        # The method's compressor as the others are made (bad parameters fail here);
+        # what it declares decides what applies, not its name.
+        coded = dict(k=self.k, codec=codec) if "codec" in takes else {}
+        probe = compressors.make(method, **coded, **kw)
         self.bound, self.share, self.error_feedback = _bound_and_feedback(
-            method, probe, codec, wire, mode, bound, share, error_feedback, transport)
-        if probe is not None and "feedback" in _takes_feedback(probe):
+            method, probe, codec, mode, bound, share, error_feedback, transport)
+        if "feedback" in _takes_feedback(probe):
             kw["feedback"] = self.error_feedback
-        # The bucket rides the ring and the ring records its loss (a ring method, or a
-        # dense compressor on the ring, with error feedback).
-        self.ring_fed = self.error_feedback and (ring or probe.collective == "ring_inc")
-        self.decide = _decide_mode(decide, method, mode, wire)
+        self.ring_native = probe.ring_native
+        # The bucket rides the ring and the ring records its loss (a dense compressor on
+        # the ring, INCEPTIONN's or another, with error feedback).
+        self.ring_fed = self.error_feedback and probe.collective == "ring_inc"
+        self.decide = _decide_mode(decide, method, probe, mode, wire)
         self.method_kw, self.seed = kw, seed
         self.process_group, self.mode, self.method = process_group, mode, method
         self.codec, self.wire = codec, wire
@@ -207,12 +204,13 @@ class IncState:
 
     def settings(self) -> dict:
         """What every rank must agree on."""
-        ring = self.method in RING_METHODS
+        ring = self.ring_native
+        coded = "codec" in compressors.needs(self.method)
         params = {("density" if k == "k" else k): v for k, v in self.method_kw.items()
                   if k != "feedback"}
         return {"method": self.method, "method_params": params,
-                "codec": self.codec if self.method == "inceptionn" else None,
-                "error_bound_log2": -self.k if self.method == "inceptionn" else None,
+                "codec": self.codec if coded else None,
+                "error_bound_log2": -self.k if coded else None,
                 "bound": self.bound, "share": self.share if self.bound == "scaled" else None,
                 "error_feedback": self.error_feedback,
                 "mode": self.mode if ring else None, "wire": self.wire if ring else None,
@@ -242,12 +240,20 @@ class IncState:
         self.__init__(**pickled["kwargs"])
         self.load_state_dict(pickled["state"])
 
+    def ring_codec(self):
+        """The ring's codec: the method's, recording each hop's loss where the ring feeds
+        the error-feedback memory."""
+        codec = make_codec(self.compressor().codec, self.k)
+        return LossRecorder(codec) if self.ring_fed else codec
+
     def compressor(self, layers=None):
         """The method's compressor for a bucket whose parameters have these sizes."""
         kw = dict(self.method_kw)
-        if "layers" in compressors.needs(self.method) and "layers" not in kw \
-                and layers is not None:
+        takes = compressors.needs(self.method)
+        if "layers" in takes and "layers" not in kw and layers is not None:
             kw["layers"] = layers
+        if "codec" in takes:
+            kw.update(k=self.k, codec=self.codec, bound=self.bound, share=self.share)
         return compressors.make(self.method, **kw)
 
     # What the worker counts, where users read it.
@@ -281,285 +287,6 @@ class IncState:
 
     def close(self):
         self.worker.close()
-
-
-class HookWorker:
-    """What the hook runs for one IncState: the collective (set up on first use), the
-    thread that exchanges the buckets in order, the compressors' per-bucket states and
-    the rank's error-feedback memory (one Memory, keyed by parameter)."""
-
-    def __init__(self, settings: IncState):
-        self.st = settings
-        self.collective = None
-        self.calls = 0
-        self.direct_calls = 0   # of them, all-reduced from the hook's call (hook_direct.py)
-        self.bytes_sent = 0
-        self.hook_seconds: list[float] = []
-        self.world: int | None = None
-        self.rank: int | None = None
-        self.memory: Memory | None = None
-        # A parameter's key (hook_state.py), the buckets it was exchanged in, and what a
-        # loaded state says (the compressors' steps, the saving job's world and rank).
-        self.keys = hook_state.ParamKeys()
-        self.layout = hook_state.Layout()
-        self.loaded_steps: dict[int, int] = {}
-        self.saved_world: int | None = None
-        self.saved_rank: int | None = None
-        if settings.error_feedback and settings.ring_fed:
-            self.memory = Memory()
-        elif settings.method not in RING_METHODS:
-            comp = settings.compressor()
-            if comp.feedback:
-                self.memory = comp.new_memory()
-        self.buckets = hook_state.BucketStates(self)
-        self.decisions = Decisions(settings.decide)
-        self._device = torch.device("cpu")     # the bucket's device (the plain path's)
-        self._snapshots: dict = {}      # bucket index -> [(host buffer, its Future)] x 2
-        self._losses: dict = {}         # bucket -> the ring's loss buffer, the residuals' home
-        self._thread: threading.Thread | None = None
-        self._failed: BaseException | None = None
-
-    # ------------------------------------------------------------------ setup
-
-    def group(self):
-        pg = self.st.process_group or dist.group.WORLD
-        return pg, dist.get_rank(pg), dist.get_world_size(pg)
-
-    def _the_store(self):
-        st = self.st
-        if st.store is not None:
-            return st.store
-        addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
-        if not addr or not port:
-            raise CollectiveError("no rendezvous store: pass IncState(store=...) or run under "
-                                  "torchrun (MASTER_ADDR and MASTER_PORT)")
-        import datetime
-        try:
-            return dist.TCPStore(addr, int(port), is_master=False, wait_for_workers=False,
-                                 timeout=datetime.timedelta(seconds=st.timeout))
-        except Exception as e:  # the store is not reachable
-            raise CollectiveError(f"cannot reach the rendezvous store at {addr}:{port}: {e}") \
-                from None
-
-    def _setup(self):
-        st = self.st
-        pg, rank, world = self.group()
-        self.world, self.rank = world, rank
-        if (self.saved_world, self.saved_rank) not in ((None, None), (world, rank)):
-            raise CollectiveError(
-                f"the loaded hook state is rank {self.saved_rank}'s of {self.saved_world}; "
-                f"this is rank {rank} of {world}: each rank loads its own, in a job as large")
-        if st.transport == "torch":
-            self._setup_torch(pg, rank, world)
-            return
-        store = self._the_store()
-        wire = st.wire if st.method == "inceptionn" else "software"
-        if st.method == "none":
-            wire = "plain"
-        if st.mode == "wa" and st.method in RING_METHODS:
-            agree_via_store(store, st.prefix, rank, world, st.settings(), st.timeout)
-            self.collective = WorkerAggregator.from_store(
-                store, rank, world, host=st.host or _default_host(), prefix=st.prefix,
-                k=st.k, codec=st.codec, compress=wire == "nic", emulate=wire == "emulate",
-                mss=st.mss, chunk=st.chunk, timeout=st.timeout)
-            return
-        codec = st.codec
-        if st.bound == "scaled":
-            codec = ScaledCodec(st.k, st.share)
-        if st.method not in RING_METHODS:
-            codec = st.compressor().codec
-        if st.ring_fed:
-            codec = LossRecorder(make_codec(codec, st.k))
-        self.collective = Ring.from_store(
-            store, rank, world, host=st.host or _default_host(), prefix=st.prefix, k=st.k,
-            codec=codec, wire=wire, mss=st.mss, chunk=st.chunk, timeout=st.timeout,
-            codec_threads=st.codec_threads, settings=st.settings())
-
-    def _setup_torch(self, pg, rank, world):
-        """The ring over the process group; the settings compared over it too."""
-        from .agreement import compare_settings
-        from .torch_ring import TorchRing
-        from .torch_scaled import ScaledTorchRing
-        st = self.st
-        every: list = [None] * world
-        dist.all_gather_object(every, st.settings(), group=pg)
-        compare_settings(dict(enumerate(every)))
-        if st.bound == "scaled":
-            self.collective = ScaledTorchRing(pg, k=st.k, share=st.share, chunk=st.chunk,
-                                              timeout=st.timeout)
-        else:
-            self.collective = TorchRing(pg, codec=st.codec, k=st.k, chunk=st.chunk,
-                                        timeout=st.timeout)
-
-    def host_snapshot(self, index, buf, fut):
-        """A host copy of the CPU bucket `buf` for the worker. Two buffers per bucket
-        index take turns: the one used two calls ago is filled again when that
-        exchange's Future is done, else a new one is made. The Future's tensor is that
-        buffer, so it holds until the second call after it for the same bucket (DDP
-        reads it before its next backward; a callback still copying it while the next
-        step's hook runs keeps its values). Why: a fresh clone of a large bucket every
-        step faults in every page of it on the hook's critical path (docs/benchmarks.md).
-        Always float32: a 16-bit bucket is widened as it is copied."""
-        if index is None:
-            return buf.detach().to(torch.float32, copy=True)
-        turns = self._snapshots.setdefault(index, [])
-        if len(turns) == 2 and turns[0][1].done() and turns[0][0].shape == buf.shape:
-            snap = turns.pop(0)[0]
-            snap.copy_(buf.detach())
-        else:
-            snap = buf.detach().to(torch.float32, copy=True)
-            if len(turns) == 2:
-                turns.pop(0)
-        turns.append((snap, fut))
-        return snap
-
-    # ------------------------------------------------------------------ the thread
-
-    def submit(self, item):
-        if self._thread is None:
-            self._q: queue.Queue = queue.Queue()
-            self._thread = threading.Thread(target=self._run, name="inceptionn-hook",
-                                            daemon=True)
-            self._thread.start()
-        self._q.put(item)
-
-    def _run(self):
-        import time
-        st = self.st
-        while True:
-            item = self._q.get()
-            if item is None:
-                self._q.task_done()
-                return
-            snap, device, dtype, params, fut, event = item
-            try:
-                if self._failed is not None:
-                    raise CollectiveError(f"an earlier bucket's exchange failed: {self._failed}")
-                t0 = time.perf_counter()
-                if device.type == "cuda":   # this thread's NCCL calls use the bucket's GPU
-                    torch.cuda.set_device(device)
-                if self.collective is None:
-                    self._setup()
-                if event is not None:
-                    event.synchronize()      # the snapshot's copy has landed
-                self._device = device
-                if st.transport == "torch":     # on the bucket's device, in place
-                    v = snap.view(-1)
-                    self._timed(params, {p: (lambda p=p: self._exchange_tensor(v, p))
-                                         for p in ("ring", "allreduce", "fp16")})
-                    t = snap
-                else:
-                    out = self._exchange(snap.numpy().reshape(-1), params)
-                    out /= np.float32(self.world)
-                    t = torch.from_numpy(out).view(snap.shape)
-                self.calls += 1
-                self.hook_seconds.append(time.perf_counter() - t0)
-                fut.set_result(t.to(device=device, dtype=dtype))   # t itself if both match
-            except BaseException as e:  # handed to DDP through the future
-                if self._failed is None and self.collective is None:
-                    _release_waiting_ranks(e, st.store)
-                self._failed = self._failed or e
-                if self.collective is not None:
-                    self.collective.close()
-                # DDP passes on the message only, so the message names the class.
-                fut.set_exception(CollectiveError(f"inceptionn hook: {type(e).__name__}: {e}"))
-            finally:
-                self._q.task_done()
-
-    def _exchange(self, arr, params):
-        # A bucket merging buckets exchanged before (a resumed run's first step) goes as
-        # those buckets: the numbers do not depend on DDP's rebuild (hook_state.py).
-        groups = self.layout.plan(params)
-        if groups is None:
-            return self._exchange_bucket(arr, params)
-        return hook_state.exchange_as(arr, params, groups, self._exchange_bucket)
-
-    def _exchange_bucket(self, arr, params):
-        # A dense compressor with error feedback (truncation) rides the ring as INCEPTIONN
-        # does: its select and expand are the identity, so the ring sums the bucket itself.
-        st = self.st
-        if st.method in RING_METHODS or st.ring_fed:
-            t = torch.from_numpy(arr)
-            self._timed(params, {"ring": lambda: self._ring(arr, params),
-                                 "allreduce": lambda: plain_on_worker(self, t, params),
-                                 "fp16": lambda: plain_on_worker(self, t, params, True)})
-            return arr
-        return self.buckets.step(arr, params)
-
-    def _timed(self, params, runs: dict) -> None:
-        """The bucket's exchange on the path decided for it (decide.py), timed."""
-        import time
-        key = tuple(params)
-        path = self.decisions.path(key, self._agree)
-        t0 = time.perf_counter()
-        runs[path]()
-        self.decisions.record(key, path, time.perf_counter() - t0)
-
-    def _agree(self, values):
-        return agree_max(values, self.group()[0], self._device)
-
-    def _ring(self, arr, params):
-        before = self.collective.bytes_sent
-        if self.memory is None:
-            self.collective.allreduce(arr)
-        else:       # compensate, exchange recording each hop's loss, keep it
-            self.memory.compensate(arr, params)
-            rec = self.collective.codec
-            loss = self._loss_buffer(tuple(params), arr.size)
-            # The residuals are views of this buffer (adopted last time): added in just
-            # now, so it is free to be zeroed and to record this step's loss.
-            rec.start(arr, out=loss)
-            try:
-                self.collective.allreduce(arr)
-            finally:
-                loss = rec.stop()
-            self.memory.adopt(params, loss)     # no copy: the loss is the new residual
-        self.bytes_sent += self.collective.bytes_sent - before
-
-    def _loss_buffer(self, key, size):
-        """The bucket's loss buffer, kept from step to step; a new bucket's (DDP's
-        rebuild) drops those of the buckets its parameters were in."""
-        loss = self._losses.get(key)
-        if loss is None:
-            mine = {p for p, _ in key}
-            for old in [k for k in self._losses if any(p in mine for p, _ in k)]:
-                del self._losses[old]
-            loss = self._losses[key] = np.empty(size, np.float32)
-        return loss
-
-    def _exchange_tensor(self, t, path="ring"):
-        if path != "ring":      # the process group's (no memory on this transport)
-            plain_on_worker(self, t, (), path == "fp16")
-        else:
-            before = self.collective.bytes_sent
-            self.collective.allreduce(t)
-            self.bytes_sent += self.collective.bytes_sent - before
-        t /= self.world
-        if t.is_cuda:
-            torch.cuda.current_stream(t.device).synchronize()   # final when the Future is set
-        return t
-
-    def close(self):
-        if self._thread is not None:
-            self._q.put(None)
-            self._thread.join(self.st.timeout)
-            self._thread = None
-        self._snapshots.clear()     # the reused buffers: two buckets' worth each
-        self._losses.clear()
-        if self.collective is not None:
-            self.collective.close()
-            self.collective = None
-
-
-def _release_waiting_ranks(error, store) -> None:
-    """The ring could not be set up (a peer never joined: no hook, or it died): a rank
-    without the hook waits in gloo for this rank, so this process's connections but the
-    store's are ended and that rank raises too (inceptionn/group_teardown.py). Not on a
-    SettingsMismatch: every rank raises that itself, and the group stays usable."""
-    from . import SettingsMismatch
-    from ...group_teardown import shut_down_connections
-    if isinstance(error, CollectiveError) and not isinstance(error, SettingsMismatch):
-        shut_down_connections([os.environ.get("MASTER_PORT"), getattr(store, "port", None)])
 
 
 def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Tensor]:

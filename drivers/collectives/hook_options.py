@@ -8,12 +8,10 @@ import os
 import socket
 
 from ... import golden
+from .compressors.inceptionn import BOUNDS
 from .decide import DECIDES
 
-__all__ = ["BOUNDS", "RING_METHODS"]
-
-BOUNDS = ("scaled", "absolute")
-RING_METHODS = ("inceptionn", "none")
+__all__ = ["BOUNDS"]
 
 
 def _default_host() -> str:
@@ -41,16 +39,18 @@ def _takes_feedback(comp) -> tuple:
     return ("feedback",) if "feedback" in inspect.signature(type(comp)).parameters else ()
 
 
-def _bound_and_feedback(method, comp, codec, wire, mode, bound, share, feedback, transport):
+def _bound_and_feedback(method, comp, codec, mode, bound, share, feedback, transport):
     """The bound ("scaled" / "absolute") and whether error feedback is on: defaults where
-    None, a clear error where the choice cannot apply. The socket ring scales and records
-    its loss on every wire (software, nic, emulate: on the NIC path s rides the control
-    connection and the sender models its engine's loss with the golden codec); the torch
-    transport scales (s in each chunk's frame) but keeps no memory; the worker-aggregator
-    codes with the absolute bound (not built). A compressor that keeps a residual
-    (`comp.feedback`: the sparsifiers) has it as part of its method; TernGrad takes it
-    as an option; a dense compressor on the ring (`ring_inc`) through the ring's loss."""
-    scalable = method == "inceptionn" and mode == "inc" and codec == "bounded"
+    None, a clear error where the choice cannot apply. `comp` is the method's compressor
+    (its declared `needs`, `collective`, `feedback` say what applies). The socket ring
+    scales and records its loss on every wire (software, nic, emulate: on the NIC path s
+    rides the control connection and the sender models its engine's loss with the golden
+    codec); the torch transport scales (s in each chunk's frame) but keeps no memory;
+    the worker-aggregator codes with the absolute bound (not built). A compressor that
+    keeps a residual (`comp.feedback`: the sparsifiers) has it as part of its method;
+    TernGrad takes it as an option; a dense compressor on the ring (`ring_inc`: INCEPTIONN,
+    truncation) through the ring's loss."""
+    scalable = "codec" in comp.needs and mode == "inc" and codec == "bounded"
     if bound is None:
         bound = "scaled" if scalable else "absolute"
     if bound not in BOUNDS:
@@ -60,16 +60,15 @@ def _bound_and_feedback(method, comp, codec, wire, mode, bound, share, feedback,
                          "mode 'inc' (the paper's codec and mode 'wa' take bound='absolute')")
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1], got {share!r}")
-    if comp is not None and comp.feedback and not _takes_feedback(comp):
+    if comp.feedback and not _takes_feedback(comp):
         if feedback is False:
             raise ValueError(f"{method!r} keeps its residual as part of the method "
                              "(error_feedback cannot be turned off)")
         return bound, float(share), True
-    recordable = mode == "inc" and transport == "socket" and (
-        method == "inceptionn" or (comp is not None and comp.collective == "ring_inc"))
+    recordable = mode == "inc" and transport == "socket" and comp.collective == "ring_inc"
     if feedback is None:        # the absolute bound alone is the paper's exchange
         feedback = bound == "scaled" and recordable
-    if feedback and not (recordable or (comp is not None and _takes_feedback(comp))):
+    if feedback and not (recordable or _takes_feedback(comp)):
         raise ValueError("error_feedback needs method 'inceptionn' or a dense compressor "
                          "('truncation', 'inceptionn_eb') in mode 'inc' on the socket "
                          "transport, or 'terngrad' (elsewhere the codec's loss is not seen "
@@ -78,13 +77,14 @@ def _bound_and_feedback(method, comp, codec, wire, mode, bound, share, feedback,
     return bound, float(share), bool(feedback)
 
 
-def _decide_mode(decide, method, mode, wire) -> str:
+def _decide_mode(decide, method, comp, mode, wire) -> str:
     """The per-bucket path setting: "auto" by default for INCEPTIONN's ring on the software
     wire (the NIC wires exist to carry the ring through the NIC; the compressors keep
-    their own collectives)."""
-    plain_ok = method in RING_METHODS and mode == "inc" and wire == "software"
+    their own collectives). The plain paths apply where the ring sums the bucket itself
+    (`comp.ring_native`)."""
+    plain_ok = comp.ring_native and mode == "inc" and wire == "software"
     if decide is None:
-        return "auto" if plain_ok and method == "inceptionn" else "ring"
+        return "auto" if plain_ok and comp.collective == "ring_inc" else "ring"
     if decide not in DECIDES:
         raise ValueError(f"decide must be one of {DECIDES}, got {decide!r}")
     if decide != "ring" and not plain_ok:

@@ -27,7 +27,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["Memory", "LossRecorder"]
+__all__ = ["Memory", "LossRecorder", "feedback"]
 
 
 def _layout(params, size: int):
@@ -232,3 +232,25 @@ def _offset(view: np.ndarray, base: np.ndarray) -> int:
         raise RuntimeError("the ring coded values outside the buffer it was given: the "
                            "error feedback cannot place their loss")
     return d // 4
+
+
+@contextlib.contextmanager
+def feedback(memory: Memory | None, recorder, x: np.ndarray, params,
+             loss: np.ndarray | None = None):
+    """Error feedback around one exchange of x on the ring (GRACE's compensate, exchange,
+    update): x compensated with the memory's residuals, the ring's coding recorded by
+    `recorder` (its LossRecorder) while the body sums x, the recorded loss kept as the
+    new residuals. `loss`: the buffer it is recorded into, which becomes their home
+    (Memory.adopt); by default a new one. Without a memory, the body alone."""
+    if memory is None:
+        yield
+        return
+    memory.compensate(x, params)
+    # The residuals may be views of `loss` (adopted last time): added in just now, so it
+    # is free to be zeroed and to record this exchange's loss.
+    recorder.start(x, out=loss)
+    try:
+        yield
+    finally:
+        loss = recorder.stop()
+    memory.adopt(params, loss)      # no copy: the loss is the new residual

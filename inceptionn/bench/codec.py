@@ -155,7 +155,7 @@ def _exchange_rank(rank, world, port, device, n, codec, k, chunk, q):
     import torch
     import torch.distributed as dist
 
-    from ..drivers.collectives.torch_ring import TorchRing
+    from ..drivers.collectives.transports.torch_ring import TorchRing
     # One intra-op thread per rank, as torchrun sets for several processes per machine:
     # with more, torch's OpenMP threads of both ranks spin against each other (on 2
     # shared cores the ring's adds ran 16-70x slower).

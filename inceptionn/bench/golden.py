@@ -299,7 +299,7 @@ def scale_chunks(values: np.ndarray, k: int, chunk: int | None = None,
     scale bytes. Into `out` if given (float32, the values' size): the timed rounds reuse
     one, so that they time the scaling, not the faulting-in of a fresh buffer's pages."""
     from inceptionn.drivers.collectives.codecs import ScaledCodec
-    from inceptionn.drivers.collectives.ring import DEFAULT_CHUNK
+    from inceptionn.drivers.collectives.transports.socket_ring import DEFAULT_CHUNK
 
     chunk = DEFAULT_CHUNK if chunk is None else chunk
     codec = ScaledCodec(k)

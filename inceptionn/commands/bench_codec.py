@@ -72,7 +72,7 @@ def run(args) -> int:
           f"float32 bytes, best of {args.repeat}; x memcpy against that device's memcpy")
     print(format_rows(rows))
     if args.exchange:
-        from ..drivers.collectives.torch_ring import DEFAULT_CHUNK
+        from ..drivers.collectives.transports.torch_ring import DEFAULT_CHUNK
         n = parse_size(args.exchange_size) // 4
         chunk = args.exchange_chunk or DEFAULT_CHUNK
         for d in sorted(names):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..bench.collectives import HDC_FLOATS, next_to_paper, plots, sweep, table, verdicts
 from ..drivers.bridge import RATE_GBPS
-from ..drivers.collectives.wa import SCHEDULES
+from ..drivers.collectives.transports.wa import SCHEDULES
 from ..drivers.netns import netns_available
 from .args import add_offload_arg, offload_setting
 from .checks import float_in, int_in, int_list

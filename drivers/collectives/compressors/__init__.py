@@ -1,4 +1,4 @@
-"""Gradient compressors on one interface, next to INCEPTIONN (docs/compressors.md).
+"""Gradient compressors on one interface, INCEPTIONN's among them (docs/compressors.md).
 
     comp = make("topk", k=0.01)
     states = [comp.init(d, rank=r, world=P, seed=0) for r in range(P)]
@@ -10,14 +10,16 @@ feedback, for the methods that keep it, is the communicator's: communicator.exch
 
 Adding a method: its module here (a Compressor subclass that sets `collective`, and
 `feedback` / `residual` if it keeps back what it does not send, `needs` for what it takes
-from the caller's context), and one row in METHODS.
+from the caller's context, `wires` / `ring_native` where the ring transports carry it
+themselves), and one row in METHODS. The DDP hook makes every method here, by name, and
+reads what each declares.
 """
 
 from . import collectives
 from .base import (COLLECTIVES, WHOLE, Compressor, DenseCompressor, Float32Codec, NoCompression, Payload,
                    Reducible, State, topk_indices)
 from .gtopk import GTopK
-from .inceptionn import GoldenCodec, inceptionn
+from .inceptionn import GoldenCodec, Inceptionn, inceptionn
 from .inceptionn_eb import EBCodec, inceptionn_eb
 from .randomk import RandomK
 from .scalecom import CLTK
@@ -26,7 +28,7 @@ from .topk import TopK
 from .truncation import TruncCodec, truncation
 
 __all__ = ["COLLECTIVES", "WHOLE", "needs", "Compressor", "Reducible", "DenseCompressor",
-           "NoCompression", "Payload", "State", "Float32Codec", "GoldenCodec", "EBCodec", "TruncCodec", "TernGrad", "TopK",
+           "NoCompression", "Payload", "State", "Float32Codec", "GoldenCodec", "Inceptionn", "EBCodec", "TruncCodec", "TernGrad", "TopK",
            "GTopK", "RandomK", "CLTK", "inceptionn", "inceptionn_eb", "truncation",
            "topk_indices", "collectives", "METHODS", "make"]
 
@@ -40,7 +42,7 @@ def _randomk(block):
 
 METHODS = {
     "none": NoCompression,
-    "inceptionn": inceptionn,        # k = 10
+    "inceptionn": Inceptionn,        # k = 10, codec, bound = "absolute", share
     "inceptionn_eb": inceptionn_eb,  # k = 10
     "truncation": truncation,        # bits = 16, 22 or 24
     "terngrad": TernGrad,            # layers, clip = 2.5, feedback = False

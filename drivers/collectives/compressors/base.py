@@ -94,8 +94,17 @@ class Compressor:
     codec = Float32Codec()          # per-hop codec of the ring collectives
     feedback = False                # keeps back what it does not send (error feedback)
     # What the constructor takes from its caller's context: "k" (a density or count),
-    # "layers" (the sizes of the gradient's parameters, in order).
+    # "layers" (the sizes of the gradient's parameters, in order), "codec" (the value
+    # codec's settings: its name, the error bound 2^-k, the bound's kind and share).
     needs: tuple[str, ...] = ()
+    # The wires the ring can carry this method's values on: "software" (its codec's
+    # bytes on plain sockets), "plain" (float32, no codec), "nic" and "emulate" (the
+    # INCEPTIONN NIC's engines code them, or the golden model does on receipt).
+    wires: tuple[str, ...] = ("software",)
+    # Summed by the ring transports themselves (the socket ring on any of its wires, the
+    # torch ring, the worker-aggregator), its codec being the NIC's or none; the other
+    # methods' steps are the communicator's (communicator.exchange).
+    ring_native = False
 
     def init(self, size: int, rank: int = 0, world: int = 1, seed: int = 0,
              memory: Memory | None = None, layout=None) -> State:
@@ -183,6 +192,8 @@ class DenseCompressor(Reducible):
 class NoCompression(DenseCompressor):
     """Baseline: plain float32 ring all-reduce."""
     collective = "allreduce"
+    wires = ("plain",)
+    ring_native = True
 
     def __init__(self):
         super().__init__(Float32Codec(), "none")

@@ -24,8 +24,8 @@ bytes can be fewer (the paper's codec spends a byte on an 8-bit-band value that 
 to 0, and none on the 0 it forwards).
 
 The schedule (which chunk is sent and received at each step, what is added, what the
-owner keeps) is drivers.collectives.communicator's `ring_plan`, played by its `run_ring`,
-the code the simulation runs; this module supplies the hops: `_FloatHops` on the float32
+owner keeps) is ring_schedule.py's `ring_plan`, played by its `run_ring`, the schedule
+the simulation's program plays; this module supplies the hops: `_FloatHops` on the float32
 wires, `_CodedHops` on the software wire.
 
 Pipelining: a block moves in chunks; one sender thread per rank sends chunks in the
@@ -44,17 +44,17 @@ import threading
 
 import numpy as np
 
-from ... import golden
-from .communicator import block_bounds, ring_plan, run_ring
-from .. import sockets
+from .... import golden
+from ..ring_schedule import ring_plan, run_ring
+from ... import sockets
 from .agreement import agree_via_store
-from .codecs import SCALE_MAX, SCALE_MIN, ScaledCodec, make_codec
-from .memory import LossRecorder
+from ..codecs import SCALE_MAX, SCALE_MIN, ScaledCodec, make_codec
+from ..memory import LossRecorder
 from .sender import LinkSender
-from .transport import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
+from .links import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
                         rendezvous)
 
-__all__ = ["Ring", "block_bounds", "DEFAULT_CHUNK", "WIRES", "default_codec_threads"]
+__all__ = ["Ring", "DEFAULT_CHUNK", "WIRES", "default_codec_threads"]
 
 WIRES = ("plain", "nic", "emulate", "software")
 
@@ -183,7 +183,7 @@ class Ring(Collective):
         return self.codec.roundtrip(a)
 
     def _exchange(self, x):
-        """Algorithm 1's schedule (communicator.ring_plan, played by run_ring) with
+        """Algorithm 1's schedule (ring_schedule.ring_plan, played by run_ring) with
         float32 on the wire."""
         scaled = self._scaled is not None and self.wire != "plain"
         sender = (_ScaleSender if scaled else LinkSender)(self.next, self._wake)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import golden
-from .. import sockets
-from .codecs import make_codec
-from .ring import DEFAULT_CHUNK
+from .... import golden
+from ... import sockets
+from ..codecs import make_codec
+from .socket_ring import DEFAULT_CHUNK
 from .sender import LinkSender
-from .transport import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
+from .links import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
                         rendezvous)
 
 __all__ = ["WorkerAggregator", "SCHEDULES"]

@@ -15,11 +15,11 @@ from __future__ import annotations
 import threading
 import time
 
-from .. import sockets
-from . import communicator
+from ... import sockets
+from .. import communicator
 from .agreement import agree_via_store
 from .sender import LinkSender
-from .transport import DEFAULT_TIMEOUT, Collective, CollectiveError, rendezvous
+from .links import DEFAULT_TIMEOUT, Collective, CollectiveError, rendezvous
 
 __all__ = ["SocketTransport", "RingSum"]
 

@@ -10,7 +10,7 @@ the ring, as NCCL needs (both are posted in one batch_isend_irecv: no rank waits
 send its neighbour has not yet posted a receive for). Each round is two such batches: a
 header (message bytes, group bytes, values) and the message: the index (int32, the
 device codec's block offsets) then the groups. The sums, the order they are taken in
-and what the owner keeps are those of ring.py and golden's ring_plan: the same bits.
+and what the owner keeps are ring_schedule.py's, as on the socket ring: the same bits.
 
 Pipelining (pipeline=True, the default): round i + 1 is encoded and its message posted
 while round i's message is in flight, and round i is decoded while round i + 1's is, so
@@ -34,9 +34,9 @@ import time
 import torch
 import torch.distributed as dist
 
-from .communicator import block_bounds
-from .device_codec import DEFAULT_BLOCK, DeviceCodec
-from .transport import DEFAULT_TIMEOUT, CollectiveError
+from ..ring_schedule import ring_rounds
+from ..device_codec import DEFAULT_BLOCK, DeviceCodec
+from .links import DEFAULT_TIMEOUT, CollectiveError
 
 __all__ = ["TorchRing", "DEFAULT_CHUNK"]
 
@@ -139,27 +139,8 @@ class TorchRing:
 
     def plan(self, n: int) -> list:
         """This rank's rounds for a buffer of n values, in order (_Round: the value
-        ranges sent and received, add, keep)."""
-        p, r = self.world, self.rank
-        bounds = block_bounds(n, p)
-
-        def chunks(b):
-            lo, hi = bounds[b % p]
-            return [(c0, min(c0 + self.chunk, hi)) for c0 in range(lo, hi, self.chunk)]
-
-        rounds = []
-        # reduce-scatter: step s sends block r - s, receives block r - s - 1 and adds;
-        # the owner of block r + 1 keeps what it sends in the all-gather's first step.
-        for s in range(p - 1):
-            out, inc = chunks(r - s), chunks(r - s - 1)
-            rounds += [_Round(out[c] if c < len(out) else None, inc[c] if c < len(inc) else None,
-                              True, False) for c in range(max(len(out), len(inc)))]
-        # all-gather: step s sends block r + 1 - s (its own at s = 0), receives block r - s.
-        for s in range(p - 1):
-            out, inc = chunks(r + 1 - s), chunks(r - s)
-            rounds += [_Round(out[c] if c < len(out) else None, inc[c] if c < len(inc) else None,
-                              False, s == 0) for c in range(max(len(out), len(inc)))]
-        return rounds
+        ranges sent and received, add, keep): Algorithm 1's schedule as paired rounds."""
+        return [_Round(*rd) for rd in ring_rounds(n, self.world, self.rank, self.chunk)]
 
     def _prepare(self, x, rd):
         """Encode the round's outgoing chunk (the owner keeps what it sends)."""

@@ -3,22 +3,20 @@ feedback (`IncState()`) against the absolute bound 2^-10 alone and the float32 r
 (gloo's numbers), with the loss averaged and summed over the batch (the same update:
 the sum's learning rate is the mean's divided by the batch).
 
-The hook's exchange is simulated with the project's own pieces: each rank compensates
-its gradient with its `Memory` (drivers/collectives/memory.py, one residual per
-parameter tensor), runs the communicator's ring program (`communicator.ring_allreduce`,
-the code the real ranks run; one chunk per block, as the real ring's 64 Ki-float chunks
-give on this 42.8k-parameter model) through its own `LossRecorder` of a `ScaledCodec`,
-and keeps the loss it recorded. Bytes are the ring's coded bytes per rank, the scale
-byte included.
+The exchange is the hook's own: each simulated rank holds an IncState set as the variant
+says, and its worker's exchange of a bucket (drivers/collectives/hook.py: its codec, its
+error-feedback memory, `HookWorker.feeding`) runs around the communicator's ring program
+(`communicator.ring_allreduce`, the schedule the real rings play; one chunk per block, as
+the real ring's 64 Ki-float chunks give on this 42.8k-parameter model), the P ranks
+played in one process. Bytes are the ring's coded bytes per rank, the scale byte
+included.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from inceptionn.drivers.collectives.codecs import ObjectCodec, ScaledCodec, WireCodec
-from inceptionn.drivers.collectives.compressors.truncation import TruncCodec
-from inceptionn.drivers.collectives.memory import LossRecorder, Memory
+from inceptionn.ddp_hook import IncState
 from inceptionn.drivers.collectives import communicator
 
 from .harness import Group, lenet, pct, signed
@@ -29,44 +27,35 @@ METHODS = {"none": "float32 ring (gloo's numbers)",
            "hook-absolute": "absolute bound 2^-10",
            "hook-default": "`IncState()`: scaled, error feedback"}
 REDUCTIONS = ("mean", "sum")
-K = 10
 # Error feedback for truncation (the hook's error_feedback=True with method
 # "truncation"): 22 bits, with and without, loss averaged.
 TRUNCATION = {"hook-t22": "truncation, 22 bits", "hook-t22-ef": "truncation, 22 bits, error feedback"}
-EXCHANGES = ("hook-absolute", "hook-default") + tuple(TRUNCATION)
+# Each variant as the hook's settings.
+SETTINGS = {"hook-absolute": dict(bound="absolute"),
+            "hook-default": {},
+            "hook-t22": dict(method="truncation", method_kw={"bits": 22}),
+            "hook-t22-ef": dict(method="truncation", method_kw={"bits": 22}, error_feedback=True)}
+EXCHANGES = tuple(SETTINGS)
 
 
 class HookExchange:
     """P ranks' exchanges of the hook: `run(grads) -> (sum, bytes sent per rank)`."""
 
     def __init__(self, method: str, sizes, world: int):
-        if method not in EXCHANGES:
+        if method not in SETTINGS:
             raise ValueError(f"no hook exchange {method!r}")
         self.method = method
         self.layout = [(i, int(n)) for i, n in enumerate(sizes)]
-        feedback = method == "hook-default" or method.endswith("-ef")
-        self.memories = [Memory() for _ in range(world)] if feedback else None
+        # One hook per rank: each keeps its own memory, as each process's hook does.
+        self.workers = [IncState(**SETTINGS[method]).worker for _ in range(world)]
         self.world = world
 
-    def _codec(self):
-        if self.method == "hook-default":
-            return ScaledCodec(K)
-        if self.method.startswith("hook-t"):        # truncation of the low bits
-            return ObjectCodec(TruncCodec(int(self.method[6:8])))
-        return WireCodec("bounded", K)
-
     def run(self, grads):
-        recs = [LossRecorder(self._codec()) for _ in range(self.world)]
-
         def program(t):
-            r = t.rank
-            x = np.array(grads[r], np.float32)
-            if self.memories is not None:
-                self.memories[r].compensate(x, self.layout)
-                recs[r].start(x)
-            yield from communicator.ring_allreduce(t, x, recs[r])
-            if self.memories is not None:
-                self.memories[r].update(self.layout, recs[r].stop())
+            w = self.workers[t.rank]
+            x = np.array(grads[t.rank], np.float32)
+            with w.feeding(x, self.layout):
+                yield from communicator.ring_allreduce(t, x, w.codec)
             return x
 
         out, ts = communicator.play(program, self.world)
@@ -97,8 +86,8 @@ def analyse(runs, scale):
 def section(res):
     L = [f"## {TITLE}", "",
          f"The LeNet-like CNN on digits, P = {res['workers']}, {res['steps']} steps; the "
-         "hook's exchange simulated with the ring's own program, memory and codecs "
-         "(study/default_hook.py). Bytes per worker per step, and how many times fewer "
+         "hook's own exchange (its codec and memory) around the ring's program "
+         "(study/hook_defaults.py). Bytes per worker per step, and how many times fewer "
          "than the float32 ring's.", "",
          "| loss | method | accuracy % | vs float32 ring, points (paired) | "
          "bytes/worker/step | fewer |", "|---|---|---|---|---|---|"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from .transport import CollectiveError, _store_get
+from .links import CollectiveError, _store_get
 
 __all__ = ["SettingsMismatch", "compare_settings", "agree_via_store"]
 

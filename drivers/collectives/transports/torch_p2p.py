@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from .socket_p2p import RingSum
-from .transport import DEFAULT_TIMEOUT, CollectiveError
+from .links import DEFAULT_TIMEOUT, CollectiveError
 
 __all__ = ["TorchTransport"]
 

@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-from .. import sockets
+from ... import sockets
 
 __all__ = ["CollectiveError", "Collective", "Link", "Listener", "rendezvous", "DEFAULT_TIMEOUT",
            "job_secret", "ring_key", "SECRET_ENV"]

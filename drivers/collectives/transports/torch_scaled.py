@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .codecs import DEFAULT_SHARE, SCALE_MAX, SCALE_MIN
-from .device_codec import DEFAULT_BLOCK, DeviceCodec
+from ..codecs import DEFAULT_SHARE, SCALE_MAX, SCALE_MIN
+from ..device_codec import DEFAULT_BLOCK, DeviceCodec
 from .torch_ring import DEFAULT_CHUNK, TorchRing
-from .transport import DEFAULT_TIMEOUT
+from .links import DEFAULT_TIMEOUT
 
 __all__ = ["ScaledDeviceCodec", "ScaledTorchRing", "choose_scale_tensor", "times_2_to"]
 
