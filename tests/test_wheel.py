@@ -18,6 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,9 @@ from synthesis import needs_yosys
 
 REPO = Path(__file__).resolve().parent.parent
 # Folders mapped into the package (pyproject's package-dir) and what a build reads.
-PACKAGED = ["inceptionn", "golden", "hw", "sim", "drivers"]
+# The package's own folder and every folder pyproject's package-dir maps into it.
+PACKAGED = ["inceptionn", *tomllib.loads((REPO / "pyproject.toml").read_text())
+            ["tool"]["setuptools"]["package-dir"].values()]
 BUILD_FILES = ["pyproject.toml", "README.md"]
 # ---- the wheel, installed in a fresh venv --------------------------------------------
 
