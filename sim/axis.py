@@ -204,12 +204,14 @@ class Streams:
 
     def __init__(self, clk, *streams):
         self.clk, self.streams = clk, streams
+        self.cycle = 0        # clocks ticked; the samples of clock n see n
 
     async def tick(self):
         """One clock of every stream."""
         for s in self.streams:
             s.before()
         await RisingEdge(self.clk)
+        self.cycle += 1
         for s in self.streams:
             s.after()
 
@@ -268,13 +270,15 @@ async def guard_strobe(clk, valid, ready, name):
 
 
 class AxisDriver(StreamSource):
-    """Drives ``<prefix>_t*`` from a queue of frames, honouring tready."""
+    """Drives ``<prefix>_t*`` from a queue of frames, honouring tready, in beats of
+    `beat_bytes` (32; 64 at 512 bits)."""
 
-    def __init__(self, dut, clk, prefix="s_axis", pause=None):
+    def __init__(self, dut, clk, prefix="s_axis", pause=None, beat_bytes=BEAT_BYTES, **kw):
         self.tdata, self.tkeep, self.tlast, self.tuser = (
             _sig(dut, prefix, n) for n in ("data", "keep", "last", "user"))
+        self.beat_bytes = beat_bytes
         super().__init__(clk, _sig(dut, prefix, "valid"), _sig(dut, prefix, "ready"),
-                         self._put, pause)
+                         self._put, pause, **kw)
 
     def _put(self, beat):
         self.tdata.value, self.tkeep.value, self.tlast.value, self.tuser.value = beat
@@ -288,27 +292,37 @@ class AxisDriver(StreamSource):
         def beats():
             for item in frames:
                 frame, user = item if isinstance(item, tuple) else (item, False)
-                yield from frame_to_beats(frame, user)
+                yield from frame_to_beats(frame, user, self.beat_bytes)
         await super().send(beats())
 
 
 class AxisMonitor(StreamSink):
-    """Collects frames from ``<prefix>_t*``, driving tready from a pause generator."""
+    """Collects frames from ``<prefix>_t*`` in beats of `beat_bytes`, driving tready from
+    a pause generator; ``on_beat(beat, first)``, where given, sees each beat taken
+    (``first``: it starts a frame)."""
 
-    def __init__(self, dut, clk, prefix="m_axis", pause=None):
-        sig = {n: _sig(dut, prefix, n) for n in ("data", "keep", "last", "user")}
+    def __init__(self, dut, clk, prefix="m_axis", pause=None, beat_bytes=BEAT_BYTES,
+                 on_beat=None):
+        sig = [_sig(dut, prefix, n) for n in ("data", "keep", "last", "user")]
         super().__init__(clk, _sig(dut, prefix, "valid"), _sig(dut, prefix, "ready"),
-                         lambda: tuple(int(sig[n].value) for n in ("data", "keep", "last", "user")),
-                         pause, self._beat)
+                         lambda: tuple(int(x.value) for x in sig), pause, self._beat)
         self.frames = []      # list of (bytes, user)
         self.beats = 0
+        self.beat_bytes, self.on_beat = beat_bytes, on_beat
         self._cur = []
+
+    @property
+    def partial(self):
+        """Whether a frame has begun and not ended."""
+        return bool(self._cur)
 
     def _beat(self, beat):
         self.beats += 1
+        if self.on_beat is not None:
+            self.on_beat(beat, not self._cur)
         self._cur.append(beat)
         if beat[2]:
-            self.frames.append((beats_to_frame(self._cur), bool(beat[3])))
+            self.frames.append((beats_to_frame(self._cur, self.beat_bytes), bool(beat[3])))
             self._cur = []
 
     async def wait_frames(self, n, timeout_cycles=1_000_000):
