@@ -120,7 +120,9 @@ sim: $(STAMP)
 
 # The cocotb regression with the long random runs, and what make test leaves to it (the
 # builds and runs docs/verification.md lists under "What make test leaves to the
-# long targets"): the engines at 512 bits (their lanes), the TX -> RX loopback, the AlignmentUnit's
+# long targets"): the engines at 512 bits (their lanes) and the Corundum app block at 512
+# bits (sim/test_corundum_app.py: its 512-bit core tripled that file's CPU time, 130 CPU-s
+# against 44 for the 64-bit block alone), the TX -> RX loopback, the AlignmentUnit's
 # default build, the wheel's own TX loop build, the RX rate's other configurations and
 # every synthesis run (tests/synthesis.py's mark: tests/test_synth.py, the ShimCheck's
 # depth, the wheel's synth command).

@@ -4,7 +4,10 @@ module's source).
 
 One Verilator model holds ``mqnic_app_block`` twice, at 64 bits (NetFPGA SUME's
 parameters) and at 512 bits (the template app testbench's), each with its ports under
-``w64_``/``w512_`` at the top (``AppPair``). Both shells' cores instantiate the same
+``w64_``/``w512_`` at the top (``AppPair``, ``app_pair``); ``app_w64`` holds the 64-bit
+one alone (make test's model: the 512-bit core's Verilog alone doubled the model's
+Verilator and C++ time, and the 512-bit datapath is make sim-stress's, as the engines'
+512-bit lanes are). Both shells' cores instantiate the same
 engine modules, converted once; Verilator does not inline a large module instanced more
 than once, so the engines' C++ is generated and compiled once for both widths, and one
 build and one simulation test both.
@@ -18,7 +21,7 @@ from ..hw.corundum.shell_ports import ports
 from ..rtl.designs import engine_designs
 
 __all__ = ["PARAMS", "WIDTHS", "ENGINES", "app_core_w64", "app_core_w512", "app_pair",
-           "side_widths"]
+           "app_w64", "side_widths"]
 
 # Corundum's parameters for each width: NetFPGA SUME's (10G, 64 bits) and the template
 # app testbench's (100G, 512 bits); one interface each (cocotbext-axi drives whole buses).
@@ -67,17 +70,19 @@ def _members(width):
 
 
 class AppPair(wiring.Component):
-    """Two ``mqnic_app_block`` instances, one per width in PARAMS, each with the ports of
-    ``_members`` under ``w<width>_``; every other input tied to 0 (the DMA, DDR and
-    direct streams the app passes through or ties off are not driven here)."""
+    """One ``mqnic_app_block`` instance per width in `widths` (default: every width in
+    PARAMS), each with the ports of ``_members`` under ``w<width>_``; every other input
+    tied to 0 (the DMA, DDR and direct streams the app passes through or ties off are
+    not driven here)."""
 
-    def __init__(self):
-        super().__init__({f"w{w}_{name}": member for w in WIDTHS
+    def __init__(self, widths=WIDTHS):
+        self.widths = tuple(widths)
+        super().__init__({f"w{w}_{name}": member for w in self.widths
                           for name, member in _members(w).items()})
 
     def elaborate(self, platform):
         m = Module()
-        for w in WIDTHS:
+        for w in self.widths:
             used = _members(w)
             conn = {f"p_{k}": v for k, v in PARAMS[w].items()}
             conn.update(i_clk=ClockSignal(), i_rst=ResetSignal())
@@ -104,9 +109,14 @@ def app_pair():
     return AppPair()
 
 
+def app_w64():
+    return AppPair((64,))
+
+
 # The engines' modules, (name, factory), which both widths' cores instantiate by name.
 ENGINES = tuple(engine_designs())
 # The modules the pair instantiates by name, each converted once: the two widths' cores
 # (the shell, written by the pytest entry, instantiates them) and the engines they hold.
 app_pair.instances = (("inceptionn_app_w64", app_core_w64),
                       ("inceptionn_app_w512", app_core_w512), *ENGINES)
+app_w64.instances = (("inceptionn_app_w64", app_core_w64), *ENGINES)

@@ -14,7 +14,7 @@ from cocotb.triggers import RisingEdge
 
 from inceptionn.golden import DSCP_DEFAULT, versions_mask
 from inceptionn.rtl.designs import COUNTER_NAMES
-from inceptionn.sim.axis import Clock, beats_to_frame, frame_to_beats, pause_generator
+from inceptionn.sim.axis import AxisDriver, AxisMonitor, Clock, Streams, frame_to_beats, pause_generator
 
 
 
@@ -80,84 +80,54 @@ async def play(dut, frames, *, idle="none", backpressure="none", seed=0, expect=
     input beats only (first to last accepted)."""
     expect = len(frames) if expect is None else expect
     width = len(dut.s_axis_tdata) // 8        # bytes a beat: 32, or 64 at 512 bits
-    beats = []
-    for idx, (frame, user) in enumerate(frames):
-        beats.extend((d, k, l, u, idx) for d, k, l, u in frame_to_beats(frame, user, width))
-    idle_gen = pause_generator(idle, seed * 2 + 1)
-    bp_gen = pause_generator(backpressure, seed * 2 + 2)
-    s_valid, s_ready = dut.s_axis_tvalid, dut.s_axis_tready
-    s_data, s_keep, s_last, s_user = (dut.s_axis_tdata, dut.s_axis_tkeep, dut.s_axis_tlast,
-                                      dut.s_axis_tuser)
-    m_valid, m_ready = dut.m_axis_tvalid, dut.m_axis_tready
-    m_data, m_keep, m_last, m_user = (dut.m_axis_tdata, dut.m_axis_tkeep, dut.m_axis_tlast,
-                                      dut.m_axis_tuser)
-    pos = 0
-    presenting = False
-    cycle = 0
-    first_in = None
-    last_in = None
-    last_out = None
+    beats = [(b, idx) for idx, (frame, user) in enumerate(frames)
+             for b in frame_to_beats(frame, user, width)]
     in_first_cycle = [None] * len(frames)
     in_last_cycle = [None] * len(frames)
     out_first_cycle = []
-    frames_out = []
-    cur = []
-    out_beats = 0
-    quiet = 0
-    while True:
-        if not presenting and pos < len(beats) and not next(idle_gen):
-            d, k, l, u, idx = beats[pos]
-            if cfgs is not None and cfgs[idx] is not None and in_first_cycle[idx] is None:
-                for name, value in cfgs[idx].items():
-                    getattr(dut, name).value = port_value(name, value)
-            s_data.value = d
-            s_keep.value = k
-            s_last.value = l
-            s_user.value = u
-            s_valid.value = 1
-            presenting = True
-        elif not presenting:
-            s_valid.value = 0
-        ready = 0 if next(bp_gen) else 1
-        m_ready.value = ready
-        await RisingEdge(dut.clk)
-        cycle += 1
-        if presenting and s_ready.value:
-            if first_in is None:
-                first_in = cycle
-            last_in = cycle
-            if in_first_cycle[beats[pos][4]] is None:
-                in_first_cycle[beats[pos][4]] = cycle
-            if beats[pos][2]:
-                in_last_cycle[beats[pos][4]] = cycle
-            pos += 1
-            presenting = False
-        if ready and m_valid.value:
-            if not cur:
-                out_first_cycle.append(cycle)
-            beat = (int(m_data.value), int(m_keep.value), int(m_last.value), int(m_user.value))
-            cur.append(beat)
-            out_beats += 1
-            last_out = cycle
-            if beat[2]:
-                frames_out.append((beats_to_frame(cur, width), bool(beat[3])))
-                cur = []
-        if len(frames_out) >= expect and pos >= len(beats):
-            quiet += 1
-            if quiet >= drain:
-                break
-        if cycle > timeout_cycles:
-            raise TimeoutError(f"{len(frames_out)} of {expect} frames out, {pos} of "
-                               f"{len(beats)} beats in after {cycle} cycles")
-    s_valid.value = 0
-    if len(frames_out) != expect or cur:
-        raise AssertionError(f"expected {expect} frames out, got {len(frames_out)}"
-                             f"{' and a partial one' if cur else ''}")
+    last_out = [None]
+
+    def put(item):
+        beat, idx = item
+        if cfgs is not None and cfgs[idx] is not None and in_first_cycle[idx] is None:
+            for name, value in cfgs[idx].items():
+                getattr(dut, name).value = port_value(name, value)
+        drv._put(beat)
+
+    def taken(item):
+        beat, idx = item
+        if in_first_cycle[idx] is None:
+            in_first_cycle[idx] = streams.cycle
+        if beat[2]:
+            in_last_cycle[idx] = streams.cycle
+
+    def out_beat(beat, first):
+        if first:
+            out_first_cycle.append(streams.cycle)
+        last_out[0] = streams.cycle
+
+    drv = AxisDriver(dut, dut.clk, pause=pause_generator(idle, seed * 2 + 1), beat_bytes=width,
+                     on_taken=taken)
+    drv.put = put                             # the beat, and its frame's configuration
+    drv.load(beats)
+    mon = AxisMonitor(dut, dut.clk, pause=pause_generator(backpressure, seed * 2 + 2),
+                      beat_bytes=width, on_beat=out_beat)
+    streams = Streams(dut.clk, drv, mon)
+    await streams.run_until(lambda: len(mon.frames) >= expect and drv.sent >= len(beats),
+                            timeout_cycles, lambda: f"{len(mon.frames)} of {expect} frames out, "
+                                                    f"{drv.sent} of {len(beats)} beats in")
+    await streams.run(drain)
+    dut.s_axis_tvalid.value = 0
+    if len(mon.frames) != expect or mon.partial:
+        raise AssertionError(f"expected {expect} frames out, got {len(mon.frames)}"
+                             f"{' and a partial one' if mon.partial else ''}")
+    first_in = next((c for c in in_first_cycle if c is not None), None)
+    last_in = max((c for c in in_last_cycle if c is not None), default=None)
     return {
-        "frames_out": frames_out,
-        "cycles": (last_out - first_in + 1) if (first_in and last_out) else 0,
+        "frames_out": mon.frames,
+        "cycles": (last_out[0] - first_in + 1) if (first_in and last_out[0]) else 0,
         "in_cycles": (last_in - first_in + 1) if first_in else 0,
-        "in_beats": len(beats), "out_beats": out_beats,
+        "in_beats": len(beats), "out_beats": mon.beats,
         "in_first_cycle": in_first_cycle, "in_last_cycle": in_last_cycle,
         "out_first_cycle": out_first_cycle,
     }

@@ -14,7 +14,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from inceptionn.rtl import harness, rtl_golden
-from inceptionn.sim.axis import Clock, beats_to_frame, pause_generator
+from inceptionn.sim.axis import Clock, Streams, beats_to_frame, pause_generator, port_sink
 
 PROBE = "selftest_gen_probe"
 
@@ -56,22 +56,22 @@ async def _reset(dut):
 async def _collect(dut, prefix, count, pause):
     """Frames from a GenBeat stream: [(frame bytes, dec frame bytes, kind, length, csize)]."""
     from inceptionn.hw.selftest_gen import GenBeat
-    pl, valid, ready = (getattr(dut, f"{prefix}__{n}") for n in ("payload", "valid", "ready"))
     f = {n: _field(GenBeat, n) for n in ("data", "dec", "keep", "last", "kind", "length", "csize")}
     frames, beats, decs = [], [], []
-    while len(frames) < count:
-        ready.value = 0 if next(pause) else 1
-        await RisingEdge(dut.clk)
-        if valid.value and ready.value:
-            v = int(pl.value)
-            get = {n: (v >> o) & ((1 << w) - 1) for n, (o, w) in f.items()}
-            beats.append((get["data"], get["keep"]))
-            decs.append((get["dec"], get["keep"]))
-            if get["last"]:
-                frames.append((beats_to_frame(beats), beats_to_frame(decs), get["kind"],
-                               get["length"], get["csize"]))
-                beats, decs = [], []
-    ready.value = 0
+
+    def beat(v):
+        get = {n: (v >> o) & ((1 << w) - 1) for n, (o, w) in f.items()}
+        beats.append((get["data"], get["keep"]))
+        decs.append((get["dec"], get["keep"]))
+        if get["last"]:
+            frames.append((beats_to_frame(beats), beats_to_frame(decs), get["kind"],
+                           get["length"], get["csize"]))
+            beats.clear()
+            decs.clear()
+    sink = port_sink(dut, prefix, pause=pause, on_item=beat)
+    await Streams(dut.clk, sink).run_until(lambda: len(frames) >= count, 1_000_000,
+                                           lambda: f"{prefix}: {len(frames)} of {count} frames")
+    sink.ready.value = 0
     return frames
 
 

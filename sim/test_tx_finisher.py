@@ -10,10 +10,9 @@ header fields; the counters must count each decision."""
 import random
 
 import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.axis import PAUSE_MODES, Streams, pause_generator, port_sink, port_source, start
 from inceptionn.sim.headers import header_layout, match_info
 from inceptionn.sim.payloads import pack, unpack
 
@@ -128,34 +127,19 @@ async def finish(dut, idle, backpressure):
                 if s == "front":
                     v = dict(v, info=pack(MatchInfo, v["info"]))
                 queues[s].append(pack(layouts[s], v) if s in layouts else v)
-    idles = {s: pause_generator(idle, 10 + 5 * n + seed) for n, s in enumerate(INS)}
-    bp = pause_generator(backpressure, 90 + seed)
-    offered = {s: False for s in INS}
-    got = []
-    cycles = 0
-    while len(got) < FRAMES:
-        await RisingEdge(dut.clk)
-        cycles += 1
-        assert cycles < 40 * FRAMES + 100, f"stuck: {len(got)} of {FRAMES} descriptors"
-        for s in INS:
-            if not offered[s] and queues[s] and not next(idles[s]):
-                offered[s] = True
-                getattr(dut, f"{s}__payload").value = queues[s][0]
-            getattr(dut, f"{s}__valid").value = int(offered[s])
-        dut.desc__ready.value = int(not next(bp))
-        await ReadOnly()
-        for s in INS:
-            if getattr(dut, f"{s}__ready").value:
-                assert offered[s], f"{s} popped while empty"
-                queues[s].pop(0)
-                offered[s] = False
-        if dut.desc__valid.value and dut.desc__ready.value:
-            got.append(int(dut.desc__payload.value))
-    for _ in range(20):
-        await RisingEdge(dut.clk)
-        await ReadOnly()
-        assert not dut.desc__valid.value, "an extra descriptor came out"
-    assert all(not q for q in queues.values()), "inputs left over"
+    # The inputs are FIFO read strobes: ready only with valid.
+    srcs = [port_source(dut, s, pause=pause_generator(idle, 10 + 5 * n + seed), strobe=True)
+            for n, s in enumerate(INS)]
+    for src, s in zip(srcs, INS):
+        src.load(queues[s])
+    sink = port_sink(dut, "desc", pause=pause_generator(backpressure, 90 + seed))
+    streams = Streams(dut.clk, *srcs, sink)
+    got = sink.items
+    await streams.run_until(lambda: len(got) >= FRAMES, 40 * FRAMES + 100,
+                            lambda: f"stuck: {len(got)} of {FRAMES} descriptors")
+    await streams.run(20)
+    assert len(got) == FRAMES, "an extra descriptor came out"
+    assert all(src.done for src in srcs), "inputs left over"
     counts = {c: 0 for c in COUNTERS}
     for n, (g, (d, patches, kind)) in enumerate(zip(got, want)):
         r = frames[n]

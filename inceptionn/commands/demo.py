@@ -30,6 +30,9 @@ trained once and then cached (default build/cache/).
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -140,6 +143,37 @@ def rtl_nic_stage(frames, k: int, codec: str = "paper", *, dscp: int = golden.DS
         raise RuntimeError(f"RTL RX differs from golden.rx_frame: {_first_difference(host, host_g)}")
     info["rtl"] = {"tx": _engine_info(tx), "rx": _engine_info(rx)}
     return wire, host, info
+
+
+def start_engine_builds(kinds=("tx", "rx")):
+    """Build the engines' compiled loops in child processes, all at once, while the demo
+    trains: built one after the other in the NIC stage they were most of a fresh
+    machine's demo (about 40 CPU-s each, on one core). Returns the processes for
+    `finish_engine_builds`. Best effort: the NIC stage builds (or finds built) each
+    engine itself and reports a failure there, with its log."""
+    from inceptionn.process_guard import guard_group
+    procs = []
+    for kind in kinds:
+        p = subprocess.Popen(
+            [sys.executable, "-c", f"from inceptionn.rtl.rtl_loop import build_loop; build_loop({kind!r})"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        guard_group(p.pid)           # a demo that dies leaves no build running
+        procs.append(p)
+    return procs
+
+
+def finish_engine_builds(procs, *, stop=False):
+    """Wait for (or with `stop`, end) the builds `start_engine_builds` started."""
+    from inceptionn.process_guard import release
+    for p in procs:
+        if stop and p.poll() is None:
+            # SIGTERM, not SIGKILL: make and the compiler then remove what they half wrote.
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        p.wait()
+        release(p.pid)
 
 
 NIC_STAGES = {"rtl": rtl_nic_stage, "golden": golden_nic_stage}
@@ -253,7 +287,20 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
         raise ValueError(f"max_frames must be >= 1, got {max_frames}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    grads = real_gradients(steps, seed, cache_dir=cache_dir, refresh=refresh, quiet=quiet)
+    builds = start_engine_builds() if rtl != "none" else []
+    try:
+        grads = real_gradients(steps, seed, cache_dir=cache_dir, refresh=refresh, quiet=quiet)
+    except BaseException:
+        finish_engine_builds(builds, stop=True)
+        raise
+    if any(p.poll() is None for p in builds):
+        _log("building the TX and RX engines' Verilator models (once; later runs reuse them)", quiet)
+    finish_engine_builds(builds)
+    return _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed)
+
+
+def _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed):
+    """run_demo's frames, NIC stage, checks and outputs, once the gradients are there."""
     _log(f"HDC test accuracy {grads.acc_before:.1%} untrained -> {grads.acc_after:.1%} after "
          f"{grads.train_steps} steps; captured {', '.join(f'{n}@{s}' for n, s in grads.steps.items())}",
          quiet)

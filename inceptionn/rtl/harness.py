@@ -272,10 +272,12 @@ def build(design, name, *, extra_sources=(), build_args=(), toplevel=None, publi
             print("WAVES: lz4.h not found (install liblz4-dev for FST); writing VCD instead",
                   file=sys.stderr)
             args += ["--trace-structs"]
-    if not waves:
-        _ensure_runtime(_runtime_object(), args)
     with Lock(build_dir / ".lock"):
         src = verilog_source(design, name, build_dir)
+        # The shared runtime after the Verilog: builds started together (the demo's two
+        # engines) convert their designs at once rather than wait for the one-time runtime.
+        if not waves:
+            _ensure_runtime(_runtime_object(), args)
         sources = [src, *map(Path, extra_sources)]
         if public == "top":
             sources.append(_public_config(build_dir, toplevel or name))
