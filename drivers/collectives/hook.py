@@ -245,25 +245,9 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
     direct = issue_direct(state.worker, buf, params)   # a plain path: gloo's own cost
     if direct is not None:
         return direct
-    cuda = buf.device.type == "cuda"
     fut: torch.futures.Future[torch.Tensor] = (
-        torch.futures.Future(devices=[buf.device]) if cuda else torch.futures.Future())
-    # The worker exchanges a host snapshot taken now, never the bucket itself: DDP may
-    # write the bucket's memory before the Future completes (seen on CPU: a bucket read
-    # later by the worker held other values than at the call, in 3 test runs of 4).
-    event = None
-    if cuda and state.transport == "torch":     # stays on the GPU, coded there
-        snap = buf.detach().to(torch.float32, copy=True)
-        event = torch.cuda.Event()
-        event.record(torch.cuda.current_stream(buf.device))
-    elif cuda:
-        snap = torch.empty(buf.shape, dtype=torch.float32, pin_memory=True)
-        src = buf.detach() if buf.dtype == torch.float32 else buf.detach().float()
-        snap.copy_(src, non_blocking=True)   # on the producing stream, in order
-        event = torch.cuda.Event()
-        event.record(torch.cuda.current_stream(buf.device))
-    else:
-        index = bucket.index() if hasattr(bucket, "index") else None   # DDP's GradBucket has it
-        snap = state.worker.host_snapshot(index, buf, fut)
+        torch.futures.Future(devices=[buf.device]) if buf.device.type == "cuda"
+        else torch.futures.Future())
+    snap, event = state.worker.snapshot(bucket, buf, fut)
     state.worker.submit((snap, buf.device, buf.dtype, params, fut, event))
     return fut

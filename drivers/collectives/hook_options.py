@@ -79,7 +79,10 @@ def resolve(*, method, codec, error_bound, wire, mode, density, method_kw, chunk
         raise ValueError("mode 'wa' carries float32 (wire 'nic' or 'emulate'), not the "
                          "software wire")
     _one_of("transport", transport, TRANSPORTS)
-    if transport == "torch" and (method, wire, mode) != ("inceptionn", "software", "inc"):
+    # The torch ring codes on the device with the NIC's codecs: a method that takes the
+    # codec's settings (INCEPTIONN's), on the software wire, in mode "inc".
+    if transport == "torch" and ("codec" not in compressors.needs(method)
+                                 or (wire, mode) != ("software", "inc")):
         raise ValueError("transport 'torch' carries method 'inceptionn' on wire 'software' "
                          f"in mode 'inc', not {method!r} / {wire!r} / {mode!r}")
     chunk = _chunk(chunk_floats, transport)
