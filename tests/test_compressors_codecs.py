@@ -153,3 +153,39 @@ def test_the_hooks_inceptionn_is_made_where_every_method_is():
         comp.codec.name
     with pytest.raises(ValueError, match="bounded codec"):
         make("inceptionn", k=10, codec="paper", bound="scaled")
+
+
+def test_the_hook_reads_error_feedback_from_what_a_compressor_declares(monkeypatch):
+    """No switch on method names: a new compressor gets the hook's error feedback as its
+    option when it lists "feedback" in `needs`, always when it keeps a residual as part
+    of its method (`feedback = True`), and not at all otherwise."""
+    from inceptionn.ddp_hook import IncState
+    from inceptionn.drivers.collectives import compressors, hook_options
+    from inceptionn.drivers.collectives.compressors import Compressor
+
+    class Optional(Compressor):
+        needs = ("feedback",)
+
+        def __init__(self, feedback=False):
+            self.feedback = feedback
+
+    class Kept(Compressor):
+        feedback = True
+
+    class Without(Compressor):
+        pass
+
+    new = {"optional": Optional, "kept": Kept, "without": Without}
+    monkeypatch.setattr(compressors, "METHODS", {**compressors.METHODS, **new})
+    monkeypatch.setattr(hook_options, "METHODS", (*hook_options.METHODS, *new))
+    on = IncState(method="optional", error_feedback=True)
+    assert on.error_feedback and on.method_kw == {"feedback": True}
+    assert isinstance(on.compressor(), Optional) and on.compressor().feedback
+    off = IncState(method="optional")
+    assert not off.error_feedback and off.method_kw == {"feedback": False}
+    assert IncState(method="kept").error_feedback
+    with pytest.raises(ValueError, match="keeps its residual"):
+        IncState(method="kept", error_feedback=False)
+    assert not IncState(method="without").error_feedback
+    with pytest.raises(ValueError, match="error_feedback needs"):
+        IncState(method="without", error_feedback=True)

@@ -316,3 +316,40 @@ def test_a_rank_killed_mid_step_makes_the_others_raise_within_the_timeout(name, 
     for rank, (out, took) in res.items():
         assert out.startswith("CollectiveError"), (rank, out)
         assert took < TIMEOUT + 5, (rank, took, out)
+
+
+def test_the_communicator_picks_the_ring_and_checks_it():
+    """communicator.ring_sum: a ring handed to it sums the values (nothing goes over the
+    transport); one of other ranks, another wire or another codec is refused; without
+    one the schedule's hops go over the transport."""
+    from inceptionn.drivers.collectives import communicator
+
+    comp = make("inceptionn", k=10, codec="bounded")
+
+    class FakeRing:
+        def __init__(self, rank=0, world=2, wire="software", codec=comp.codec):
+            self.rank, self.world, self.wire, self.codec = rank, world, wire, codec
+            self.summed = []
+
+        def allreduce(self, x):
+            self.summed.append(x.copy())
+            x *= 2
+            return x
+
+    def run(ring, x):
+        t = communicator.InProcess(0, 2, {(a, b): [] for a in range(2) for b in range(2)})
+        return communicator.drive(communicator.ring_sum(t, x, comp.codec, ring), t), t
+
+    x = np.arange(5, dtype=np.float32)
+    ring = FakeRing()
+    out, t = run(ring, x.copy())
+    assert np.array_equal(out, 2 * x) and len(ring.summed) == 1 and t.sent == 0
+    for bad, what in ((FakeRing(rank=1), "rank 1 of 2"), (FakeRing(world=3), "of 3"),
+                      (FakeRing(wire="nic"), "software wire"),
+                      (FakeRing(codec=make("inceptionn", k=10, codec="paper").codec),
+                       "method's codec")):
+        with pytest.raises(ValueError, match=what):
+            run(bad, x.copy())
+        assert not bad.summed
+    with pytest.raises(RuntimeError, match="through play"):   # the hops: a message awaited
+        run(None, x.copy())

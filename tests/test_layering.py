@@ -113,3 +113,33 @@ def test_the_circle_check_sees_a_command_importing_the_cli():
     mods = {m for _, m in _imports("from ..cli import CliError\n",
                                    _package_of(REPO / "inceptionn" / "commands" / "demo.py"))}
     assert "inceptionn.cli" in mods
+
+
+# ---- static: a gradient's walk goes one way --------------------------------------------
+# hook -> compressor/memory -> communicator -> ring schedule -> transport: a layer
+# imports only the layers after it, so nothing below calls back up.
+
+COLLECTIVES = "inceptionn.drivers.collectives"
+ABOVE = {
+    "transports": ("communicator", "compressed", "compressors", "hook", "hook_worker",
+                   "hook_state", "hook_direct", "hook_options", "decide", "fp16"),
+    "ring_schedule": ("transports", "communicator", "compressed", "compressors", "hook",
+                      "hook_worker", "hook_state", "hook_direct", "hook_options"),
+    "communicator": ("transports", "compressed", "hook", "hook_worker", "hook_state",
+                     "hook_direct", "hook_options"),
+}
+
+
+def test_the_walk_never_calls_back_up():
+    bad = []
+    for layer, above in ABOVE.items():
+        folder = REPO / "drivers" / "collectives"
+        files = sorted((folder / layer).rglob("*.py")) if (folder / layer).is_dir() \
+            else [folder / f"{layer}.py"]
+        for path in files:
+            for line, mod in _imports(path.read_text(), _package_of(path), str(path)):
+                for name in above:
+                    up = f"{COLLECTIVES}.{name}"
+                    if mod == up or mod.startswith(up + "."):
+                        bad.append(f"{path.relative_to(REPO)}:{line}: {mod}")
+    assert not bad, "a lower layer of the exchange imports a higher one:\n" + "\n".join(bad)

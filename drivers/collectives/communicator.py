@@ -14,9 +14,10 @@ Nothing here imports torch or opens a socket.
 A Transport is `rank`, `world`, `send(peer, data: bytes)`, `recv(peer) -> bytes` (whole
 messages, in order per pair of ranks) and the counters `sent` and `received`: message
 bytes only, no framing, so they are the exact wire bytes the study reports. send must
-not wait for the peer's recv (the schedules send first). A transport may carry its own
-blocking `ring_allreduce(x, codec)` (the socket ring); `exchange` then uses it for the
-element-wise methods instead of the generic hops.
+not wait for the peer's recv (the schedules send first). A transport only moves bytes:
+the communicator picks the ring an element-wise sum goes around (`ring_sum`): the
+schedule's hops over the transport, or a socket Ring of the same ranks handed to
+`exchange` (pipelined, its own links), never the other way round.
 
 Every rank ends bit-identical: sums follow one fixed order (block b summed along ranks
 b, b+1, ..., b-1; all-gathered payloads added in rank order) and a rank keeps what it
@@ -36,7 +37,7 @@ from .compressors.gtopk import merge
 from .ring_schedule import block_bounds, ring_plan, ring_steps, run_ring
 
 __all__ = ["Transport", "InProcess", "play", "drive", "step", "exchange", "block_bounds",
-           "ring_plan", "ring_steps", "run_ring", "ring_allreduce", "allgather", "gtopk_tree",
+           "ring_plan", "ring_steps", "run_ring", "ring_allreduce", "ring_sum", "allgather", "gtopk_tree",
            "prelude", "prelude_max", "prelude_leader"]
 
 
@@ -73,6 +74,21 @@ def ring_allreduce(t: Transport, x: np.ndarray, codec, chunk: int | None = None)
         else:
             view[:] = got
     return x
+
+
+def ring_sum(t: Transport, x: np.ndarray, codec, ring=None):
+    """(Program) Sum float32 x in place, every hop coded with `codec`: around `ring` (a
+    socket Ring of t's ranks on the software wire carrying the same codec: it blocks,
+    pipelined on its own links) when one is given, else the schedule's hops over t."""
+    if ring is None:
+        return (yield from ring_allreduce(t, x, codec))
+    if (ring.rank, ring.world) != (t.rank, t.world):
+        raise ValueError(f"the ring is rank {ring.rank} of {ring.world}, the transport "
+                         f"{t.rank} of {t.world}")
+    if ring.wire != "software" or ring.codec.name != getattr(codec, "name", None):
+        raise ValueError("the ring must be on the software wire with the method's codec "
+                         "(Ring(..., wire='software', codec=comp.codec))")
+    return ring.allreduce(x)
 
 
 # ---------------------------------------------------------------------- the others
@@ -165,15 +181,16 @@ def gtopk_tree(t: Transport, comp, payload: Payload, k: int):
 # ---------------------------------------------------------------------- one step
 
 
-def step(comp, grad, state, t: Transport):
+def step(comp, grad, state, t: Transport, ring=None):
     """One step of `comp` on this rank over a blocking transport: (the SUM over ranks,
-    float32, identical on every rank; the new state)."""
-    return drive(exchange(comp, grad, state, t), t)
+    float32, identical on every rank; the new state). The element-wise sums go around
+    `ring` when one is given (ring_sum)."""
+    return drive(exchange(comp, grad, state, t, ring), t)
 
 
-def exchange(comp, grad, state, t: Transport):
+def exchange(comp, grad, state, t: Transport, ring=None):
     """(Program) One step of `comp` on this rank; returns (sum, new state). The one
-    dispatch on comp.collective for every transport."""
+    dispatch on comp.collective for every transport; `ring`: see ring_sum."""
     grad = as_grad(grad)
     d = grad.size
     if (state.rank, state.world) != (t.rank, t.world):
@@ -191,11 +208,7 @@ def exchange(comp, grad, state, t: Transport):
     if comp.collective in ("allreduce", "ring_inc"):
         vals, state = comp.select(grad, state)
         vals = np.array(vals, np.float32)    # a copy: the ring sums in place
-        own = getattr(t, "ring_allreduce", None)
-        if own is not None:
-            own(vals, comp.codec)
-        else:
-            yield from ring_allreduce(t, vals, comp.codec)
+        yield from ring_sum(t, vals, comp.codec, ring)
         result = comp.expand(vals, d, state)
     elif comp.collective == "allgather":
         payload, state = comp.compress(grad, state)

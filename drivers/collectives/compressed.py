@@ -40,7 +40,9 @@ def step(comp, grad: np.ndarray, state, group=None, ring=None, timeout=DEFAULT_T
     if (dist.get_rank(group), dist.get_world_size(group)) != (state.rank, state.world):
         raise ValueError(f"state is rank {state.rank} of {state.world}, the process group says "
                          f"{dist.get_rank(group)} of {dist.get_world_size(group)}")
-    t = TorchTransport(group, ring, timeout)
-    result, state = communicator.step(comp, grad, state, t)
+    t = TorchTransport(group, timeout=timeout)
+    before = ring.payload_bytes if ring is not None else 0
+    result, state = communicator.step(comp, grad, state, t, ring)
     t.flush()       # not after a failure: a dead peer would hold it for the group's timeout
-    return result, state, t.sent
+    around = ring.payload_bytes - before if ring is not None else 0
+    return result, state, t.sent + around

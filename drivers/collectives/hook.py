@@ -42,29 +42,18 @@ import os
 import torch
 
 from .. import sockets
-from . import DEFAULT_CHUNK, DEFAULT_TIMEOUT, compressors, make_codec
+from . import DEFAULT_TIMEOUT, compressors, make_codec
 from .codecs import DEFAULT_SHARE
-from . import hook_state
+from . import hook_options, hook_state
 from .decide import DECIDES
 from .hook_direct import issue_direct
-from .hook_options import BOUNDS, _bound_and_feedback, _decide_mode, _error_bound_k, _takes_feedback
+from .hook_options import BOUNDS, CODECS, METHODS, MODES, TRANSPORTS, WIRES
 from .hook_worker import HookWorker
 from .memory import LossRecorder, Memory
 
 __all__ = ["IncState", "inc_allreduce_hook", "METHODS", "MODES", "WIRES", "CODECS", "BOUNDS",
            "TRANSPORTS", "DECIDES", "DTYPES"]
 
-MODES = ("inc", "wa")
-WIRES = ("software", "nic", "emulate")
-CODECS = ("bounded", "paper")
-# "socket": the ring on the project's sockets, coded on the host (golden.fast); "torch":
-# the ring over the process group's point-to-point (NCCL or gloo), coded on the bucket's
-# device (device_codec.py), so a CUDA bucket never leaves its GPU uncompressed.
-TRANSPORTS = ("socket", "torch")
-# Every compressor of compressors/ (INCEPTIONN's among them), on its own collective;
-# what each takes from the hook (a density, the bucket's layer sizes, the codec's
-# settings) it declares itself (compressors.needs).
-METHODS = tuple(compressors.METHODS)
 # The bucket dtypes the hook takes: 16-bit buckets are widened to float32 for the
 # exchange (losslessly: every bfloat16 and float16 value is a float32) and the average
 # narrowed back (docs/compressors.md, "Buckets of other dtypes").
@@ -134,66 +123,23 @@ class IncState:
                  seed: int = 0, codec_threads: int | None = None, bound: str | None = None,
                  share: float = DEFAULT_SHARE, error_feedback: bool | None = None,
                  transport: str = "socket", decide: str | None = None):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if method not in METHODS:
-            raise ValueError(f"method {method!r} is not available in the hook; choose one of "
-                             f"{METHODS}")
-        if codec not in CODECS:
-            raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
-        if wire not in WIRES:
-            raise ValueError(f"wire must be one of {WIRES}, got {wire!r}")
-        if mode == "wa" and wire == "software":
-            raise ValueError("mode 'wa' carries float32 (wire 'nic' or 'emulate'), not the "
-                             "software wire")
-        if transport not in TRANSPORTS:
-            raise ValueError(f"transport must be one of {TRANSPORTS}, got {transport!r}")
-        if transport == "torch" and (method, wire, mode) != ("inceptionn", "software", "inc"):
-            raise ValueError("transport 'torch' carries method 'inceptionn' on wire 'software' "
-                             f"in mode 'inc', not {method!r} / {wire!r} / {mode!r}")
-        if chunk_floats is None:
-            from .transports.torch_ring import DEFAULT_CHUNK as TORCH_CHUNK
-            chunk_floats = TORCH_CHUNK if transport == "torch" else DEFAULT_CHUNK
-        if not isinstance(chunk_floats, int) or chunk_floats < 1:
-            raise ValueError(f"chunk_floats must be a positive int, got {chunk_floats!r}")
-        kw = dict(method_kw or {})
-        for name, instead in (("k", "give a sparsifier's fraction as density=, an error "
-                                    "bound as error_bound="),
-                              ("feedback", "give error_feedback=")):
-            if name in kw:
-                raise ValueError(f"method_kw has no {name!r}: {instead}")
-        takes = compressors.needs(method)
-        if density is not None:
-            if "k" not in takes:
-                dense = [m for m in METHODS if "k" in compressors.needs(m)]
-                raise ValueError(f"density applies to {tuple(dense)}, not {method!r}")
-            kw["k"] = float(density)
-        elif "k" in takes:
-            raise ValueError(f"method {method!r} needs density= (the fraction of values kept)")
-        self.k = _error_bound_k(error_bound)
-        # The method's compressor as the others are made (bad parameters fail here);
-        # what it declares decides what applies, not its name.
-        coded = dict(k=self.k, codec=codec) if "codec" in takes else {}
-        probe = compressors.make(method, **coded, **kw)
-        self.bound, self.share, self.error_feedback = _bound_and_feedback(
-            method, probe, codec, mode, bound, share, error_feedback, transport)
-        if "feedback" in _takes_feedback(probe):
-            kw["feedback"] = self.error_feedback
-        self.ring_native = probe.ring_native
-        # The bucket rides the ring and the ring records its loss (a dense compressor on
-        # the ring, INCEPTIONN's or another, with error feedback).
-        self.ring_fed = self.error_feedback and probe.collective == "ring_inc"
-        self.decide = _decide_mode(decide, method, probe, mode, wire)
-        self.method_kw, self.seed = kw, seed
+        o = hook_options.resolve(
+            method=method, codec=codec, error_bound=error_bound, wire=wire, mode=mode,
+            density=density, method_kw=method_kw, chunk_floats=chunk_floats, bound=bound,
+            share=share, error_feedback=error_feedback, transport=transport, decide=decide)
+        self.k, self.bound, self.share = o.k, o.bound, o.share
+        self.error_feedback, self.ring_native, self.ring_fed = (o.error_feedback,
+                                                                o.ring_native, o.ring_fed)
+        self.decide, self.method_kw, self.chunk, self.seed = o.decide, o.method_kw, o.chunk, seed
         self.process_group, self.mode, self.method = process_group, mode, method
         self.codec, self.wire = codec, wire
         self.host, self.store = host, store
-        self.chunk, self.mss, self.timeout = chunk_floats, mss_bytes, timeout_s
+        self.mss, self.timeout = mss_bytes, timeout_s
         self.codec_threads = codec_threads
         self.transport = transport
         self._kwargs = dict(method=method, codec=codec, error_bound=error_bound, wire=wire,
                             mode=mode, density=density, method_kw=method_kw,
-                            chunk_floats=chunk_floats, mss_bytes=mss_bytes,
+                            chunk_floats=o.chunk, mss_bytes=mss_bytes,
                             timeout_s=timeout_s, host=host, seed=seed,
                             codec_threads=codec_threads, bound=bound, share=share,
                             error_feedback=error_feedback, transport=transport,
@@ -299,25 +245,9 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
     direct = issue_direct(state.worker, buf, params)   # a plain path: gloo's own cost
     if direct is not None:
         return direct
-    cuda = buf.device.type == "cuda"
     fut: torch.futures.Future[torch.Tensor] = (
-        torch.futures.Future(devices=[buf.device]) if cuda else torch.futures.Future())
-    # The worker exchanges a host snapshot taken now, never the bucket itself: DDP may
-    # write the bucket's memory before the Future completes (seen on CPU: a bucket read
-    # later by the worker held other values than at the call, in 3 test runs of 4).
-    event = None
-    if cuda and state.transport == "torch":     # stays on the GPU, coded there
-        snap = buf.detach().to(torch.float32, copy=True)
-        event = torch.cuda.Event()
-        event.record(torch.cuda.current_stream(buf.device))
-    elif cuda:
-        snap = torch.empty(buf.shape, dtype=torch.float32, pin_memory=True)
-        src = buf.detach() if buf.dtype == torch.float32 else buf.detach().float()
-        snap.copy_(src, non_blocking=True)   # on the producing stream, in order
-        event = torch.cuda.Event()
-        event.record(torch.cuda.current_stream(buf.device))
-    else:
-        index = bucket.index() if hasattr(bucket, "index") else None   # DDP's GradBucket has it
-        snap = state.worker.host_snapshot(index, buf, fut)
+        torch.futures.Future(devices=[buf.device]) if buf.device.type == "cuda"
+        else torch.futures.Future())
+    snap, event = state.worker.snapshot(bucket, buf, fut)
     state.worker.submit((snap, buf.device, buf.dtype, params, fut, event))
     return fut

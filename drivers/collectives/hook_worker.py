@@ -137,6 +137,24 @@ class HookWorker:
             self.collective = TorchRing(pg, codec=st.codec, k=st.k, chunk=st.chunk,
                                         timeout=st.timeout)
 
+    def snapshot(self, bucket, buf, fut):
+        """(the bucket's float32 copy the worker exchanges, the CUDA event it waits for
+        or None), taken at the hook's call. Never the bucket itself: DDP may write the
+        bucket's memory before the Future completes (seen on CPU: a bucket read later by
+        the worker held other values than at the call, in 3 test runs of 4)."""
+        if buf.device.type != "cuda":
+            index = bucket.index() if hasattr(bucket, "index") else None   # DDP's GradBucket has it
+            return self.host_snapshot(index, buf, fut), None
+        if self.st.transport == "torch":     # stays on the GPU, coded there
+            snap = buf.detach().to(torch.float32, copy=True)
+        else:
+            snap = torch.empty(buf.shape, dtype=torch.float32, pin_memory=True)
+            src = buf.detach() if buf.dtype == torch.float32 else buf.detach().float()
+            snap.copy_(src, non_blocking=True)   # on the producing stream, in order
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(buf.device))
+        return snap, event
+
     def host_snapshot(self, index, buf, fut):
         """A host copy of the CPU bucket `buf` for the worker. Two buffers per bucket
         index take turns: the one used two calls ago is filled again when that

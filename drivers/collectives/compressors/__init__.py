@@ -56,7 +56,8 @@ METHODS = {
 
 def needs(name: str) -> tuple[str, ...]:
     """What method `name` takes from its caller's context: "k" (a density), "layers"
-    (the sizes of the gradient's parameters); a factory without `needs` takes neither."""
+    (the sizes of the gradient's parameters), "codec" (the value codec's settings),
+    "feedback" (error feedback on or off); a factory without `needs` takes none."""
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}; known: {', '.join(METHODS)}")
     return tuple(getattr(METHODS[name], "needs", ()))

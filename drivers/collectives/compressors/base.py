@@ -95,7 +95,8 @@ class Compressor:
     feedback = False                # keeps back what it does not send (error feedback)
     # What the constructor takes from its caller's context: "k" (a density or count),
     # "layers" (the sizes of the gradient's parameters, in order), "codec" (the value
-    # codec's settings: its name, the error bound 2^-k, the bound's kind and share).
+    # codec's settings: its name, the error bound 2^-k, the bound's kind and share),
+    # "feedback" (error feedback is the method's option: the caller's on/off).
     needs: tuple[str, ...] = ()
     # The wires the ring can carry this method's values on: "software" (its codec's
     # bytes on plain sockets), "plain" (float32, no codec), "nic" and "emulate" (the

@@ -44,7 +44,7 @@ class TernGrad(Compressor):
     feedback: error feedback through the rank's Memory."""
     collective = "allgather"
     prelude_op = "max"   # scaler sharing: the largest scaler per layer over all workers
-    needs = ("layers",)
+    needs = ("layers", "feedback")
 
     def __init__(self, layers=None, clip: float | None = 2.5, feedback: bool = False):
         if not isinstance(feedback, bool):

@@ -6,8 +6,8 @@ other rank (gTop-k's tree talks to ranks 2^j away); a message is one `send_frame
 pair's plain data connection. A sender thread per link sends while this rank receives,
 so a send never waits for the peer's recv (the schedules send first); `flush` waits for
 the queued sends. A dead peer closes its sockets and a silent one runs out the sockets'
-timeout: both are a CollectiveError. The element-wise sums go around `ring=` (a Ring of
-the same ranks: pipelined, the method's codec per hop) when one is given.
+timeout: both are a CollectiveError. The transport moves bytes only; which ring an
+element-wise sum goes around is the communicator's choice (communicator.ring_sum).
 """
 
 from __future__ import annotations
@@ -16,36 +16,13 @@ import threading
 import time
 
 from ... import sockets
-from .. import communicator
 from .agreement import agree_via_store
 from .sender import LinkSender
 from .links import DEFAULT_TIMEOUT, Collective, CollectiveError, rendezvous
 
-__all__ = ["SocketTransport", "RingSum"]
+__all__ = ["SocketTransport"]
 
 _LIMIT = 1 << 31     # a frame longer than this is a protocol error
-
-
-class RingSum:
-    """The element-wise sum of communicator.exchange for a blocking transport: around
-    `ring` (the socket Ring) when there is one, else the communicator's own hops."""
-    ring = None
-    sent = 0
-
-    def ring_allreduce(self, x, codec):
-        ring = self.ring
-        if ring is None:
-            return communicator.drive(communicator.ring_allreduce(self, x, codec), self)
-        if (ring.rank, ring.world) != (self.rank, self.world):
-            raise ValueError(f"the ring is rank {ring.rank} of {ring.world}, the transport "
-                             f"{self.rank} of {self.world}")
-        if ring.wire != "software" or ring.codec.name != getattr(codec, "name", None):
-            raise ValueError("the ring must be on the software wire with the method's codec "
-                             "(Ring(..., wire='software', codec=comp.codec))")
-        before = ring.payload_bytes
-        ring.allreduce(x)
-        self.sent += ring.payload_bytes - before
-        return x
 
 
 class _FrameQueue(LinkSender):
@@ -61,18 +38,18 @@ class _FrameQueue(LinkSender):
             self.link.send_frame(item)
 
 
-class SocketTransport(RingSum, Collective):
+class SocketTransport(Collective):
     """Rank `rank` of `world` over `links` ({peer: Link}, every other rank)."""
 
-    def __init__(self, rank, world, links, *, ring=None, timeout=DEFAULT_TIMEOUT):
-        self.rank, self.world, self.ring, self.timeout = rank, world, ring, timeout
+    def __init__(self, rank, world, links, *, timeout=DEFAULT_TIMEOUT):
+        self.rank, self.world, self.timeout = rank, world, timeout
         self._links = links
         self._senders = {peer: _FrameQueue(link) for peer, link in links.items()}
         self.sent = self.received = 0
 
     @classmethod
     def from_store(cls, store, rank: int, world: int, *, host: str = "127.0.0.1",
-                   prefix: str = "inceptionn/p2p", timeout=DEFAULT_TIMEOUT, ring=None,
+                   prefix: str = "inceptionn/p2p", timeout=DEFAULT_TIMEOUT,
                    settings: dict | None = None):
         """Links to every other rank from a rendezvous store, after every rank's
         `settings` were compared (a difference is a SettingsMismatch on every rank)."""
@@ -82,7 +59,7 @@ class SocketTransport(RingSum, Collective):
         links = rendezvous(store, rank, world, peers, host=host, prefix=prefix, compress=False,
                            mss=sockets.GRADIENT_MSS, dscp=sockets.DSCP_DEFAULT,
                            timeout=timeout)
-        return cls(rank, world, links, ring=ring, timeout=timeout)
+        return cls(rank, world, links, timeout=timeout)
 
     def send(self, peer, data):
         sender = self._senders[peer]

@@ -1,7 +1,7 @@
 """A communicator transport over torch.distributed point-to-point (any backend with
 send/recv: gloo on CPU), for the methods whose messages need no tagging: preludes,
-all-gathers, gTop-k's tree. The element-wise methods ride the socket ring (`ring=`),
-whose hops code every block (the transport's `ring_allreduce`).
+all-gathers, gTop-k's tree, and the element-wise sums when the communicator sends them
+over it (with no socket Ring: communicator.ring_sum). It moves bytes only.
 
 A message is its length (one int64) then its bytes (uint8), both sent with isend, so a
 send never waits for the peer's recv (communicator.py's schedules send first); `flush`
@@ -18,17 +18,16 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from .socket_p2p import RingSum
 from .links import DEFAULT_TIMEOUT, CollectiveError
 
 __all__ = ["TorchTransport"]
 
 
-class TorchTransport(RingSum):
+class TorchTransport:
     """Rank `dist.get_rank(group)` of `group` (None: the default group)."""
 
-    def __init__(self, group=None, ring=None, timeout=DEFAULT_TIMEOUT):
-        self.group, self.ring = group, ring
+    def __init__(self, group=None, *, timeout=DEFAULT_TIMEOUT):
+        self.group = group
         self.timeout = datetime.timedelta(seconds=timeout)
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
         self.sent = self.received = 0
