@@ -11,10 +11,10 @@ IHL 5, UDP) checks the lanes directly."""
 import random
 
 import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.triggers import ReadOnly
 
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.axis import PAUSE_MODES, StreamSource, Streams, pause_generator, port_sink, start
 from inceptionn.sim.headers import header_layout
 from inceptionn.sim.payloads import pack
 
@@ -92,18 +92,20 @@ def _expected(c):
     return int.from_bytes(data, "little"), keep, ctl["last"], user
 
 
-async def _drive(dut, c, valid, ready):
+def _put(dut):
+    """The ctl stream's item writer: a case's control word and the side inputs the back
+    half and the hold give with it."""
     from inceptionn.hw.axis import AxisBeat
     from inceptionn.hw.rx.layouts import OutCtl
-    ctl = dict(c["ctl"], beat=pack(AxisBeat, c["ctl"].get("beat", {})))
-    dut.ctl__payload.value = pack(OutCtl, ctl)
-    dut.ctl__valid.value = valid
-    dut.o__ready.value = ready
-    dut.hold__hdr_data.value = c["hdr"]
-    dut.front__total.value = c["vals"]["total"]
-    dut.restore__csum.value = c["vals"]["csum"]
-    dut.front__udp_len.value = c["vals"]["udp"]
-    await ReadOnly()
+
+    def put(c):
+        ctl = dict(c["ctl"], beat=pack(AxisBeat, c["ctl"].get("beat", {})))
+        dut.ctl__payload.value = pack(OutCtl, ctl)
+        dut.hold__hdr_data.value = c["hdr"]
+        dut.front__total.value = c["vals"]["total"]
+        dut.restore__csum.value = c["vals"]["csum"]
+        dut.front__udp_len.value = c["vals"]["udp"]
+    return put
 
 
 def _check(dut, c, n):
@@ -126,22 +128,29 @@ async def hand_worked(dut):
     await start(dut, {"ctl__valid": 0, "o__ready": 0})
     vals = {"total": 0x1234, "csum": 0xBEEF, "udp": 0x0A0B}
     hdr = bytes(range(32))
-    c0 = {"kind": "hdr", "vals": vals, "hdr": int.from_bytes(hdr, "little"),
-          "ctl": {"hdr": 1, "idx": 0, "tc": 0b01, "umask": 1 << 1}}
-    await _drive(dut, c0, 1, 1)
-    out = int(dut.o__payload.value).to_bytes(37, "little")
-    want = bytearray(hdr)
-    want[16:18] = b"\x12\x34"
-    want[24:26] = b"\xbe\xef"
-    assert out[:32] == bytes(want), out[:32].hex()
-    await RisingEdge(dut.clk)
     d = bytes(range(100, 132))
-    c1 = {"kind": "first", "vals": vals, "hdr": int.from_bytes(hdr, "little"),
-          "ctl": {"first": 1, "idx": 1, "low": (1 << 10) - 1, "umask": 1 << 1, "unow": 1,
-                  "d": int.from_bytes(d, "little")}}
-    await _drive(dut, c1, 1, 1)
-    out = int(dut.o__payload.value).to_bytes(37, "little")
-    assert out[:32] == hdr[:6] + b"\x0a\x0b" + hdr[8:10] + d[10:], out[:32].hex()
+    want0 = bytearray(hdr)
+    want0[16:18] = b"\x12\x34"
+    want0[24:26] = b"\xbe\xef"
+    cases = [
+        {"kind": "hdr", "vals": vals, "hdr": int.from_bytes(hdr, "little"),
+         "ctl": {"hdr": 1, "idx": 0, "tc": 0b01, "umask": 1 << 1}, "want": bytes(want0)},
+        {"kind": "first", "vals": vals, "hdr": int.from_bytes(hdr, "little"),
+         "ctl": {"first": 1, "idx": 1, "low": (1 << 10) - 1, "umask": 1 << 1, "unow": 1,
+                 "d": int.from_bytes(d, "little")},
+         "want": hdr[:6] + b"\x0a\x0b" + hdr[8:10] + d[10:]}]
+    src = StreamSource(dut.clk, dut.ctl__valid, dut.ctl__ready, _put(dut))
+    sink = port_sink(dut, "o")
+
+    def check():
+        c = src.offered
+        if c is not None:
+            out = int(dut.o__payload.value).to_bytes(37, "little")
+            assert out[:32] == c["want"], f"{c['kind']}: {out[:32].hex()}"
+    streams = Streams(dut.clk, src, sink, check=check)
+    src.load(cases)
+    await streams.run_until(lambda: src.sent == len(cases), 10, lambda: "hand-worked beats")
+    assert len(sink.items) == len(cases)
 
 
 @cocotb.test()
@@ -152,23 +161,27 @@ async def beats(dut, idle, backpressure):
     rng = random.Random(seed)
     cases = [_case(rng) for _ in range(BEATS)]
     assert {c["kind"] for c in cases} == {"live", "held", "hdr", "first", "data"}
-    idl = pause_generator(idle, 10 + seed)
-    bp = pause_generator(backpressure, 20 + seed)
     f0 = int(dut.frames_out.value)
-    n = lasts = 0
-    while n < BEATS:
-        valid, ready = int(not next(idl)), int(not next(bp))
-        c = cases[n]
-        await _drive(dut, c, valid, ready)
-        assert int(dut.o__valid.value) == valid and int(dut.ctl__ready.value) == ready
-        if valid:
-            last = _check(dut, c, n)
-            if ready:
-                lasts += last
-                n += 1
-        await RisingEdge(dut.clk)
+    src = StreamSource(dut.clk, dut.ctl__valid, dut.ctl__ready, _put(dut),
+                       pause=pause_generator(idle, 10 + seed))
+    lasts = [0]
+    sink = port_sink(dut, "o", pause=pause_generator(backpressure, 20 + seed),
+                     on_item=lambda p: lasts.__setitem__(0, lasts[0] + (p >> 288 & 1)))
+
+    def check():
+        # The handshake passes straight through; an offered beat is checked on every
+        # clock it waits, not only when taken.
+        c = src.offered
+        assert int(dut.o__valid.value) == (c is not None), f"beat {src.sent}: o valid"
+        assert int(dut.ctl__ready.value) == int(dut.o__ready.value), f"beat {src.sent}: ctl ready"
+        if c is not None:
+            _check(dut, c, src.sent)
+    streams = Streams(dut.clk, src, sink, check=check)
+    src.load(cases)
+    await streams.run_until(lambda: src.sent == BEATS, 100 * BEATS, lambda: f"{src.sent} beats taken")
     await ReadOnly()
-    assert int(dut.frames_out.value) - f0 == lasts, "frames_out"
+    assert sum(_expected(c)[2] for c in cases) == lasts[0], "the lasts taken"
+    assert int(dut.frames_out.value) - f0 == lasts[0], "frames_out"
 
 
 def test_rx_egress():
