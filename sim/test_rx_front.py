@@ -21,7 +21,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, ReadWrite, RisingEdge
 
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import PAUSE_MODES, pause_generator, start
+from inceptionn.sim.axis import PAUSE_MODES, Streams, pause_generator, port_sink, start
 from inceptionn.sim.headers import header_layout
 from inceptionn.sim.payloads import pack, unpack
 from inceptionn.sim.test_rx_feed import feed_load
@@ -120,7 +120,13 @@ async def front(dut, idle, backpressure):
     frames = _frames(seed)
     assert {f["ok"] for f in frames} == {0, 1}
     idl = pause_generator(idle, 10 + seed)
-    bp = {s: pause_generator(backpressure, 20 + 7 * k + seed) for k, s in enumerate(("s", "r"))}
+    pends, starts, cfgs = [], [], []
+    # The unit's start and the Realigner's cfg: streams the front half offers, taken
+    # under the backpressure pattern; both ticked by this bench's clock loop.
+    sinks = [port_sink(dut, "start", pause=pause_generator(backpressure, 20 + seed),
+                       on_item=lambda p: starts.append(unpack(StartLayout, p))),
+             port_sink(dut, "rl_cfg", pause=pause_generator(backpressure, 27 + seed),
+                       on_item=lambda p: cfgs.append(unpack(realigner_cfg(), p)))]
 
     def later(lo=0):
         d = lo
@@ -141,7 +147,6 @@ async def front(dut, idle, backpressure):
     busy = rel = False              # the pending slot is written / its release is due
     head = 1
     acted = []                      # (frame, feed payload) per ACT, in order
-    pends, starts, cfgs = [], [], []
     took = None                     # the frame whose pending slot was loaded last clock
     ck_done = 0
     while len(acted) < FRAMES or took is not None:
@@ -165,16 +170,12 @@ async def front(dut, idle, backpressure):
         addr = int(dut.hold__f_addr.value)
         beat = f["frame"][32 * (addr & 7):32 * (addr & 7) + 32]
         dut.hold__f_data.value = int.from_bytes(beat.ljust(32, b"\0"), "little")
-        dut.start__ready.value = int(not next(bp["s"]))
-        dut.rl_cfg__ready.value = int(not next(bp["r"]))
+        for sink in sinks:
+            sink.before()
         await ReadOnly()
         if took is not None:
             pends.append(unpack(Pending, int(dut.back__pend.value)))
             took = None
-        if dut.start__valid.value and dut.start__ready.value:
-            starts.append(unpack(StartLayout, int(dut.start__payload.value)))
-        if dut.rl_cfg__valid.value and dut.rl_cfg__ready.value:
-            cfgs.append(unpack(realigner_cfg(), int(dut.rl_cfg__payload.value)))
         if dut.restore__start.value:
             at(cyc + later(1), "restore_done")
         if dut.check__go.value:
@@ -207,15 +208,12 @@ async def front(dut, idle, backpressure):
                 at(cyc + later(2), "done")
                 at(cyc + later(1), "match_done")
         await RisingEdge(dut.clk)
+        for sink in sinks:
+            sink.after()
     # the last frame's start and cfg may still wait for their readies
-    dut.start__ready.value = dut.rl_cfg__ready.value = 1
-    for _ in range(3):
-        await ReadOnly()
-        if dut.start__valid.value:
-            starts.append(unpack(StartLayout, int(dut.start__payload.value)))
-        if dut.rl_cfg__valid.value:
-            cfgs.append(unpack(realigner_cfg(), int(dut.rl_cfg__payload.value)))
-        await RisingEdge(dut.clk)
+    for sink in sinks:
+        sink.pause = pause_generator("none")
+    await Streams(dut.clk, *sinks).run(3)
     # per frame, in order
     comp = [f for f in frames if f["ok"]]
     for n, (f, ld, pd) in enumerate(zip(frames, acted, pends)):
