@@ -19,7 +19,7 @@ from cocotb.triggers import RisingEdge
 
 from inceptionn.rtl import harness
 from inceptionn.rtl.designs import DESIGNS
-from inceptionn.sim.axis import Clock, PAUSE_MODES, frame_to_beats, pause_generator, stress_count
+from inceptionn.sim.axis import AxisDriver, Clock, PAUSE_MODES, Streams, frame_to_beats, pause_generator, stress_count
 from inceptionn.sim.tb_engine_run import CODEC_NAMES, codec_port, configure, play, read_counters, reset
 from inceptionn.rtl.rtl_golden import tx_frame as rtl_tx_frame
 
@@ -318,16 +318,11 @@ async def reset_mid_frame(dut):
     rng = np.random.default_rng(9)
     first = [(F.udp_frame(_payload(rng, 3000)), False), (F.tcp_frame(_payload(rng, 1400)), False)]
     beats = [b for f, u in first for b in frame_to_beats(f, u)]
-    dut.m_axis_tready.value = 1
-    for data, keep, last, user in beats[:120]:
-        dut.s_axis_tdata.value = data
-        dut.s_axis_tkeep.value = keep
-        dut.s_axis_tlast.value = last
-        dut.s_axis_tuser.value = user
-        dut.s_axis_tvalid.value = 1
-        await RisingEdge(dut.clk)
-        while not dut.s_axis_tready.value:
-            await RisingEdge(dut.clk)
+    dut.m_axis_tready.value = 1                 # what comes out before the reset is dropped
+    drv = AxisDriver(dut, dut.clk)
+    drv.load(beats[:120])
+    await Streams(dut.clk, drv).run_until(lambda: drv.sent == 120, 100_000,
+                                          lambda: f"{drv.sent} of 120 beats in")
     await reset(dut)
     frames = [(F.udp_frame(_payload(rng, n)), False) for n in (40, 1460, 3)] + first
     res = await play(dut, frames, idle="cyclic", backpressure="random", seed=2)
