@@ -245,9 +245,9 @@ class Streams:
             await self.tick()
             waited += 1
 
-    async def run(self, cycles):
-        """Tick every stream for `cycles` clocks."""
-        for _ in range(cycles):
+    async def run(self, cycles=None):
+        """Tick every stream for `cycles` clocks (None: until cancelled)."""
+        for _ in itertools.repeat(None) if cycles is None else range(cycles):
             await self.tick()
 
 

@@ -11,6 +11,7 @@ must then make the output frame's beats from them: the rotated shim's bytes belo
 separate tail's word sum, ``dsum`` the one's-complement sum of the decoded payload
 (without a separate tail). A hand-worked frame checks literal values."""
 
+import itertools
 import random
 import struct
 
@@ -18,8 +19,8 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import (PAUSE_MODES, frame_to_beats, guard_strobe, pause_generator, port_sink,
-                                 port_source, start)
+from inceptionn.sim.axis import (PAUSE_MODES, StreamSource, Streams, frame_to_beats, guard_strobe,
+                                 pause_generator, port_sink, port_source, start)
 from inceptionn.sim.payloads import pack, unpack
 
 DUT = "tx_feeder"
@@ -120,29 +121,29 @@ def _d_beats(f, rng):
 
 
 async def _side_ports(dut, d_beats, d_idle, bp_c, clens, dsums):
-    """The ports that are not valid/ready streams, clock by clock: the CompressionUnit's
-    decoded side port (valid only), ``clen`` (a write strobe into a 2-entry FIFO model,
-    ready while it has room, its reader backpressured) and ``dsum`` (valid only)."""
+    """The ports beside the streams, from the clock after the inputs start: the
+    CompressionUnit's decoded side port (valid only, no ready: every beat offered is
+    taken), ``clen`` (a write strobe into a 2-entry FIFO model, ready while it has room,
+    its reader backpressured) and ``dsum`` (ready tied high)."""
     clenq = []
-    while True:
-        await RisingEdge(dut.clk)
-        dv = bool(d_beats) and not next(d_idle)
-        if dv:
-            first, last, data, mask = d_beats.pop(0)
-            dut.decoded__d_first.value, dut.decoded__d_last.value = first, last
-            dut.decoded__d_data.value, dut.decoded__d_mask.value = data, mask
-        dut.decoded__d_valid.value = int(dv)
-        clen_room = len(clenq) < CLEN_DEPTH
-        dut.clen__ready.value = int(clen_room)
-        pop = bool(clenq) and not next(bp_c)
-        await ReadOnly()
-        if pop:
+
+    def put_d(beat):
+        first, last, data, mask = beat
+        dut.decoded__d_first.value, dut.decoded__d_last.value = first, last
+        dut.decoded__d_data.value, dut.decoded__d_mask.value = data, mask
+    dec = StreamSource(dut.clk, dut.decoded__d_valid, None, put_d, pause=d_idle)
+    dec.load(d_beats)
+    full = (len(clenq) >= CLEN_DEPTH for _ in itertools.count())
+    clen = port_sink(dut, "clen", pause=full, on_item=clenq.append)
+    dsum = port_sink(dut, "dsum", on_item=dsums.append)
+
+    def check():
+        # the FIFO's reader; clen is a write strobe: valid only with room
+        if clenq and not next(bp_c):
             clens.append(clenq.pop(0))
-        if dut.clen__valid.value:
-            assert clen_room, "clen written into a full FIFO"
-            clenq.append(int(dut.clen__payload.value))
-        if dut.dsum__valid.value:
-            dsums.append(int(dut.dsum__payload.value))
+        assert not dut.clen__valid.value or dut.clen__ready.value, "clen written into a full FIFO"
+    await RisingEdge(dut.clk)
+    await Streams(dut.clk, dec, clen, dsum, check=check).run()
 
 
 async def _run(dut, frames, idle, backpressure, seed):
@@ -159,7 +160,6 @@ async def _run(dut, frames, idle, backpressure, seed):
     d_beats = [b for f in frames for b in _d_beats(f, rng)]
     n_vecs = sum(len(f["vecs"]) for f in frames)
     vecs, clens, dsums = [], [], []
-    dut.dsum__ready.value = 1
     sink = port_sink(dut, "o", pause=pause_generator(backpressure, 50 + seed),
                      on_item=lambda p: vecs.append(unpack(ByteVector, p)))
     tasks = [cocotb.start_soon(sink.run()),
