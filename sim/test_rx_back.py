@@ -16,7 +16,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import PAUSE_MODES, StreamSource, pause_generator, port_sink, port_source, start
+from inceptionn.sim.axis import PAUSE_MODES, StreamSource, Streams, pause_generator, port_sink, port_source, start
 from inceptionn.sim.headers import header_layout
 from inceptionn.sim.payloads import pack, unpack
 
@@ -119,55 +119,66 @@ async def back(dut, idle, backpressure):
 
     def put_live(b):
         dut.hold__beat.value = pack(InBeat, b)
+
+    def pend_pause():
+        # The slot's header is final a few clocks after the last one was released.
+        while True:
+            yield from [True] * rng.randint(0, 3)
+            yield False
+
+    def put_pend(f):
+        dut.front__pend.value = pack(Pending, f["pend"])
+    f_pass = [False]                # the bypassed frame's rest comes live
+
+    def released(f):
+        if f["kind"] == "live":     # PASS: the rest comes live
+            f_pass[0] = True
+            n_live[0] += len(f["live"])
+    # The front half's pending slot: offered (pend_ready) until the back half releases
+    # it, a strobe only for an offered slot.
+    src_p = StreamSource(dut.clk, dut.front__pend_ready, dut.front__release, put_pend,
+                         pend_pause(), on_taken=released, strobe="front__release")
     src_w = port_source(dut, "words", pause=idl["w"])
     src_l = StreamSource(dut.clk, dut.hold__beat_valid, dut.hold__pass_take, put_live, live_pause())
     got = []
     sink = port_sink(dut, "o", pause=pause_generator(backpressure, 50 + seed),
                      on_item=lambda p: got.append(unpack(OutCtl, p)))
-    tasks = [cocotb.start_soon(sink.run()),
-             cocotb.start_soon(src_w.send([pack(AxisBeat, w) for w in words])),
-             cocotb.start_soon(src_l.send(live))]
-    slot, age, delay = 0, 0, rng.randint(0, 3)   # the frame in the pending slot
-    fin_v = None                    # the end-of-input slot's contents
-    f_pass = False
+    fin_v = [None]                  # the end-of-input slot's contents (no handshake:
+                                    # its valid is a bit of the slot, read by fin_clear)
+
+    def drive():
+        dut.front__f_pass.value = int(f_pass[0])
+        if fin_v[0] is None and fins and not next(idl["f"]):
+            fin_v[0] = fins.pop(0)
+        dut.feed__fin.value = pack(FinSlot, fin_v[0]) if fin_v[0] else 0
+
+    def check():
+        if dut.feed__fin_clear.value:
+            assert fin_v[0] is not None, "read an empty end-of-input slot"
+            fin_v[0] = None
+        if dut.front__end_live.value:
+            f_pass[0] = False
+    # (the pending slot first: a release frees the live beats of the same clock's after)
+    streams = Streams(dut.clk, src_p, src_w, src_l, sink, check=check)
+    src_p.load(frames)
+    src_w.load([pack(AxisBeat, w) for w in words])
+    src_l.load(live)
     cycles = 0
+    drive()
     while len(got) < len(want):
         cycles += 1
         assert cycles < 60 * len(want) + 500, f"stuck after {len(got)} of {len(want)} beats"
-        # the front half: the slot's header is final a few clocks after it is written
-        ready = slot < FRAMES and age >= delay
-        age += 1
-        if slot < FRAMES:
-            dut.front__pend.value = pack(Pending, frames[slot]["pend"])
-        dut.front__pend_ready.value = int(ready)
-        dut.front__f_pass.value = int(f_pass)
-        # the feed: a decompressed frame's end of input, one at a time
-        if fin_v is None and fins and not next(idl["f"]):
-            fin_v = fins.pop(0)
-        dut.feed__fin.value = pack(FinSlot, fin_v) if fin_v else 0
-        await ReadOnly()
-        if dut.feed__fin_clear.value:
-            assert fin_v is not None, "read an empty end-of-input slot"
-            fin_v = None
-        if dut.front__end_live.value:
-            f_pass = False
-        if dut.front__release.value:
-            assert ready, "released a slot that was not offered"
-            if frames[slot]["kind"] == "live":     # PASS: the rest comes live
-                f_pass = True
-                n_live[0] += len(frames[slot]["live"])
-            slot, age, delay = slot + 1, 0, rng.randint(0, 3)
-        await RisingEdge(dut.clk)
+        await streams.tick()
+        drive()
     for n, (g, w) in enumerate(zip(got, want)):
         for k, v in w.items():
             if k == "beat":
                 assert unpack(AxisBeat, g["beat"]) == v, f"beat {n}: the live beat"
             else:
                 assert g[k] == v, f"beat {n}: {k} {g[k]:#x}, want {v:#x} ({w})"
-    assert tasks[1].done() and src_l.sent == len(live) and fin_v is None and not fins
-    tasks[0].cancel()
-    # (the slot was released in the last clock: no frame is offered any more)
-    dut.front__pend_ready.value = 0
+    assert src_w.sent == len(words) and src_l.sent == len(live) and fin_v[0] is None and not fins
+    assert src_p.sent == FRAMES
+    src_p.load(())                  # (released in the last clock: no frame is offered any more)
     dut.o__ready.value = 1
     for _ in range(10):
         await RisingEdge(dut.clk)
