@@ -217,10 +217,12 @@ class Streams:
     than its hand-written loop. Sources are loaded (``load``) before `run_until`.
     ``check()``, where given, runs on every clock once all are driven, in the clock's
     read-only phase before the edge: a testbench's per-clock checks of the outputs a
-    DUT works out combinationally from the inputs of that clock."""
+    DUT works out combinationally from the inputs of that clock. ``step``, as for
+    StreamSource: the trigger of one step of a combinational DUT (no clock)."""
 
-    def __init__(self, clk, *streams, check=None):
+    def __init__(self, clk, *streams, check=None, step=None):
         self.clk, self.streams, self.check = clk, streams, check
+        self.step = step or (lambda: RisingEdge(clk))
         self.cycle = 0        # clocks ticked; the samples of clock n see n
 
     async def tick(self):
@@ -230,7 +232,7 @@ class Streams:
         if self.check is not None:
             await ReadOnly()
             self.check()
-        await RisingEdge(self.clk)
+        await self.step()
         self.cycle += 1
         for s in self.streams:
             s.after()
@@ -274,9 +276,10 @@ def port_source(dut, port, clk=None, pause=None, on_taken=None, strobe=False):
 
 
 def port_sink(dut, port, clk=None, pause=None, on_item=None):
-    """A StreamSink on an Amaranth stream port: items are payload ints."""
+    """A StreamSink on an Amaranth stream port: items are payload ints. A combinational
+    DUT has no ``clk``: its sinks are ticked by a `Streams` with a ``step``."""
     payload = getattr(dut, f"{port}__payload")
-    return StreamSink(clk or dut.clk, getattr(dut, f"{port}__valid"),
+    return StreamSink(clk or getattr(dut, "clk", None), getattr(dut, f"{port}__valid"),
                       getattr(dut, f"{port}__ready"), lambda: int(payload.value), pause, on_item)
 
 

@@ -14,7 +14,7 @@ from cocotb.triggers import ReadOnly, Timer
 
 from inceptionn.hw.wire import SHIM_MAGIC, SHIM_MAGIC_V2, SHIM_MAGIC_V3
 from inceptionn.rtl import harness
-from inceptionn.sim.axis import PAUSE_MODES, StreamSource, pause_generator
+from inceptionn.sim.axis import PAUSE_MODES, StreamSource, Streams, pause_generator, port_sink
 from inceptionn.sim.headers import header_layout, match_info
 from inceptionn.sim.payloads import pack, unpack
 
@@ -85,16 +85,11 @@ async def dispatch(dut, idle, backpressure):
         src = StreamSource(None, getattr(dut, f"{name}__valid"), getattr(dut, f"{name}__ready"),
                            put, pause_generator(idle, k + seed), step=lambda: Timer(2, "ns"))
         srcs.append(cocotb.start_soon(src.send([pack(layout, f[part]) for f in frames])))
-    bps = {o: pause_generator(backpressure, 50 + 7 * n + seed) for n, o in enumerate(OUTS)}
     got = {o: [] for o in OUTS}
-    cycles = 0
-    while len(got["mode"]) < FRAMES:
-        await Timer(2, "ns")
-        cycles += 1
-        assert cycles < 20 * FRAMES + 100, f"stuck: {len(got['mode'])} of {FRAMES} frames"
-        for o in OUTS:
-            getattr(dut, f"{o}__ready").value = int(not next(bps[o]))
-        await ReadOnly()
+    sinks = [port_sink(dut, o, pause=pause_generator(backpressure, 50 + 7 * n + seed),
+                       on_item=got[o].append) for n, o in enumerate(OUTS)]
+
+    def check():
         ir, cr = int(dut.info__ready.value), int(dut.cfg__ready.value)
         assert ir == cr, "info and cfg must be popped together"
         if ir:
@@ -103,7 +98,11 @@ async def dispatch(dut, idle, backpressure):
         for o in OUTS:
             if getattr(dut, f"{o}__valid").value:
                 assert getattr(dut, f"{o}__ready").value, f"{o} written while not ready"
-                got[o].append(int(getattr(dut, f"{o}__payload").value))
+    streams = Streams(None, *sinks, check=check, step=lambda: Timer(2, "ns"))
+    await Timer(2, "ns")            # (the sources' first step)
+    await streams.run_until(lambda: len(got["mode"]) >= FRAMES, 20 * FRAMES + 100,
+                            lambda: f"stuck: {len(got['mode'])} of {FRAMES} frames")
+    cycles = streams.cycle
     await Timer(2, "ns")            # the sources see the last entries taken
     await ReadOnly()
     assert all(t.done() for t in srcs), "inputs left over"
