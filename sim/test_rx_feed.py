@@ -98,6 +98,9 @@ async def feed(dut, idle, backpressure):
     fins = []
     cycles = 0
     taken = _Taken(dut)
+    # the front half's load strobe: no ready, taken on the clock it is offered
+    load = StreamSource(dut.clk, dut.front__start__valid, None,
+                        lambda v: setattr(dut.front__start__payload, "value", v))
     for n, f in enumerate(frames):
         fr = f["frame"]
         beats = [fr[i:i + 32] for i in range(0, len(fr), 32)]
@@ -105,10 +108,7 @@ async def feed(dut, idle, backpressure):
         live = beats[nheld:]
         ra = ld["idx"]
         dut.front__pend.value = pack(Pending, pend)
-        dut.front__start__payload.value = pack(FeedStart, ld)
-        dut.front__start__valid.value = 1
-        await RisingEdge(dut.clk)
-        dut.front__start__valid.value = 0
+        await load.send([pack(FeedStart, ld)])      # one clock: the front half's load
         pieces = []
 
         def put(item, f=f, live=live):
