@@ -1,7 +1,9 @@
 """The testbenches' stream driver and monitor: one valid/ready source and one sink
-(StreamSource, StreamSink) under every stream a testbench drives by hand, on Amaranth
-stream ports (port_source, port_sink: ``<port>__valid/__ready/__payload``) and on
-256-bit AXI-stream buses (AxisDriver, AxisMonitor: whole frames).
+(StreamSource, StreamSink) under every stream a testbench drives or watches, on Amaranth
+stream ports (port_source, port_sink: ``<port>__valid/__ready/__payload``), on ports
+without a ready (a strobe with its data) and on 256-bit AXI-stream buses (AxisDriver,
+AxisMonitor: whole frames); `Streams` ticks several on one clock, with a testbench's
+per-clock checks.
 
 cocotbext-axi stays the reference for protocol tests on the engines' and Corundum's
 buses; these read and write each beat once (it touches the bus per byte), which makes
@@ -112,7 +114,8 @@ class StreamSource:
         self.step = step or (lambda: RisingEdge(clk))
         self.pause = pause or pause_generator("none")
         self.on_taken, self.on_idle, self.strobe = on_taken, on_idle, strobe
-        self.valid.value = 0
+        if ready is None and strobe:
+            raise ValueError(f"{strobe}: a read strobe needs the ready it is read by")
         self.sent = 0
         self.load(())
 
@@ -182,10 +185,10 @@ class StreamSink:
         self.on_item = on_item
         self.items = []
         self._ready = 0
+        if ready is None and pause is not None:
+            raise ValueError("a sink without ready cannot backpressure: no pause")
         if ready is not None:
             self.ready.value = 0
-        else:
-            self.pause = itertools.repeat(False)
 
     def before(self):
         self._ready = 0 if next(self.pause) else 1
