@@ -27,7 +27,7 @@ MYPY = rm -rf build/lib build/typecheck && \
 	$(PY) -m pip install -q --no-deps --no-index --no-build-isolation --no-compile --target build/typecheck . && \
 	MYPYPATH=build/typecheck $(PY) -m mypy
 
-.PHONY: all setup debs test durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz faults soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-sim-100g corundum-app-sim corundum-rates experiments lint clean
+.PHONY: all setup debs test test-long durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz faults soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-sim-100g corundum-app-sim corundum-rates experiments lint clean
 
 all: test
 
@@ -69,6 +69,13 @@ test: $(STAMP)
 	wait $$tests; rc=$$?; \
 	wait $$lint; lrc=$$?; echo "mypy:"; cat build/mypy.log; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
+
+# The end-to-end runs of minutes that make test leaves (the tests marked `long`, see
+# conftest.py): the demo as make demo runs it, DDP training to gloo's accuracy on 4
+# ranks, the five papers' study, the Corundum app's model. CI runs it after make test.
+test-long: $(STAMP)
+	@$(WARM_TEST)
+	INCEPTIONN_LONG=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q -m long
 
 # The file order of the next runs (longest first, see conftest.py): keep this run's times.
 # Run it after `make test` in a fresh clone, whose times are what CI sees.
@@ -129,7 +136,7 @@ sim: $(STAMP)
 STRESS_TESTS = sim experiments tests/test_wheel.py tests/test_synth.py tests/test_hw_shim_check.py
 sim-stress: $(STAMP)
 	$(WARM_YOSYS)
-	INCEPTIONN_STRESS=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q $(STRESS_TESTS)
+	INCEPTIONN_STRESS=1 INCEPTIONN_LONG=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q $(STRESS_TESTS)
 
 # The formal proofs at full depth: tests/formal with INCEPTIONN_FORMAL=1, longest first.
 # A stated time by construction: each task within a budget of 20 min and the whole run

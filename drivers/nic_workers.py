@@ -45,7 +45,7 @@ from .. import golden
 from . import fastpath as fp
 from .mac_table import FLOOD, FORGED
 
-__all__ = ["CompiledSwitch", "GoldenMismatch"]
+__all__ = ["CompiledSwitch", "GoldenMismatch", "warm_up"]
 
 _BATCH = 64        # frames per pump() call: Python gets a look-in between batches
 _PACE_DEPTH = 0.005   # seconds of wire time a rate-limited port may run ahead (see above)
@@ -53,6 +53,17 @@ _PACE_DEPTH = 0.005   # seconds of wire time a rate-limited port may run ahead (
 
 class GoldenMismatch(RuntimeError):
     """The compiled path gave other bytes than golden.tx_frame / rx_frame (sampled check)."""
+
+
+def warm_up():
+    """Compile (or load from numba's cache) the switch's kernels now, without a bridge:
+    a first bridge in a fresh checkout otherwise spends about 30 CPU-s compiling them
+    (the demo does this beside its engine builds; make test before its workers)."""
+    from .mac_table import MacTable
+    CompiledSwitch(fds=[-1, -1], macs=["02:00:00:00:00:01", "02:00:00:00:00:02"],
+                   macs_table=MacTable({}), lock=threading.Lock(), k=10, codec="bounded",
+                   dscp=golden.DSCP_DEFAULT, enable=True, deliver_flagged=False, check_every=0,
+                   stop_fd=-1)
 
 
 class CompiledSwitch:

@@ -4,8 +4,8 @@ start (make test runs it first).
 Why: numba compiles a kernel on its first use in a process and writes it to its on-disk
 cache, and amaranth's built-in yosys compiles its WebAssembly on first use; neither takes
 a lock, so in a fresh clone every worker (and every rank) that reached a kernel before
-the cache was written compiled the same code (the codec's kernels: 11 CPU-s; amaranth's
-yosys: 5). Run: `python tests/warm_caches.py`.
+the cache was written compiled the same code (the codec's kernels: 11 CPU-s, the software NIC's
+switch 24; amaranth's yosys: 5). Run: `python tests/warm_caches.py`.
 
 Python's bytecode is left to the workers: a collection run here first took 11 s off the
 workers' start (19 s -> 8) and put 11 s on this step (both cores are busy either way).
@@ -35,6 +35,8 @@ def warm_codecs():
         rec.encode_keep(v)
         rec.stop()
     warm_every_kernel(x)
+    from inceptionn.drivers import nic_workers
+    nic_workers.warm_up()            # the software NIC's switch: about 24 CPU-s cold
 
 
 def warm_every_kernel(x):

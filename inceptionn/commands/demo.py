@@ -145,27 +145,39 @@ def rtl_nic_stage(frames, k: int, codec: str = "paper", *, dscp: int = golden.DS
     return wire, host, info
 
 
-def start_engine_builds(kinds=("tx", "rx")):
-    """Build the engines' compiled loops in child processes, all at once, while the demo
-    trains: built one after the other in the NIC stage they were most of a fresh
-    machine's demo (about 40 CPU-s each, on one core). Returns the processes for
-    `finish_engine_builds`. Best effort: the NIC stage builds (or finds built) each
-    engine itself and reports a failure there, with its log."""
+# What the demo's children prepare while it trains: each engine's compiled loop, and the
+# codec's and the software NIC's numba kernels (into numba's cache, which the NIC and TCP
+# stages then load). Done in those stages, one after the other on one core, they were
+# most of a fresh machine's demo: about 40 CPU-s per engine, 37 for the kernels.
+_PREPARE = {
+    "tx": "from inceptionn.rtl.rtl_loop import build_loop; build_loop('tx')",
+    "rx": "from inceptionn.rtl.rtl_loop import build_loop; build_loop('rx')",
+    "kernels": ("from inceptionn.golden import fast; fast.warm_up(); "
+                "from inceptionn.drivers import nic_workers; nic_workers.warm_up()"),
+}
+
+
+def start_background(jobs=("kernels", "tx", "rx")):
+    """Start `jobs` (names in _PREPARE) in child processes, all at once; returns
+    {name: process} for `finish_background`. Best effort: the stages that need a job's
+    result build or compile it themselves where the job failed, and report a failure
+    there, with its log."""
     from inceptionn.process_guard import guard_group
-    procs = []
-    for kind in kinds:
-        p = subprocess.Popen(
-            [sys.executable, "-c", f"from inceptionn.rtl.rtl_loop import build_loop; build_loop({kind!r})"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    procs = {}
+    for name in jobs:
+        p = subprocess.Popen([sys.executable, "-c", _PREPARE[name]], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
         guard_group(p.pid)           # a demo that dies leaves no build running
-        procs.append(p)
+        procs[name] = p
     return procs
 
 
-def finish_engine_builds(procs, *, stop=False):
-    """Wait for (or with `stop`, end) the builds `start_engine_builds` started."""
+def finish_background(procs, names=None, *, stop=False):
+    """Wait for (or with `stop`, end) the jobs `start_background` started: `names` of
+    them, else all."""
     from inceptionn.process_guard import release
-    for p in procs:
+    for name in list(procs) if names is None else [n for n in names if n in procs]:
+        p = procs.pop(name)
         if stop and p.poll() is None:
             # SIGTERM, not SIGKILL: make and the compiler then remove what they half wrote.
             try:
@@ -287,20 +299,27 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
         raise ValueError(f"max_frames must be >= 1, got {max_frames}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    builds = start_engine_builds() if rtl != "none" else []
+    jobs = start_background() if rtl != "none" else {}
+
+    def engines_ready():
+        # The golden model's rows run while the engines build; the RTL's wait here.
+        if any(p.poll() is None for n, p in jobs.items() if n != "kernels"):
+            _log("building the TX and RX engines' Verilator models (once; later runs reuse them)", quiet)
+        finish_background(jobs)
+
     try:
         grads = real_gradients(steps, seed, cache_dir=cache_dir, refresh=refresh, quiet=quiet)
-    except BaseException:
-        finish_engine_builds(builds, stop=True)
-        raise
-    if any(p.poll() is None for p in builds):
-        _log("building the TX and RX engines' Verilator models (once; later runs reuse them)", quiet)
-    finish_engine_builds(builds)
-    return _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed)
+        finish_background(jobs, ["kernels"])
+        return _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed,
+                           engines_ready)
+    finally:
+        finish_background(jobs, stop=True)
 
 
-def _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed):
-    """run_demo's frames, NIC stage, checks and outputs, once the gradients are there."""
+def _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed,
+                engines_ready=lambda: None):
+    """run_demo's frames, NIC stage, checks and outputs, once the gradients are there:
+    the golden model's (codec, bound) pairs first, then `engines_ready()`, then the RTL's."""
     _log(f"HDC test accuracy {grads.acc_before:.1%} untrained -> {grads.acc_after:.1%} after "
          f"{grads.train_steps} steps; captured {', '.join(f'{n}@{s}' for n, s in grads.steps.items())}",
          quiet)
@@ -318,11 +337,15 @@ def _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed)
 
     rows = []
     bar = _progress(len(codecs) * len(ks) * len(sending), "NIC stage (codec x bound x capture)", quiet)
-    for codec, ki, k in ((c, ki, k) for c in codecs for ki, k in enumerate(ks)):
+    pairs = [(c, ki, k, rtl == "full" or (rtl == "first-bound" and ki == 0))
+             for c in codecs for ki, k in enumerate(ks)]
+    order = {(c, k): i for i, (c, _, k, _) in enumerate(pairs)}
+    for codec, ki, k, on_rtl in sorted(pairs, key=lambda p: p[3]):   # the golden model's first
+        if on_rtl:
+            engines_ready()
         wire_all, host_all = [], []
         for name, g in sending.items():
             orig = streams[name]
-            on_rtl = rtl == "full" or (rtl == "first-bound" and ki == 0)
             bar.set_postfix_str(f"{codec} 2^-{k} {name} {'RTL' if on_rtl else 'golden'}")
             wire, host, info = (rtl_nic_stage if on_rtl else nic)(orig, k, codec)
             bar.update()
@@ -344,6 +367,9 @@ def _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed)
         if ki == 0:
             F.write_pcap(out / f"host_{codec}_k{k}.pcap", host_all, times)
     bar.close()
+    engines_ready()
+    # Rows in the table's order: codec, then bound as given, then capture.
+    rows.sort(key=lambda r: order[(r.codec, r.k)])
     F.write_pcap(out / "sent.pcap", sent, times)
     plot_summary(rows, out / "summary.png")
     summary = {

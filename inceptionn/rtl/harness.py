@@ -221,10 +221,18 @@ def _ensure_runtime(shared, args):
             return
         probe.mkdir(parents=True, exist_ok=True)
         _write_if_changed(probe / "rt_probe.v", _PROBE)
-        get_runner("verilator").build(
-            sources=[], hdl_toplevel="rt_probe", build_dir=probe,
-            build_args=[*args, "rt_probe.v"], timescale=("1ns", "1ps"),
-            log_file=probe / "build.log")
+        # Its four runtime files side by side: every build waits on this one (about 24
+        # CPU-s), so a fresh machine's first builds no longer leave a core idle meanwhile.
+        makeflags = os.environ.get("MAKEFLAGS", "")
+        if not any(f.startswith("-j") or f.startswith("j") for f in makeflags.split()):
+            os.environ["MAKEFLAGS"] = f"{makeflags} -j{min(4, os.cpu_count() or 1)}".strip()
+        try:
+            get_runner("verilator").build(
+                sources=[], hdl_toplevel="rt_probe", build_dir=probe,
+                build_args=[*args, "rt_probe.v"], timescale=("1ns", "1ps"),
+                log_file=probe / "build.log")
+        finally:
+            os.environ["MAKEFLAGS"] = makeflags
         _keep_runtime(probe, shared)
 
 
