@@ -56,16 +56,17 @@ debs:
 	  else echo "note: not root or no apt-get: install nftables for inceptionn mark"; fi; \
 	fi
 
-# Every test: ruff, then the golden model, CLI, demo, drivers, and the cocotb regression on
-# Verilator; the formal checks' solver runs are in make formal-quick and make formal.
-# mypy (~20 s cold) runs beside them, which leave part of a core idle; its report follows
-# theirs and either failing fails.
+# Every test but the end-to-end runs of minutes (make test-long): ruff, then the golden
+# model, CLI, demo, drivers, and the cocotb regression on Verilator; the formal checks'
+# solver runs are in make formal-quick and make formal. mypy (~20 s cold) runs beside the
+# cache warm-up and the tests, which leave part of a core idle; its report follows theirs
+# and either failing fails.
 test: $(STAMP)
 	$(PY) -m ruff check .
-	@$(WARM_TEST)
 	@mkdir -p build; ($(MYPY)) > build/mypy.log 2>&1 & lint=$$!; \
-	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q --durations=10 & tests=$$!; \
 	trap 'kill -TERM $$tests $$lint 2>/dev/null; wait $$tests' TERM INT HUP; \
+	$(WARM_TEST) || { kill -TERM $$lint; exit 1; }; \
+	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q --durations=10 & tests=$$!; \
 	wait $$tests; rc=$$?; \
 	wait $$lint; lrc=$$?; echo "mypy:"; cat build/mypy.log; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]

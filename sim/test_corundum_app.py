@@ -14,6 +14,7 @@ equal golden's.
 import random
 
 import cocotb
+import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
@@ -316,6 +317,7 @@ MODEL, FACTORY, MODEL_WIDTHS = (("corundum_app_pair", app_pair, WIDTHS) if stres
                                 ("corundum_app_w64", app_w64, (64,)))
 
 
+@pytest.mark.long
 def test_corundum_app():
     """The blocks in one model (sim/corundum_app.py)."""
     from inceptionn.hw.corundum.app import AppConfig

@@ -94,6 +94,7 @@ def _train(rank, world, runs):
     return out
 
 
+@pytest.mark.long
 def test_ring_trains_like_gloo_with_identical_ranks():
     # The default hook against gloo on 4 ranks; TernGrad and gTop-k (which sends 1% of
     # the values and needs about twice the steps) on 2, where 4 ranks cost twice the

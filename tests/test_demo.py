@@ -34,6 +34,7 @@ def demo_run(tmp_path_factory):
     return rc, buf.getvalue(), out, cache
 
 
+@pytest.mark.long
 def test_demo_prints_table_for_each_codec_and_bound(demo_run):
     rc, text, _, _ = demo_run
     assert rc == 0, text
@@ -51,6 +52,7 @@ def test_demo_prints_table_for_each_codec_and_bound(demo_run):
     assert "checksums valid: True" in text
 
 
+@pytest.mark.long
 def test_demo_training_and_summary(demo_run):
     _, _, out, _ = demo_run
     s = json.loads((out / "summary.json").read_text())
@@ -87,6 +89,7 @@ def test_demo_training_and_summary(demo_run):
         assert by_k[6][cap]["payload_ratio"] >= by_k[10][cap]["payload_ratio"]
 
 
+@pytest.mark.long
 def test_demo_saves_gradients_and_cache_returns_them(demo_run):
     _, _, out, cache = demo_run
     g = gradients.real_gradients(STEPS, 0, cache_dir=cache)
@@ -109,6 +112,7 @@ def _streams(frames):
     return by_port
 
 
+@pytest.mark.long
 def test_pcaps_have_tos_checksums_and_the_roundtrip(demo_run):
     _, _, out, _ = demo_run
     sent, t_sent = F.read_pcap(out / "sent.pcap")
@@ -145,8 +149,17 @@ def test_pcaps_have_tos_checksums_and_the_roundtrip(demo_run):
         assert payload != g.tobytes()  # the roundtrip is lossy: something did change
 
 
-def test_swapped_nic_stage_is_used_and_checked(demo_run, tmp_path):
-    _, _, _, cache = demo_run
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A cache of the short training run alone (seconds), for the golden-only runs that
+    make test keeps."""
+    cache = tmp_path_factory.mktemp("trained")
+    gradients.real_gradients(STEPS, 0, cache_dir=cache, quiet=True)
+    return cache
+
+
+def test_swapped_nic_stage_is_used_and_checked(trained, tmp_path):
+    cache = trained
     calls = []
 
     def corrupting_nic(frames, k, codec):
@@ -163,8 +176,8 @@ def test_swapped_nic_stage_is_used_and_checked(demo_run, tmp_path):
     assert calls == [(8, "bounded")]
 
 
-def test_max_frames_sends_the_start_of_each_capture(demo_run, tmp_path):
-    _, _, _, cache = demo_run
+def test_max_frames_sends_the_start_of_each_capture(trained, tmp_path):
+    cache = trained
     seen = []
 
     def counting_nic(frames, k, codec):
@@ -194,6 +207,7 @@ def test_demo_rejects_bad_arguments(tmp_path, capsys):
         demo.run_demo(tmp_path, steps=STEPS, ks=[0], quiet=True)
 
 
+@pytest.mark.long
 def test_rtl_scope_runs_the_engines_and_checks_them(demo_run, tmp_path):
     _, text, out, cache = demo_run
     rows = json.loads((out / "summary.json").read_text())["rows"]
@@ -210,6 +224,7 @@ def test_rtl_scope_runs_the_engines_and_checks_them(demo_run, tmp_path):
         demo.run_demo(tmp_path, steps=STEPS, ks=[10], rtl="some", cache_dir=cache, quiet=True)
 
 
+@pytest.mark.long
 def test_demo_real_tcp_stage_reports_or_says_why_not(demo_run):
     from inceptionn.drivers.netns import netns_available
     _, text, _, _ = demo_run

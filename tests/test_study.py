@@ -37,6 +37,7 @@ def test_fast_codec_gives_the_golden_bytes():
                               slow.decode(buf, x.size).view(np.uint32))
 
 
+@pytest.mark.long
 def test_inceptionn_trains_like_dense(res):
     rows = res["fig14"]["lenet"]
     base, inc = _row(rows, "base (float32 ring)"), _row(rows, "INC 2^-10")
@@ -45,6 +46,7 @@ def test_inceptionn_trains_like_dense(res):
     assert abs(inc["acc"][0] - base["acc"][0]) < 0.06
 
 
+@pytest.mark.long
 def test_fig14_ratios_inceptionn_beyond_truncation(res):
     rows = res["fig14"]["lenet"]
     for label, ratio in (("16b-T", 2.0), ("22b-T", 3.2), ("24b-T", 4.0)):
@@ -53,6 +55,7 @@ def test_fig14_ratios_inceptionn_beyond_truncation(res):
     assert r6 > r8 > r10 > 4.5
 
 
+@pytest.mark.long
 def test_default_init_dead_start_and_the_error_bounded_fix(res):
     rows = res["fig14"]["lenet"]
     dead = _row(rows, f"INC 2^-10, {fig14.DEFAULT_INIT}")
@@ -70,6 +73,7 @@ def test_default_init_dead_start_and_the_error_bounded_fix(res):
     assert nic2["ratio"] > 2
 
 
+@pytest.mark.long
 def test_table3_two_bit_share_grows_as_the_bound_relaxes(res):
     shares = res["table3"]["lenet"]["shares"]
     for s in shares.values():
@@ -78,6 +82,7 @@ def test_table3_two_bit_share_grows_as_the_bound_relaxes(res):
     assert shares[6][0] > shares[8][0] + 5 > shares[10][0] + 10
 
 
+@pytest.mark.long
 def test_terngrad_sixteen_times_fewer_payload_bytes(res):
     r = res["terngrad"]["rows"][0]
     assert r["payload_ratio"] > 15.5
@@ -87,6 +92,7 @@ def test_terngrad_sixteen_times_fewer_payload_bytes(res):
     assert abs(r["ef_acc"][0] - r["tern_acc"][0]) < 0.05
 
 
+@pytest.mark.long
 def test_gtopk_bytes_grow_as_log_p_topk_as_p(res):
     b = {r["P"]: r for r in res["gtopk"]["bytes"]}
     for p, r in b.items():
@@ -96,6 +102,7 @@ def test_gtopk_bytes_grow_as_log_p_topk_as_p(res):
     assert growth_topk > 3 * growth_gtopk
 
 
+@pytest.mark.long
 def test_scalecom_bytes_flat_in_p(res):
     rows = res["scalecom"]["bytes"]
     assert scalecom.flatness(rows, from_p=8) < 1.10
@@ -104,6 +111,7 @@ def test_scalecom_bytes_flat_in_p(res):
     assert top[16] / top[8] > 2
 
 
+@pytest.mark.long
 def test_scalecom_trains_at_the_scaled_rate(res):
     # The filter's gain over plain error feedback is a few points at most here, within the
     # seeds' spread at this size, so the reduced run checks only that both variants train
@@ -114,6 +122,7 @@ def test_scalecom_trains_at_the_scaled_rate(res):
         assert f[f"CLT-k 1%, beta = {beta}"]["ratio"] > 60
 
 
+@pytest.mark.long
 def test_random_block_layer_wise_not_worse_than_global(res):
     t = res["random_block"]["table"]
     for comm in ("allreduce", "allgather"):
@@ -123,6 +132,7 @@ def test_random_block_layer_wise_not_worse_than_global(res):
         assert rand[0] < rand[1] + 0.05
 
 
+@pytest.mark.long
 def test_random_block_shared_seed_bytes_flat_own_seeds_linear(res):
     b = {r["P"]: r for r in res["random_block"]["bytes"]}
     assert b[16][("randomk", True)] / b[2][("randomk", True)] < 2
@@ -138,6 +148,7 @@ def test_alpha_beta_model():
         summary.exchange_time("allgather", 256, "10G", 8000) / 10
 
 
+@pytest.mark.long
 def test_summary_and_document(res, tmp_path):
     rows = {r["label"]: r for r in res["summary"]["rows"]}
     dense = rows["dense (float32 ring)"]
@@ -157,6 +168,7 @@ def test_summary_and_document(res, tmp_path):
     assert text.count("](results/") == 7
 
 
+@pytest.mark.long
 def test_the_hooks_defaults_follow_the_float32_ring_with_either_loss_reduction(res):
     """IncState()'s exchange (scaled bound, error feedback) in the study: close to the
     float32 ring's accuracy with the loss averaged and summed, at 5x fewer bytes or

@@ -24,6 +24,9 @@ from pathlib import Path
 import pytest
 from synthesis import needs_yosys
 
+# Builds and installs a wheel into a fresh venv: make test-long.
+pytestmark = pytest.mark.long
+
 REPO = Path(__file__).resolve().parent.parent
 # Folders mapped into the package (pyproject's package-dir) and what a build reads.
 # The package's own folder and every folder pyproject's package-dir maps into it.
