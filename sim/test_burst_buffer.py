@@ -19,6 +19,7 @@ checks one group per clock from full beats.
 import random
 
 import cocotb
+import pytest
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from inceptionn.rtl import harness
@@ -268,5 +269,7 @@ def make_payloads(rng, count):
     return out
 
 
+# The unit inside the engine whose matrix make test runs: its model's build (about 30 CPU-s) in make test-long.
+@pytest.mark.long
 def test_burst_buffer():
     harness.run(_design, DUT, "inceptionn.sim.test_burst_buffer")

@@ -20,6 +20,7 @@ import random
 import numpy as np
 
 import cocotb
+import pytest
 from cocotb.triggers import RisingEdge
 
 from inceptionn import golden
@@ -420,6 +421,8 @@ async def throughput(dut):
             assert rate >= 0.85 * 32 / avg, f"{rate:.3f} words/clock with {avg:.1f}-byte groups"
 
 
+# The unit inside the engine whose matrix make test runs: its model's build (about 65 CPU-s) in make test-long.
+@pytest.mark.long
 def test_decompression_unit():
     harness.run(_design, DUT, "inceptionn.sim.test_decompression_unit")
     log = harness.BUILD / "sim" / DUT / "runs" / "all" / "throughput.txt"

