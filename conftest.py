@@ -149,8 +149,9 @@ def pytest_terminal_summary(terminalreporter):
     for path, secs in ranked[:12]:
         tr.write_line(f"  {path:<52} {secs:7.0f} s {_cpu_by_file[path]:7.0f} CPU-s")
     # Every file, for whoever wants the whole picture (build/ is the outputs' folder).
-    # Only a whole run's times replace the file the next run's order comes from.
-    if tr.config.getoption("file_or_dir") in (None, []):
+    # Only a whole run's times replace the file the next run's order comes from (not a
+    # run of some files, nor of one mark: make test-long's `-m long`).
+    if tr.config.getoption("file_or_dir") in (None, []) and not tr.config.getoption("markexpr"):
         TIMES.parent.mkdir(exist_ok=True)
         TIMES.write_text("".join(f"{secs:8.1f}  {path}\n" for path, secs in ranked))
         (TIMES.parent / "test-cpu.txt").write_text("".join(
