@@ -191,12 +191,9 @@ class Listener:
         """Accept queued control connections into the handshake, MAX_PENDING at most per
         round, so that those already pending are read between rounds of a flood."""
         for _ in range(MAX_PENDING):
-            try:
-                conn, addr = self.ctrl.accept()
-            except (BlockingIOError, InterruptedError):
+            if (got := _accept(self.ctrl)) is None:
                 return
-            except OSError as e:
-                raise CollectiveError(f"accepting connections failed: {e}") from None
+            conn, addr = got
             try:
                 conn.setblocking(False)
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -214,13 +211,8 @@ class Listener:
         """Accept every queued data connection: kept if an authenticated peer named its
         address and port, else closed at once."""
         named = {where: rank for rank, (_, where) in ctrl.items()}
-        while True:
-            try:
-                conn, addr = self.data.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:
-                raise CollectiveError(f"accepting connections failed: {e}") from None
+        while (got := _accept(self.data)) is not None:
+            conn, addr = got
             rank = named.get(addr[:2])
             if rank is None or rank in out:
                 self.refused += 1
@@ -282,6 +274,16 @@ class Listener:
         for s in (self.ctrl, self.data):
             if s is not None:
                 s.close()
+
+
+def _accept(listener):
+    """One queued connection of a non-blocking listener, or None when none is queued."""
+    try:
+        return listener.accept()
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError as e:
+        raise CollectiveError(f"accepting connections failed: {e}") from None
 
 
 def _send_small(conn, msg):
