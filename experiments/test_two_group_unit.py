@@ -217,5 +217,5 @@ async def throughput(dut):
                     reason="experimental 2-group unit, slow to build; run by `make experiments` or `make sim-stress`")
 def test_two_group_unit():
     harness.run(_design, DUT, "experiments.test_two_group_unit")
-    log = harness.BUILD / "sim" / DUT / "runs" / "all" / "throughput.txt"
+    log = harness.model_dir(_design, DUT) / "runs" / "all" / "throughput.txt"
     print(log.read_text())

@@ -322,7 +322,7 @@ def test_corundum_app():
     """The blocks in one model (sim/corundum_app.py)."""
     from inceptionn.hw.corundum.app import AppConfig
     from inceptionn.hw.corundum.shell import shell_verilog
-    shell = harness.BUILD / "sim" / MODEL / "mqnic_app_block.v"
+    shell = harness.model_dir(FACTORY, MODEL) / "mqnic_app_block.v"
     shell.parent.mkdir(parents=True, exist_ok=True)
     text = shell_verilog([AppConfig(nic_bits=w) for w in MODEL_WIDTHS])
     if not shell.exists() or shell.read_text() != text:
@@ -336,6 +336,6 @@ def test_corundum_app():
     if not vlt.exists() or vlt.read_text() != vlt_text:
         vlt.write_text(vlt_text)
     harness.run(FACTORY, MODEL, "inceptionn.sim.test_corundum_app", extra_sources=[vlt, shell])
-    rates = harness.BUILD / "sim" / MODEL / "runs" / "all" / "rates.json"
+    rates = harness.model_dir(FACTORY, MODEL) / "runs" / "all" / "rates.json"
     if stress_count(False, True):
         print(rates.read_text())    # the measured rates (pytest -s shows them)

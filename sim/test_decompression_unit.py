@@ -425,5 +425,5 @@ async def throughput(dut):
 @pytest.mark.long
 def test_decompression_unit():
     harness.run(_design, DUT, "inceptionn.sim.test_decompression_unit")
-    log = harness.BUILD / "sim" / DUT / "runs" / "all" / "throughput.txt"
+    log = harness.model_dir(_design, DUT) / "runs" / "all" / "throughput.txt"
     print(log.read_text())

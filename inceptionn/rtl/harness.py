@@ -9,6 +9,7 @@ when the Verilog or the build options changed, so repeated runs start in seconds
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 from .. import hw as _hw
 
 __all__ = ["REPO", "BUILD", "HW", "verilator_bin", "to_verilog", "convert_uncached",
-           "verilog_source", "build", "run", "SimulationFailed", "Lock"]
+           "verilog_source", "model_dir", "build", "run", "SimulationFailed", "Lock"]
 
 # The package's gateware (hw/ in a checkout, inceptionn/hw when installed), whose sources
 # key the Verilog cache.
@@ -220,6 +221,52 @@ def _runtime_object():
     return BUILD / "sim" / ".runtime" / hashlib.sha256(key.encode()).hexdigest()[:16] / "rt.o"
 
 
+# The headers every model's C++ starts with (Verilator's runtime and cocotb's VPI main
+# include them): about 2 of a small model's 5 s of C++ at -O0. Precompiled once into the
+# shared runtime's folder, they are -included in every model's compile (its model and
+# cocotb's main: 3.6 + 1.7 -> 1.9 + 0.6 CPU-s for the TagDecoder). GCC takes the .gch only
+# where the -O level and the macros match (the -O0 models; the engines' -O1 compile reads
+# the header itself, as before). Not under ccache, which would not cache such compiles.
+_PCH_HEADERS = ("verilated.h", "verilated_dpi.h", "verilated_vpi.h")
+_PCH_MK = ("include Vtop.mk\n"
+           "vl_pch.h.gch: vl_pch.h\n"
+           "\t$(CXX) $(OPT_FAST) $(CXXFLAGS) $(CPPFLAGS) -x c++-header $< -o $@\n")
+
+
+def _ccache_on():
+    return bool(os.environ.get("OBJCACHE")) and not os.environ.get("CCACHE_DISABLE")
+
+
+def _pch_tried(folder):
+    return (folder / "vl_pch.h.gch").exists() or (folder / "vl_pch.none").exists()
+
+
+def _keep_pch(probe, folder):
+    """Precompile _PCH_HEADERS with the probe model's own flags (its makefile's compile
+    line), into `folder` next to the shared runtime; where that fails, models read the
+    headers themselves, and vl_pch.none says so (its log: probe/pch.log)."""
+    _write_if_changed(probe / "vl_pch.h", "".join(f'#include "{h}"\n' for h in _PCH_HEADERS))
+    _write_if_changed(probe / "pch.mk", _PCH_MK)
+    with open(probe / "pch.log", "w") as log:
+        done = subprocess.run(["make", "-s", "-f", "pch.mk", "vl_pch.h.gch"], cwd=probe,
+                              stdout=log, stderr=subprocess.STDOUT)
+    if done.returncode == 0 and (probe / "vl_pch.h.gch").exists():
+        shutil.copyfile(probe / "vl_pch.h", folder / "vl_pch.h")
+        tmp = folder / f"vl_pch.{os.getpid()}.tmp"
+        shutil.copyfile(probe / "vl_pch.h.gch", tmp)
+        os.replace(tmp, folder / "vl_pch.h.gch")     # whole or not at all
+    else:
+        (folder / "vl_pch.none").touch()
+
+
+def _pch_makeflags(shared, flags):
+    pch = shared.parent / "vl_pch.h"
+    if (_ccache_on() or "USER_CPPFLAGS" in flags or " " in str(pch)
+            or not pch.with_name("vl_pch.h.gch").exists()):
+        return ""
+    return f" USER_CPPFLAGS=-include\\ {pch}"
+
+
 def _keep_runtime(build_dir, shared):
     """After a model's own build: its runtime objects become the shared one."""
     objs = [build_dir / f"{n}.o" for n in _RUNTIME]
@@ -239,29 +286,34 @@ _PROBE = "module rt_probe(input clk, input a, output reg y);\n  always @(posedge
 def _ensure_runtime(shared, args):
     """Build the shared runtime object once, before any model: a one-flop model whose
     build compiles it. Without this, the first models of a parallel run each compiled
-    their own runtime while none was kept yet (two or three times 12 CPU-s)."""
-    if shared.exists() or " " in str(shared) or not shutil.which("ld"):
+    their own runtime while none was kept yet (two or three times 12 CPU-s). Then the
+    precompiled headers from the same model's makefile (once: a failure is kept too)."""
+    if " " in str(shared) or not shutil.which("ld"):
+        return
+    folder = shared.parent
+    if shared.exists() and (_ccache_on() or _pch_tried(folder)):
         return
     from cocotb_tools.runner import get_runner
-    probe = shared.parent / "probe"
-    with Lock(shared.parent.parent / f".{shared.parent.name}.lock"):
-        if shared.exists():
-            return
-        probe.mkdir(parents=True, exist_ok=True)
-        _write_if_changed(probe / "rt_probe.v", _PROBE)
+    probe = folder / "probe"
+    with Lock(folder.parent / f".{folder.name}.lock"):
         # Its four runtime files side by side: every build waits on this one (about 24
         # CPU-s), so a fresh machine's first builds no longer leave a core idle meanwhile.
         makeflags = os.environ.get("MAKEFLAGS", "")
         if not any(f.startswith("-j") or f.startswith("j") for f in makeflags.split()):
             os.environ["MAKEFLAGS"] = f"{makeflags} -j{min(4, os.cpu_count() or 1)}".strip()
         try:
-            get_runner("verilator").build(
-                sources=[], hdl_toplevel="rt_probe", build_dir=probe,
-                build_args=[*args, "rt_probe.v"], timescale=("1ns", "1ps"),
-                log_file=probe / "build.log")
+            if not shared.exists():
+                probe.mkdir(parents=True, exist_ok=True)
+                _write_if_changed(probe / "rt_probe.v", _PROBE)
+                get_runner("verilator").build(
+                    sources=[], hdl_toplevel="rt_probe", build_dir=probe,
+                    build_args=[*args, "rt_probe.v"], timescale=("1ns", "1ps"),
+                    log_file=probe / "build.log")
+                _keep_runtime(probe, shared)
+            if not _ccache_on() and not _pch_tried(folder):
+                _keep_pch(probe, folder)
         finally:
             os.environ["MAKEFLAGS"] = makeflags
-        _keep_runtime(probe, shared)
 
 
 def _runtime_makeflags(shared):
@@ -276,6 +328,32 @@ def _public_config(build_dir, top):
     return path
 
 
+_OPT_RE = re.compile(r"-O[0-3sgz]?|-Ofast")
+
+
+def _model_opt(design):
+    """The C++ level of a model's fast half: $INCEPTIONN_MODEL_OPT where set (make test
+    sets -O0: the engines' C++ then takes 23-27 CPU-s instead of 43-53, and a testbench
+    hardly runs slower, its time being cocotb's), else the design's own `cxx_opt`, else
+    the default -O0 (None)."""
+    want = os.environ.get("INCEPTIONN_MODEL_OPT", "")
+    if not want:
+        return getattr(design, "cxx_opt", None)
+    if not _OPT_RE.fullmatch(want):
+        raise ValueError(f"INCEPTIONN_MODEL_OPT must be a C++ -O level such as -O0 or -O2, "
+                         f"got {want!r}")
+    return want
+
+
+def model_dir(design, name):
+    """The build folder of `design`'s model as `name`: build/sim/<name>, with the level
+    appended where $INCEPTIONN_MODEL_OPT changes it (build/sim/inceptionn_rx-O0), so
+    models of both levels stay built side by side."""
+    opt = _model_opt(design)
+    own = getattr(design, "cxx_opt", None)
+    return BUILD / "sim" / (name if (opt or "-O0") == (own or "-O0") else f"{name}{opt}")
+
+
 def build(design, name, *, extra_sources=(), build_args=(), toplevel=None, public="top"):
     """Convert and Verilate `design` as module `name`; return the cocotb runner.
     `toplevel`: the model's top module when it is not `name` (a hand-written Verilog
@@ -283,15 +361,15 @@ def build(design, name, *, extra_sources=(), build_args=(), toplevel=None, publi
     sees the top module's signals only) or "all" (every signal, the cocotb runner's
     default, for a testbench that looks inside). Making every signal public doubled the
     C++ of a model: the RX engine's cold build took 38.5 CPU-s that way, 19.6 with the
-    top alone. A design factory's `cxx_opt` attribute (e.g. "-O1") compiles its model's
-    fast half (what runs every clock) at that level instead of the default -O0 (the
-    engines: their model also serves the compiled loop, rtl_loop.py, where speed counts)."""
+    top alone. A design factory's `cxx_opt` attribute (e.g. "-O1") compiles its model at
+    that level instead of the default -O0 (the engines: their model also serves the
+    compiled loop, rtl_loop.py, where speed counts); $INCEPTIONN_MODEL_OPT overrides
+    both, in a build folder of its own (model_dir)."""
     from cocotb_tools.runner import get_runner
-    opt = getattr(design, "cxx_opt", None)
+    opt, build_dir = _model_opt(design), model_dir(design, name)
     if public not in ("top", "all"):
         raise ValueError(f"public must be 'top' or 'all', got {public!r}")
     _prepare_env()
-    build_dir = BUILD / "sim" / name
     waves = _waves()
     # --no-decoration: no comments in the model's C++ (the DecompressionUnit's 7.7 MB
     # -> 5.2 MB; its cold build 17.8 -> 16.9 CPU-s), which only a reader of it would miss.
@@ -339,13 +417,12 @@ def _build_model(runner, name, build_dir, args, sources, toplevel, waves, opt):
     shared = _runtime_object()
     makeflags = os.environ["MAKEFLAGS"]
     flags = makeflags
-    # A design's own level replaces the default -O0 (not a user's choice) for the
-    # model's fast half only: the slow half (construction, run once) stays at -O0,
-    # which took an engine's C++ from 20.6 to 13.6 CPU-s.
+    # The model's level (_model_opt) replaces the default -O0 (not a user's choice). The
+    # model is one compile unit (VM_PARALLEL_BUILDS=0), so the level is the whole model's.
     if opt:
         flags = flags.replace("OPT_FAST=-O0", f"OPT_FAST={opt}")
     if not waves and " " not in str(shared):
-        flags += _runtime_makeflags(shared)
+        flags += _runtime_makeflags(shared) + _pch_makeflags(shared, flags)
     os.environ["MAKEFLAGS"] = flags
     try:
         runner.build(sources=[], hdl_toplevel=toplevel or name, build_dir=build_dir,
@@ -371,7 +448,7 @@ def run(design, name, test_module, *, testcase=None, env=None, seed=None, tag=No
     runner = build(design, name, extra_sources=extra_sources, build_args=build_args,
                    toplevel=toplevel, public=public)
     top = toplevel or name
-    test_dir = BUILD / "sim" / name / "runs" / (tag or (testcase or "all"))
+    test_dir = Path(runner.build_dir) / "runs" / (tag or (testcase or "all"))
     test_dir.mkdir(parents=True, exist_ok=True)
     results = test_dir / "results.xml"
     results.unlink(missing_ok=True)

@@ -89,7 +89,7 @@ def build_loop(kind: str) -> tuple[Path, list[str]]:
     with harness._ENV_LOCK:
         name, factory, _ = designs.DESIGNS[kind]
         model = Path(harness.build(factory, name).build_dir).resolve()
-        build_dir = harness.BUILD / "rtl_loop" / name
+        build_dir = harness.BUILD / "rtl_loop" / model.name   # one loop per model level
         build_dir.mkdir(parents=True, exist_ok=True)
         src = model / f"{name}.v"
         header = _ports_header("top", _ports(src.read_text(), name))
