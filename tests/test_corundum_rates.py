@@ -43,13 +43,16 @@ def test_the_sume_benchmark_keeps_its_frames(rates):
 
 
 def test_the_block_figures(rates):
-    # Two frames: in at clocks 10-13 and 14-17, out at 20-21 and 22-23 (one clock stalled).
-    events = {"s": {"first": [10, 14], "last": [13, 17], "beats": 8, "stalled": 0},
-              "m": {"first": [20, 22], "last": [21, 23], "beats": 4, "stalled": 1}}
+    # Two frames: in at clocks 10-13 and 14-17, out at 20-21 and 23-24 (one clock stalled).
+    events = {"s": {"first": [10, 14], "last": [13, 17], "beats": 8, "beats_before": [0, 4],
+                    "stalled": 0},
+              "m": {"first": [20, 23], "last": [21, 24], "beats": 4, "beats_before": [0, 2],
+                    "stalled": 1}}
     got = rates.summarize(events, 2)
-    assert got["in_beats_per_clock"] == 1.0 and got["out_beats_per_clock"] == 1.0
-    assert got["latency_first_in_to_first_out"] == [8, 10]
-    assert got["latency_last_in_to_first_out"] == [5, 7]
+    assert got["in_beats_per_clock"] == 1.0 and got["out_beats_per_clock"] == 0.8
+    assert got["out_beats_per_clock_from_frame_2"] == 1.0
+    assert got["latency_first_in_to_first_out"] == [9, 10]
+    assert got["latency_last_in_to_first_out"] == [6, 7]
     assert got["latency_first_frame"] == [10, 7] and got["out_not_taken_clocks"] == 1
     with pytest.raises(AssertionError, match="2 frames into the block, 2 out, 3 sent"):
         rates.summarize(events, 3)
