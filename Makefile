@@ -260,12 +260,12 @@ corundum-app-sim: corundum $(CSTAMP)
 corundum-sim-100g: corundum $(CSTAMP)
 	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/Alveo/fpga_100g/tb/fpga_core_inceptionn" SIM=icarus
 
-# The rates and latency benchmark in the same testbench, alone (docs/corundum.md).
+# The rates and latency benchmark in the SUME testbench, alone (docs/corundum-rates.md).
 corundum-rates: corundum $(CSTAMP)
 	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn" SIM=icarus MODULE=test_inceptionn_rates
 
 # The same benchmark in the Alveo 100G core testbench: 1514- and 9014-byte frames back to
-# back at 100 GbE, the engines at 512 bits (docs/corundum.md; about 25 minutes under Icarus).
+# back at 100 GbE, the engines at 512 bits (docs/corundum-rates.md; about 25 minutes under Icarus).
 corundum-rates-100g: corundum $(CSTAMP)
 	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/Alveo/fpga_100g/tb/fpga_core_inceptionn" SIM=icarus MODULE=test_inceptionn_rates_100g
 
