@@ -31,7 +31,7 @@ MYPY = rm -rf build/lib build/typecheck && \
 	$(PY) -m pip install -q --no-deps --no-index --no-build-isolation --no-compile --target build/typecheck . && \
 	MYPYPATH=build/typecheck $(PY) -m mypy
 
-.PHONY: all setup debs test test-long durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz faults soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-sim-100g corundum-app-sim corundum-rates experiments lint clean
+.PHONY: all setup debs test test-long durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz faults soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-sim-100g corundum-app-sim corundum-rates corundum-rates-100g experiments lint clean
 
 all: test
 
@@ -264,9 +264,14 @@ corundum-app-sim: corundum $(CSTAMP)
 corundum-sim-100g: corundum $(CSTAMP)
 	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/Alveo/fpga_100g/tb/fpga_core_inceptionn" SIM=icarus
 
-# The rates and latency benchmark in the same testbench, alone (docs/corundum.md).
+# The rates and latency benchmark in the SUME testbench, alone (docs/corundum-rates.md).
 corundum-rates: corundum $(CSTAMP)
 	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn" SIM=icarus MODULE=test_inceptionn_rates
+
+# The same benchmark in the Alveo 100G core testbench: 1514- and 9014-byte frames back to
+# back at 100 GbE, the engines at 512 bits (docs/corundum-rates.md; about 25 minutes under Icarus).
+corundum-rates-100g: corundum $(CSTAMP)
+	PATH="$(CURDIR)/$(CVENV)/bin:$$PATH" nice $(MAKE) -C "$(CORUNDUM)/fpga/mqnic/Alveo/fpga_100g/tb/fpga_core_inceptionn" SIM=icarus MODULE=test_inceptionn_rates_100g
 
 clean:
 	rm -rf build out .pytest_cache

@@ -152,6 +152,10 @@ def test_plan_turns_the_app_on(tmp_path, monkeypatch):
         assert "PARAM_APP_ENABLE := 1" in files[atb + "Makefile"]
         assert "'if1.rx.malformed'" in files[atb + "inceptionn_suite.py"]
         assert "qsfp_mac[0]" in files[atb + "test_inceptionn_100g.py"]
+        # The rates benchmark at 100G, beside the measurements it shares with the SUME's.
+        assert "from test_inceptionn_100g import" in files[atb + "test_inceptionn_rates_100g.py"]
+        assert files[atb + "inceptionn_rates.py"] == files[
+            "fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn/inceptionn_rates.py"]
     assert files[alveo + "tb/fpga_core_inceptionn/test_fpga_core.v"] == "// tb top\n"
 
 

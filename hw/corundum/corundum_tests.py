@@ -6,7 +6,8 @@ from pathlib import Path
 
 from .regmap import APP_MAGIC, register_map
 
-__all__ = ["suite", "sume_tests", "app_tests", "tests_100g", "rates_bench", "APP_README"]
+__all__ = ["suite", "sume_tests", "app_tests", "tests_100g", "rates_common", "rates_bench",
+           "rates_bench_100g", "APP_README"]
 
 _TB = Path(__file__).resolve().parent / "tb"
 
@@ -59,6 +60,18 @@ def tests_100g():
     return (_TB / "test_inceptionn_100g.py").read_text()
 
 
+def rates_common():
+    """inceptionn_rates.py: the rates benchmarks' measurements (both benchmarks import it)."""
+    return (_TB / "inceptionn_rates.py").read_text()
+
+
 def rates_bench():
-    """test_inceptionn_rates.py: the rates and latency benchmark (it uses the suite's and the SUME test's functions)."""
+    """test_inceptionn_rates.py: the rates and latency benchmark in the SUME testbench (it
+    uses inceptionn_rates.py's, the suite's and the SUME test's functions)."""
     return (_TB / "test_inceptionn_rates.py").read_text()
+
+
+def rates_bench_100g():
+    """test_inceptionn_rates_100g.py: the rates and latency benchmark in the 100G core
+    testbenches (it uses inceptionn_rates.py's, the suite's and test_inceptionn_100g.py's)."""
+    return (_TB / "test_inceptionn_rates_100g.py").read_text()

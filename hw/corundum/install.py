@@ -15,7 +15,8 @@ below that start from Corundum's own are read from the checkout and changed ther
   builds a bitstream with Vivado;
 - ``fpga/mqnic/NetFPGA_SUME/fpga/tb/fpga_core_inceptionn/``: the SUME core testbench
   with the app enabled, plus the gradient tests and the rates benchmark
-  (``make MODULE=test_inceptionn_rates`` there);
+  (``make MODULE=test_inceptionn_rates`` there; its measurements, ``inceptionn_rates.py``,
+  are written into the 100G testbenches too);
 - ``fpga/mqnic/VC709/fpga/``: a board folder for the VC709 (the SUME's FPGA), made from
   the SUME's with the VC709's pins (hw/corundum/vc709_board.py), with a build folder for
   Corundum alone (``fpga/``) and one with the app (``fpga_app_inceptionn/``);
@@ -23,7 +24,8 @@ below that start from Corundum's own are read from the checkout and changed ther
   the Alveo 100G build folders (Corundum's ``fpga_AU280``, ``fpga_AU250`` with the app
   enabled; the engines at 512 bits, as lanes, with no width adapter);
 - ``fpga/mqnic/Alveo/fpga_100g/tb/fpga_core_inceptionn/``: the Alveo 100G core testbench
-  with the app enabled, plus the gradient tests on the 100G MAC models;
+  with the app enabled, plus the gradient tests on the 100G MAC models and the rates
+  benchmark (``make MODULE=test_inceptionn_rates_100g`` there);
 - ``fpga/mqnic/VCU118/fpga_100g/fpga_app_inceptionn/`` and ``tb/fpga_core_inceptionn/``:
   the same for the VCU118's 100G design.
 
@@ -220,6 +222,7 @@ def plan(tree, board):
             files[stb / name] = (ssrc / name).read_text()
     files[stb / "inceptionn_suite.py"] = corundum_tests.suite(_if_count(files[stb / "Makefile"]), 64)
     files[stb / "test_inceptionn_sume.py"] = corundum_tests.sume_tests()
+    files[stb / "inceptionn_rates.py"] = corundum_tests.rates_common()
     files[stb / "test_inceptionn_rates.py"] = corundum_tests.rates_bench()
     files.update(_alveo_files(tree))
     # The Verilog last: every check of the user's files first, in seconds (the conversion
@@ -251,6 +254,8 @@ def _alveo_files(tree):
         files[tb / "inceptionn_suite.py"] = corundum_tests.suite(
             _if_count(files[tb / "Makefile"]), 512)
         files[tb / "test_inceptionn_100g.py"] = corundum_tests.tests_100g()
+        files[tb / "inceptionn_rates.py"] = corundum_tests.rates_common()
+        files[tb / "test_inceptionn_rates_100g.py"] = corundum_tests.rates_bench_100g()
     return files
 
 

@@ -12,8 +12,17 @@ from test_fpga_core import TB
 from inceptionn_suite import mac_io, open_interface, run_suite
 
 
+def mqnic_core(dut):
+    """Corundum's fpga_core's mqnic_core_pcie_us (the Alveo testbench wraps fpga_core as `uut`)."""
+    return dut.uut.core_inst if hasattr(dut, "uut") else dut.core_inst
+
+
+async def start(dut):
+    core = mqnic_core(dut)
+    return await open_interface(TB(dut, msix_count=2**len(core.core_pcie_inst.irq_index)))
+
+
 @cocotb.test()
 async def run_test_inceptionn(dut):
-    core = dut.uut.core_inst if hasattr(dut, "uut") else dut.core_inst    # Alveo: a tb wrapper
-    tb = await open_interface(TB(dut, msix_count=2**len(core.core_pcie_inst.irq_index)))
+    tb = await start(dut)
     await run_suite(tb, *mac_io(tb.qsfp_mac[0]), dut.clk_250mhz)
