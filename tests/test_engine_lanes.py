@@ -16,7 +16,6 @@ import random
 
 import pytest
 from amaranth import Module, Signal
-from amaranth.lib import data
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
