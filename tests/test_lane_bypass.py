@@ -79,7 +79,8 @@ def test_bypass_only_what_rx_forwards(wire):
 def test_bypass_takes_frames_the_headers_refuse():
     """Under the default configuration: other EtherTypes, IPv6, other IP protocols,
     fragments, other DSCPs (with and without a VLAN tag), IHL < 5, a TX fall-back (DSCP
-    cleared), runts."""
+    cleared), runts, and DSCP-10 frames whose shim magic names no accepted version (UDP
+    and TCP, with and without a VLAN tag)."""
     pay = bytes(range(200))
     bad_ihl = bytearray(F.udp_frame(pay))
     bad_ihl[14] = 0x44
@@ -87,14 +88,22 @@ def test_bypass_takes_frames_the_headers_refuse():
               F.fragment_frame(pay), F.fragment_frame(pay, more_fragments=False, offset=3),
               F.udp_frame(pay, tos=0), F.tcp_frame(pay, tos=0xB8), F.udp_frame(pay, tos=0x2C, vlan=3),
               bytes(bad_ihl), R.tx_frame(F.udp_frame(F.incompressible_payload(200, 5))),
-              F.raw_frame(13, 1)]
+              F.raw_frame(13, 1), F.udp_frame(pay), F.udp_frame(pay, vlan=4), F.tcp_frame(pay),
+              F.tcp_frame(pay, vlan=4)]
     got = _answers(frames, CONFIGS[:1])
     missed = [j for j in range(len(frames)) if not got[0, j]]
     assert not missed, f"frames {missed} went to an engine lane"
     for f in frames:
         assert _golden_bypassed(f, 1, 10, ALL)
-    # A frame of DSCP 10 with the ECN bits set goes to an engine.
-    assert not _answers([F.udp_frame(pay, tos=0x2B)], CONFIGS[:1])[0, 0]
+    # To an engine: DSCP 10 with the ECN bits set and a version-3 magic; a version-1
+    # magic when version 1 is accepted; a magic behind TCP options.
+    shim = b"\x01\x00\xc7\x0a" + pay
+    v1 = b"\x01\x00\xc5\x0a" + pay
+    opts = [("NOP", None), ("NOP", None), ("Timestamp", (1, 2))]
+    got = _answers([F.udp_frame(shim, tos=0x2B), F.tcp_frame(shim, vlan=2), F.udp_frame(v1),
+                    F.tcp_frame(pay, tcp_options=opts)], [(1, 10, ALL)])
+    assert not any(got.values()), got
+    assert _answers([F.udp_frame(v1)], [(1, 10, (3,))])[0, 0]
 
 
 def test_bypass_refuses_a_beat_too_narrow():
