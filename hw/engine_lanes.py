@@ -69,11 +69,14 @@ class EngineLanes(wiring.Component):
     frames longer than MAX_FRAME_BYTES (TX)."""
 
     def __init__(self, module, engine_cls, beat_bits, *, drops, bypass=None,
-                 fifo_depth=LANE_FIFO_DEPTH, order_depth=ORDER_DEPTH, cfg_depth=CFG_DEPTH,
-                 engine=None, lane_bits=BEAT_BITS):
+                 until_counted=False, fifo_depth=LANE_FIFO_DEPTH, order_depth=ORDER_DEPTH,
+                 cfg_depth=CFG_DEPTH, engine=None, lane_bits=BEAT_BITS):
         # bypass: None (every frame to an engine lane), or ``f(data, cfg)`` -> 1 when the
         # engine surely forwards the frame whose first beat is ``data`` unchanged under
         # ``cfg`` (a view of the configuration inputs): such a frame takes the bypass lane.
+        # until_counted: a lane's engine keeps its frame's configuration until its
+        # frames_in counts the frame (see _lane; RX), else until the frame's last beat
+        # went in (TX).
         # fifo_depth, order_depth, cfg_depth, engine, lane_bits: the formal checks' small
         # FIFOs and stand-in engine (a callable returning a component with the engine's
         # ports other than its streams' width) at a narrow width; the same code.
@@ -83,6 +86,7 @@ class EngineLanes(wiring.Component):
             self._MustUse__silence = True
             raise ValueError("a bypass lane is built for engines that drop no frame (RX)")
         self._bypass = bypass
+        self.until_counted = until_counted
         self._depths = (fifo_depth, order_depth, cfg_depth)
         self._engine = engine or (lambda: EngineInstance(module, engine_cls))
         self.lane_bits = lane_bits
@@ -244,15 +248,37 @@ class EngineLanes(wiring.Component):
             Cat(*_narrow(dp)).eq(Cat(*_narrow(ip))), dp.side.eq(0),
             down.i.valid.eq(inq.o.valid), inq.o.ready.eq(down.i.ready),
         ]
-        # The engine takes a beat only with its frame's configuration at cfgq's head,
-        # popped with the frame's last beat.
+        # The engine takes a beat only with its frame's configuration at cfgq's head.
         d = down.o
-        go = d.valid & cfgq.o.valid
+        if self.until_counted:
+            # The engine samples its configuration inside, behind its input slice (RX: the
+            # hold, with the frame's first held beat), which may be after the frame's
+            # last beat went in: the entry is popped when the engine's frames_in counts
+            # the frame (RX: as the hold takes its last beat, after the sample), and the
+            # next frame's first beat waits for that, so the engine never holds two
+            # frames of which the later one is still to be sampled. frames_in moves by
+            # one at a time and at most one frame is uncounted: parities suffice.
+            seen, given, counted, lfirst = Signal(), Signal(), Signal(), Signal(init=1)
+            counted_now = Signal()
+            m.d.comb += counted_now.eq(eng.frames_in[0] != seen)
+            m.d.sync += seen.eq(eng.frames_in[0])
+            with m.If(counted_now):
+                m.d.sync += counted.eq(~counted)
+            allowed = cfgq.o.valid & (~lfirst | (given == counted))
+            m.d.comb += cfgq.o.ready.eq(counted_now)
+            with m.If(d.valid & eng.i.ready & allowed):
+                m.d.sync += lfirst.eq(d.payload.last)
+                with m.If(lfirst):
+                    m.d.sync += given.eq(~given)
+        else:
+            # The engine samples its configuration with the frame's first beat at its
+            # input (TX): the entry is popped with the frame's last beat.
+            allowed = cfgq.o.valid
+            m.d.comb += cfgq.o.ready.eq(d.valid & allowed & eng.i.ready & d.payload.last)
         m.d.comb += [
             Cat(*_narrow(eng.i.payload)).eq(Cat(*_narrow(d.payload))),
-            eng.i.valid.eq(go),
-            d.ready.eq(eng.i.ready & cfgq.o.valid),
-            cfgq.o.ready.eq(go & eng.i.ready & d.payload.last),
+            eng.i.valid.eq(d.valid & allowed),
+            d.ready.eq(eng.i.ready & allowed),
         ]
         for name in cfg_names:
             m.d.comb += getattr(eng, name).eq(cfgq.o.payload[name])
@@ -290,4 +316,5 @@ class DecompressionEngineLanes(EngineLanes):
     def __init__(self, beat_bits=2 * BEAT_BITS):
         from ..rtl.blocks import engines
         rx = engines()["rx"]
-        super().__init__(rx.name, rx.load(), beat_bits, drops=False, bypass=rx_sure_bypass)
+        super().__init__(rx.name, rx.load(), beat_bits, drops=False, bypass=rx_sure_bypass,
+                         until_counted=True)

@@ -158,7 +158,7 @@ async def bypass_mixed(dut):
     from inceptionn.golden.decompression_engine import versions_mask
     await R._reset(dut)
     rng = random.Random(12)
-    wire = R._wire(R._originals(5)[1::2], tuser_rate=0.1, seed=13)
+    wire = R._wire(R._originals(5), tuser_rate=0.1, seed=13)
     cfgs, exp, c = [], [], Counters()
     for f, u in wire:
         enable, dscp = rng.random() < 0.85, rng.choice([10, 10, 10, 0, 11])
@@ -166,7 +166,7 @@ async def bypass_mixed(dut):
         cfgs.append({"enable": int(enable), "dscp": dscp, "versions": versions_mask(versions)})
         exp.append(R.rx_frame(f, dscp=dscp, enable=enable, tuser=u, versions=versions,
                               counters=c))
-    assert c.decompressed > 30 and c.bypassed > 60
+    assert c.decompressed > 25 and c.bypassed > 90
     res = await play(dut, wire, idle="random", backpressure="random", seed=14, cfgs=cfgs)
     R._compare(res["frames_out"], exp)
     await ClockCycles(dut.clk, 4)

@@ -30,8 +30,11 @@ GAP = 6                      # the stand-in engine's idle clocks after each fram
 
 
 class StandIn(wiring.Component):
-    """The RX engine's configuration and counter ports, LANE-bit streams; beats forwarded,
-    the first byte of a frame replaced by the ``dscp`` seen with its first beat."""
+    """The RX engine's configuration and counter ports, LANE-bit streams; beats forwarded
+    through a 4-entry FIFO, the first byte of a frame replaced by the ``dscp`` seen as
+    that byte leaves the FIFO, and the frame counted in ``frames_in`` as its last beat
+    leaves it: like the RX engine, which samples its configuration and counts a frame
+    behind its input slice, possibly after the frame's last beat went in."""
 
     def __init__(self):
         super().__init__({**{n: mb for n, mb in DecompressionEngine.__annotations__.items()
@@ -45,21 +48,20 @@ class StandIn(wiring.Component):
         wait = Signal(range(GAP + 1))
         with m.If(wait):
             m.d.sync += wait.eq(wait - 1)
-        with m.If(self.i.valid & self.i.ready):
-            m.d.sync += first.eq(self.i.payload.last)
-            with m.If(self.i.payload.last):
-                m.d.sync += wait.eq(GAP)
+        with m.If(self.i.valid & self.i.ready & self.i.payload.last):
+            m.d.sync += wait.eq(GAP)
         m.d.comb += [
             q.i.payload.eq(self.i.payload),
             q.i.valid.eq(self.i.valid & (wait == 0)), self.i.ready.eq(q.i.ready & (wait == 0)),
         ]
-        with m.If(first):
-            m.d.comb += q.i.payload.data[:8].eq(self.dscp)
-        with m.If(self.i.valid & self.i.ready & first):
-            m.d.sync += self.frames_in.eq(self.frames_in + 1)
-        with m.If(self.o.valid & self.o.ready & self.o.payload.last):
-            m.d.sync += self.frames_out.eq(self.frames_out + 1)
         wiring.connect(m, q.o, wiring.flipped(self.o))
+        with m.If(first):
+            m.d.comb += self.o.payload.data[:8].eq(self.dscp)
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += first.eq(self.o.payload.last)
+            with m.If(self.o.payload.last):
+                m.d.sync += [self.frames_in.eq(self.frames_in + 1),
+                             self.frames_out.eq(self.frames_out + 1)]
         return m
 
 
@@ -67,9 +69,10 @@ def _odd_dscp(data, cfg):
     return cfg.dscp[0]
 
 
-def _lanes(bypass=None):
-    return EngineLanes(None, DecompressionEngine, BEAT, drops=False, bypass=bypass, fifo_depth=8,
-                       order_depth=8, cfg_depth=4, engine=StandIn, lane_bits=LANE)
+def _lanes(bypass=None, until_counted=True):
+    return EngineLanes(None, DecompressionEngine, BEAT, drops=False, bypass=bypass,
+                       until_counted=until_counted, fifo_depth=8, order_depth=8, cfg_depth=4,
+                       engine=StandIn, lane_bits=LANE)
 
 
 def _beats(frame):
