@@ -13,8 +13,9 @@ With the input obeying the handshake and tkeep rules and the output's ready free
   ``keep`` come out as they went in (they are functions of the beat number: ``last``
   from a free constant mask, a last beat's ``keep`` a free constant length), so frames
   keep their boundaries and their last beats' bytes through the merge;
-- both the RX order (the entry with a frame's first beat) and the TX order (with its
-  last beat, and a drop bit) are checked, and RX with the bypass lane: a free bit of
+- both the RX order (the entry with a frame's first beat; a lane's configuration kept
+  until its engine counts the frame, which the stand-in does as the frame's last beat
+  leaves it) and the TX order (with its last beat, and a drop bit) are checked, and RX with the bypass lane: a free bit of
   each frame's configuration (``dscp``'s lowest, sampled with its first beat) sends it
   to the bypass FIFO, so frames of both kinds interleave in every order;
 - cover: two frames of two beats out back to back, a beat every clock, which only the
@@ -54,12 +55,16 @@ class StandIn(wiring.Component):
         m.submodules.q = q = StreamFifo(beat_layout(LANE), 4, fast=True)
         wiring.connect(m, wiring.flipped(self.i), q.i)
         wiring.connect(m, q.o, wiring.flipped(self.o))
+        # Counted as its last beat leaves (RX's lanes pop a frame's configuration then).
+        with m.If(self.o.valid & self.o.ready & self.o.payload.last):
+            m.d.sync += self.frames_in.eq(self.frames_in + 1)
         return m
 
 
 class LanesCheck(FormalTop):
     def __init__(self, engine_cls, drops, bypass=None, bug=None):
-        self.dut = EngineLanes(None, engine_cls, BEAT, drops=drops, bypass=bypass, fifo_depth=4,
+        self.dut = EngineLanes(None, engine_cls, BEAT, drops=drops, bypass=bypass,
+                               until_counted=not drops, fifo_depth=4,
                                order_depth=4, cfg_depth=4, engine=lambda: StandIn(engine_cls),
                                lane_bits=LANE)
         self.bug = bug
