@@ -7,15 +7,19 @@ in (docs/engine-lanes.md: why lanes and not two groups a clock inside one engine
 
     i ─► turn ─┬─► inq[0] (W) ─► W→256 ─► engine ─► 256→W ─► outq[0] (W) ─┬─► merge ─► slice ─► o
                ├─► inq[1] ...                                             │    ▲
-               └─► order FIFO (lane, dropped) ────────────────────────────────┘
+               ├─► byq (W, RX: the bypass lane) ──────────────────────────┤    │
+               └─► order FIFO (lane or bypass, dropped) ───────────────────────┘
 
 - turn: frame j goes to lane j mod N, every beat of it; the lane's input FIFO takes it
   at a beat a clock while the lane drains at 256 bits a clock, so two frames in flight
   on two lanes keep W bits a clock in. The frame's configuration (the engine's
   configuration inputs, as they are when its first beat is taken) goes into the lane's
-  ``cfgq`` and is what the lane's engine sees while it takes that frame (an engine
-  samples its configuration on a frame's first beat, so a frame keeps the configuration
-  it came in with at any width).
+  ``cfgq`` and is what the lane's engine sees until it has sampled it (TX samples with
+  the frame's first beat in; RX behind its input slice, so its lanes keep the entry
+  until the engine counts the frame: ``until_counted``), so a frame keeps the
+  configuration it came in with at any width. RX's frames that the engine surely
+  forwards unchanged take the bypass lane instead (``bypass``: a W-bit FIFO, told from
+  the first beat, hw/lane_bypass.py) and take no turn.
 - order FIFO: one entry a frame, the lane it went to; for TX, whether the engine drops
   it (longer than MAX_FRAME_BYTES, which the lane's engine drops: counted at the input
   in W-bit beats). RX writes the entry with the frame's first beat (RX is cut-through:
