@@ -7,15 +7,19 @@ in (docs/engine-lanes.md: why lanes and not two groups a clock inside one engine
 
     i ─► turn ─┬─► inq[0] (W) ─► W→256 ─► engine ─► 256→W ─► outq[0] (W) ─┬─► merge ─► slice ─► o
                ├─► inq[1] ...                                             │    ▲
-               └─► order FIFO (lane, dropped) ────────────────────────────────┘
+               ├─► byq (W, RX: the bypass lane) ──────────────────────────┤    │
+               └─► order FIFO (lane or bypass, dropped) ───────────────────────┘
 
 - turn: frame j goes to lane j mod N, every beat of it; the lane's input FIFO takes it
   at a beat a clock while the lane drains at 256 bits a clock, so two frames in flight
   on two lanes keep W bits a clock in. The frame's configuration (the engine's
   configuration inputs, as they are when its first beat is taken) goes into the lane's
-  ``cfgq`` and is what the lane's engine sees while it takes that frame (an engine
-  samples its configuration on a frame's first beat, so a frame keeps the configuration
-  it came in with at any width).
+  ``cfgq`` and is what the lane's engine sees until it has sampled it (TX samples with
+  the frame's first beat in; RX behind its input slice, so its lanes keep the entry
+  until the engine counts the frame: ``until_counted``), so a frame keeps the
+  configuration it came in with at any width. RX's frames that the engine surely
+  forwards unchanged take the bypass lane instead (``bypass``: a W-bit FIFO, told from
+  the first beat, hw/lane_bypass.py) and take no turn.
 - order FIFO: one entry a frame, the lane it went to; for TX, whether the engine drops
   it (longer than MAX_FRAME_BYTES, which the lane's engine drops: counted at the input
   in W-bit beats). RX writes the entry with the frame's first beat (RX is cut-through:
@@ -39,6 +43,7 @@ from .axis import axis_signature, beat_layout
 from .corundum.engine_path import engine_ports
 from .corundum.width import Downsizer, Upsizer
 from .engine_instance import EngineInstance
+from .lane_bypass import rx_sure_bypass
 from .primitives import FifoSlice, StreamFifo
 from .wire import BEAT_BITS, MAX_FRAME_BYTES
 
@@ -67,11 +72,25 @@ class EngineLanes(wiring.Component):
     module, instantiated once per lane (``EngineInstance``); ``drops``: the engine drops
     frames longer than MAX_FRAME_BYTES (TX)."""
 
-    def __init__(self, module, engine_cls, beat_bits, *, drops, fifo_depth=LANE_FIFO_DEPTH,
-                 order_depth=ORDER_DEPTH, cfg_depth=CFG_DEPTH, engine=None, lane_bits=BEAT_BITS):
+    def __init__(self, module, engine_cls, beat_bits, *, drops, bypass=None,
+                 until_counted=False, fifo_depth=LANE_FIFO_DEPTH, order_depth=ORDER_DEPTH,
+                 cfg_depth=CFG_DEPTH, engine=None, lane_bits=BEAT_BITS):
+        # bypass: None (every frame to an engine lane), or ``f(data, cfg)`` -> 1 when the
+        # engine surely forwards the frame whose first beat is ``data`` unchanged under
+        # ``cfg`` (a view of the configuration inputs): such a frame takes the bypass lane.
+        # until_counted: a lane's engine keeps its frame's configuration until its
+        # frames_in counts the frame (see _lane; RX), else until the frame's last beat
+        # went in (TX).
         # fifo_depth, order_depth, cfg_depth, engine, lane_bits: the formal checks' small
         # FIFOs and stand-in engine (a callable returning a component with the engine's
         # ports other than its streams' width) at a narrow width; the same code.
+        if bypass is not None and drops:
+            # A TX bypass lane would have to drop frames longer than MAX_FRAME_BYTES as
+            # the engine does, after their first beats went into its FIFO: not built.
+            self._MustUse__silence = True
+            raise ValueError("a bypass lane is built for engines that drop no frame (RX)")
+        self._bypass = bypass
+        self.until_counted = until_counted
         self._depths = (fifo_depth, order_depth, cfg_depth)
         self._engine = engine or (lambda: EngineInstance(module, engine_cls))
         self.lane_bits = lane_bits
@@ -88,11 +107,13 @@ class EngineLanes(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n, w = self.lanes, self.beat_bits
+        byp = self._bypass is not None
         ports = engine_ports(self._engine_cls)
         cfg_names = [name for name, mb in ports.items() if mb.flow == In]
         cnt_names = [name for name, mb in ports.items() if mb.flow == Out]
         cfg_layout = data.StructLayout({name: ports[name].shape for name in cfg_names})
-        order_layout = data.StructLayout({"lane": range(n), "dropped": 1})
+        # lane n (when there is a bypass lane): the bypass FIFO.
+        order_layout = data.StructLayout({"lane": range(n + byp), "dropped": 1})
 
         fifo_depth, order_depth, cfg_depth = self._depths
         m.submodules.order = order = StreamFifo(order_layout, order_depth, fast=True)
@@ -115,34 +136,53 @@ class EngineLanes(wiring.Component):
             outqs.append(outq)
             cfgqs.append(cfgq)
 
-        # turn: the lane of the frame now coming in; its first beat's configuration.
+        # The input's beat, its frame's configuration and whether it takes the bypass lane.
+        s_valid, s_ready = Signal(), Signal()
+        s_beat, s_cfg, s_byp = Signal(beat_layout(w)), Signal(cfg_layout), Signal()
+        if byp:
+            self._classify(m, cfg_layout, cfg_names, s_valid, s_ready, s_beat, s_cfg, s_byp)
+        else:
+            m.d.comb += [s_valid.eq(self.i.valid), self.i.ready.eq(s_ready),
+                         s_beat.eq(self.i.payload)]
+            for name in cfg_names:
+                m.d.comb += s_cfg[name].eq(getattr(self, name))
+
+        # turn: the engine lane of the frame now coming in (frames for the bypass lane
+        # take no turn); its first beat's configuration.
         lane = Signal(range(n))
         first = Signal(init=1)
         beats = Signal(range(MAX_FRAME_BYTES // (w // 8) + 2))   # this frame's so far, saturating
-        s = self.i
         lane_rdy = Signal()
-        m.d.comb += lane_rdy.eq(Array(q.i.ready for q in inqs)[lane]
-                                & Array(q.i.ready for q in cfgqs)[lane] & order.i.ready)
-        m.d.comb += s.ready.eq(lane_rdy)
-        took = s.valid & s.ready
+        eng_rdy = Array(q.i.ready for q in inqs)[lane] & Array(q.i.ready for q in cfgqs)[lane]
+        if byp:
+            m.submodules.byq = byq = StreamFifo(beat_layout(w), fifo_depth, fast=True)
+            outqs.append(byq)
+            m.d.comb += [
+                byq.i.payload.eq(s_beat),
+                byq.i.valid.eq(s_valid & lane_rdy & s_byp),
+            ]
+            eng_rdy = Mux(s_byp, byq.i.ready, eng_rdy)
+        m.d.comb += [lane_rdy.eq(eng_rdy & order.i.ready), s_ready.eq(lane_rdy)]
+        took = s_valid & s_ready
         for j in range(n):
             m.d.comb += [
-                inqs[j].i.payload.eq(s.payload),
-                inqs[j].i.valid.eq(s.valid & lane_rdy & (lane == j)),
-                cfgqs[j].i.valid.eq(took & first & (lane == j)),
+                inqs[j].i.payload.eq(s_beat),
+                inqs[j].i.valid.eq(s_valid & lane_rdy & (lane == j) & ~s_byp),
+                cfgqs[j].i.valid.eq(took & first & (lane == j) & ~s_byp),
+                cfgqs[j].i.payload.eq(s_cfg),
             ]
-            for name in cfg_names:
-                m.d.comb += cfgqs[j].i.payload[name].eq(getattr(self, name))
-        write_at = s.payload.last if self.drops else first
+        write_at = s_beat.last if self.drops else first
         m.d.comb += [
-            order.i.payload.lane.eq(lane),
+            order.i.payload.lane.eq(Mux(s_byp, n, lane) if byp else lane),
             order.i.payload.dropped.eq(beats >= MAX_FRAME_BYTES // (w // 8) if self.drops else 0),
             order.i.valid.eq(took & write_at),
         ]
         with m.If(took):
-            m.d.sync += first.eq(s.payload.last)
-            with m.If(s.payload.last):
-                m.d.sync += [lane.eq(lane + 1), beats.eq(0)]     # n a power of two: wraps
+            m.d.sync += first.eq(s_beat.last)
+            with m.If(s_beat.last):
+                m.d.sync += beats.eq(0)
+                with m.If(~s_byp):
+                    m.d.sync += lane.eq(lane + 1)     # n a power of two: wraps
             with m.Elif(beats <= MAX_FRAME_BYTES // (w // 8)):
                 m.d.sync += beats.eq(beats + 1)
 
@@ -153,9 +193,9 @@ class EngineLanes(wiring.Component):
         src_valid = Signal()
         src = Signal(beat_layout(w))
         with m.Switch(sel):
-            for j in range(n):
+            for j, q in enumerate(outqs):
                 with m.Case(j):
-                    m.d.comb += [src_valid.eq(outqs[j].o.valid), src.eq(outqs[j].o.payload)]
+                    m.d.comb += [src_valid.eq(q.o.valid), src.eq(q.o.payload)]
         o = out_slice.i
         m.d.comb += [
             o.payload.eq(src),
@@ -163,14 +203,47 @@ class EngineLanes(wiring.Component):
             head.ready.eq(head.valid & (head.payload.dropped
                                         | (o.ready & src_valid & src.last))),
         ]
-        for j in range(n):
-            m.d.comb += outqs[j].o.ready.eq(pass_on & o.ready & (sel == j))
+        for j, q in enumerate(outqs):
+            m.d.comb += q.o.ready.eq(pass_on & o.ready & (sel == j))
 
-        # counters: the lanes' sums, from registers.
+        # counters: the lanes' sums, from registers; the bypass lane's frames count in
+        # frames_in and bypassed as they come in, in frames_out as they leave.
+        extra = {}
+        if byp:
+            byp_in, byp_out = Signal(32), Signal(32)
+            with m.If(took & first & s_byp):
+                m.d.sync += byp_in.eq(byp_in + 1)
+            with m.If(byq.o.valid & byq.o.ready & byq.o.payload.last):
+                m.d.sync += byp_out.eq(byp_out + 1)
+            extra = {"frames_in": byp_in, "bypassed": byp_in, "frames_out": byp_out}
         for name in cnt_names:
-            total = sum(getattr(e, name) for e in engs)
+            total = sum(getattr(e, name) for e in engs) + extra.get(name, 0)
             m.d.sync += getattr(self, name).eq(total[:len(getattr(self, name))])
         return m
+
+    def _classify(self, m, cfg_layout, cfg_names, s_valid, s_ready, s_beat, s_cfg, s_byp):
+        """The input through a register slice, each beat with the configuration of the
+        moment and the bypass test's answer (taken on a frame's first beat, held for the
+        rest of it): the test's logic sits between the input and the slice, and the
+        turn's ready depends on the answer only from the slice on."""
+        w = self.beat_bits
+        layout = data.StructLayout({"beat": beat_layout(w), "cfg": cfg_layout, "byp": 1})
+        m.submodules.classify = cls = FifoSlice(layout)
+        i = self.i
+        cfg_now = Signal(cfg_layout)
+        for name in cfg_names:
+            m.d.comb += cfg_now[name].eq(getattr(self, name))
+        first, held, byp_now = Signal(init=1), Signal(), Signal()
+        m.d.comb += byp_now.eq(Mux(first, self._bypass(i.payload.data, cfg_now), held))
+        with m.If(i.valid & i.ready):
+            m.d.sync += [first.eq(i.payload.last), held.eq(byp_now)]
+        m.d.comb += [
+            cls.i.payload.beat.eq(i.payload), cls.i.payload.cfg.eq(cfg_now),
+            cls.i.payload.byp.eq(byp_now), cls.i.valid.eq(i.valid), i.ready.eq(cls.i.ready),
+            s_valid.eq(cls.o.valid), cls.o.ready.eq(s_ready),
+            s_beat.eq(cls.o.payload.beat), s_cfg.eq(cls.o.payload.cfg),
+            s_byp.eq(cls.o.payload.byp),
+        ]
 
     def _lane(self, m, inq, down, cfgq, eng, up, outq, cfg_names):
         """inq -> W->256 -> engine (with its frame's configuration) -> 256->W -> outq."""
@@ -179,15 +252,37 @@ class EngineLanes(wiring.Component):
             Cat(*_narrow(dp)).eq(Cat(*_narrow(ip))), dp.side.eq(0),
             down.i.valid.eq(inq.o.valid), inq.o.ready.eq(down.i.ready),
         ]
-        # The engine takes a beat only with its frame's configuration at cfgq's head,
-        # popped with the frame's last beat.
+        # The engine takes a beat only with its frame's configuration at cfgq's head.
         d = down.o
-        go = d.valid & cfgq.o.valid
+        if self.until_counted:
+            # The engine samples its configuration inside, behind its input slice (RX: the
+            # hold, with the frame's first held beat), which may be after the frame's
+            # last beat went in: the entry is popped when the engine's frames_in counts
+            # the frame (RX: as the hold takes its last beat, after the sample), and the
+            # next frame's first beat waits for that, so the engine never holds two
+            # frames of which the later one is still to be sampled. frames_in moves by
+            # one at a time and at most one frame is uncounted: parities suffice.
+            seen, given, counted, lfirst = Signal(), Signal(), Signal(), Signal(init=1)
+            counted_now = Signal()
+            m.d.comb += counted_now.eq(eng.frames_in[0] != seen)
+            m.d.sync += seen.eq(eng.frames_in[0])
+            with m.If(counted_now):
+                m.d.sync += counted.eq(~counted)
+            allowed = cfgq.o.valid & (~lfirst | (given == counted))
+            m.d.comb += cfgq.o.ready.eq(counted_now)
+            with m.If(d.valid & eng.i.ready & allowed):
+                m.d.sync += lfirst.eq(d.payload.last)
+                with m.If(lfirst):
+                    m.d.sync += given.eq(~given)
+        else:
+            # The engine samples its configuration with the frame's first beat at its
+            # input (TX): the entry is popped with the frame's last beat.
+            allowed = cfgq.o.valid
+            m.d.comb += cfgq.o.ready.eq(d.valid & allowed & eng.i.ready & d.payload.last)
         m.d.comb += [
             Cat(*_narrow(eng.i.payload)).eq(Cat(*_narrow(d.payload))),
-            eng.i.valid.eq(go),
-            d.ready.eq(eng.i.ready & cfgq.o.valid),
-            cfgq.o.ready.eq(go & eng.i.ready & d.payload.last),
+            eng.i.valid.eq(d.valid & allowed),
+            d.ready.eq(eng.i.ready & allowed),
         ]
         for name in cfg_names:
             m.d.comb += getattr(eng, name).eq(cfgq.o.payload[name])
@@ -225,4 +320,5 @@ class DecompressionEngineLanes(EngineLanes):
     def __init__(self, beat_bits=2 * BEAT_BITS):
         from ..rtl.blocks import engines
         rx = engines()["rx"]
-        super().__init__(rx.name, rx.load(), beat_bits, drops=False)
+        super().__init__(rx.name, rx.load(), beat_bits, drops=False, bypass=rx_sure_bypass,
+                         until_counted=True)

@@ -13,9 +13,14 @@ are held to one set of cases:
   engine must see the configuration its frame came in with;
 - RX: the malformed and cut-short compressed frames of every version (flagged bad), then
   correct ones, under random idle and backpressure;
+- RX's bypass lane: the host frames' TX outputs, bypassed and coded frames mixed, with
+  enable, DSCP and the accepted versions changing frame by frame (the bypass test and
+  the engines must each use the frame's own configuration), under random idle and
+  backpressure, counters included;
 - line rate (under `make sim-stress`): back-to-back 1514- and 9014-byte compressible
   frames, sink always ready, one 512-bit beat a clock in at steady state (a count of
-  clocks in the simulation, not a timed assert).
+  clocks in the simulation, not a timed assert); for RX also bypassed ones (DSCP 0),
+  one beat a clock out, exactly.
 
 All of it runs under `make sim-stress`, not `make test`: each 512-bit model holds two
 engines and its Verilator build took about 6 minutes on the 2 shared cores (more than
@@ -144,6 +149,49 @@ async def line_rate(dut, size):
     await RisingEdge(dut.clk)
 
 
+@cocotb.test()
+async def bypass_mixed(dut):
+    """RX: bypassed and coded frames mixed, the configuration changing frame by frame."""
+    import random
+
+    from inceptionn.golden import Counters
+    from inceptionn.golden.decompression_engine import versions_mask
+    await R._reset(dut)
+    rng = random.Random(12)
+    wire = R._wire(R._originals(5), tuser_rate=0.1, seed=13)
+    cfgs, exp, c = [], [], Counters()
+    for f, u in wire:
+        enable, dscp = rng.random() < 0.85, rng.choice([10, 10, 10, 0, 11])
+        versions = rng.choice([(1, 2, 3), (1, 2, 3), (3,), ()])
+        cfgs.append({"enable": int(enable), "dscp": dscp, "versions": versions_mask(versions)})
+        exp.append(R.rx_frame(f, dscp=dscp, enable=enable, tuser=u, versions=versions,
+                              counters=c))
+    assert c.decompressed > 25 and c.bypassed > 90
+    res = await play(dut, wire, idle="random", backpressure="random", seed=14, cfgs=cfgs)
+    R._compare(res["frames_out"], exp)
+    await ClockCycles(dut.clk, 4)
+    R._check_counters(dut, c)
+
+
+@cocotb.test()
+@cocotb.parametrize(size=[1514, 9014])
+async def line_rate_bypassed(dut, size):
+    """RX: back-to-back frames of another DSCP leave at one 512-bit beat a clock."""
+    from inceptionn.rtl import frame_builders as F
+    await R._reset(dut)
+    wire = [(F.udp_frame(bytes(range(256)) * (size // 256) + bytes(size % 256 - 42), tos=0),
+             False) for _ in range(12)]
+    assert all(len(f) == size for f, _ in wire)
+    exp, c = R._expect(wire)
+    assert c.bypassed == len(wire)
+    res = await play(dut, wire)
+    R._compare(res["frames_out"], exp)
+    outs = res["out_first_cycle"]
+    beats = sum(-(-len(e) // BEAT) for e, _ in exp[2:11])
+    assert beats == outs[11] - outs[2], f"{beats} beats in {outs[11] - outs[2]} cycles"
+    await RisingEdge(dut.clk)
+
+
 def _run(kind, cases, tag):
     if not stress():
         pytest.skip("the 512-bit engines' builds take minutes: make sim-stress")
@@ -163,4 +211,5 @@ def test_tx_lanes_512():
 
 
 def test_rx_lanes_512():
-    _run("rx512", _cases(), "rx")
+    _run("rx512", _cases() + ["bypass_mixed"]
+         + [f"line_rate_bypassed/size={s}" for s in (1514, 9014)], "rx")

@@ -6,7 +6,11 @@ their builds are minutes each).
 
 The stand-in engine forwards a frame's beats and writes the ``dscp`` it saw on the
 frame's first beat into the frame's first byte, so the output shows which configuration
-each lane's engine had when it took each frame."""
+each lane's engine had when it took each frame; like the real engines it spends clocks
+between frames (GAP). The bypass lane's test here is a stand-in too (a frame whose
+``dscp`` is odd is "surely forwarded"), so that the bypass lane's order, counters and
+rate are checked at the narrow width; the real test (hw/lane_bypass.py) is checked
+against golden's RX on the frames of the RX testbench at 512 bits."""
 
 import random
 
@@ -22,11 +26,15 @@ from inceptionn.hw.engine_lanes import EngineLanes, wide_engine
 from inceptionn.hw.primitives import StreamFifo
 
 LANE, BEAT = 16, 32          # bits: two lanes of 2 bytes under a 4-byte beat
+GAP = 6                      # the stand-in engine's idle clocks after each frame
 
 
 class StandIn(wiring.Component):
-    """The RX engine's configuration and counter ports, LANE-bit streams; beats forwarded,
-    the first byte of a frame replaced by the ``dscp`` seen with its first beat."""
+    """The RX engine's configuration and counter ports, LANE-bit streams; beats forwarded
+    through a 4-entry FIFO, the first byte of a frame replaced by the ``dscp`` seen as
+    that byte leaves the FIFO, and the frame counted in ``frames_in`` as its last beat
+    leaves it: like the RX engine, which samples its configuration and counts a frame
+    behind its input slice, possibly after the frame's last beat went in."""
 
     def __init__(self):
         super().__init__({**{n: mb for n, mb in DecompressionEngine.__annotations__.items()
@@ -37,23 +45,34 @@ class StandIn(wiring.Component):
         m = Module()
         m.submodules.q = q = StreamFifo(beat_layout(LANE), 4, fast=True)
         first = Signal(init=1)
-        with m.If(self.i.valid & self.i.ready):
-            m.d.sync += first.eq(self.i.payload.last)
+        wait = Signal(range(GAP + 1))
+        with m.If(wait):
+            m.d.sync += wait.eq(wait - 1)
+        with m.If(self.i.valid & self.i.ready & self.i.payload.last):
+            m.d.sync += wait.eq(GAP)
         m.d.comb += [
             q.i.payload.eq(self.i.payload),
-            q.i.valid.eq(self.i.valid), self.i.ready.eq(q.i.ready),
+            q.i.valid.eq(self.i.valid & (wait == 0)), self.i.ready.eq(q.i.ready & (wait == 0)),
         ]
-        with m.If(first):
-            m.d.comb += q.i.payload.data[:8].eq(self.dscp)
-        with m.If(self.i.valid & self.i.ready & first):
-            m.d.sync += self.frames_in.eq(self.frames_in + 1)
         wiring.connect(m, q.o, wiring.flipped(self.o))
+        with m.If(first):
+            m.d.comb += self.o.payload.data[:8].eq(self.dscp)
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += first.eq(self.o.payload.last)
+            with m.If(self.o.payload.last):
+                m.d.sync += [self.frames_in.eq(self.frames_in + 1),
+                             self.frames_out.eq(self.frames_out + 1)]
         return m
 
 
-def _lanes():
-    return EngineLanes(None, DecompressionEngine, BEAT, drops=False, fifo_depth=8,
-                       order_depth=8, cfg_depth=4, engine=StandIn, lane_bits=LANE)
+def _odd_dscp(data, cfg):
+    return cfg.dscp[0]
+
+
+def _lanes(bypass=None, until_counted=True):
+    return EngineLanes(None, DecompressionEngine, BEAT, drops=False, bypass=bypass,
+                       until_counted=until_counted, fifo_depth=8, order_depth=8, cfg_depth=4,
+                       engine=StandIn, lane_bits=LANE)
 
 
 def _beats(frame):
@@ -66,16 +85,17 @@ def _beats(frame):
     return out
 
 
-def _run(frames, seed):
-    """Frames [(bytes, dscp)] in with random idle and backpressure; frames out."""
-    dut = _lanes()
+def _run(frames, seed, bypass=None, idle=0.3, ready=0.7):
+    """Frames [(bytes, dscp)] in with random idle and backpressure; frames out, the DUT,
+    the clock of each output beat."""
+    dut = _lanes(bypass)
     rng = random.Random(seed)
-    got, cur = [], bytearray()
+    got, cur, clocks = [], bytearray(), []
 
     async def bench(ctx):
         for frame, dscp in frames:
             for data, keep, last in _beats(frame):
-                while rng.random() < 0.3:
+                while rng.random() < idle:
                     ctx.set(dut.i.valid, 0)
                     await ctx.tick()
                 ctx.set(dut.i.payload.data, data)
@@ -88,25 +108,30 @@ def _run(frames, seed):
         ctx.set(dut.i.valid, 0)
 
     async def sink(ctx):
+        clock = 0
         while len(got) < len(frames):
-            ready = rng.random() < 0.7
-            ctx.set(dut.o.ready, ready)
-            take = ready and ctx.get(dut.o.valid)
+            rdy = rng.random() < ready
+            ctx.set(dut.o.ready, rdy)
+            take = rdy and ctx.get(dut.o.valid)
             p = ctx.get(dut.o.payload)
             await ctx.tick()
+            clock += 1
             if take:
+                clocks.append(clock)
                 n = bin(p.keep).count("1")
                 cur.extend(p.data.to_bytes(BEAT // 8, "little")[:n])
                 if p.last:
                     got.append(bytes(cur))
                     cur.clear()
+        await ctx.tick().repeat(3)              # the counter sums are registered
+        dut.counts = {n: ctx.get(getattr(dut, n)) for n in ("frames_in", "frames_out", "bypassed")}
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.add_testbench(sink)
     sim.run()
-    return got, dut
+    return got, dut, clocks
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -114,11 +139,59 @@ def test_lanes_keep_order_boundaries_and_per_frame_configuration(seed):
     rng = random.Random(seed)
     frames = [(bytes(rng.randrange(256) for _ in range(rng.choice([1, 2, 3, 4, 5, 9, 17, 40]))),
                rng.randrange(64)) for _ in range(40)]
-    got, _ = _run(frames, seed)
+    got, _, _ = _run(frames, seed)
     want = [bytes([dscp]) + f[1:] for f, dscp in frames]
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want)):
         assert g == w, f"frame {i}: {g.hex()} != {w.hex()}"
+
+
+def _mixed(seed, n=40):
+    rng = random.Random(seed)
+    return [(bytes(rng.randrange(256) for _ in range(rng.choice([1, 2, 3, 4, 5, 9, 17, 40]))),
+             rng.randrange(64)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_bypass_lane_keeps_order_configuration_and_counters(seed):
+    """Frames the test sends to the bypass lane (odd dscp, sampled with their first
+    beat) come out unchanged, the others through an engine lane, all in order; the
+    counters count both."""
+    frames = _mixed(seed)
+    got, dut, _ = _run(frames, seed, bypass=_odd_dscp)
+    want = [f if dscp & 1 else bytes([dscp]) + f[1:] for f, dscp in frames]
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g == w, f"frame {i}: {g.hex()} != {w.hex()}"
+    n_byp = sum(dscp & 1 for _, dscp in frames)
+    assert 5 < n_byp < len(frames) - 5
+    counts = {n: dut.counts[n] for n in ("frames_in", "frames_out", "bypassed")}
+    assert counts == {"frames_in": len(frames), "frames_out": len(frames), "bypassed": n_byp}
+
+
+def _burst_clocks(bypass, dscp):
+    """Clocks from the first output beat to the last of 12 back-to-back 3-beat frames
+    (source never idle, sink always ready)."""
+    frames = [(bytes(range(12)), dscp)] * 12
+    got, _, clocks = _run(frames, 0, bypass=bypass, idle=0, ready=1.1)
+    assert len(got) == len(frames)
+    return clocks[-1] - clocks[0] + 1, 3 * len(frames)
+
+
+def test_bypassed_burst_leaves_at_a_beat_a_clock():
+    """A burst the test sends to the bypass lane leaves at one beat a clock (clocks
+    counted in the simulation); through the stand-in engines (GAP clocks a frame) the
+    same burst takes longer, as it did before the bypass lane."""
+    clocks, beats = _burst_clocks(_odd_dscp, 11)
+    assert clocks == beats, f"{beats} bypassed beats took {clocks} clocks"
+    for bypass, dscp in ((_odd_dscp, 10), (None, 11)):
+        clocks, beats = _burst_clocks(bypass, dscp)
+        assert clocks > beats, f"{beats} beats through the engine lanes in {clocks} clocks"
+
+
+def test_tx_lanes_refuse_a_bypass_lane():
+    with pytest.raises(ValueError, match="bypass lane"):
+        EngineLanes(None, DecompressionEngine, 512, drops=True, bypass=_odd_dscp)
 
 
 def test_lanes_refuse_widths_they_cannot_split():

@@ -128,6 +128,7 @@ SUPPORT = {
     "axis": "AXI-stream payloads and the AxisTop wrapper (every engine testbench)",
     "primitives": "FIFOs, selects, register slices (tests/formal/test_formal_fifos.py)",
     "pipeline": "the engines' stage pipeline and its diagrams (tests/test_architecture.py)",
+    "lane_bypass": "the lanes' bypass test, RX's (tests/test_lane_bypass.py against golden)",
     "engine_instance": "an engine as an instance of its shared module (sim/test_corundum_app.py; "
                        "sim/test_loopback.py under make sim-stress)",
     "tx.layouts": "TX stage payload layouts (the TX stage testbenches)",

@@ -13,8 +13,11 @@ With the input obeying the handshake and tkeep rules and the output's ready free
   ``keep`` come out as they went in (they are functions of the beat number: ``last``
   from a free constant mask, a last beat's ``keep`` a free constant length), so frames
   keep their boundaries and their last beats' bytes through the merge;
-- both the RX order (the entry with a frame's first beat) and the TX order (with its
-  last beat, and a drop bit) are checked;
+- both the RX order (the entry with a frame's first beat; a lane's configuration kept
+  until its engine counts the frame, which the stand-in does as the frame's last beat
+  leaves it) and the TX order (with its last beat, and a drop bit) are checked, and RX with the bypass lane: a free bit of
+  each frame's configuration (``dscp``'s lowest, sampled with its first beat) sends it
+  to the bypass FIFO, so frames of both kinds interleave in every order;
 - cover: two frames of two beats out back to back, a beat every clock, which only the
   merge taking the lanes in turn without a gap can give.
 """
@@ -52,12 +55,16 @@ class StandIn(wiring.Component):
         m.submodules.q = q = StreamFifo(beat_layout(LANE), 4, fast=True)
         wiring.connect(m, wiring.flipped(self.i), q.i)
         wiring.connect(m, q.o, wiring.flipped(self.o))
+        # Counted as its last beat leaves (RX's lanes pop a frame's configuration then).
+        with m.If(self.o.valid & self.o.ready & self.o.payload.last):
+            m.d.sync += self.frames_in.eq(self.frames_in + 1)
         return m
 
 
 class LanesCheck(FormalTop):
-    def __init__(self, engine_cls, drops, bug=None):
-        self.dut = EngineLanes(None, engine_cls, BEAT, drops=drops, fifo_depth=4,
+    def __init__(self, engine_cls, drops, bypass=None, bug=None):
+        self.dut = EngineLanes(None, engine_cls, BEAT, drops=drops, bypass=bypass,
+                               until_counted=not drops, fifo_depth=4,
                                order_depth=4, cfg_depth=4, engine=lambda: StandIn(engine_cls),
                                lane_bits=LANE)
         self.bug = bug
@@ -104,22 +111,35 @@ class LanesCheck(FormalTop):
         return m
 
 
-CASES = {"rx": (DecompressionEngine, False), "tx": (CompressionEngine, True)}
+def _odd_dscp(data, cfg):
+    return cfg.dscp[0]
+
+
+CASES = {"rx": (DecompressionEngine, False, None), "tx": (CompressionEngine, True, None),
+         "rx_bypass": (DecompressionEngine, False, _odd_dscp)}
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_lanes_order_bmc(kind):
-    cls, drops = CASES[kind]
-    run(LanesCheck(cls, drops), f"lanes_{kind}_order", mode="bmc", depth=slow(16, 28))
+    cls, drops, bypass = CASES[kind]
+    run(LanesCheck(cls, drops, bypass), f"lanes_{kind}_order", mode="bmc", depth=slow(16, 28))
+
+
+def test_bypass_lane_order_bug_is_found():
+    cls, drops, bypass = CASES["rx_bypass"]
+    run_bug(LanesCheck(cls, drops, bypass, bug="order"), "lanes_rx_bypass_order_bug", 12,
+            "beat lost, duplicated or reordered")
 
 
 def test_lanes_order_bug_is_found():
-    cls, drops = CASES["tx"]
+    cls, drops, _ = CASES["tx"]
     run_bug(LanesCheck(cls, drops, bug="order"), "lanes_tx_order_bug", 12,
             "beat lost, duplicated or reordered")
 
 
-def test_lanes_back_to_back_cover():
-    cls, drops = CASES["rx"]
-    res = run(LanesCheck(cls, drops), "lanes_rx_cover", mode="cover", depth=slow(24, 28))
+@pytest.mark.parametrize("kind", ["rx", "rx_bypass"])
+def test_lanes_back_to_back_cover(kind):
+    cls, drops, bypass = CASES[kind]
+    res = run(LanesCheck(cls, drops, bypass), f"lanes_{kind}_cover", mode="cover",
+              depth=slow(24, 28))
     assert res.traces, res.summary()
