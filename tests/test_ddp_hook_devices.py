@@ -50,16 +50,25 @@ def _device_vs_replay(rank, world, device, method, method_kw, replay_kw=None):
                         nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10)).to(dev)
     ddp = DDP(net, device_ids=[0] if cuda else None, bucket_cap_mb=0.05)
     state = IncState(method=method, **method_kw)
-    seen = []    # (host input, the parameters' identities, Future)
+    seen = []    # (host input, the parameters' identities, Future, its value kept)
 
     def hook(st, bucket):
         buf = bucket.buffer()
         assert buf.device.type == dev.type
         params = [(p.data_ptr(), p.numel()) for p in bucket.parameters()]
         inp = buf.detach().cpu().clone()       # before the hook: it may work in place
-        fut = inc_allreduce_hook(st, bucket)
-        # A copy of the result as the Future completes (DDP reuses the bucket's memory).
-        seen.append((inp, params, fut.then(lambda f: f.value().detach().clone())))
+        kept: list = []
+
+        def keep(f):
+            # A copy of the result before DDP may go on: DDP waits on the Future it is
+            # handed, and a Future wakes its waiters before it runs its then()
+            # callbacks, so a copy taken in a side callback can race the next
+            # backward writing the bucket's memory (seen under load).
+            kept.append(f.value().detach().clone())
+            return f.value()
+
+        fut = inc_allreduce_hook(st, bucket).then(keep)
+        seen.append((inp, params, fut, kept))
         return fut
 
     ddp.register_comm_hook(state, hook)
@@ -73,7 +82,10 @@ def _device_vs_replay(rank, world, device, method, method_kw, replay_kw=None):
         opt.step()
     if cuda:
         torch.cuda.synchronize()
-    outs = [(inp, params, fut.wait()) for inp, params, fut in seen]
+    outs = []
+    for inp, params, fut, kept in seen:
+        fut.wait()
+        outs.append((inp, params, kept[0]))
     assert all(o.device.type == dev.type for _, _, o in outs), \
         "the Future must complete on the bucket's device"
     state.close()
