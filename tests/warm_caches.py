@@ -11,9 +11,12 @@ Python's bytecode is left to the workers: a collection run here first took 11 s 
 workers' start (19 s -> 8) and put 11 s on this step (both cores are busy either way).
 """
 
+import sys
 
-def warm_codecs():
-    """The codec's kernels as the ring, the hook and the software NIC use them."""
+
+def warm_codecs(nic=True):
+    """The codec's kernels as the ring, the hook and the software NIC use them (and the
+    switch's, with `nic`)."""
     import numpy as np
 
     from inceptionn import golden
@@ -35,8 +38,14 @@ def warm_codecs():
         rec.encode_keep(v)
         rec.stop()
     warm_every_kernel(x)
+    if nic:
+        warm_nic()
+
+
+def warm_nic():
+    """The software NIC's switch: about 24 CPU-s cold."""
     from inceptionn.drivers import nic_workers
-    nic_workers.warm_up()            # the software NIC's switch: about 24 CPU-s cold
+    nic_workers.warm_up()
 
 
 def warm_every_kernel(x):
@@ -57,11 +66,20 @@ def warm_every_kernel(x):
                 marked(room[:end], bits.size // 8, out, *consts, marks.view(np.uint64), 16)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:] == ["--nic"]:
+    warm_nic()
+elif __name__ == "__main__":
     import threading
     # Amaranth's yosys compiles in a child process: beside the kernels, not before them.
+    import subprocess
+
     from inceptionn.rtl.harness import warm_yosys
     yosys = threading.Thread(target=warm_yosys)
     yosys.start()
-    warm_codecs()
+    # The switch's kernels in a second process, beside the codec's: cold, one process took
+    # 57 CPU-s in 60 s, two take 65 in 38 (the switch compiles a few of the codec's again).
+    switch = subprocess.Popen([sys.executable, __file__, "--nic"])
+    warm_codecs(nic=False)
     yosys.join()
+    if switch.wait():
+        sys.exit(f"warming the switch's kernels failed (exit {switch.returncode})")
