@@ -4,6 +4,8 @@ address windows for a second interface (the Verilator testbench has one)."""
 
 import random
 
+import pytest
+
 from amaranth.sim import Simulator
 
 from inceptionn.hw.corundum.regmap import APP_MAGIC, IF_STRIDE, interface_registers
@@ -84,6 +86,22 @@ def test_downsizer_256_to_64():
 def test_downsizer_512_to_256_and_back():
     _run_adapter(Downsizer(512, 256, 20), 64, 32, _frames(5, 10), 6)
     _run_adapter(Upsizer(256, 512, 20), 32, 64, _frames(7, 10), 8)
+
+
+@pytest.mark.parametrize("kind,lanes", [("tx", "CompressionEngineLanes"),
+                                         ("rx", "DecompressionEngineLanes")])
+def test_the_100g_paths_hold_the_registrys_lanes(kind, lanes):
+    """At 512 bits each path's engine is the lanes `make bench-hw` and the lanes'
+    testbenches measure (RX with its bypass lane and each lane keeping its frame's
+    configuration until its engine counted the frame), not lanes built apart."""
+    from amaranth.hdl import Fragment
+    from inceptionn.hw.corundum.engine_path import EnginePath
+    path = EnginePath(kind, 512, 8)
+    engine = {name: f for f, name, *_ in Fragment.get(path, None).subfragments}["engine"]
+    built = [o for o in engine.origins if type(o).__name__ == lanes]
+    assert built, [type(o).__name__ for o in engine.origins]
+    assert (built[0]._bypass is not None) == (kind == "rx")
+    assert built[0].until_counted == (kind == "rx")
 
 
 def test_registers_of_a_second_interface():

@@ -94,8 +94,7 @@ class InceptionnApp(wiring.Component):
             m.d.comb += (theirs.eq(ours) if member.flow == In else ours.eq(theirs))
 
         for d, cls in ENGINES.items():
-            path = EnginePath(ENGINE_MODULES[d], cls, cfg.nic_bits, cfg.side_bits(d),
-                              drops=(d == "tx"))
+            path = EnginePath(d, cfg.nic_bits, cfg.side_bits(d))
             m.submodules[d] = path
             for name, member in engine_ports(cls).items():
                 v = regs.values[(d, name)]

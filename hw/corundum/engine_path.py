@@ -6,7 +6,9 @@
 
 At 512 bits and wider (the 100G boards) the engine is the engine's lanes at the NIC's
 width (hw/engine_lanes.py: frames side by side through two 256-bit engines, merged in
-order), with no width adapter around it: the path carries a beat a clock.
+order; RX's frames that the engine surely passes unchanged through its bypass lane), the
+same lanes the registry builds for `make bench-hw` and the testbenches, with no width
+adapter around them: the path carries a beat a clock.
 
 The engines carry only data, keep, last and a bad-frame bit. Everything else a NIC's
 stream says about a frame (Corundum's tid, tdest, the TX tag or RX timestamp in tuser)
@@ -54,23 +56,29 @@ def engine_ports(engine_cls):
 
 
 class EnginePath(wiring.Component):
-    """``s``/``m``: NIC streams of ``nic_bits`` with ``side_bits`` of side-band; the
-    engine's own configuration inputs and counter outputs under their own names."""
+    """``s``/``m``: NIC streams of ``nic_bits`` with ``side_bits`` of side-band around
+    engine ``kind`` ("tx" or "rx", as the registry names them); the engine's own
+    configuration inputs and counter outputs under their own names."""
 
-    def __init__(self, module, engine_cls, nic_bits, side_bits, *, drops):
-        self._module, self._engine_cls = module, engine_cls
+    def __init__(self, kind, nic_bits, side_bits):
+        from ...rtl.blocks import engines
+        row = engines()[kind]
+        self.kind, self._module, self._engine_cls = kind, row.name, row.load()
         self.nic_bits, self.side_bits = nic_bits, side_bits
-        self.drops = drops
+        self.drops = kind == "tx"        # TX drops frames longer than MAX_FRAME_BYTES
         beat = nic_beat(nic_bits, side_bits)
         super().__init__({"s": In(stream.Signature(beat)), "m": Out(stream.Signature(beat)),
-                          **engine_ports(engine_cls)})
+                          **engine_ports(self._engine_cls)})
 
     def elaborate(self, platform):
         m = Module()
         sb = self.side_bits
         if self.nic_bits > BEAT_BITS and self.nic_bits % BEAT_BITS == 0:
-            from ..engine_lanes import EngineLanes
-            eng = EngineLanes(self._module, self._engine_cls, self.nic_bits, drops=self.drops)
+            # The registry's lanes, as `make bench-hw` and the testbenches build them
+            # (RX with its bypass lane, each lane keeping its frame's configuration until
+            # its engine has counted the frame).
+            from ..engine_lanes import wide_engine
+            eng = wide_engine(self.kind, self.nic_bits)
             eng_bits = self.nic_bits
         else:
             eng, eng_bits = EngineInstance(self._module, self._engine_cls), BEAT_BITS
