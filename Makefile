@@ -23,7 +23,10 @@ WARM_TEST = $(RUN) tests/warm_caches.py
 # The regressions build every Verilator model at -O0, the engines included (designs.py
 # gives them -O1 for the compiled loop's speed): their C++ takes half the CPU, and
 # the testbenches' time is cocotb's (harness.model_dir keeps both levels built).
-TEST_OPT = INCEPTIONN_MODEL_OPT=$${INCEPTIONN_MODEL_OPT:--O0}
+# They build without ccache: on a fresh machine its cache is empty, so it only adds its
+# own pass, and it turns off the precompiled headers the models share (harness.py); the
+# built models themselves stay in build/sim.
+TEST_OPT = INCEPTIONN_MODEL_OPT=$${INCEPTIONN_MODEL_OPT:--O0} CCACHE_DISABLE=1
 RUN = PATH="$(VERILATOR_BIN):$$PATH" OBJCACHE="$$(command -v ccache || true)" PYTHONDONTWRITEBYTECODE= $(PY)
 # mypy on the package as pip installs it (pyproject's [tool.mypy] says why), made afresh
 # each run: setuptools' staging folder (build/lib) would keep a module deleted in the tree.
