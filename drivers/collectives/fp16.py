@@ -24,6 +24,8 @@ import threading
 
 import numpy as np
 
+from ...golden.fast_half import round_half_into
+
 __all__ = ["half_scale", "round_half", "widen_sum"]
 
 HALF_MAX = 65504.0
@@ -34,15 +36,27 @@ def half_scale(world: int) -> int:
     return max(0, math.ceil(math.log2(world))) if world > 1 else 0
 
 
-def round_half(x, world: int, loss: np.ndarray | None = None):
-    """x (a float32 tensor) as float16 times 2^-s; with `loss` (float32, x's size), what
-    the rounding dropped, x - 2^s float(h), exactly, written there (non-finite values:
-    0, nothing to keep, as the ring's loss). Four passes over x with the loss, two
-    without; no float32 temporary but one scratch kept per thread and size (a fresh one
-    would fault in its pages every step)."""
+def round_half(x, world: int, loss: np.ndarray | None = None,
+               residual: np.ndarray | None = None):
+    """x (a float32 tensor), plus `residual` where given, as float16 times 2^-s; with
+    `loss` (float32, x's size), what the rounding dropped, x + residual - 2^s float(h),
+    exactly, written there (non-finite values: 0, nothing to keep, as the ring's loss).
+    `residual` (a host array, x on the host) may be `loss` itself.
+
+    A host tensor with `loss` takes one compiled pass (golden/fast_half.py: x and the
+    residual read once, h and the loss written once); otherwise torch's ops, four passes
+    over x with the loss, two without, no float32 temporary but one scratch kept per
+    thread and size (a fresh one would fault in its pages every step)."""
     import torch
     s = half_scale(world)
     top = HALF_MAX * 2.0 ** -s
+    if loss is not None and x.device.type == "cpu" and x.is_contiguous():
+        h = torch.empty(x.shape, dtype=torch.float16)
+        round_half_into(x.numpy().reshape(-1), residual, 2.0 ** -s, 2.0 ** s, top,
+                        h.numpy().reshape(-1).view(np.uint16), loss.reshape(-1))
+        return h
+    if residual is not None:
+        raise ValueError("round_half: a residual goes with a host tensor and its loss")
     scaled = _scratch(x)
     torch.mul(x, 2.0 ** -s, out=scaled).clamp_(-top, top)
     h = scaled.to(torch.float16)

@@ -102,17 +102,20 @@ def _send_form(worker, t, params, fp16: bool, feedback: bool):
     residual is then gone (delivered plus the ranks' mean residual stays the sum of the
     true mean gradients: memory.py); fp16's rounding loss is the new residual, exactly,
     in the bucket's loss buffer (as the ring's loss)."""
-    mem, world, loss = worker.memory, worker.world, None
+    mem, world, loss, residual = worker.memory, worker.world, None, None
     if feedback:
-        mem.compensate(t.detach().numpy().reshape(-1), params)
         if fp16:
             loss = worker._loss_buffer(tuple(params), t.numel())
+        if fp16 and mem.held_in(params, loss):
+            residual = loss     # added in by round_half's one pass
         else:
+            mem.compensate(t.detach().numpy().reshape(-1), params)
+        if not fp16:
             mem.clear(params)
     worker.bytes_sent += ring_bytes(t.numel(), world) // (2 if fp16 else 1)
     if not fp16:
         return t
-    h = round_half(t.detach(), world, loss)
+    h = round_half(t.detach(), world, loss, residual)
     if loss is not None:
         mem.adopt(params, loss)
     return h

@@ -83,6 +83,17 @@ class Memory:
         for key, off, n in _layout(params, residual.size):
             self.residual[key] = residual[off:off + n]
 
+    def held_in(self, params, buf: np.ndarray) -> bool:
+        """Whether every parameter's residual is `buf` at its place in the bucket (as
+        `adopt` left them), so that `buf` is the bucket's whole residual."""
+        base = buf.__array_interface__["data"][0]
+        for key, off, n in _layout(params, buf.size):
+            r = self.residual.get(key)
+            if (r is None or r.size != n or r.dtype != buf.dtype or not r.flags.c_contiguous
+                    or r.__array_interface__["data"][0] != base + off * buf.itemsize):
+                return False
+        return True
+
     def clear(self, params) -> None:
         """No residual for a bucket laid out as `params` any more (after an exchange that
         dropped nothing): dropped rather than zeroed, so that the next compensate of a
