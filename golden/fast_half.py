@@ -27,7 +27,8 @@ from llvmlite import ir
 
 from . import fast_host  # noqa: F401  (first: numba's cache of these files)
 
-__all__ = ["half_bits", "half_value", "round_half_into", "to_half_bits", "from_half_bits"]
+__all__ = ["half_bits", "half_value", "round_half_into", "widen_into", "to_half_bits",
+           "from_half_bits"]
 
 
 # The two casts, written in LLVM's 32-bit integer operations: numba widens uint32
@@ -133,6 +134,20 @@ def _round_block(x, r, down, up, top, h, loss):
         h[i] = np.uint16(b)
         d = v - half_value(b) * up
         loss[i] = d if np.isfinite(d) else np.float32(0.0)
+
+
+@njit(cache=True, nogil=True)
+def widen_into(h, up, div, out):
+    """out[i] = float(h[i]) * up / div (h: float16 bits as uint16; up a power of two, so
+    the product is exact and the division the one rounding; div 1: none). float32."""
+    up, div = np.float32(up), np.float32(div)
+    if div == np.float32(1.0):
+        for i in range(h.size):
+            out[i] = half_value(np.uint32(h[i])) * up
+    else:
+        for i in range(h.size):
+            out[i] = half_value(np.uint32(h[i])) * up / div
+    return out
 
 
 @njit(cache=True, nogil=True)

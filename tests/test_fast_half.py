@@ -128,3 +128,19 @@ def test_the_memory_knows_a_residual_held_in_the_loss_buffer():
     assert mem.held_in(params, buf)
     mem.residual["a"] = np.ones(3, np.float32)
     assert not mem.held_in(params, buf)
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 6, 8])
+@pytest.mark.parametrize("mean", [True, False])
+def test_the_widening_pass_equals_the_torch_ops(world, mean):
+    from inceptionn.drivers.collectives.fp16 import widen_sum
+    h = torch.from_numpy(np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16))
+    ref = h.to(torch.float32).mul_(2.0 ** half_scale(world))
+    if mean:
+        ref = ref.div_(world)
+    out = torch.empty(h.shape, dtype=torch.float32)
+    got = widen_sum(h, world, out=out, mean=mean)
+    assert got is out
+    ok = ~torch.isnan(ref)
+    assert torch.equal(got[ok].view(torch.int32), ref[ok].view(torch.int32))
+    assert torch.isnan(got[~ok]).all()

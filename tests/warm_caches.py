@@ -39,10 +39,12 @@ def warm_codecs(nic=True):
         rec.stop()
     import torch
 
-    from inceptionn.drivers.collectives.fp16 import round_half
+    from inceptionn.drivers.collectives.fp16 import round_half, widen_sum
     loss = np.empty_like(x)      # the fp16 path's one pass, with and without a residual
     round_half(torch.from_numpy(x), 2, loss)
-    round_half(torch.from_numpy(x), 2, loss, loss)
+    h = round_half(torch.from_numpy(x), 2, loss, loss)
+    widen_sum(h, 2, out=torch.from_numpy(loss))
+    widen_sum(h, 2, out=torch.from_numpy(loss), mean=False)
     warm_every_kernel(x)
     if nic:
         warm_nic()

@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from ...golden.fast_half import round_half_into
+from ...golden.fast_half import round_half_into, widen_into
 
 __all__ = ["half_scale", "round_half", "widen_sum"]
 
@@ -83,8 +83,15 @@ def _scratch(x):
 
 def widen_sum(h, world: int, out=None, mean: bool = True):
     """The float16 sum `h` back to float32 (into `out`), unscaled (exact) and, with
-    `mean`, divided by `world` (one rounding, as the float32 paths' average)."""
+    `mean`, divided by `world` (one rounding, as the float32 paths' average). A host
+    `out` takes one compiled pass; otherwise torch's ops."""
     import torch
+    up = 2.0 ** half_scale(world)
+    if out is not None and out.device.type == "cpu" and h.device.type == "cpu" \
+            and out.is_contiguous() and h.is_contiguous() and out.dtype == torch.float32:
+        widen_into(h.numpy().reshape(-1).view(np.uint16), up, world if mean else 1,
+                   out.numpy().reshape(-1))
+        return out
     w = h.to(torch.float32) if out is None else out.copy_(h)
-    w.mul_(2.0 ** half_scale(world))
+    w.mul_(up)
     return w.div_(world) if mean else w
