@@ -14,15 +14,16 @@ The engines carry only data, keep, last and a bad-frame bit. Everything else a N
 stream says about a frame (Corundum's tid, tdest, the TX tag or RX timestamp in tuser)
 is the frame's side-band: it is taken from the frame's first beat at the NIC's input
 into a register and written to the side-band FIFO on the next clock (from registers),
-so that it goes round the input slice and the width adapter; the gate puts the FIFO's
-head on every output beat of that frame. Frames leave an engine in the order they came
-in, bypassed, fallen back or compressed alike, so the FIFO's head always belongs to the
-frame at the output. The TX engine drops a frame of more than MAX_FRAME_BYTES bytes: the
+so that it goes round the input slice and the width adapter; the gate puts the entry
+on every output beat of that frame, from one of two registers that the FIFO fills ahead
+(the frame at the output's and the next one's), so that frames leave back to back.
+Frames leave an engine in the order they came in, bypassed, fallen back or compressed
+alike, so the entries come in the order of the frames at the output. The TX engine drops a frame of more than MAX_FRAME_BYTES bytes: the
 path counts a frame's beats into the engine and writes, a clock after its last beat,
-whether it is dropped to a FIFO of one bit beside the side-band's; the gate discards a
-dropped frame's entries instead of waiting for the frame, and waits for the head's drop
-bit before a frame's output (the engine is store-and-forward, so the bit is there by
-then).
+whether it is dropped to a FIFO of one bit beside the side-band's; the gate takes an
+entry with its drop bit, discards a dropped frame's entry instead of waiting for the
+frame, and so has a frame's drop bit before its output (the engine is
+store-and-forward, so the bit is there by then).
 
 The input takes a frame's first beat only when the side-band FIFO has room for it on the
 next clock (not full, and no write pending: a frame every two clocks at most; the
@@ -170,27 +171,50 @@ class EnginePath(wiring.Component):
             wiring.connect(m, wide_out, down.i)
             narrow = down.o
 
-        # The gate: each output beat takes the side-band of the FIFO's head; the entries
-        # of a dropped frame are discarded as soon as they are the heads. The head of a
-        # frame whose last beat went out is popped one clock later (``done``, a
-        # register), so that the adapter's lane logic does not reach the FIFO's level
-        # counter in the same clock (the 6-level budget); the gate holds during that clock.
-        done = Signal()
+        # The gate: each output beat takes the side-band of its frame's entry. Two
+        # registers (banks) in front of the FIFOs hold the entry of the frame at the
+        # output (bank `sel`) and the next one, so that the next frame's first beat can
+        # follow a frame's last on the next clock (popping the FIFO's head only after
+        # the last beat, as a register, cost a clock a frame: 24 beats in 25 clocks at
+        # 1514 bytes at 512 bits). The banks are filled from the FIFOs by registers only
+        # (an empty bank pops the heads), so the output's ready does not reach the
+        # FIFOs' level counters (the 6-level budget); the output flips `sel` and empties
+        # its bank. TX: an entry is taken with its drop bit, and a dropped frame's entry
+        # is emptied without waiting for a frame.
+        sw = max(sb, 1)
+        side = [Signal(sw, name=f"side{i}") for i in range(2)]
+        full = [Signal(name=f"full{i}") for i in range(2)]
+        drop = [Signal(name=f"drop{i}") for i in range(2)]
+        sel = Signal()
+        head_side = Mux(sel, side[1], side[0])
+        head_full = Mux(sel, full[1], full[0])
+        head_drop = Mux(sel, drop[1], drop[0])
+        # The bank an entry goes to: the head's if it is empty (then both are), else
+        # the other.
+        target = Mux(head_full, ~sel, sel)
+        room = ~full[0] | ~full[1]
         if self.drops:
-            dropped = fifo.o.valid & dfifo.o.valid & dfifo.o.payload
-            head_ok = fifo.o.valid & dfifo.o.valid & ~dfifo.o.payload & ~done
-            m.d.comb += dfifo.o.ready.eq(done | dropped)
+            take = room & fifo.o.valid & dfifo.o.valid
+            m.d.comb += dfifo.o.ready.eq(take)
         else:
-            dropped = C(0, 1)
-            head_ok = fifo.o.valid & ~done
+            take = room & fifo.o.valid
+        m.d.comb += fifo.o.ready.eq(take)
+        head_ok = head_full & ~head_drop
         o = out_slice.i
         m.d.comb += [
             o.payload.data.eq(narrow.payload.data), o.payload.keep.eq(narrow.payload.keep),
             o.payload.last.eq(narrow.payload.last), o.payload.user.eq(narrow.payload.user),
-            o.payload.side.eq(fifo.o.payload),
+            o.payload.side.eq(head_side),
             o.valid.eq(narrow.valid & head_ok),
             narrow.ready.eq(o.ready & head_ok),
-            fifo.o.ready.eq(done | dropped),
         ]
-        m.d.sync += done.eq(narrow.valid & o.ready & head_ok & narrow.payload.last)
+        done = (narrow.valid & o.ready & head_ok & narrow.payload.last) | (head_full & head_drop)
+        for i in range(2):
+            with m.If(take & (target == i)):
+                m.d.sync += [full[i].eq(1), side[i].eq(fifo.o.payload),
+                             drop[i].eq(dfifo.o.payload if self.drops else 0)]
+            with m.Elif(done & (sel == i)):
+                m.d.sync += full[i].eq(0)
+        with m.If(done):
+            m.d.sync += sel.eq(~sel)
         return m
