@@ -50,7 +50,8 @@ def round_half(x, world: int, loss: np.ndarray | None = None,
     import torch
     s = half_scale(world)
     top = HALF_MAX * 2.0 ** -s
-    if loss is not None and x.device.type == "cpu" and x.is_contiguous():
+    if (loss is not None and x.device.type == "cpu" and x.is_contiguous()
+            and x.dtype == torch.float32 and loss.dtype == np.float32):
         h = torch.empty(x.shape, dtype=torch.float16)
         round_half_into(x.numpy().reshape(-1), residual, 2.0 ** -s, 2.0 ** s, top,
                         h.numpy().reshape(-1).view(np.uint16), loss.reshape(-1))
