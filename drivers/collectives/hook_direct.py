@@ -106,9 +106,9 @@ def _send_form(worker, t, params, fp16: bool, feedback: bool):
     if feedback:
         if fp16:
             loss = worker._loss_buffer(tuple(params), t.numel())
-        if fp16 and mem.held_in(params, loss):
-            residual = loss     # added in by round_half's one pass
-        else:
+            if t.is_contiguous() and mem.held_in(params, loss):
+                residual = loss     # added in by round_half's one pass
+        if residual is None:
             mem.compensate(t.detach().numpy().reshape(-1), params)
         if not fp16:
             mem.clear(params)
