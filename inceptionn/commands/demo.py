@@ -364,10 +364,6 @@ def _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed,
     # Rows in the table's order: codec, then bound as given, then capture.
     rows.sort(key=lambda r: order[(r.codec, r.k)])
     F.write_pcap(out / "sent.pcap", sent, times)
-    engines_ready()
-    # Rows in the table's order: codec, then bound as given, then capture.
-    rows.sort(key=lambda r: order[(r.codec, r.k)])
-    F.write_pcap(out / "sent.pcap", sent, times)
     plot_summary(rows, out / "summary.png")
     summary = {
         "train_steps": grads.train_steps, "seed": seed, "acc_before": grads.acc_before,
