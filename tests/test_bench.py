@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from inceptionn import cli
-from inceptionn import golden
+from inceptionn import golden, gradients
 from inceptionn.bench import golden as bench
 
 PER_CODEC = ["golden encode", "golden pack", "golden unpack", "fast pack", "fast unpack groups",
@@ -38,7 +38,7 @@ def test_bench_prints_a_sane_table(tmp_path, capsys):
         nums = [float(x) for x in l.split()[-6:]]  # ratio, wall ms, cpu ms, GB/s, x copy, runs
         assert all(math.isfinite(x) and x > 0 for x in nums), l
         assert nums[5] >= 1
-    assert (tmp_path / "hdc_grads_v1_steps10_seed0.npz").exists()
+    assert (tmp_path / f"hdc_grads_v{gradients.CACHE_VERSION}_steps10_seed0.npz").exists()
     # v2 next to v1 and snappy / lz4, per buffer, from the same run
     summary = [l for l in out.splitlines() if l.startswith("v2 vs v1, ")]
     assert len(summary) == 2 and all("snappy" in l and "lz4" in l and "v2/v1" in l for l in summary)
