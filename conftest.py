@@ -82,8 +82,9 @@ def _read_times(path):
 
 
 # The end-to-end runs of minutes (the demo, training to an accuracy, the study, the
-# Corundum app's model) are marked `long`: make test-long runs them (CI runs it after
-# make test), so that make test stays within its 8 minutes on a fresh 2-core machine.
+# Corundum app's model) and the system runs of 5 to 20 s whose parts other tests cover
+# are marked `long`: make test-long runs them (CI runs it after make test), so that make
+# test stays within its 8 minutes on a fresh 2-core machine.
 LONG = os.environ.get("INCEPTIONN_LONG", "0") not in ("", "0")
 _LONG_SKIP = pytest.mark.skip(reason="an end-to-end run of minutes: make test-long (INCEPTIONN_LONG=1)")
 

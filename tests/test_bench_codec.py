@@ -38,6 +38,7 @@ def test_bad_arguments(argv, msg, capsys):
     assert msg in err and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.long
 def test_exchange_rows(capsys):
     """Two ranks over gloo: gloo, fp16 and the ring pipelined and not, each with a time
     and its ratio to gloo's."""

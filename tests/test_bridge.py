@@ -111,6 +111,7 @@ def test_lossy_wire_retransmits_and_stays_exact(grads):
     assert c[0]["misaligned"] == 0
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("codec", ["bounded", "paper"])
 def test_rtl_engine_in_the_loop_matches_golden(grads, codec):
     x = grads[:(2 << 20) // 4]

@@ -55,6 +55,7 @@ def _script(tmp_path, name, text):
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(p))}"
 
 
+@pytest.mark.long
 @pytest.mark.skipif(shutil.which("nft") is None,
                     reason="the nft command is missing (`make setup` installs nftables as root)")
 def test_bridge_carries_an_unmodified_program_tagged_by_mark(tmp_path):
@@ -127,6 +128,7 @@ def test_sigusr1_prints_counters_and_sigterm_stops_cleanly():
     assert all(_gone(pid) for pid in pids)
 
 
+@pytest.mark.long
 def test_kill_9_leaves_nothing_and_the_next_run_works():
     p, pids = _start_bridge()
     p.kill()
@@ -195,6 +197,7 @@ def test_bad_numbers_and_files_are_one_line_before_any_host_exists(tmp_path, mak
     assert "bridge up" not in res.stdout        # no namespace was built
 
 
+@pytest.mark.long
 def test_a_full_disk_under_a_capture_is_one_line():
     """--pcap-wire /dev/full: the capture's header fails at the bridge's teardown (the
     write is buffered); one line naming the file, status 2, no traceback."""
@@ -204,6 +207,7 @@ def test_a_full_disk_under_a_capture_is_one_line():
     assert res.stderr.count("\n") == 1 and "cannot write /dev/full" in res.stderr, res.stderr
 
 
+@pytest.mark.long
 @pytest.mark.skipif(shutil.which("nft") is None,
                     reason="the nft command is missing (`make setup` installs nftables as root)")
 def test_mark_del_removes_only_its_own_rules():

@@ -194,8 +194,15 @@ def _rank_proc(kind, path, r, p, die, n, q):
         q.put((r, f"{type(e).__name__}: {e}", time.monotonic() - t0))
 
 
-@pytest.mark.parametrize("kind,how", [("ring", "exit"), ("ring", "hang"), ("wa", "exit"),
-                                      ("wa", "hang"), ("ring-software", "exit")])
+# make test: a dead rank on each exchange (about 4 s each); the silent ranks wait out
+# their timeouts and the socket ring's dead rank takes 9 s: make test-long.
+_LONG = pytest.mark.long
+
+
+@pytest.mark.parametrize("kind,how", [pytest.param("ring", "exit", marks=_LONG),
+                                      pytest.param("ring", "hang", marks=_LONG), ("wa", "exit"),
+                                      pytest.param("wa", "hang", marks=_LONG),
+                                      ("ring-software", "exit")])
 def test_a_dead_or_silent_rank_makes_every_other_rank_raise(kind, how, tmp_path):
     p, victim = 4, 2
     ctx = ranks.context()

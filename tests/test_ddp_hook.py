@@ -128,6 +128,7 @@ def _weights_by_wire(rank, world):
     return hashes
 
 
+@pytest.mark.long
 def test_software_wire_trains_to_the_emulations_weights_bit_for_bit():
     """Both codecs; the NIC path gives the emulation's numbers too (test_collectives.py,
     through the software NIC), so all three wires train to the same weights."""
@@ -245,6 +246,7 @@ def rebuilt():
     return spawn(_rebuild, 4)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("method", [m for m, _ in REBUILD_METHODS])
 def test_compressor_state_survives_ddps_bucket_rebuild(rebuilt, method):
     outs = [out for out, _ in rebuilt.values()]
@@ -289,6 +291,7 @@ def _mismatch(rank, world):
     return out
 
 
+@pytest.mark.long
 def test_ranks_set_up_differently_all_raise_naming_the_setting():
     res = spawn(_mismatch, 4)
     for i, (bad, setting) in enumerate(MISMATCHES):
@@ -319,6 +322,7 @@ def _killed(rank, world, victim):
     return "finished"
 
 
+@pytest.mark.long
 def test_a_rank_killed_mid_step_makes_every_other_rank_raise():
     res = spawn(_killed, 4, 2, expect=3, timeout=120)
     assert set(res) == {0, 1, 3}, res
@@ -466,6 +470,7 @@ def _defaults(rank, world):
     return out
 
 
+@pytest.mark.long
 def test_the_default_hook_follows_gloo_where_the_absolute_bound_drops_the_gradients():
     import numpy as np
     res = spawn(_defaults, 2)

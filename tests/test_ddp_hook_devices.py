@@ -123,6 +123,7 @@ def test_host_buckets_give_the_replays_values_bit_for_bit(method, method_kw):
     _check(spawn(_device_vs_replay, 2, "cpu", method, method_kw, timeout=300))
 
 
+@pytest.mark.long
 def test_torch_transport_on_host_buckets_gives_the_socket_rings_values():
     """Several buckets, overlapped with the backward, through TorchRing over gloo, in
     several rounds per block (the other cases run on CUDA; the codecs' every k is

@@ -112,6 +112,7 @@ def resumed(tmp_path_factory):
     return first, second
 
 
+@pytest.mark.long
 def test_resume_gives_the_uninterrupted_runs_parameters_bit_for_bit(resumed):
     first, second = resumed
     for rank in (0, 1):

@@ -125,6 +125,7 @@ def test_rx_version_2_acceptance_rule():
     assert golden.shim_accepted((9216 - p + 1).to_bytes(2, "big") + b"\xC6\x0a", 9000, p, (1, 2)) is None
 
 
+@pytest.mark.long
 def test_foreign_dscp10_payloads_follow_the_rule_and_version_2_takes_far_fewer():
     """Random TCP payloads with byte 2 forced to each magic: RX decompresses exactly those
     the rule (written out here) accepts; version 2 takes about 1/16 of what version 1

@@ -120,6 +120,7 @@ def _simulated(world, i, n, chunk):
     return res
 
 
+@pytest.mark.long
 def test_scaled_torch_ring_gives_the_simulated_rings_bits():
     world = 3                       # blocks of unequal length, a forwarded hop
     res = spawn(_scaled_ring, world, timeout=300)

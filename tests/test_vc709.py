@@ -49,6 +49,7 @@ def wire_tree(tmp_path_factory):
     return out
 
 
+@pytest.mark.long
 def test_tree_is_complete(wire_tree):
     for f in ("top.v", "top.xdc", "top.tcl", "build_top.sh"):
         assert (wire_tree / f).stat().st_size > 0, f
@@ -68,12 +69,14 @@ def test_tree_is_complete(wire_tree):
     assert "(* src" not in v and ".py:" not in v, "source locations leaked into the Verilog"
 
 
+@pytest.mark.long
 def test_tree_is_reproducible(wire_tree, tmp_path):
     vc709.build_tree(tmp_path, engines=False)
     for f in ("top.v", "top.xdc", "top.tcl"):
         assert (tmp_path / f).read_bytes() == (wire_tree / f).read_bytes(), f
 
 
+@pytest.mark.long
 def test_tree_with_engines(tmp_path):
     # The engines are the shared conversions (`make verilog`'s files, byte for byte),
     # instantiated by top.v and read by Vivado's script; the codec is a constant on the

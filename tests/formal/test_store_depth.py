@@ -101,6 +101,7 @@ def _simulate(depth, frames):
 
 # make test: the default depth (512); make formal: 2048 as well (elaborated at every
 # depth by test_pointer_widths_follow_store_depth in make test).
+@pytest.mark.long
 @pytest.mark.parametrize("depth", [512, 2048] if SLOW else [512])
 def test_store_depth_simulated_against_golden(depth):
     rng = np.random.default_rng(depth)
