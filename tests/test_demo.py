@@ -176,6 +176,19 @@ def test_swapped_nic_stage_is_used_and_checked(trained, tmp_path):
     assert calls == [(8, "bounded")]
 
 
+def test_while_building_runs_once_on_the_gradients_before_the_nic_stage(trained, tmp_path):
+    order = []
+
+    def nic(frames, k, codec):
+        order.append("nic")
+        return demo.golden_nic_stage(frames, k, codec)
+
+    grads, _ = demo.run_demo(tmp_path, steps=STEPS, ks=[8], nic=nic, cache_dir=trained,
+                             max_frames=2, quiet=True, codecs=("paper",),
+                             while_building=lambda g: order.append(g))
+    assert order[0] is grads and order[1:] == ["nic"] * 3
+
+
 def test_max_frames_sends_the_start_of_each_capture(trained, tmp_path):
     cache = trained
     seen = []

@@ -276,7 +276,8 @@ class Row:
 
 def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic: NicStage | None = None,
              rtl: str | None = None, cache_dir=DEFAULT_CACHE, refresh=False,
-             dscp=golden.DSCP_DEFAULT, max_frames=None, quiet=False, codecs=DEFAULT_CODECS):
+             dscp=golden.DSCP_DEFAULT, max_frames=None, quiet=False, codecs=DEFAULT_CODECS,
+             while_building: Callable[[Gradients], None] | None = None):
     """Run the demo; returns (Gradients, [Row]). Raises RuntimeError if a check fails.
 
     Every (codec, bound, capture) goes through `nic` (default: the golden model), except
@@ -285,6 +286,8 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
     The default is "first-bound", or "none" when a `nic` is given.
     `max_frames` sends only the start of each capture (that many full frames), for NIC
     stages slower than the golden model; the table then covers what was sent.
+    `while_building(grads)`, where given, runs once the gradients are there, before the
+    NIC stage: beside the engines' builds (the command's TCP and collectives stages).
     """
     rtl = rtl or ("none" if nic else "first-bound")
     if rtl not in (*RTL_SCOPES, "none"):
@@ -314,6 +317,8 @@ def run_demo(out=DEFAULT_OUT, *, steps=DEFAULT_STEPS, seed=0, ks=DEFAULT_KS, nic
     try:
         grads = real_gradients(steps, seed, cache_dir=cache_dir, refresh=refresh, quiet=quiet)
         finish_background(jobs, ["kernels"])
+        if while_building is not None:
+            while_building(grads)
         return _run_stages(grads, out, ks, codecs, nic, rtl, dscp, max_frames, quiet, seed,
                            engines_ready)
     finally:
@@ -492,18 +497,24 @@ def run(args) -> int:
         raise CliError("--steps must be at least 3 (gradients are captured early, mid-way and late)")
     rtl = "none" if args.nic == "golden" else ("full" if args.full else "first-bound")
     t0 = time.monotonic()
+    net: dict = {}
+
+    def net_stages(grads):
+        # Before the NIC stage: these wait on sockets and a rate-limited wire, beside the
+        # engines' builds (after them, they added about 13 s to a fresh machine's demo).
+        _log(f"real TCP: the gradients between two namespaces through the software NIC at 2^-{ks[0]}")
+        net["tcp"], net["skipped"] = tcp_stage(grads.all(), ks[0])
+        net["coll"] = []
+        if net["skipped"] is None:
+            _log("collectives: 4 ranks exchange gradients through the software NIC, WA and INC+C")
+            net["coll"] = collectives_stage()[0]
+
     try:
         codecs = DEFAULT_CODECS if args.codec == "both" else (args.codec,)
         grads, rows = run_demo(args.out, steps=args.steps, seed=args.seed, ks=ks,
                                cache_dir=args.cache, refresh=args.refresh, max_frames=args.max_frames,
-                               rtl=rtl, codecs=codecs)
-        _log(f"real TCP: the gradients between two namespaces through the software NIC at 2^-{ks[0]}")
-        tcp_rows, tcp_skipped = tcp_stage(grads.all(), ks[0])
-        if tcp_skipped is None:
-            _log("collectives: 4 ranks exchange gradients through the software NIC, WA and INC+C")
-            coll = collectives_stage()[0]
-        else:
-            coll = []
+                               rtl=rtl, codecs=codecs, while_building=net_stages)
+        tcp_rows, tcp_skipped, coll = net["tcp"], net["skipped"], net["coll"]
     except (RuntimeError, ValueError) as e:
         print(f"demo FAILED: {e}", file=sys.stderr)
         return 1
