@@ -49,6 +49,16 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# make demo on a fresh machine installs the demo extra only (torch, the solvers and the
+# linters are 60% of the full install, and the demo uses none of them); a later target
+# that needs the rest installs it then. Where the full install is there, it is used.
+DEMO_STAMP := $(VENV)/.installed-demo
+$(DEMO_STAMP): pyproject.toml
+	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then touch $@; else \
+	  set -e; test -x $(PY) || python3 -m venv $(VENV); \
+	  echo "$(PY) -m pip install -q --no-compile -e '.[demo]'"; \
+	  $(PY) -m pip install -q --no-compile -e '.[demo]'; touch $@; fi
+
 # Debian packages the host side uses: nft for `inceptionn mark`. Installed as root where
 # apt-get exists; elsewhere a note, and the tests that need it say why they skip.
 DEBS_CMDS = nft
@@ -185,7 +195,7 @@ fuzz: $(STAMP)
 experiments: $(STAMP)
 	INCEPTIONN_STRESS=1 $(RUN) -m pytest -q experiments
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(RUN) -m inceptionn demo
 
 bench: $(STAMP)

@@ -181,6 +181,7 @@ def test_bench_rejects_bad_options(capsys):
         assert "argument --real-steps" in capsys.readouterr().err
 
 
+@pytest.mark.long
 def test_foreign_dscp_measurement_counts_what_the_rules_accept():
     """inceptionn bench foreign on a few frames through the compiled RX: the counts are
     consistent, golden.rx_frame agrees frame for frame, and the exact expected rates are

@@ -20,6 +20,7 @@ AXIS_PORTS = ["s_axis_tdata", "s_axis_tkeep", "s_axis_tlast", "s_axis_tuser", "s
               "m_axis_tvalid", "m_axis_tready"]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name,factory", TARGETS, ids=[t[0] for t in TARGETS])
 def test_reproducible_axi_named_and_lint_clean(tmp_path, name, factory):
     # Reproducibility (the same tree gives the same bytes) is checked across processes and
