@@ -15,32 +15,14 @@ from fuzzing import fuzz_settings
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from inceptionn.drivers.collectives.transports import LocalStore
 from inceptionn.drivers.collectives.transports import links as T
 
 TIMEOUT = 6.0        # the old listener took > 6 s for each attack below (75 s for the slow hello)
 SECRET = b"this job's secret"
 
 
-class _Store:
-    """A rendezvous store (set, get, wait) in this process."""
-
-    def __init__(self):
-        self._d, self._cv = {}, threading.Condition()
-
-    def set(self, key, value):
-        with self._cv:
-            self._d[key] = value.encode() if isinstance(value, str) else value
-            self._cv.notify_all()
-
-    def get(self, key):
-        with self._cv:
-            return self._d[key]
-
-    def wait(self, keys, timeout):
-        with self._cv:
-            if not self._cv.wait_for(lambda: all(k in self._d for k in keys),
-                                     timeout.total_seconds()):
-                raise RuntimeError(f"{keys} not set")
+_Store = LocalStore
 
 
 class _Job:

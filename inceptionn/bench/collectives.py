@@ -36,6 +36,7 @@ import numpy as np
 from .. import gradients
 from ..drivers.bridge import Bridge
 from ..drivers.collectives import Ring, WorkerAggregator
+from ..drivers.collectives.transports import LocalStore
 
 __all__ = ["MODES", "Point", "measure", "fit_model", "sweep", "verdicts", "table",
            "plots", "next_to_paper", "HDC_FLOATS"]
@@ -102,8 +103,7 @@ def measure(mode: str, p: int, n: int, *, rate_gbps: float, iters: int = 2, k: i
     if wa:
         xs = [np.zeros(n, np.float32)] + xs          # the aggregator adds nothing of its own
     cls = WorkerAggregator if wa else Ring
-    from torch.distributed import HashStore
-    store = HashStore()
+    store = LocalStore()               # the ranks are threads here: no torch needed
     with Bridge(hosts, mtu=9000, k=k, rate_gbps=rate_gbps, offload=offload) as br:
         colls, errs = [None] * hosts, []
 

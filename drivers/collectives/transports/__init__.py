@@ -12,13 +12,15 @@ communicator's programs over them.
   torch_p2p.py      TorchTransport: the communicator's messages over the process group
   wa.py             WorkerAggregator (WA, WA+C): rank 0 aggregates
   agreement.py      every rank's settings compared at set-up (SettingsMismatch)
+  local_store.py    LocalStore: a rendezvous store for ranks that are threads of one process
 
 The torch transports import torch; this package's own import does not.
 """
 
 from .links import DEFAULT_TIMEOUT, CollectiveError
+from .local_store import LocalStore
 from .socket_ring import DEFAULT_CHUNK, WIRES, Ring
 from .wa import WorkerAggregator
 
 __all__ = ["Ring", "WorkerAggregator", "CollectiveError", "DEFAULT_CHUNK", "DEFAULT_TIMEOUT",
-           "WIRES"]
+           "WIRES", "LocalStore"]
