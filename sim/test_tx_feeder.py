@@ -23,6 +23,13 @@ from inceptionn.sim.axis import (PAUSE_MODES, StreamSource, Streams, frame_to_be
                                  pause_generator, port_sink, port_source, start)
 from inceptionn.sim.payloads import pack, unpack
 
+import pytest
+
+# make test runs the engines' testbenches, which hold this stage (every frame against
+# golden); this one runs in make sim and make test-long (which CI runs after make
+# test), so that make test keeps within its 8 minutes on a fresh 2-core machine.
+pytestmark = pytest.mark.long
+
 DUT = "tx_feeder"
 FRAMES = 80
 CLEN_DEPTH = 2
