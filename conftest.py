@@ -82,11 +82,11 @@ def _read_times(path):
 
 
 # The end-to-end runs of minutes (the demo, training to an accuracy, the study, the
-# Corundum app's model) and the system runs of 5 to 20 s whose parts other tests cover
-# are marked `long`: make test-long runs them (CI runs it after make test), so that make
+# Corundum app's model), the system runs of 5 to 20 s whose parts other tests cover and
+# the stage testbenches (each stage runs inside an engine's testbench) are marked `long`: make test-long runs them (CI runs it after make test), so that make
 # test stays within its 8 minutes on a fresh 2-core machine.
 LONG = os.environ.get("INCEPTIONN_LONG", "0") not in ("", "0")
-_LONG_SKIP = pytest.mark.skip(reason="an end-to-end run of minutes: make test-long (INCEPTIONN_LONG=1)")
+_LONG_SKIP = pytest.mark.skip(reason="left to make test-long (INCEPTIONN_LONG=1; docs/verification.md says why)")
 
 
 def pytest_collection_modifyitems(items):
