@@ -73,8 +73,8 @@ debs:
 	  else echo "note: not root or no apt-get: install nftables for inceptionn mark"; fi; \
 	fi
 
-# Every test but the end-to-end runs of minutes (make test-long): ruff, then the golden
-# model, CLI, demo, drivers, and the cocotb regression on Verilator; the formal checks'
+# Every test but those left to make test-long: ruff, then the golden model, CLI, demo,
+# drivers, and the engines' cocotb testbenches on Verilator; the formal checks'
 # solver runs are in make formal-quick and make formal. mypy (about 30 CPU-s cold) runs
 # beside the tests, which leave part of a core idle (beside the cache warm-up, which keeps
 # both busy, the warm-up took 74-78 s instead of about 45); its report follows theirs and
@@ -94,7 +94,8 @@ test: $(STAMP)
 # ranks, the five papers' study, the Corundum app's model; and the system runs of 5 to 20 s
 # each whose parts make test covers (the RTL engines inside the software NIC, multi-rank
 # DDP runs with a rank killed or set up differently, the network CLI in namespaces, the
-# VC709 tree, the store-depth simulation). CI runs it after make test.
+# VC709 tree, the store-depth simulation); and each pipeline stage's own testbench (the
+# engines' testbenches in make test hold every stage). CI runs it after make test.
 test-long: $(STAMP)
 	@$(WARM_TEST)
 	$(TEST_OPT) INCEPTIONN_LONG=1 $(RUN) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -q -m long
