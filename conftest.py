@@ -83,8 +83,9 @@ def _read_times(path):
 
 # The end-to-end runs of minutes (the demo, training to an accuracy, the study, the
 # Corundum app's model), the system runs of 5 to 20 s whose parts other tests cover and
-# the stage testbenches (each stage runs inside an engine's testbench) are marked `long`: make test-long runs them (CI runs it after make test), so that make
-# test stays within its 8 minutes on a fresh 2-core machine.
+# the stage testbenches (each stage runs inside an engine's testbench) are marked `long`:
+# make test-long runs them (CI runs it after make test), so that make test stays near its
+# 8 minutes on a fresh 2-core machine.
 LONG = os.environ.get("INCEPTIONN_LONG", "0") not in ("", "0")
 _LONG_SKIP = pytest.mark.skip(reason="left to make test-long (INCEPTIONN_LONG=1; docs/verification.md says why)")
 

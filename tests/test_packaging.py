@@ -28,10 +28,11 @@ def test_the_demo_runs_without_torch(tmp_path):
     starts: a sitecustomize on PYTHONPATH blocks it, so a torch import anywhere fails."""
     block = tmp_path / "block"
     block.mkdir()
+    # An import hook, not sys.modules['torch'] = None, which scipy reads as a module.
     (block / "sitecustomize.py").write_text(
         "import sys\n"
-        "class NoTorch:\n"          # an import hook, not sys.modules['torch'] = None,
-        "    def find_spec(self, name, path=None, target=None):\n"   # which scipy reads
+        "class NoTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
         "        if name.split('.')[0] == 'torch':\n"
         "            raise ModuleNotFoundError(\"No module named 'torch' (blocked)\")\n"
         "sys.meta_path.insert(0, NoTorch())\n")
