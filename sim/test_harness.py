@@ -63,3 +63,25 @@ def test_a_model_compiles_with_the_shared_precompiled_headers(monkeypatch):
     out = subprocess.run(argv, cwd=runner.build_dir, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"! {gch}" in out.stderr, out.stderr[:2000]
+
+
+def test_a_model_above_O0_compiles_its_fast_half_at_its_level_and_the_rest_at_O0(monkeypatch):
+    """The engines' models (cxx_opt -O1) compile as two units: the eval code at -O1, the
+    construction and first settle at -O0 (half the C++ time of one unit at -O1)."""
+    monkeypatch.delenv("INCEPTIONN_MODEL_OPT", raising=False)
+    monkeypatch.setenv("CCACHE_DISABLE", "1")
+
+    def fast_flop():
+        return _flop()
+    fast_flop.cxx_opt = "-O1"          # type: ignore[attr-defined]
+    shutil.rmtree(harness.model_dir(fast_flop, "groups_check"), ignore_errors=True)
+    runner = harness.build(fast_flop, "groups_check")
+    log = (harness.model_dir(fast_flop, "groups_check") / "build.log").read_text()
+    compiles = {m.group(2): m.group(1) for m in
+                re.finditer(r"c\+\+ (-O\S+) .* -c (?:-o \S+ )?(Vtop__\w+\.cpp)", log)}
+    assert compiles == {"Vtop__fast.cpp": "-O1", "Vtop__slow.cpp": "-O0"}, log[-3000:]
+    fast = (runner.build_dir / "Vtop__fast.cpp").read_text()
+    slow = (runner.build_dir / "Vtop__slow.cpp").read_text()
+    assert '#include "Vtop___024root__0.cpp"' in fast and "__Slow" not in fast
+    assert '#include "Vtop___024root__Slow.cpp"' in slow
+    assert (runner.build_dir / "groups_check").exists()     # the linked model
