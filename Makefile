@@ -34,7 +34,7 @@ MYPY = rm -rf build/lib build/typecheck && \
 	$(PY) -m pip install -q --no-deps --no-index --no-build-isolation --no-compile --target build/typecheck . && \
 	MYPYPATH=build/typecheck $(PY) -m mypy
 
-.PHONY: all setup debs test test-long durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz faults soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog vc709 synth-report corundum corundum-sim corundum-sim-100g corundum-app-sim corundum-rates corundum-rates-100g experiments lint clean
+.PHONY: all setup debs test test-long durations test-fast test-cuda bench-codec gpu-check sim sim-stress formal formal-quick formal-deep fuzz faults soak demo bench bench-nic bench-collectives bench-train bench-train-check bench-hw study verilog shipped-verilog vc709 synth-report corundum corundum-sim corundum-sim-100g corundum-app-sim corundum-rates corundum-rates-100g experiments lint clean
 
 all: test
 
@@ -245,6 +245,12 @@ bench-hw: $(STAMP)
 
 verilog: $(STAMP)
 	$(RUN) -m inceptionn verilog
+
+# After a change to hw/: the engines' Verilog that the repository ships (hw/verilog/,
+# inceptionn/rtl/shipped.py), converted afresh with the key of these sources. make test
+# fails until it is current.
+shipped-verilog: $(STAMP)
+	$(RUN) -m inceptionn.rtl.shipped
 
 vc709: $(STAMP)
 	$(RUN) -m inceptionn vc709

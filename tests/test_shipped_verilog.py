@@ -1,0 +1,62 @@
+"""The engines' Verilog as hw/verilog/ ships it (inceptionn/rtl/shipped.py): current for
+these sources, read by builds where its key matches and ignored where it does not."""
+
+import json
+
+import pytest
+
+from inceptionn.rtl import harness, shipped
+
+
+def test_the_shipped_verilog_is_current():
+    stale = shipped.stale()
+    assert not stale, (f"hw/verilog/ was converted from other sources than these for "
+                       f"{', '.join(stale)}: run `make shipped-verilog` and commit hw/verilog/")
+
+
+def _adder():
+    from amaranth import Module
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+
+    class Adder(wiring.Component):
+        a: In(8)
+        y: Out(8)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.d.comb += self.y.eq(self.a + 3)
+            return m
+    return Adder()
+
+
+def test_a_build_reads_the_shipped_text_only_under_its_key(tmp_path, monkeypatch):
+    monkeypatch.setattr(harness, "SHIPPED", tmp_path)
+    key = harness._design_key(_adder, "shipped_check")
+    (tmp_path / "shipped_check.v").write_text("// the shipped text\n")
+    (tmp_path / "keys.json").write_text(json.dumps({"shipped_check": key}))
+    assert harness.to_verilog(_adder, "shipped_check") == "// the shipped text\n"
+    # Another key (the sources changed since): converted as if nothing were shipped.
+    (tmp_path / "keys.json").write_text(json.dumps({"shipped_check": "0" * 64}))
+    text = harness.to_verilog(_adder, "shipped_check")
+    assert "module shipped_check" in text and "the shipped text" not in text
+    (tmp_path / "keys.json").write_text("not json")
+    assert harness.to_verilog(_adder, "shipped_check") == text
+
+
+def test_a_stale_or_missing_file_is_reported(tmp_path):
+    assert shipped.stale(tmp_path) == [name for name, _ in shipped.shipped_designs()]
+    keys = json.loads((shipped.SHIPPED / "keys.json").read_text())
+    (tmp_path / "keys.json").write_text(json.dumps(keys))
+    name = shipped.shipped_designs()[0][0]
+    (tmp_path / f"{name}.v").write_text("x")
+    assert name not in shipped.stale(tmp_path)      # the key says current (the text: below)
+
+
+@pytest.mark.long
+def test_the_shipped_verilog_is_what_the_sources_convert_to():
+    """A fresh conversion of each engine, byte for byte (the key alone cannot see a file
+    edited by hand)."""
+    for name, factory in shipped.shipped_designs():
+        assert (shipped.SHIPPED / f"{name}.v").read_text() == \
+            harness.convert_uncached(factory, name), f"hw/verilog/{name}.v"
