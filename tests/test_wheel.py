@@ -142,6 +142,8 @@ def test_wheel_holds_every_packaged_source(installed):
                  for p in (REPO / name).rglob("*.py") if "__pycache__" not in p.parts}
     assert want - names == set()
     assert "inceptionn/rtl/rtl_loop.cpp" in names
+    assert {"inceptionn/hw/verilog/keys.json", "inceptionn/hw/verilog/inceptionn_tx.v",
+            "inceptionn/hw/verilog/inceptionn_rx.v"} <= names
     assert not any(n.startswith("experiments/") for n in names)
 
 
@@ -159,13 +161,22 @@ def test_verilog(installed):
     # source the other needs is checked packaged above, and bench hw below reuses this one.
     _run(installed, "inceptionn", "verilog", "-o", str(out_dir), "--no-lint", "--only", "tx")
     assert not (out_dir / "inceptionn_rx.v").exists()
-    # A conversion in another process, from the installed package, gives the checkout's
-    # bytes: the Verilog is reproducible and independent of where the package lives.
     from inceptionn.commands import verilog
     for name, factory in [(n, f) for n, f in verilog.engine_factories() if n.endswith("_tx")]:
         text = (out_dir / f"{name}.v").read_text()
         assert f"module {name}(" in text
         assert text == verilog.generate(factory, name), f"{name}: the wheel's Verilog differs"
+    # The installed package reads its shipped Verilog (its sources give the checkout's
+    # keys), and a fresh conversion there, in another process, gives the shipped bytes:
+    # the Verilog is reproducible and independent of where the package lives.
+    fresh = installed["work"] / "fresh_tx.v"
+    _run(installed, "-c",
+         "from inceptionn.rtl import designs, harness, shipped\n"
+         "assert shipped.stale() == [], shipped.stale()\n"
+         "name, factory, _ = designs.DESIGNS['tx']\n"
+         f"open({str(fresh)!r}, 'w').write(harness.convert_uncached(factory, name))\n")
+    from inceptionn.rtl import shipped
+    assert fresh.read_text() == (shipped.SHIPPED / "inceptionn_tx.v").read_text()
 
 
 def test_vc709_tree(installed):
