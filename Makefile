@@ -3,6 +3,8 @@ SHELL := /bin/bash
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# pip install -q --no-compile, through uv where it can be had (tools/install.py says why).
+INSTALL = $(PY) tools/install.py
 # One worker more than the 2 cores it is tuned on: many tests wait on sockets, timeouts
 # and child processes (2 workers left CPU idle; 3 used 1.74 cores on average).
 JOBS   ?= 3
@@ -41,10 +43,9 @@ all: test
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory debs
 	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	# --no-compile: bytecode for all of torch took half the install; what runs is
-	# compiled on first import (RUN lets Python cache it).
-	$(PY) -m pip install -q --no-compile -e '.[dev]'
+	# No bytecode: for all of torch it took half the install; what runs is compiled on
+	# first import (RUN lets Python cache it). uv where it can be had (tools/install.py).
+	$(INSTALL) -e '.[dev]'
 	@touch $@
 
 setup: $(STAMP)
@@ -56,8 +57,8 @@ DEMO_STAMP := $(VENV)/.installed-demo
 $(DEMO_STAMP): pyproject.toml
 	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then touch $@; else \
 	  set -e; test -x $(PY) || python3 -m venv $(VENV); \
-	  echo "$(PY) -m pip install -q --no-compile -e '.[demo]'"; \
-	  $(PY) -m pip install -q --no-compile -e '.[demo]'; touch $@; fi
+	  echo "$(INSTALL) -e '.[demo]'"; \
+	  $(INSTALL) -e '.[demo]'; touch $@; fi
 
 # Debian packages the host side uses: nft for `inceptionn mark`. Installed as root where
 # apt-get exists; elsewhere a note, and the tests that need it say why they skip.
