@@ -50,7 +50,7 @@ def test_the_block_figures(rates):
                     "stalled": 1}}
     got = rates.summarize(events, 2)
     assert got["in_beats_per_clock"] == 1.0 and got["out_beats_per_clock"] == 0.8
-    assert got["out_beats_per_clock_from_frame_2"] == 1.0
+    assert got["out_beats_per_clock_from_frame_2"] == 1.0 and got["out_clocks_from_frame_2"] == 2
     assert got["latency_first_in_to_first_out"] == [9, 10]
     assert got["latency_last_in_to_first_out"] == [6, 7]
     assert got["latency_first_frame"] == [10, 7] and got["out_not_taken_clocks"] == 1

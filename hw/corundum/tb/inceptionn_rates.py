@@ -137,13 +137,14 @@ def summarize(events, frames):
     span_out = m["last"][-1] - m["first"][0] + 1
     # The same from the second frame on: the first frame crosses one lane alone at 512 bits
     # (docs/engine-lanes.md), so this is nearer what a long burst sustains.
-    later = (round((m["beats"] - m["beats_before"][1]) / (m["last"][-1] - m["first"][1] + 1), 3)
-             if frames > 1 else None)
+    later_clocks = m["last"][-1] - m["first"][1] + 1 if frames > 1 else None
+    later = round((m["beats"] - m["beats_before"][1]) / later_clocks, 3) if frames > 1 else None
     return {
         "beats_in": s["beats"], "beats_out": m["beats"],
         "in_beats_per_clock": round(s["beats"] / span_in, 3),
         "out_beats_per_clock": round(m["beats"] / span_out, 3),
         "out_beats_per_clock_from_frame_2": later,
+        "out_clocks_from_frame_2": later_clocks,
         "in_clocks": span_in, "out_clocks": span_out,
         "in_not_taken_clocks": s["stalled"], "out_not_taken_clocks": m["stalled"],
         "latency_first_in_to_first_out": [min(lat_first), max(lat_first)],
@@ -209,6 +210,10 @@ async def measure_rx(tb, ports, wire, frames, enable, beat_bytes):
             "to_ingress_gbps": round(8 * out_bytes / seconds_out / 1e9, 3),
             "to_ingress_frames_per_s": round(n / seconds_out),
             "to_ingress_bytes_per_clock_share": round(out_bytes / (block["out_clocks"] * beat_bytes), 3),
+            # From the second frame on: the first crosses one lane alone (see summarize).
+            "to_ingress_bytes_per_clock_share_from_frame_2":
+                round((out_bytes - len(got[0].data)) / (block["out_clocks_from_frame_2"] * beat_bytes), 3)
+                if n > 1 else None,
             "host_all_received_us": round(t_host * 1e-6, 2),
             "block": block}
 
