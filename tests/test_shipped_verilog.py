@@ -52,3 +52,17 @@ def test_the_shipped_verilog_is_what_the_sources_convert_to():
     for name, factory in shipped.shipped_designs():
         assert (shipped.SHIPPED / f"{name}.v").read_text() == \
             harness.convert_uncached(factory, name), f"hw/verilog/{name}.v"
+
+
+def test_the_key_follows_the_hdl_not_other_simulators_testbenches(tmp_path, monkeypatch):
+    name, factory = _small_block()
+    for part in ("tx", "corundum/tb"):
+        (tmp_path / part).mkdir(parents=True)
+    (tmp_path / "tx" / "stage.py").write_text("A = 1\n")
+    (tmp_path / "corundum" / "tb" / "test_rates.py").write_text("N = 48\n")
+    monkeypatch.setattr(harness, "HW", tmp_path)
+    key = harness._design_key(factory, name)
+    (tmp_path / "corundum" / "tb" / "test_rates.py").write_text("N = 24\n")
+    assert harness._design_key(factory, name) == key
+    (tmp_path / "tx" / "stage.py").write_text("A = 2\n")
+    assert harness._design_key(factory, name) != key

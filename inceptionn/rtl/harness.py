@@ -191,6 +191,8 @@ def _design_key(design, name):
     # Named relative to hw/ (the factory by its module, hashed above), so that a checkout
     # and an installed package with the same sources share the key.
     for f in sorted(HW.rglob("*.py")):
+        if "tb" in f.relative_to(HW).parts:
+            continue     # testbenches for other simulators (hw/corundum/tb): not HDL
         h.update(f.relative_to(HW).as_posix().encode())
         h.update(f.read_bytes())
     mod_file = inspect.getsourcefile(design)
