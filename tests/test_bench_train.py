@@ -53,6 +53,35 @@ def test_report_prints_the_default_hooks_targets_and_its_paths():
     assert "P=2 unlimited: vs gloo 1.20 (<= 1.05: MISSED)" in "\n".join(lines)
 
 
+def test_the_floor_without_any_exchange_says_when_half_of_gloo_is_out_of_reach():
+    res = {(2, 1.0): {"gloo": _row(0.5, 0.3, 100e6, 0.95), "none": _row(0.3, 0.0, 0.0, 0.9),
+                      "ours": _row(0.4, 0.1, 14e6, 0.95)},
+           (2, 0.1): {"gloo": _row(4.0, 3.8, 100e6, 0.95), "none": _row(0.3, 0.0, 0.0, 0.9),
+                      "ours": _row(0.8, 0.5, 14e6, 0.95)}}
+    lines = []
+    train_report.report(res, out=lines.append)
+    text = "\n".join(lines)
+    assert "P=2 1 Gb/s: vs gloo 0.80 (<= 1.05); vs gloo 0.80 (<= 0.5: MISSED); " \
+           "no exchange vs gloo 0.60: 0.5 is out of reach on this machine" in text
+    assert "P=2 0.1 Gb/s: vs gloo 0.20 (<= 1.05); vs gloo 0.20 (<= 0.5); " \
+           "no exchange vs gloo 0.07\n" in text + "\n"
+
+
+def test_no_exchange_hands_back_the_bucket_untouched():
+    torch = pytest.importorskip("torch")
+
+    class Bucket:
+        def __init__(self, t):
+            self.t = t
+
+        def buffer(self):
+            return self.t
+
+    t = torch.arange(5.0)
+    assert train_methods._no_exchange(None, Bucket(t)).wait() is t
+    assert "none" in train_methods.RUN_METHODS and "none" not in train_methods.METHODS
+
+
 def test_report_without_gloo_prints_the_rows_and_says_why_no_targets():
     # --methods that leaves gloo (and fp16) out: a KeyError before
     res = {(2, 1.0): {"ours-bounded": _row(1.2, 0.3, 25e6, 0.948)}}

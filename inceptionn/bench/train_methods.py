@@ -45,7 +45,9 @@ NIC_RATES = (0.1, 1.0, None)                    # Gb/s per port; None: no rate l
 # Every method --methods can time (the hook each registers: _register); a rank also
 # takes "ours-nic", the NIC path that --nic-rates runs.
 # "ours-ring": the defaults with every bucket coded (decide="ring"), what "ours" chooses from.
-RUN_METHODS = METHODS + ("ours-ring",) + EMULATE_METHODS
+# "none": no exchange at all (each rank keeps its own gradient): the step's floor on this
+# machine, which no method's step can go below; its model diverges across ranks.
+RUN_METHODS = METHODS + ("ours-ring", "none") + EMULATE_METHODS
 
 NIC_METHOD = "ours-nic"
 
@@ -63,6 +65,14 @@ def _timed_hook(hook, times):
     return timed
 
 
+def _no_exchange(state, bucket):
+    """The bucket as it is, at once: no bytes leave the rank."""
+    import torch
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer())
+    return fut
+
+
 def register(net, method, decide="auto"):
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 
@@ -71,6 +81,8 @@ def register(net, method, decide="auto"):
     times, state = [], None
     if method == "gloo":
         hook, st = default_hooks.allreduce_hook, pg
+    elif method == "none":
+        hook, st = _no_exchange, None
     elif method == "fp16":
         hook, st = default_hooks.fp16_compress_hook, pg
     elif method.startswith("powersgd"):

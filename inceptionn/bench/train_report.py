@@ -86,6 +86,12 @@ def _report_default(results, out) -> None:
                 parts.append(f"vs {base} {r:.2f} (<= {limit}{'' if r <= limit else ': MISSED'})")
         if "ours-ring" in res:
             parts.append(f"vs every bucket coded {t / res['ours-ring']['step_s']:.2f}")
+        if "none" in res and "gloo" in res:
+            # No method's step goes below the one that exchanges nothing.
+            f = res["none"]["step_s"] / res["gloo"]["step_s"]
+            reach = ("" if g is None or g > 1.0 or f <= 0.5 else
+                     ": 0.5 is out of reach on this machine")
+            parts.append(f"no exchange vs gloo {f:.2f}{reach}")
         out(f"  P={w} {fmt_rate(g)}: " + ("; ".join(parts) or "no baseline in this run"))
 
 
