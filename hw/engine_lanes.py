@@ -7,7 +7,7 @@ in (docs/engine-lanes.md: why lanes and not two groups a clock inside one engine
 
     i ─► turn ─┬─► inq[0] (W) ─► W→256 ─► engine ─► 256→W ─► outq[0] (W) ─┬─► merge ─► slice ─► o
                ├─► inq[1] ...                                             │    ▲
-               ├─► byq (W, RX: the bypass lane) ──────────────────────────┤    │
+               ├─► byq (W: the bypass lane) ──────────────────────────────┤    │
                └─► order FIFO (lane or bypass, dropped) ───────────────────────┘
 
 - turn: frame j goes to lane j mod N, every beat of it; the lane's input FIFO takes it
@@ -17,9 +17,10 @@ in (docs/engine-lanes.md: why lanes and not two groups a clock inside one engine
   ``cfgq`` and is what the lane's engine sees until it has sampled it (TX samples with
   the frame's first beat in; RX behind its input slice, so its lanes keep the entry
   until the engine counts the frame: ``until_counted``), so a frame keeps the
-  configuration it came in with at any width. RX's frames that the engine surely
-  forwards unchanged take the bypass lane instead (``bypass``: a W-bit FIFO, told from
-  the first beat, hw/lane_bypass.py) and take no turn.
+  configuration it came in with at any width. Frames that the engine surely forwards
+  unchanged take the bypass lane instead (``bypass``: a W-bit FIFO, told from the first
+  beat, hw/lane_bypass.py) and take no turn; TX's drops a frame longer than the engine
+  keeps, as the engine does.
 - order FIFO: one entry a frame, the lane it went to; for TX, whether the engine drops
   it (longer than MAX_FRAME_BYTES, which the lane's engine drops: counted at the input
   in W-bit beats). RX writes the entry with the frame's first beat (RX is cut-through:
@@ -43,7 +44,7 @@ from .axis import axis_signature, beat_layout
 from .corundum.engine_path import engine_ports
 from .corundum.width import Downsizer, Upsizer
 from .engine_instance import EngineInstance
-from .lane_bypass import rx_sure_bypass
+from .lane_bypass import rx_sure_bypass, tx_sure_bypass
 from .primitives import FifoSlice, StreamFifo
 from .wire import BEAT_BITS, MAX_FRAME_BYTES
 
@@ -74,26 +75,23 @@ class EngineLanes(wiring.Component):
 
     def __init__(self, module, engine_cls, beat_bits, *, drops, bypass=None,
                  until_counted=False, fifo_depth=LANE_FIFO_DEPTH, order_depth=ORDER_DEPTH,
-                 cfg_depth=CFG_DEPTH, engine=None, lane_bits=BEAT_BITS):
+                 cfg_depth=CFG_DEPTH, engine=None, lane_bits=BEAT_BITS,
+                 max_frame_bytes=MAX_FRAME_BYTES):
         # bypass: None (every frame to an engine lane), or ``f(data, cfg)`` -> 1 when the
         # engine surely forwards the frame whose first beat is ``data`` unchanged under
         # ``cfg`` (a view of the configuration inputs): such a frame takes the bypass lane.
         # until_counted: a lane's engine keeps its frame's configuration until its
         # frames_in counts the frame (see _lane; RX), else until the frame's last beat
         # went in (TX).
-        # fifo_depth, order_depth, cfg_depth, engine, lane_bits: the formal checks' small
-        # FIFOs and stand-in engine (a callable returning a component with the engine's
-        # ports other than its streams' width) at a narrow width; the same code.
-        if bypass is not None and drops:
-            # A TX bypass lane would have to drop frames longer than MAX_FRAME_BYTES as
-            # the engine does, after their first beats went into its FIFO: not built.
-            self._MustUse__silence = True
-            raise ValueError("a bypass lane is built for engines that drop no frame (RX)")
+        # fifo_depth, order_depth, cfg_depth, engine, lane_bits, max_frame_bytes: the
+        # formal checks' and tests' small FIFOs and stand-in engine (a callable returning
+        # a component with the engine's ports other than its streams' width) at a narrow
+        # width, where frames longer than the engine keeps are a few beats; the same code.
         self._bypass = bypass
         self.until_counted = until_counted
         self._depths = (fifo_depth, order_depth, cfg_depth)
         self._engine = engine or (lambda: EngineInstance(module, engine_cls))
-        self.lane_bits = lane_bits
+        self.lane_bits, self.max_frame_bytes = lane_bits, max_frame_bytes
         lanes = beat_bits // lane_bits
         if beat_bits % lane_bits or lanes < 2 or lanes & (lanes - 1):
             self._MustUse__silence = True      # a refused block is not an unused one
@@ -117,6 +115,7 @@ class EngineLanes(wiring.Component):
 
         fifo_depth, order_depth, cfg_depth = self._depths
         m.submodules.order = order = StreamFifo(order_layout, order_depth, fast=True)
+        limit = self.max_frame_bytes // (w // 8)  # the beats of the longest frame kept
         m.submodules.out_slice = out_slice = FifoSlice(beat_layout(w))
         wiring.connect(m, out_slice.o, wiring.flipped(self.o))
 
@@ -151,17 +150,23 @@ class EngineLanes(wiring.Component):
         # take no turn); its first beat's configuration.
         lane = Signal(range(n))
         first = Signal(init=1)
-        beats = Signal(range(MAX_FRAME_BYTES // (w // 8) + 2))   # this frame's so far, saturating
+        beats = Signal(range(limit + 2))          # this frame's so far, saturating
         lane_rdy = Signal()
         eng_rdy = Array(q.i.ready for q in inqs)[lane] & Array(q.i.ready for q in cfgqs)[lane]
+        # A bypassed frame longer than the engine keeps (TX, ``drops``) is dropped as the
+        # engine drops it: its first ``limit`` beats go in, the last of them marked last,
+        # the rest are taken and let go, and the merge empties the kept ones unsent.
+        swallow = (beats >= limit) if self.drops else C(0)
         if byp:
             m.submodules.byq = byq = StreamFifo(beat_layout(w), fifo_depth, fast=True)
             outqs.append(byq)
             m.d.comb += [
                 byq.i.payload.eq(s_beat),
-                byq.i.valid.eq(s_valid & lane_rdy & s_byp),
+                byq.i.valid.eq(s_valid & lane_rdy & s_byp & ~swallow),
             ]
-            eng_rdy = Mux(s_byp, byq.i.ready, eng_rdy)
+            if self.drops:
+                m.d.comb += byq.i.payload.last.eq(s_beat.last | (beats == limit - 1))
+            eng_rdy = Mux(s_byp, byq.i.ready | swallow, eng_rdy)
         m.d.comb += [lane_rdy.eq(eng_rdy & order.i.ready), s_ready.eq(lane_rdy)]
         took = s_valid & s_ready
         for j in range(n):
@@ -174,7 +179,7 @@ class EngineLanes(wiring.Component):
         write_at = s_beat.last if self.drops else first
         m.d.comb += [
             order.i.payload.lane.eq(Mux(s_byp, n, lane) if byp else lane),
-            order.i.payload.dropped.eq(beats >= MAX_FRAME_BYTES // (w // 8) if self.drops else 0),
+            order.i.payload.dropped.eq(swallow),
             order.i.valid.eq(took & write_at),
         ]
         with m.If(took):
@@ -183,13 +188,16 @@ class EngineLanes(wiring.Component):
                 m.d.sync += beats.eq(0)
                 with m.If(~s_byp):
                     m.d.sync += lane.eq(lane + 1)     # n a power of two: wraps
-            with m.Elif(beats <= MAX_FRAME_BYTES // (w // 8)):
+            with m.Elif(beats <= limit):
                 m.d.sync += beats.eq(beats + 1)
 
-        # merge: the head's lane, a frame at a time; a dropped frame's entry goes alone.
+        # merge: the head's lane, a frame at a time; a dropped frame's entry goes alone
+        # (an engine lane's: its engine dropped it) or with the kept beats it leaves in the
+        # bypass FIFO, emptied unsent.
         head = order.o
         sel = head.payload.lane
         pass_on = head.valid & ~head.payload.dropped
+        empty = head.valid & head.payload.dropped & ((sel == n) if byp and self.drops else 0)
         src_valid = Signal()
         src = Signal(beat_layout(w))
         with m.Switch(sel):
@@ -200,22 +208,33 @@ class EngineLanes(wiring.Component):
         m.d.comb += [
             o.payload.eq(src),
             o.valid.eq(pass_on & src_valid),
-            head.ready.eq(head.valid & (head.payload.dropped
-                                        | (o.ready & src_valid & src.last))),
+            head.ready.eq(head.valid & Mux(head.payload.dropped,
+                                           ~empty | (src_valid & src.last),
+                                           o.ready & src_valid & src.last)),
         ]
         for j, q in enumerate(outqs):
-            m.d.comb += q.o.ready.eq(pass_on & o.ready & (sel == j))
+            m.d.comb += q.o.ready.eq((pass_on & o.ready | empty) & (sel == j))
 
         # counters: the lanes' sums, from registers; the bypass lane's frames count in
-        # frames_in and bypassed as they come in, in frames_out as they leave.
+        # frames_in and bypassed as they come in (RX: with the first beat; TX: with the
+        # last, as its engine counts, and in dropped instead when too long), in
+        # frames_out as they leave.
         extra = {}
         if byp:
             byp_in, byp_out = Signal(32), Signal(32)
-            with m.If(took & first & s_byp):
+            with m.If(took & (s_beat.last if self.drops else first) & s_byp):
                 m.d.sync += byp_in.eq(byp_in + 1)
-            with m.If(byq.o.valid & byq.o.ready & byq.o.payload.last):
+            with m.If(byq.o.valid & byq.o.ready & byq.o.payload.last & pass_on):
                 m.d.sync += byp_out.eq(byp_out + 1)
             extra = {"frames_in": byp_in, "bypassed": byp_in, "frames_out": byp_out}
+            if self.drops:
+                byp_kept, byp_drop = Signal(32), Signal(32)
+                with m.If(took & s_beat.last & s_byp):
+                    with m.If(swallow):
+                        m.d.sync += byp_drop.eq(byp_drop + 1)
+                    with m.Else():
+                        m.d.sync += byp_kept.eq(byp_kept + 1)
+                extra.update(bypassed=byp_kept, dropped=byp_drop)
         for name in cnt_names:
             total = sum(getattr(e, name) for e in engs) + extra.get(name, 0)
             m.d.sync += getattr(self, name).eq(total[:len(getattr(self, name))])
@@ -311,7 +330,7 @@ class CompressionEngineLanes(EngineLanes):
     def __init__(self, beat_bits=2 * BEAT_BITS):
         from ..rtl.blocks import engines
         tx = engines()["tx"]
-        super().__init__(tx.name, tx.load(), beat_bits, drops=True)
+        super().__init__(tx.name, tx.load(), beat_bits, drops=True, bypass=tx_sure_bypass)
 
 
 class DecompressionEngineLanes(EngineLanes):

@@ -1,4 +1,17 @@
-"""Which frames the RX engine surely forwards unchanged, told from their first wide beat.
+"""Which frames an engine surely forwards unchanged, told from their first wide beat.
+
+TX (``tx_sure_bypass``): the engine disabled or its k out of the codec's range, or the
+headers that every eligible frame has in its first bytes (EtherType, one VLAN tag, the
+IPv4 version, IHL, ToS, fragment fields and protocol) refuse it, or, behind a 20-byte
+IPv4 header, its L4 lengths leave fewer than 4 payload bytes (a TCP frame with no data,
+such as a pure ACK, which a tagged socket sends with the gradients' ToS) or a UDP
+length disagrees with the IP one. Every other refusal (a length the frame's end
+contradicts, a bad-flagged frame, a payload that does not compress) is left to the
+engine; frames longer than the engine keeps are dropped by the lane as the engine
+drops them (hw/engine_lanes.py). The bytes read end at the TCP data offset (byte 50
+behind a VLAN tag), inside every eligible frame (at least 14 + 20 + 8 + 4 bytes).
+
+RX (``rx_sure_bypass``):
 
 The engines' lanes (hw/engine_lanes.py) send such a frame through a FIFO of the full
 beat width instead of a 256-bit engine, which spends about 14 clocks a frame beyond its
@@ -16,9 +29,10 @@ its missing bytes read as, a "bypass" for it is right.
 
 from amaranth import *
 
+from .tx.ingress import k_in_range
 from .wire import SHIM_MAGIC, SHIM_MAGIC_V2, SHIM_MAGIC_V3
 
-__all__ = ["rx_sure_bypass", "BYPASS_HEADER_BYTES"]
+__all__ = ["rx_sure_bypass", "tx_sure_bypass", "BYPASS_HEADER_BYTES"]
 
 # The bytes read: up to the shim's magic behind a VLAN tag, IPv4 and TCP (18 + 20 + 20 + 2).
 BYPASS_HEADER_BYTES = 61
@@ -52,6 +66,28 @@ def rx_sure_bypass(data, cfg):
     """1 if the RX engine forwards the frame whose first beat is ``data`` (at least
     BYPASS_HEADER_BYTES bytes) unchanged under the configuration ``cfg`` (its ``enable``,
     ``dscp`` and ``versions``, as sampled with that beat); 0 when in doubt."""
+    byte, plain, vlan = _headers(data)
+    return (~cfg.enable | (cfg.versions == 0) | ~(plain | vlan)
+            | Mux(vlan, _ipv4_refused(byte, 18, cfg.dscp) | _magic_refused(byte, 18, cfg.versions),
+                  _ipv4_refused(byte, 14, cfg.dscp) | _magic_refused(byte, 14, cfg.versions)))
+
+
+def _lengths_refused(byte, l3):
+    """For a 20-byte IPv4 header at ``l3``: TCP whose data offset and the IP total length
+    leave fewer than 4 payload bytes (or a data offset below 5), or UDP whose length
+    disagrees with the IP total length or leaves fewer than 4 payload bytes
+    (golden.packet_matcher's length tests; 0 for other headers: the engine decides)."""
+    l4, proto = l3 + 20, byte(l3 + 9)
+    total = Cat(byte(l3 + 3), byte(l3 + 2))
+    doff = byte(l4 + 12)[4:]
+    udp_len = Cat(byte(l4 + 5), byte(l4 + 4))
+    tcp = (proto == _IPPROTO_TCP) & ((doff < 5) | (total < 24 + 4 * doff))
+    udp = (proto == _IPPROTO_UDP) & ((total < 32) | (udp_len + 20 != total))
+    return (byte(l3)[:4] == 5) & (tcp | udp)
+
+
+def _headers(data):
+    """(byte(j), whether the frame is plain IPv4, whether it is IPv4 behind one VLAN tag)."""
     if len(data) < 8 * BYPASS_HEADER_BYTES:
         raise ValueError(f"the bypass test reads {BYPASS_HEADER_BYTES} bytes, "
                          f"the beat has {len(data) // 8}")
@@ -62,8 +98,16 @@ def rx_sure_bypass(data, cfg):
     def be16(j):
         return Cat(byte(j + 1), byte(j))
 
-    plain = be16(12) == _ETH_P_IP
-    vlan = (be16(12) == _ETH_P_8021Q) & (be16(16) == _ETH_P_IP)
-    return (~cfg.enable | (cfg.versions == 0) | ~(plain | vlan)
-            | Mux(vlan, _ipv4_refused(byte, 18, cfg.dscp) | _magic_refused(byte, 18, cfg.versions),
-                  _ipv4_refused(byte, 14, cfg.dscp) | _magic_refused(byte, 14, cfg.versions)))
+    return (byte, be16(12) == _ETH_P_IP,
+            (be16(12) == _ETH_P_8021Q) & (be16(16) == _ETH_P_IP))
+
+
+def tx_sure_bypass(data, cfg):
+    """1 if the TX engine forwards the frame whose first beat is ``data`` unchanged under
+    the configuration ``cfg`` (its ``enable``, ``dscp``, ``k``, ``codec`` and
+    ``version``, as sampled with that beat), unless it drops it as too long; 0 when in
+    doubt."""
+    byte, plain, vlan = _headers(data)
+    return (~cfg.enable | ~k_in_range(cfg.k, cfg.codec, cfg.version) | ~(plain | vlan)
+            | Mux(vlan, _ipv4_refused(byte, 18, cfg.dscp) | _lengths_refused(byte, 18),
+                  _ipv4_refused(byte, 14, cfg.dscp) | _lengths_refused(byte, 14)))

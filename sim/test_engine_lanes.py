@@ -13,14 +13,15 @@ are held to one set of cases:
   engine must see the configuration its frame came in with;
 - RX: the malformed and cut-short compressed frames of every version (flagged bad), then
   correct ones, under random idle and backpressure;
-- RX's bypass lane: the host frames' TX outputs, bypassed and coded frames mixed, with
-  enable, DSCP and the accepted versions changing frame by frame (the bypass test and
-  the engines must each use the frame's own configuration), under random idle and
-  backpressure, counters included;
+- the bypass lanes: bypassed and coded frames mixed (TX: the stress mix and the corner
+  frames, dropped ones included, with enable, DSCP, k, codec and version changing frame
+  by frame; RX: the host frames' TX outputs with enable, DSCP and the accepted versions
+  changing), the bypass test and the engines each using the frame's own configuration,
+  under random idle and backpressure, counters included;
 - line rate (under `make sim-stress`): back-to-back 1514- and 9014-byte compressible
   frames, sink always ready, one 512-bit beat a clock in at steady state (a count of
-  clocks in the simulation, not a timed assert); for RX also bypassed ones (DSCP 0),
-  one beat a clock out, exactly.
+  clocks in the simulation, not a timed assert); bypassed ones (DSCP 0) of 64, 1514
+  and 9014 bytes, one beat a clock in (TX) or out (RX), exactly.
 
 All of it runs under `make sim-stress`, not `make test`: each 512-bit model holds two
 engines and its Verilator build took about 6 minutes on the 2 shared cores (more than
@@ -151,11 +152,32 @@ async def line_rate(dut, size):
 
 @cocotb.test()
 async def bypass_mixed(dut):
-    """RX: bypassed and coded frames mixed, the configuration changing frame by frame."""
+    """Bypassed and coded frames mixed, the configuration changing frame by frame (TX:
+    enable, DSCP, k, codec and version; RX: enable, DSCP and the accepted versions), so
+    that the bypass test and the engines must each use the frame's own; TX's include
+    frames longer than the engine keeps, which its bypass lane drops too."""
     import random
 
     from inceptionn.golden import Counters
     from inceptionn.golden.decompression_engine import versions_mask
+    if _is_tx(dut):
+        from inceptionn.rtl import frame_builders as F
+        await T.start(dut)
+        rng = random.Random(12)
+        frames = F.mixed_frames(13, 150) + T.corner_frames()
+        cfgs = []
+        for _ in frames:
+            v = dict(rng.choice(T.VARIANTS))
+            v.setdefault("version", 3)
+            cfgs.append({**v, "enable": int(rng.random() < 0.85),
+                         "dscp": rng.choice([10, 10, 10, 0, 11]), "k": rng.choice([10, 10, 6, 0])})
+        want, c = T.expected(frames, cfgs)
+        assert c.compressed > 40 and c.bypassed > 60 and c.dropped >= 3 and c.fallback > 0
+        res = await play(dut, frames, idle="random", backpressure="random", seed=14,
+                         expect=len(want), cfgs=cfgs)
+        await ClockCycles(dut.clk, 4)      # the lanes' counter sums are registered
+        T.check(dut, frames, res["frames_out"], cfgs)
+        return
     await R._reset(dut)
     rng = random.Random(12)
     wire = R._wire(R._originals(5), tuser_rate=0.1, seed=13)
@@ -174,14 +196,25 @@ async def bypass_mixed(dut):
 
 
 @cocotb.test()
-@cocotb.parametrize(size=[1514, 9014])
+@cocotb.parametrize(size=[64, 1514, 9014])
 async def line_rate_bypassed(dut, size):
-    """RX: back-to-back frames of another DSCP leave at one 512-bit beat a clock."""
+    """Back-to-back frames of another DSCP: TX takes one 512-bit beat a clock, RX gives
+    one, exactly."""
     from inceptionn.rtl import frame_builders as F
-    await R._reset(dut)
-    wire = [(F.udp_frame(bytes(range(256)) * (size // 256) + bytes(size % 256 - 42), tos=0),
-             False) for _ in range(12)]
+    wire = [(F.udp_frame(bytes(range(256)) * ((size - 42) // 256) + bytes((size - 42) % 256),
+                         tos=0), False) for _ in range(12)]
     assert all(len(f) == size for f, _ in wire)
+    if _is_tx(dut):
+        await T.start(dut)
+        res = await play(dut, wire)
+        c = T.check(dut, wire, res["frames_out"])
+        assert c.bypassed == len(wire)
+        spans = res["in_last_cycle"]
+        beats = sum(-(-len(f) // BEAT) for f, _ in wire[2:11])
+        assert spans[10] - spans[1] == beats, f"{beats} beats took {spans[10] - spans[1]} cycles"
+        await RisingEdge(dut.clk)
+        return
+    await R._reset(dut)
     exp, c = R._expect(wire)
     assert c.bypassed == len(wire)
     res = await play(dut, wire)
@@ -206,10 +239,13 @@ def _cases():
             + [f"line_rate/size={s}" for s in (1514, 9014)])
 
 
+def _bypass_cases():
+    return ["bypass_mixed"] + [f"line_rate_bypassed/size={s}" for s in (64, 1514, 9014)]
+
+
 def test_tx_lanes_512():
-    _run("tx512", _cases(), "tx")
+    _run("tx512", _cases() + _bypass_cases(), "tx")
 
 
 def test_rx_lanes_512():
-    _run("rx512", _cases() + ["bypass_mixed"]
-         + [f"line_rate_bypassed/size={s}" for s in (1514, 9014)], "rx")
+    _run("rx512", _cases() + _bypass_cases(), "rx")

@@ -9,8 +9,9 @@ frame's first beat into the frame's first byte, so the output shows which config
 each lane's engine had when it took each frame; like the real engines it spends clocks
 between frames (GAP). The bypass lane's test here is a stand-in too (a frame whose
 ``dscp`` is odd is "surely forwarded"), so that the bypass lane's order, counters and
-rate are checked at the narrow width; the real test (hw/lane_bypass.py) is checked
-against golden's RX on the frames of the RX testbench at 512 bits."""
+rate are checked at the narrow width, and TX's bypass lane drops frames longer than the
+engine keeps (a few beats here); the real tests (hw/lane_bypass.py) are checked against
+golden on the frames of the engines' testbenches at 512 bits."""
 
 import random
 
@@ -21,6 +22,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from inceptionn.hw.axis import axis_signature, beat_layout
+from inceptionn.hw.compression_engine import CompressionEngine
 from inceptionn.hw.decompression_engine import DecompressionEngine
 from inceptionn.hw.engine_lanes import EngineLanes, wide_engine
 from inceptionn.hw.primitives import StreamFifo
@@ -30,14 +32,15 @@ GAP = 6                      # the stand-in engine's idle clocks after each fram
 
 
 class StandIn(wiring.Component):
-    """The RX engine's configuration and counter ports, LANE-bit streams; beats forwarded
+    """An engine's configuration and counter ports (RX's by default), LANE-bit streams;
+    beats forwarded
     through a 4-entry FIFO, the first byte of a frame replaced by the ``dscp`` seen as
     that byte leaves the FIFO, and the frame counted in ``frames_in`` as its last beat
     leaves it: like the RX engine, which samples its configuration and counts a frame
     behind its input slice, possibly after the frame's last beat went in."""
 
-    def __init__(self):
-        super().__init__({**{n: mb for n, mb in DecompressionEngine.__annotations__.items()
+    def __init__(self, engine_cls=DecompressionEngine):
+        super().__init__({**{n: mb for n, mb in engine_cls.__annotations__.items()
                              if isinstance(mb, wiring.Member) and n not in ("i", "o")},
                           "i": In(axis_signature(LANE)), "o": Out(axis_signature(LANE))})
 
@@ -69,7 +72,14 @@ def _odd_dscp(data, cfg):
     return cfg.dscp[0]
 
 
-def _lanes(bypass=None, until_counted=True):
+TX_MAX = 16          # bytes: TX's lanes at the narrow width drop longer frames
+
+
+def _lanes(bypass=None, until_counted=True, tx=False):
+    if tx:            # TX: drops, samples the configuration with the first beat in
+        return EngineLanes(None, CompressionEngine, BEAT, drops=True, bypass=bypass,
+                           fifo_depth=8, order_depth=8, cfg_depth=4, lane_bits=LANE,
+                           engine=lambda: StandIn(CompressionEngine), max_frame_bytes=TX_MAX)
     return EngineLanes(None, DecompressionEngine, BEAT, drops=False, bypass=bypass,
                        until_counted=until_counted, fifo_depth=8, order_depth=8, cfg_depth=4,
                        engine=StandIn, lane_bits=LANE)
@@ -85,10 +95,12 @@ def _beats(frame):
     return out
 
 
-def _run(frames, seed, bypass=None, idle=0.3, ready=0.7):
+def _run(frames, seed, bypass=None, idle=0.3, ready=0.7, tx=False, want=None):
     """Frames [(bytes, dscp)] in with random idle and backpressure; frames out, the DUT,
-    the clock of each output beat."""
-    dut = _lanes(bypass)
+    the clock of each output beat. ``want``: the frames expected out (all by default)."""
+    dut = _lanes(bypass, tx=tx)
+    want = len(frames) if want is None else want
+    names = ("frames_in", "frames_out", "bypassed") + (("dropped",) if tx else ())
     rng = random.Random(seed)
     got, cur, clocks = [], bytearray(), []
 
@@ -109,7 +121,7 @@ def _run(frames, seed, bypass=None, idle=0.3, ready=0.7):
 
     async def sink(ctx):
         clock = 0
-        while len(got) < len(frames):
+        while len(got) < want:
             rdy = rng.random() < ready
             ctx.set(dut.o.ready, rdy)
             take = rdy and ctx.get(dut.o.valid)
@@ -124,7 +136,9 @@ def _run(frames, seed, bypass=None, idle=0.3, ready=0.7):
                     got.append(bytes(cur))
                     cur.clear()
         await ctx.tick().repeat(3)              # the counter sums are registered
-        dut.counts = {n: ctx.get(getattr(dut, n)) for n in ("frames_in", "frames_out", "bypassed")}
+        await ctx.tick().repeat(40)             # nothing more comes out
+        assert not ctx.get(dut.o.valid), "a frame more than expected"
+        dut.counts = {n: ctx.get(getattr(dut, n)) for n in names}
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -189,9 +203,25 @@ def test_bypassed_burst_leaves_at_a_beat_a_clock():
         assert clocks > beats, f"{beats} beats through the engine lanes in {clocks} clocks"
 
 
-def test_tx_lanes_refuse_a_bypass_lane():
-    with pytest.raises(ValueError, match="bypass lane"):
-        EngineLanes(None, DecompressionEngine, 512, drops=True, bypass=_odd_dscp)
+@pytest.mark.parametrize("seed", [5, 6])
+def test_tx_bypass_lane_drops_frames_longer_than_the_engine_keeps(seed):
+    """TX's bypass lane drops a frame longer than the engine keeps (TX_MAX bytes here) as
+    the engine would, whole, even one longer than the bypass FIFO (8 beats): counted in
+    dropped, not bypassed; every other frame comes out in order. Long frames go to the
+    bypass lane only (odd dscp): the stand-in engine drops none."""
+    rng = random.Random(seed)
+    frames = []
+    for _ in range(40):
+        dscp = rng.randrange(64)
+        n = rng.choice([1, 3, 5, 9, 15, 16] + ([17, 20, 33, 100] if dscp & 1 else []))
+        frames.append((bytes(rng.randrange(256) for _ in range(n)), dscp))
+    kept = [(f, d) for f, d in frames if len(f) <= TX_MAX]
+    got, dut, _ = _run(frames, seed, bypass=_odd_dscp, tx=True, want=len(kept))
+    assert got == [f if d & 1 else bytes([d]) + f[1:] for f, d in kept]
+    n_long = len(frames) - len(kept)
+    assert n_long > 3 and any(len(f) > 8 * BEAT // 8 for f, _ in frames)
+    assert dut.counts == {"frames_in": len(frames), "frames_out": len(kept),
+                          "bypassed": sum(d & 1 for _, d in kept), "dropped": n_long}
 
 
 def test_lanes_refuse_widths_they_cannot_split():

@@ -1,10 +1,13 @@
-"""The lanes' bypass test (hw/lane_bypass.py) against golden's RX, in Amaranth's simulator
-at 512 bits: it must never send to the bypass lane a frame the RX engine would restore,
-and it must send there the frames that only header fields or the configuration refuse.
+"""The lanes' bypass tests (hw/lane_bypass.py) against golden, in Amaranth's simulator at
+512 bits: they must never send to the bypass lane a frame the engine would change (RX:
+restore; TX: compress, or send as a fall-back with its DSCP cleared), and they must send
+there the frames that only header fields or the configuration refuse.
 
-The frames are the RX testbench's (sim/test_decompression_engine.py: the TX outputs of
-its host frames in every wire version, its foreign look-alikes) under the
-configurations that turn the engine off or narrow it."""
+RX's frames are the RX testbench's (sim/test_decompression_engine.py: the TX outputs of
+its host frames in every wire version, its foreign look-alikes), TX's the TX
+testbench's (sim/test_compression_engine.py: every payload length 0..100 as UDP and
+TCP, its corner and stress frames), under the configurations that turn the engine off
+or narrow it."""
 
 import random
 
@@ -15,8 +18,10 @@ from amaranth.sim import Simulator
 
 from inceptionn.golden import Counters
 from inceptionn.golden.decompression_engine import versions_mask
-from inceptionn.hw.lane_bypass import BYPASS_HEADER_BYTES, rx_sure_bypass
+from inceptionn.hw.lane_bypass import BYPASS_HEADER_BYTES, rx_sure_bypass, tx_sure_bypass
 from inceptionn.rtl import frame_builders as F
+from inceptionn.rtl import rtl_golden
+from inceptionn.sim import test_compression_engine as T
 from inceptionn.sim import test_decompression_engine as R
 
 BEAT = 64
@@ -25,18 +30,29 @@ ALL = (1, 2, 3)
 CONFIGS = [(1, 10, ALL), (0, 10, ALL), (1, 12, ALL), (1, 10, ()), (1, 10, (3,))]
 
 
-def _answers(frames, configs):
+RX_FIELDS = {"enable": 1, "dscp": 6, "versions": 3}
+TX_FIELDS = {"enable": 1, "dscp": 6, "k": 7, "codec": 1, "version": 2}
+# (enable, dscp, k, codec port, version): the default (bounded, version 3); off; another
+# DSCP; k above the bounded codec's range; k 0; the paper's codec at k 100 (in its
+# range); the bounded codec with version port 1 (out of its range: forwarded).
+TX_CONFIGS = [(1, 10, 10, 1, 3), (0, 10, 10, 1, 3), (1, 12, 10, 1, 3), (1, 10, 17, 1, 3),
+              (1, 10, 0, 1, 3), (1, 10, 100, 0, 1), (1, 10, 10, 1, 1)]
+
+
+def _answers(frames, configs, test=rx_sure_bypass, fields=RX_FIELDS):
     """The test's answer for each (frame, configuration), from the frame's first beat."""
     m = Module()
-    cfg = Signal(data.StructLayout({"enable": 1, "dscp": 6, "versions": 3}))
+    cfg = Signal(data.StructLayout(fields))
     beat = Signal(8 * BEAT)
     out = Signal()
-    m.d.comb += out.eq(rx_sure_bypass(beat, cfg))
+    m.d.comb += out.eq(test(beat, cfg))
     got = {}
 
     async def bench(ctx):
-        for c, (enable, dscp, versions) in enumerate(configs):
-            ctx.set(cfg, {"enable": enable, "dscp": dscp, "versions": versions_mask(versions)})
+        for c, values in enumerate(configs):
+            if fields is RX_FIELDS:
+                values = values[:2] + (versions_mask(values[2]),)
+            ctx.set(cfg, dict(zip(fields, values)))
             for j, f in enumerate(frames):
                 # The bytes past a short frame's end are whatever the bus holds.
                 first = f[:BEAT] + bytes([0xA5]) * max(0, BEAT - len(f))
@@ -107,5 +123,67 @@ def test_bypass_takes_frames_the_headers_refuse():
 
 
 def test_bypass_refuses_a_beat_too_narrow():
-    with pytest.raises(ValueError, match="bytes"):
-        rx_sure_bypass(Signal(8 * (BYPASS_HEADER_BYTES - 1)), None)
+    for test in (rx_sure_bypass, tx_sure_bypass):
+        with pytest.raises(ValueError, match="bytes"):
+            test(Signal(8 * (BYPASS_HEADER_BYTES - 1)), None)
+
+
+def _tx_changes(frame, user, enable, dscp, k, codec, version):
+    """Whether golden's TX (as the RTL's ports take it) compresses the frame or sends it
+    as a fall-back: what the bypass lane must never take."""
+    c = Counters()
+    rtl_golden.tx_frame(frame, enable=bool(enable), dscp=dscp, k=k, tuser=user, counters=c,
+                        codec="bounded" if codec else "paper", version=version)
+    return c.compressed + c.fallback > 0
+
+
+@pytest.fixture(scope="module")
+def host():
+    return T.length_frames() + T.corner_frames() + T.matrix_frames() + F.mixed_frames(9, 300)
+
+
+def test_tx_bypass_only_what_tx_forwards(host):
+    frames = [f for f, _ in host]
+    got = _answers(frames, TX_CONFIGS, tx_sure_bypass, TX_FIELDS)
+    changed = 0
+    for c, config in enumerate(TX_CONFIGS):
+        for j, (f, user) in enumerate(host):
+            if _tx_changes(f, user, *config):
+                changed += 1
+                assert not got[c, j], (f"frame {j} (config {config}) would be changed but "
+                                       f"was sent to the bypass lane")
+    assert changed > 300                    # the check above had frames to refuse
+    for c in (1, 3, 4, 6):                  # off, k out of range, version out of range
+        assert all(got[c, j] for j in range(len(frames)))
+    # The default configuration's payload lengths 0..3 (UDP and TCP) are all bypassed.
+    assert all(got[0, j] for j in range(8))
+
+
+def test_tx_bypass_takes_frames_the_headers_and_lengths_refuse():
+    """Under the default configuration: other EtherTypes, IPv6, other IP protocols,
+    fragments, other DSCPs (with and without a VLAN tag), IHL < 5, runts, TCP with no
+    data (a pure ACK, with and without TCP options or a VLAN tag) or 1 to 3 bytes, UDP
+    with fewer than 4 bytes or a UDP length that disagrees with the IP one."""
+    pay = bytes(range(200))
+    bad_ihl = bytearray(F.udp_frame(pay))
+    bad_ihl[14] = 0x44
+    bad_udp = bytearray(F.udp_frame(pay))
+    bad_udp[39] ^= 1                            # the UDP length's low byte
+    opts = [("NOP", None), ("NOP", None), ("Timestamp", (1, 2))]
+    frames = [F.arp_frame(), F.ipv6_frame(pay), F.ipv4_frame(pay, proto=1),
+              F.fragment_frame(pay), F.fragment_frame(pay, more_fragments=False, offset=3),
+              F.udp_frame(pay, tos=0), F.tcp_frame(pay, tos=0xB8), F.udp_frame(pay, tos=0x2C, vlan=3),
+              bytes(bad_ihl), F.raw_frame(13, 1), F.tcp_frame(b""), F.tcp_frame(b"", vlan=5),
+              F.tcp_frame(b"", tcp_options=opts), F.tcp_frame(b"\x01\x02\x03"),
+              F.udp_frame(b"\x01\x02\x03"), F.udp_frame(b"", pad_to=60), bytes(bad_udp)]
+    got = _answers(frames, TX_CONFIGS[:1], tx_sure_bypass, TX_FIELDS)
+    missed = [j for j in range(len(frames)) if not got[0, j]]
+    assert not missed, f"frames {missed} went to an engine lane"
+    for f in frames:
+        assert not _tx_changes(f, False, *TX_CONFIGS[0])
+    # To an engine: 4 bytes of UDP or TCP payload, a 64-byte frame, DSCP 10 with ECN
+    # bits, a pure ACK behind IP options (the TCP header then moves: the engine decides).
+    to_engine = [F.udp_frame(pay[:4]), F.tcp_frame(pay[:4]), F.udp_frame(pay[:22]),
+                 F.udp_frame(pay, tos=0x2B), F.tcp_frame(b"", ip_options=b"\x94\x04\x00\x00")]
+    got = _answers(to_engine, TX_CONFIGS[:1], tx_sure_bypass, TX_FIELDS)
+    assert not any(got.values()), got

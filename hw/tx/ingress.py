@@ -10,7 +10,13 @@ from ..wire import (CODEC_PORT_DEFAULT, DSCP_DEFAULT, EB_K_MAX, K_DEFAULT, K_MAX
                     MAX_FRAME_BEATS, VERSION_DEFAULT)
 from .layouts import FrameCfg, store_write
 
-__all__ = ["Ingress"]
+__all__ = ["Ingress", "k_in_range"]
+
+
+def k_in_range(k, codec, version):
+    """k within the codec's range and, for the bounded codec (``codec`` 1), ``version``
+    2 or 3: otherwise the engine forwards the frame unchanged."""
+    return (k >= K_MIN) & Mux(codec, (k <= EB_K_MAX) & version[1], k <= K_MAX)
 
 
 class Ingress(wiring.Component):
@@ -70,9 +76,7 @@ class Ingress(wiring.Component):
         # enable / k / codec / version are sampled at the first beat; the matcher samples
         # dscp itself.
         k_ok = Signal()
-        m.d.comb += k_ok.eq((self.k >= K_MIN) &
-                            Mux(self.codec, (self.k <= EB_K_MAX) & self.version[1],
-                                self.k <= K_MAX))
+        m.d.comb += k_ok.eq(k_in_range(self.k, self.codec, self.version))
         m.d.comb += [
             self.cfg.valid.eq(in_fire & in_first),
             self.cfg.payload.eq(Cat(self.enable & k_ok, self.k, self.codec,

@@ -15,9 +15,11 @@ With the input obeying the handshake and tkeep rules and the output's ready free
   keep their boundaries and their last beats' bytes through the merge;
 - both the RX order (the entry with a frame's first beat; a lane's configuration kept
   until its engine counts the frame, which the stand-in does as the frame's last beat
-  leaves it) and the TX order (with its last beat, and a drop bit) are checked, and RX with the bypass lane: a free bit of
-  each frame's configuration (``dscp``'s lowest, sampled with its first beat) sends it
-  to the bypass FIFO, so frames of both kinds interleave in every order;
+  leaves it) and the TX order (with its last beat, and a drop bit) are checked, each
+  also with the bypass lane: a free bit of each frame's configuration (``dscp``'s
+  lowest, sampled with its first beat) sends it to the bypass FIFO, so frames of both
+  kinds interleave in every order (TX's dropping of frames longer than the engine keeps,
+  thousands of beats here, is tests/test_engine_lanes.py's, with a short limit);
 - cover: two frames of two beats out back to back, a beat every clock, which only the
   merge taking the lanes in turn without a gap can give.
 """
@@ -116,7 +118,8 @@ def _odd_dscp(data, cfg):
 
 
 CASES = {"rx": (DecompressionEngine, False, None), "tx": (CompressionEngine, True, None),
-         "rx_bypass": (DecompressionEngine, False, _odd_dscp)}
+         "rx_bypass": (DecompressionEngine, False, _odd_dscp),
+         "tx_bypass": (CompressionEngine, True, _odd_dscp)}
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
