@@ -3,13 +3,13 @@
 TX (``tx_sure_bypass``): the engine disabled or its k out of the codec's range, or the
 headers that every eligible frame has in its first bytes (EtherType, one VLAN tag, the
 IPv4 version, IHL, ToS, fragment fields and protocol) refuse it, or, behind a 20-byte
-IPv4 header, its L4 lengths leave fewer than 4 payload bytes (a TCP frame with no data,
-such as a pure ACK, which a tagged socket sends with the gradients' ToS) or a UDP
-length disagrees with the IP one. Every other refusal (a length the frame's end
+IPv4 header, a TCP data offset below 5 or a UDP datagram whose IP total length leaves
+fewer than 4 payload bytes. Every other refusal (a TCP frame with no data such as a
+pure ACK, a UDP length that disagrees with the IP one, a length the frame's end
 contradicts, a bad-flagged frame, a payload that does not compress) is left to the
 engine; frames longer than the engine keeps are dropped by the lane as the engine
 drops them (hw/engine_lanes.py). The bytes read end at the TCP data offset (byte 50
-behind a VLAN tag), inside every eligible frame (at least 14 + 20 + 8 + 4 bytes).
+behind a VLAN tag); a frame too short to hold them is never eligible.
 
 RX (``rx_sure_bypass``):
 
@@ -73,16 +73,15 @@ def rx_sure_bypass(data, cfg):
 
 
 def _lengths_refused(byte, l3):
-    """For a 20-byte IPv4 header at ``l3``: TCP whose data offset and the IP total length
-    leave fewer than 4 payload bytes (or a data offset below 5), or UDP whose length
-    disagrees with the IP total length or leaves fewer than 4 payload bytes
-    (golden.packet_matcher's length tests; 0 for other headers: the engine decides)."""
+    """For a 20-byte IPv4 header at ``l3``: TCP with a data offset below 5, or UDP whose
+    IP total length leaves fewer than 4 payload bytes (golden.packet_matcher's length
+    tests; 0 for other headers: the engine decides). A TCP frame with no data (a pure
+    ACK) is not told here: that needs the IP total length against the data offset, an
+    adder and a compare that took the test to 7 LUT levels, past the engines' 6."""
     l4, proto = l3 + 20, byte(l3 + 9)
     total = Cat(byte(l3 + 3), byte(l3 + 2))
-    doff = byte(l4 + 12)[4:]
-    udp_len = Cat(byte(l4 + 5), byte(l4 + 4))
-    tcp = (proto == _IPPROTO_TCP) & ((doff < 5) | (total < 24 + 4 * doff))
-    udp = (proto == _IPPROTO_UDP) & ((total < 32) | (udp_len + 20 != total))
+    tcp = (proto == _IPPROTO_TCP) & (byte(l4 + 12)[4:] < 5)
+    udp = (proto == _IPPROTO_UDP) & (total[5:] == 0)            # total < 32
     return (byte(l3)[:4] == 5) & (tcp | udp)
 
 
