@@ -92,15 +92,16 @@ def test_downsizer_512_to_256_and_back():
                                          ("rx", "DecompressionEngineLanes")])
 def test_the_100g_paths_hold_the_registrys_lanes(kind, lanes):
     """At 512 bits each path's engine is the lanes `make bench-hw` and the lanes'
-    testbenches measure (RX with its bypass lane and each lane keeping its frame's
-    configuration until its engine counted the frame), not lanes built apart."""
+    testbenches measure (each with its bypass lane, RX's lanes keeping a frame's
+    configuration until their engine counted the frame), not lanes built apart."""
+    from inceptionn.hw.lane_bypass import rx_sure_bypass, tx_sure_bypass
     from amaranth.hdl import Fragment
     from inceptionn.hw.corundum.engine_path import EnginePath
     path = EnginePath(kind, 512, 8)
     engine = {name: f for f, name, *_ in Fragment.get(path, None).subfragments}["engine"]
     built = [o for o in engine.origins if type(o).__name__ == lanes]
     assert built, [type(o).__name__ for o in engine.origins]
-    assert (built[0]._bypass is not None) == (kind == "rx")
+    assert built[0]._bypass is {"tx": tx_sure_bypass, "rx": rx_sure_bypass}[kind]
     assert built[0].until_counted == (kind == "rx")
 
 
