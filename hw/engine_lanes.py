@@ -46,6 +46,7 @@ from .corundum.width import Downsizer, Upsizer
 from .engine_instance import EngineInstance
 from .lane_bypass import rx_sure_bypass, tx_sure_bypass
 from .primitives import FifoSlice, StreamFifo
+from .short_frame import SHORT_BEAT_BITS, ShortFrameEngine, tx_short_takes
 from .wire import BEAT_BITS, MAX_FRAME_BYTES
 
 __all__ = ["EngineLanes", "CompressionEngineLanes", "DecompressionEngineLanes", "wide_engine"]
@@ -76,10 +77,13 @@ class EngineLanes(wiring.Component):
     def __init__(self, module, engine_cls, beat_bits, *, drops, bypass=None,
                  until_counted=False, fifo_depth=LANE_FIFO_DEPTH, order_depth=ORDER_DEPTH,
                  cfg_depth=CFG_DEPTH, engine=None, lane_bits=BEAT_BITS,
-                 max_frame_bytes=MAX_FRAME_BYTES):
+                 max_frame_bytes=MAX_FRAME_BYTES, short=None):
         # bypass: None (every frame to an engine lane), or ``f(data, cfg)`` -> 1 when the
         # engine surely forwards the frame whose first beat is ``data`` unchanged under
         # ``cfg`` (a view of the configuration inputs): such a frame takes the bypass lane.
+        # short: None, or (``make``, ``takes``): a one-beat frame whose beat ``takes(data)``
+        # accepts (and that is not bypassed) goes to the engine ``make()`` builds (TX:
+        # hw/short_frame.py), a frame a clock, instead of an engine lane.
         # until_counted: a lane's engine keeps its frame's configuration until its
         # frames_in counts the frame (see _lane; RX), else until the frame's last beat
         # went in (TX).
@@ -88,6 +92,7 @@ class EngineLanes(wiring.Component):
         # a component with the engine's ports other than its streams' width) at a narrow
         # width, where frames longer than the engine keeps are a few beats; the same code.
         self._bypass = bypass
+        self._short = short
         self.until_counted = until_counted
         self._depths = (fifo_depth, order_depth, cfg_depth)
         self._engine = engine or (lambda: EngineInstance(module, engine_cls))
@@ -106,12 +111,16 @@ class EngineLanes(wiring.Component):
         m = Module()
         n, w = self.lanes, self.beat_bits
         byp = self._bypass is not None
+        short = self._short is not None
         ports = engine_ports(self._engine_cls)
         cfg_names = [name for name, mb in ports.items() if mb.flow == In]
         cnt_names = [name for name, mb in ports.items() if mb.flow == Out]
         cfg_layout = data.StructLayout({name: ports[name].shape for name in cfg_names})
-        # lane n (when there is a bypass lane): the bypass FIFO.
-        order_layout = data.StructLayout({"lane": range(n + byp), "dropped": 1})
+        # lane n (when there is a bypass lane): the bypass FIFO; lane n + 1 (with a short
+        # engine): the short engine.
+        if short and not byp:
+            raise ValueError("a short-frame engine needs the bypass lane's classify slice")
+        order_layout = data.StructLayout({"lane": range(n + byp + short), "dropped": 1})
 
         fifo_depth, order_depth, cfg_depth = self._depths
         m.submodules.order = order = StreamFifo(order_layout, order_depth, fast=True)
@@ -138,8 +147,10 @@ class EngineLanes(wiring.Component):
         # The input's beat, its frame's configuration and whether it takes the bypass lane.
         s_valid, s_ready = Signal(), Signal()
         s_beat, s_cfg, s_byp = Signal(beat_layout(w)), Signal(cfg_layout), Signal()
+        s_short = Signal()
         if byp:
-            self._classify(m, cfg_layout, cfg_names, s_valid, s_ready, s_beat, s_cfg, s_byp)
+            self._classify(m, cfg_layout, cfg_names, s_valid, s_ready, s_beat, s_cfg, s_byp,
+                           s_short)
         else:
             m.d.comb += [s_valid.eq(self.i.valid), self.i.ready.eq(s_ready),
                          s_beat.eq(self.i.payload)]
@@ -166,19 +177,28 @@ class EngineLanes(wiring.Component):
             ]
             if self.drops:
                 m.d.comb += byq.i.payload.last.eq(s_beat.last | (beats == limit - 1))
+            if short:
+                make, _ = self._short
+                m.submodules.short = sh = make()
+                outqs.append(sh)
+                m.d.comb += [sh.i.payload.eq(s_beat),
+                             sh.i.valid.eq(s_valid & lane_rdy & ~s_byp & s_short)]
+                for name in cfg_names:
+                    m.d.comb += getattr(sh, name).eq(s_cfg[name])
+                eng_rdy = Mux(s_short, sh.i.ready, eng_rdy)
             eng_rdy = Mux(s_byp, byq.i.ready | swallow, eng_rdy)
         m.d.comb += [lane_rdy.eq(eng_rdy & order.i.ready), s_ready.eq(lane_rdy)]
         took = s_valid & s_ready
         for j in range(n):
             m.d.comb += [
                 inqs[j].i.payload.eq(s_beat),
-                inqs[j].i.valid.eq(s_valid & lane_rdy & (lane == j) & ~s_byp),
-                cfgqs[j].i.valid.eq(took & first & (lane == j) & ~s_byp),
+                inqs[j].i.valid.eq(s_valid & lane_rdy & (lane == j) & ~s_byp & ~s_short),
+                cfgqs[j].i.valid.eq(took & first & (lane == j) & ~s_byp & ~s_short),
                 cfgqs[j].i.payload.eq(s_cfg),
             ]
         write_at = s_beat.last if self.drops else first
         m.d.comb += [
-            order.i.payload.lane.eq(Mux(s_byp, n, lane) if byp else lane),
+            order.i.payload.lane.eq(Mux(s_byp, n, Mux(s_short, n + 1, lane)) if byp else lane),
             order.i.payload.dropped.eq(swallow),
             order.i.valid.eq(took & write_at),
         ]
@@ -186,7 +206,7 @@ class EngineLanes(wiring.Component):
             m.d.sync += first.eq(s_beat.last)
             with m.If(s_beat.last):
                 m.d.sync += beats.eq(0)
-                with m.If(~s_byp):
+                with m.If(~s_byp & ~s_short):
                     m.d.sync += lane.eq(lane + 1)     # n a power of two: wraps
             with m.Elif(beats <= limit):
                 m.d.sync += beats.eq(beats + 1)
@@ -235,18 +255,22 @@ class EngineLanes(wiring.Component):
                     with m.Else():
                         m.d.sync += byp_kept.eq(byp_kept + 1)
                 extra.update(bypassed=byp_kept, dropped=byp_drop)
+        if short:
+            engs.append(sh)
         for name in cnt_names:
             total = sum(getattr(e, name) for e in engs) + extra.get(name, 0)
             m.d.sync += getattr(self, name).eq(total[:len(getattr(self, name))])
         return m
 
-    def _classify(self, m, cfg_layout, cfg_names, s_valid, s_ready, s_beat, s_cfg, s_byp):
+    def _classify(self, m, cfg_layout, cfg_names, s_valid, s_ready, s_beat, s_cfg, s_byp,
+                  s_short):
         """The input through a register slice, each beat with the configuration of the
         moment and the bypass test's answer (taken on a frame's first beat, held for the
         rest of it): the test's logic sits between the input and the slice, and the
         turn's ready depends on the answer only from the slice on."""
         w = self.beat_bits
-        layout = data.StructLayout({"beat": beat_layout(w), "cfg": cfg_layout, "byp": 1})
+        layout = data.StructLayout({"beat": beat_layout(w), "cfg": cfg_layout, "byp": 1,
+                                    "short": 1})
         m.submodules.classify = cls = FifoSlice(layout)
         i = self.i
         cfg_now = Signal(cfg_layout)
@@ -254,6 +278,11 @@ class EngineLanes(wiring.Component):
             m.d.comb += cfg_now[name].eq(getattr(self, name))
         first, held, byp_now = Signal(init=1), Signal(), Signal()
         m.d.comb += byp_now.eq(Mux(first, self._bypass(i.payload.data, cfg_now), held))
+        if self._short is not None:
+            # A one-beat frame of the short engine's shapes (the bypass lane comes first:
+            # the turn reads both bits).
+            m.d.comb += cls.i.payload.short.eq(first & i.payload.last
+                                               & self._short[1](i.payload.data))
         with m.If(i.valid & i.ready):
             m.d.sync += [first.eq(i.payload.last), held.eq(byp_now)]
         m.d.comb += [
@@ -261,7 +290,7 @@ class EngineLanes(wiring.Component):
             cls.i.payload.byp.eq(byp_now), cls.i.valid.eq(i.valid), i.ready.eq(cls.i.ready),
             s_valid.eq(cls.o.valid), cls.o.ready.eq(s_ready),
             s_beat.eq(cls.o.payload.beat), s_cfg.eq(cls.o.payload.cfg),
-            s_byp.eq(cls.o.payload.byp),
+            s_byp.eq(cls.o.payload.byp), s_short.eq(cls.o.payload.short),
         ]
 
     def _lane(self, m, inq, down, cfgq, eng, up, outq, cfg_names):
@@ -330,7 +359,11 @@ class CompressionEngineLanes(EngineLanes):
     def __init__(self, beat_bits=2 * BEAT_BITS):
         from ..rtl.blocks import engines
         tx = engines()["tx"]
-        super().__init__(tx.name, tx.load(), beat_bits, drops=True, bypass=tx_sure_bypass)
+        # One-beat frames (64 bytes and less at 512 bits) of the usual shapes go to the
+        # short engine, a frame a clock (an engine lane takes one about every 9).
+        short = (ShortFrameEngine, tx_short_takes) if beat_bits == SHORT_BEAT_BITS else None
+        super().__init__(tx.name, tx.load(), beat_bits, drops=True, bypass=tx_sure_bypass,
+                         short=short)
 
 
 class DecompressionEngineLanes(EngineLanes):

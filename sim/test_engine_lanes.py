@@ -21,7 +21,8 @@ are held to one set of cases:
 - line rate (under `make sim-stress`): back-to-back 1514- and 9014-byte compressible
   frames, sink always ready, one 512-bit beat a clock in at steady state (a count of
   clocks in the simulation, not a timed assert); bypassed ones (DSCP 0) of 64, 1514
-  and 9014 bytes, one beat a clock in (TX) or out (RX), exactly.
+  and 9014 bytes, one beat a clock in (TX) or out (RX), exactly; TX: 64-byte frames it
+  compresses or sends as a fall-back (the short-frame engine), one beat a clock in.
 
 All of it runs under `make sim-stress`, not `make test`: each 512-bit model holds two
 engines and its Verilator build took about 6 minutes on the 2 shared cores (more than
@@ -151,6 +152,31 @@ async def line_rate(dut, size):
 
 
 @cocotb.test()
+@cocotb.parametrize(kind=["compressible", "fall-back"])
+async def line_rate_short(dut, kind):
+    """TX: back-to-back 64-byte frames that the engine compresses or sends as a
+    fall-back (the short-frame engine, hw/short_frame.py), sink always ready: one
+    512-bit beat a clock in, exactly."""
+    if not _is_tx(dut):
+        return
+    from inceptionn.rtl import frame_builders as F
+    if kind == "compressible":
+        vals, _ = F.gradient_values(6 * 24, seed=5, demo_dir=None)
+        pays = [F.float_payload(vals[6 * i:6 * i + 6])[:22] for i in range(24)]
+    else:
+        pays = [F.incompressible_payload(22, i) for i in range(24)]
+    wire = [(F.udp_frame(p), False) for p in pays]
+    assert all(len(f) == BEAT for f, _ in wire)
+    await T.start(dut)
+    res = await play(dut, wire)
+    c = T.check(dut, wire, res["frames_out"])
+    assert (c.compressed if kind == "compressible" else c.fallback) == len(wire)
+    spans = res["in_last_cycle"]
+    assert spans[22] - spans[2] == 20, f"20 frames took {spans[22] - spans[2]} cycles"
+    await RisingEdge(dut.clk)
+
+
+@cocotb.test()
 async def bypass_mixed(dut):
     """Bypassed and coded frames mixed, the configuration changing frame by frame (TX:
     enable, DSCP, k, codec and version; RX: enable, DSCP and the accepted versions), so
@@ -244,7 +270,8 @@ def _bypass_cases():
 
 
 def test_tx_lanes_512():
-    _run("tx512", _cases() + _bypass_cases(), "tx")
+    _run("tx512", _cases() + _bypass_cases()
+         + [f"line_rate_short/kind={k}" for k in ("compressible", "fall-back")], "tx")
 
 
 def test_rx_lanes_512():
