@@ -152,7 +152,7 @@ async def line_rate(dut, size):
 
 
 @cocotb.test()
-@cocotb.parametrize(kind=["compressible", "fall-back"])
+@cocotb.parametrize(kind=["coded", "fallback"])
 async def line_rate_short(dut, kind):
     """TX: back-to-back 64-byte frames that the engine compresses or sends as a
     fall-back (the short-frame engine, hw/short_frame.py), sink always ready: one
@@ -160,7 +160,7 @@ async def line_rate_short(dut, kind):
     if not _is_tx(dut):
         return
     from inceptionn.rtl import frame_builders as F
-    if kind == "compressible":
+    if kind == "coded":
         vals, _ = F.gradient_values(6 * 24, seed=5, demo_dir=None)
         pays = [F.float_payload(vals[6 * i:6 * i + 6])[:22] for i in range(24)]
     else:
@@ -170,7 +170,7 @@ async def line_rate_short(dut, kind):
     await T.start(dut)
     res = await play(dut, wire)
     c = T.check(dut, wire, res["frames_out"])
-    assert (c.compressed if kind == "compressible" else c.fallback) == len(wire)
+    assert (c.compressed if kind == "coded" else c.fallback) == len(wire)
     spans = res["in_last_cycle"]
     assert spans[22] - spans[2] == 20, f"20 frames took {spans[22] - spans[2]} cycles"
     await RisingEdge(dut.clk)
@@ -271,7 +271,7 @@ def _bypass_cases():
 
 def test_tx_lanes_512():
     _run("tx512", _cases() + _bypass_cases()
-         + [f"line_rate_short/kind={k}" for k in ("compressible", "fall-back")], "tx")
+         + [f"line_rate_short/kind={k}" for k in ("coded", "fallback")], "tx")
 
 
 def test_rx_lanes_512():
