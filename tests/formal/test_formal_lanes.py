@@ -20,6 +20,9 @@ With the input obeying the handshake and tkeep rules and the output's ready free
   lowest, sampled with its first beat) sends it to the bypass FIFO, so frames of both
   kinds interleave in every order (TX's dropping of frames longer than the engine keeps,
   thousands of beats here, is tests/test_engine_lanes.py's, with a short limit);
+- TX with the short-frame engine too (hw/short_frame.py, a stand-in here: a FIFO of
+  whole beats with TX's ports): a one-beat frame whose beat number has bit 1 set (and
+  that is not bypassed) goes to it, so frames of all three kinds interleave;
 - cover: two frames of two beats out back to back, a beat every clock, which only the
   merge taking the lanes in turn without a gap can give.
 """
@@ -44,17 +47,18 @@ LANE, BEAT = 8, 16          # bits: two lanes
 
 
 class StandIn(wiring.Component):
-    """The engine's configuration and counter ports (``engine_cls``'s), streams of LANE
-    bits, its beats forwarded through a FIFO."""
+    """The engine's configuration and counter ports (``engine_cls``'s), streams of
+    ``bits`` (LANE), its beats forwarded through a FIFO."""
 
-    def __init__(self, engine_cls):
+    def __init__(self, engine_cls, bits=LANE):
+        self.bits = bits
         super().__init__({**{n: mb for n, mb in engine_cls.__annotations__.items()
                              if isinstance(mb, wiring.Member) and n not in ("i", "o")},
-                          "i": In(axis_signature(LANE)), "o": Out(axis_signature(LANE))})
+                          "i": In(axis_signature(bits)), "o": Out(axis_signature(bits))})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.q = q = StreamFifo(beat_layout(LANE), 4, fast=True)
+        m.submodules.q = q = StreamFifo(beat_layout(self.bits), 4, fast=True)
         wiring.connect(m, wiring.flipped(self.i), q.i)
         wiring.connect(m, q.o, wiring.flipped(self.o))
         # Counted as its last beat leaves (RX's lanes pop a frame's configuration then).
@@ -64,11 +68,12 @@ class StandIn(wiring.Component):
 
 
 class LanesCheck(FormalTop):
-    def __init__(self, engine_cls, drops, bypass=None, bug=None):
+    def __init__(self, engine_cls, drops, bypass=None, bug=None, short=False):
         self.dut = EngineLanes(None, engine_cls, BEAT, drops=drops, bypass=bypass,
                                until_counted=not drops, fifo_depth=4,
                                order_depth=4, cfg_depth=4, engine=lambda: StandIn(engine_cls),
-                               lane_bits=LANE)
+                               lane_bits=LANE,
+                               short=(lambda: StandIn(engine_cls, BEAT), _bit1) if short else None)
         self.bug = bug
 
     def elaborate(self, platform):
@@ -117,32 +122,43 @@ def _odd_dscp(data, cfg):
     return cfg.dscp[0]
 
 
+def _bit1(data):
+    return data[1]
+
+
 CASES = {"rx": (DecompressionEngine, False, None), "tx": (CompressionEngine, True, None),
          "rx_bypass": (DecompressionEngine, False, _odd_dscp),
-         "tx_bypass": (CompressionEngine, True, _odd_dscp)}
+         "tx_bypass": (CompressionEngine, True, _odd_dscp),
+         "tx_short": (CompressionEngine, True, _odd_dscp, True)}
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_lanes_order_bmc(kind):
-    cls, drops, bypass = CASES[kind]
-    run(LanesCheck(cls, drops, bypass), f"lanes_{kind}_order", mode="bmc", depth=slow(16, 28))
+    cls, drops, bypass, *short = CASES[kind]
+    run(LanesCheck(cls, drops, bypass, short=bool(short)), f"lanes_{kind}_order", mode="bmc",
+        depth=slow(16, 28))
+
+
+def test_short_lane_order_bug_is_found():
+    run_bug(LanesCheck(CompressionEngine, True, _odd_dscp, bug="order", short=True),
+            "lanes_tx_short_order_bug", 12, "beat lost, duplicated or reordered")
 
 
 def test_bypass_lane_order_bug_is_found():
-    cls, drops, bypass = CASES["rx_bypass"]
+    cls, drops, bypass, *_ = CASES["rx_bypass"]
     run_bug(LanesCheck(cls, drops, bypass, bug="order"), "lanes_rx_bypass_order_bug", 12,
             "beat lost, duplicated or reordered")
 
 
 def test_lanes_order_bug_is_found():
-    cls, drops, _ = CASES["tx"]
+    cls, drops, *_ = CASES["tx"]
     run_bug(LanesCheck(cls, drops, bug="order"), "lanes_tx_order_bug", 12,
             "beat lost, duplicated or reordered")
 
 
 @pytest.mark.parametrize("kind", ["rx", "rx_bypass"])
 def test_lanes_back_to_back_cover(kind):
-    cls, drops, bypass = CASES[kind]
+    cls, drops, bypass, *_ = CASES[kind]
     res = run(LanesCheck(cls, drops, bypass), f"lanes_{kind}_cover", mode="cover",
               depth=slow(24, 28))
     assert res.traces, res.summary()
