@@ -64,6 +64,12 @@ BLOCKS = [
     Block("inceptionn_rx512", "engine_lanes", "DecompressionEngineLanes",
           ("sim/test_engine_lanes.py",), ("tests/formal/test_formal_lanes.py",), synth=False,
           wrap=True, kind="rx512", lanes_of="rx"),
+    # TX for one-beat frames at 512 bits, a frame a clock (hw/short_frame.py): the TX
+    # lanes' third path; checked against golden in Amaranth's simulator
+    # (tests/test_short_frame.py) and inside the lanes.
+    Block("short_frame_engine", "short_frame", "ShortFrameEngine",
+          ("sim/test_engine_lanes.py", "tests/test_short_frame.py"),
+          ("tests/formal/test_formal_lanes.py",), wrap=True),
     # The paper's blocks (Section VI, Figs. 9 and 10).
     Block("compression_block", "compression_block", "CompressionBlock",
           ("sim/test_compression_block.py",)),
