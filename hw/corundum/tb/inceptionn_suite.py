@@ -4,8 +4,9 @@ and the template app testbench (test_inceptionn_app.py, the 512-bit mqnic_core_p
 with AXI-stream MAC models). `inceptionn corundum` writes this file, its register offsets
 filled in, next to both. Every expected frame comes from this project's golden model:
 
-- gradient frames (TCP and UDP, DSCP 10, MSS-sized and jumbo, both codecs) sent by the
-  driver leave the MAC as golden.tx_frame, byte for byte;
+- gradient frames (TCP and UDP, DSCP 10, 64-byte, MSS-sized and jumbo, both codecs) sent
+  by the driver leave the MAC as golden.tx_frame, byte for byte (at 512 bits the 64-byte
+  ones take TX's short-frame engine);
 - compressed frames arriving at the MAC reach the host as golden.rx_frame;
 - through a loopback the host receives the golden roundtrip;
 - a compressed frame cut short (malformed) is flagged bad, and foreign DSCP-10 traffic
@@ -43,14 +44,15 @@ def pad60(frame):
 
 
 def gradient_frames(seed):
-    """TCP and UDP, DSCP 10 (ToS 0x28), MSS-sized and jumbo, float32 gradients."""
+    """TCP and UDP, DSCP 10 (ToS 0x28), 64-byte (one 512-bit beat), MSS-sized and jumbo,
+    float32 gradients."""
     from scapy.layers.inet import IP, TCP, UDP
     from scapy.layers.l2 import Ether
     rng = np.random.default_rng(seed)
     grads = rng.normal(0, 1e-2, 2400).astype("<f4").tobytes()
     eth = Ether(src="5a:51:52:53:54:55", dst="da:d1:d2:d3:d4:d5")
     out = []
-    for n_tcp, n_udp in ((1448, 1472), (8948, 8972)):
+    for n_tcp, n_udp in ((10, 22), (1448, 1472), (8948, 8972)):
         out.append(bytes(eth / IP(src="192.168.1.100", dst="192.168.1.101", tos=TOS_DEFAULT)
                          / TCP(sport=5678, dport=1234, flags="A", seq=seed) / grads[:n_tcp]))
         out.append(bytes(eth / IP(src="192.168.1.100", dst="192.168.1.101", tos=TOS_DEFAULT)
