@@ -52,7 +52,7 @@ def gradient_frames(seed):
     grads = rng.normal(0, 1e-2, 2400).astype("<f4").tobytes()
     eth = Ether(src="5a:51:52:53:54:55", dst="da:d1:d2:d3:d4:d5")
     out = []
-    for n_tcp, n_udp in ((10, 22), (1448, 1472), (8948, 8972)):
+    for n_tcp, n_udp in ((1448, 1472), (8948, 8972), (10, 22)):
         out.append(bytes(eth / IP(src="192.168.1.100", dst="192.168.1.101", tos=TOS_DEFAULT)
                          / TCP(sport=5678, dport=1234, flags="A", seq=seed) / grads[:n_tcp]))
         out.append(bytes(eth / IP(src="192.168.1.100", dst="192.168.1.101", tos=TOS_DEFAULT)
