@@ -41,12 +41,13 @@ from amaranth.lib.wiring import In, Out
 from .axis import axis_signature, beat_layout
 from .checksum import Checksum
 from .compression_unit import LATENCY as CU_LATENCY
+from .compression_engine import CompressionEngine
 from .compression_unit import CompressionUnit
+from .corundum.engine_path import engine_ports
 from .primitives import StreamFifo, keep_count
 from .shim_check import ShimCheck
 from .tx.ingress import k_in_range
-from .wire import (CODEC_PORT_DEFAULT, DSCP_DEFAULT, K_DEFAULT, SHIM_MAGIC, SHIM_MAGIC_V2,
-                   SHIM_MAGIC_V3, VERSION_DEFAULT)
+from .wire import SHIM_MAGIC, SHIM_MAGIC_V2, SHIM_MAGIC_V3
 
 __all__ = ["ShortFrameEngine", "tx_short_takes", "SHORT_BEAT_BITS", "LATENCY"]
 
@@ -130,24 +131,11 @@ class ShortFrameEngine(wiring.Component):
     as TX sends them; counters as the TX engine's (``dropped`` stays 0: a one-beat
     frame is never too long)."""
 
-    i: In(axis_signature(SHORT_BEAT_BITS))
-    o: Out(axis_signature(SHORT_BEAT_BITS))
-    enable: In(1, init=1)
-    dscp: In(6, init=DSCP_DEFAULT)
-    k: In(7, init=K_DEFAULT)
-    codec: In(1, init=CODEC_PORT_DEFAULT)
-    version: In(2, init=VERSION_DEFAULT)
-    frames_in: Out(32)
-    frames_out: Out(32)
-    compressed: Out(32)
-    version1: Out(32)
-    version2: Out(32)
-    version3: Out(32)
-    bypassed: Out(32)
-    fallback: Out(32)
-    dropped: Out(32)
-    payload_bytes_in: Out(48)
-    payload_bytes_out: Out(48)
+    def __init__(self):
+        # The TX engine's own configuration and counter ports, under their names.
+        super().__init__({"i": In(axis_signature(SHORT_BEAT_BITS)),
+                          "o": Out(axis_signature(SHORT_BEAT_BITS)),
+                          **engine_ports(CompressionEngine)})
 
     latency = LATENCY
 
@@ -169,7 +157,7 @@ class ShortFrameEngine(wiring.Component):
         beat = self.i.payload
         vlan0 = (Cat(beat.data[13 * 8:14 * 8], beat.data[12 * 8:13 * 8]) == 0x8100)
         v = d.put("v", _reg(m, take, "v1", valid=True), 1)
-        orig = d.put("orig", _reg(m, beat.data, "orig1"), 1)
+        d.put("orig", _reg(m, beat.data, "orig1"), 1)
         d.put("keep", _reg(m, beat.keep, "keep1"), 1)
         d.put("user", _reg(m, beat.user, "user1"), 1)
         vlan = d.put("vlan", _reg(m, vlan0, "vlan1"), 1)

@@ -8,7 +8,6 @@ import random
 import numpy as np
 import pytest
 from amaranth import Module, Signal
-from amaranth.lib import data
 from amaranth.sim import Simulator
 
 from inceptionn.golden import Counters
