@@ -41,7 +41,6 @@ from amaranth.lib.wiring import In, Out
 from .axis import axis_signature, beat_layout
 from .checksum import Checksum
 from .compression_unit import LATENCY as CU_LATENCY
-from .compression_engine import CompressionEngine
 from .compression_unit import CompressionUnit
 from .corundum.engine_path import engine_ports
 from .primitives import StreamFifo, keep_count
@@ -133,9 +132,10 @@ class ShortFrameEngine(wiring.Component):
 
     def __init__(self):
         # The TX engine's own configuration and counter ports, under their names.
+        from ..rtl.blocks import engines
         super().__init__({"i": In(axis_signature(SHORT_BEAT_BITS)),
                           "o": Out(axis_signature(SHORT_BEAT_BITS)),
-                          **engine_ports(CompressionEngine)})
+                          **engine_ports(engines()["tx"].load())})
 
     latency = LATENCY
 
