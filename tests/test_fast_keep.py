@@ -159,3 +159,37 @@ def test_overlapping_spans_wait_for_each_other():
     t1.join(5)
     t2.join(5)
     assert order == ["first in", "beside", "first out", "overlapping"]
+
+
+@pytest.mark.parametrize("codec", ["bounded", "paper"])
+def test_float_decode_equals_the_integer_form(codec):
+    """The pass decodes each value in float32 arithmetic (fast_keep._decoded); the codec's
+    unpack decodes its stored field by integers (fast_blocks._decode_lane). Every bit
+    pattern class, every k: the same bits."""
+    from numba import njit
+    from inceptionn.golden.fast_blocks import (_bits_f32, _decode_lane, _field, dec_consts,
+                                               enc_consts)
+
+    @njit
+    def both(bits, t, mlim, w8, mul, add, d8, d16):
+        a = np.empty(bits.size, np.uint32)
+        b = np.empty(bits.size, np.uint32)
+        w8f, w16f = np.float32(2.0 ** np.int64(w8)), np.float32(2.0 ** 15)
+        mulf, addf = np.float32(np.int64(mul)), np.float32(np.int64(add))
+        for i in range(bits.size):
+            fv, wd = _field(bits[i], t, mlim, w8)
+            a[i] = _decode_lane(wd - (wd >> np.uint32(2)), fv, mul, add, d8, d16)
+            b[i] = fast_keep._decoded(bits[i], t, mlim, w8f, w16f, mulf, addf, d8, d16)
+        return a, b
+
+    rng = np.random.default_rng(7)
+    # Every exponent with random mantissas and signs, and plain random words.
+    exps = np.repeat(np.arange(256, dtype=np.uint32), 512)
+    bits = (exps << np.uint32(23)) | rng.integers(0, 2 ** 23, exps.size).astype(np.uint32)
+    bits |= rng.integers(0, 2, exps.size).astype(np.uint32) << np.uint32(31)
+    bits = np.concatenate([bits, _bits(_EDGES),
+                           rng.integers(0, 2 ** 32, 1 << 16, dtype=np.uint64).astype(np.uint32)])
+    for k in range(1, 17):
+        a, b = both(bits, *enc_consts(k, codec), *dec_consts(k, codec))
+        bad = np.flatnonzero(a != b)
+        assert bad.size == 0, (k, [hex(int(v)) for v in bits[bad[:4]]])
