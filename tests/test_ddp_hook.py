@@ -358,7 +358,7 @@ def test_the_chunk_follows_the_transport():
     """Socket frames are filled by 2^16 floats; a torch-transport round costs kernel
     launches and syncs whatever its size, so it takes 2^22 unless told otherwise."""
     from inceptionn.ddp_hook import IncState
-    assert IncState().settings()["chunk_floats"] == 1 << 16
+    assert IncState().settings()["chunk_floats"] == 1 << 18
     assert IncState(transport="torch").settings()["chunk_floats"] == 1 << 22
     assert IncState(transport="torch", chunk_floats=1000).chunk == 1000
 

@@ -272,3 +272,35 @@ def test_recorder_into_a_reused_buffer_and_memory_updated_in_place():
     assert mem.residual["w"] is kept and np.array_equal(kept, 2 * got[:40])
     mem.update([("w", 30), ("b", 34)], got)           # a new layout: new arrays
     assert mem.residual["w"].size == 30 and np.array_equal(mem.residual["b"], got[30:])
+
+
+@pytest.mark.parametrize("wire", ["software", "emulate"])
+def test_a_chunk_of_several_pieces_codes_as_those_pieces(wire):
+    """The ring pipelines in chunks of 2^18 floats and codes (and scales) in pieces of
+    2^16 (socket_ring._piece): sums, recorded losses and bytes sent are those of a ring
+    whose chunk is the piece, bit for bit. A chunk that is not a multiple of the piece
+    is its own piece (one scale): other numbers."""
+    from inceptionn.drivers.collectives.transports.socket_ring import PIECE
+    p, n = 3, 3 * (4 * PIECE + 12_345) + 2
+    rng = np.random.default_rng(5)
+    ramp = 2.0 ** (-30 * np.arange(n) / n)       # the scale moves along the buffer
+    grads = {(r, s): (rng.standard_normal(n) * ramp).astype(np.float32)
+             for r in range(p) for s in range(2)}
+    got = {}
+    for chunk in (PIECE, 4 * PIECE, 3 * PIECE + 1):
+        rings = {}
+
+        def keep(r, make):
+            rings[r] = make()
+            return rings[r]
+
+        out, mems, errs = _rings(p, 2, lambda: ScaledCodec(10), lambda r, s: grads[(r, s)],
+                                 chunk=chunk, wire=wire, call=keep)
+        assert not errs, errs
+        got[chunk] = ([out[r][s][1] for s in range(2) for r in range(p)],
+                      [mems[r].residual[k] for r in range(p) for k in ("w", "b")],
+                      [rings[r].bytes_sent for r in range(p)])
+    small, big, odd = got[PIECE], got[4 * PIECE], got[3 * PIECE + 1]
+    assert all(_same_bits(a, b) for a, b in zip(small[0] + small[1], big[0] + big[1]))
+    assert small[2] == big[2]
+    assert not all(_same_bits(a, b) for a, b in zip(small[0], odd[0]))

@@ -155,3 +155,42 @@ def test_the_octave_histogram_picks_the_sorted_rule_s():
         for k in (1, 10, 16):
             for share in (0.01, 0.25, 1.0):
                 assert choose_scale(v, k, share) == _scale_by_sorting(v, k, share), (i, k, share)
+
+
+@pytest.mark.parametrize("make", [lambda: ScaledCodec(10), lambda: WireCodec("bounded", 10),
+                                  lambda: WireCodec("paper", 8)])
+@pytest.mark.parametrize("n", [1, 8, 1001, 1 << 16])
+def test_decode_into_stores_or_adds_what_decode_gives(make, n):
+    """decode_into (the ring's receiver: straight into the buffer, added in the
+    reduce-scatter) gives decode's values, and decoded + own where it adds; a frame that
+    does not decode leaves the buffer as it was."""
+    from inceptionn.drivers.collectives.codecs import decode_into
+    codec = make()
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-8, 2, n)).astype(np.float32)
+    own = (rng.standard_normal(n) * 1e-3).astype(np.float32)
+    body = codec.encode(x)
+    want = codec.decode(body, n)
+    out = np.full(n, 7.0, np.float32)
+    decode_into(codec, body, out)
+    assert np.array_equal(out.view(np.uint32), want.view(np.uint32))
+    out = own.copy()
+    decode_into(codec, body, out, add=True)
+    assert np.array_equal(out.view(np.uint32), (want + own).view(np.uint32))
+    out = own.copy()
+    with pytest.raises(ValueError):
+        decode_into(codec, body[:-1] if len(body) > 1 else b"", out, add=True)
+    assert np.array_equal(out.view(np.uint32), own.view(np.uint32))
+
+
+def test_decode_into_adds_at_scales_beyond_the_normal_range():
+    from inceptionn.drivers.collectives.codecs import decode_into
+    x = np.array([3e38, -1e38, 2.0 ** -140, 1e-45, 0.0, 5.0], np.float32)
+    for scale in (2.0 ** -130, 1.0, 2.0 ** -60):
+        v = (x.astype(np.float64) * scale).astype(np.float32)
+        c = ScaledCodec(10)
+        body = c.encode(v)
+        own = np.linspace(-1, 1, v.size).astype(np.float32)
+        out = own.copy()
+        decode_into(c, body, out, add=True)
+        assert np.array_equal(out.view(np.uint32), (c.decode(body, v.size) + own).view(np.uint32))

@@ -24,6 +24,7 @@ The engines' k stays fixed; the bound becomes |error| <= 2^(s-k) per value.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from ... import golden
 from ...golden import fast, fast_keep, fast_scale
 
 __all__ = ["CODECS", "WireCodec", "ScaledCodec", "ObjectCodec", "make_codec", "choose_scale",
+           "decode_into",
            "SCALE_MIN", "SCALE_MAX", "DEFAULT_SHARE"]
 
 CODECS = ("paper", "bounded")
@@ -64,6 +66,24 @@ class WireCodec:
     def roundtrip(self, values: np.ndarray) -> np.ndarray:
         return self.decode(self.encode(values), values.size)
 
+    def decode_into(self, buf, out: np.ndarray, add: bool = False) -> None:
+        """decode(buf, out.size) stored into `out` (contiguous float32), or added to it
+        (decoded + out: a ring's reduce-scatter order), without a new array: decoded into
+        this thread's scratch, then one pass. A ValueError leaves `out` as it was."""
+        _store(self._decoded_scratch(buf, out.size), out, add)
+
+    def _decoded_scratch(self, buf, n: int) -> np.ndarray:
+        """The n values of buf's groups, in this thread's scratch (valid until its next
+        decode)."""
+        scratch = _scratch(n)
+        consumed, ok = fast.fast_unpack_groups_into(buf, n, scratch.view(np.uint32), k=self.k,
+                                                    codec=self.name)
+        if not ok:
+            raise ValueError(f"groups run out: {n} values need more than {len(buf)} bytes")
+        if consumed != len(buf):
+            raise ValueError(f"{len(buf) - consumed} bytes left over after {n} values")
+        return scratch[:n]
+
     def encode_recorded(self, values: np.ndarray, loss: np.ndarray | None, keep: bool):
         """encode, in the same pass loss += values - what decodes and, with keep, values
         = what decodes (golden.fast_keep); None where values is not a contiguous 1-D
@@ -73,6 +93,43 @@ class WireCodec:
         out = np.empty(fast.pack_room(values.size), np.uint8)
         n = fast_keep.encode_keep_into(values, out, self.k, self.name, loss=loss, keep=keep)
         return out[:n].tobytes()
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch(n: int) -> np.ndarray:
+    """This thread's float32 scratch of at least fast.unpack_room(n) values (kept and
+    grown: a chunk's decode reuses it)."""
+    need = fast.unpack_room(n)
+    a = getattr(_SCRATCH, "a", None)
+    if a is None or a.size < need:
+        a = _SCRATCH.a = np.empty(need, np.float32)
+    return a
+
+
+def _check_out(out) -> None:
+    if not isinstance(out, np.ndarray) or out.dtype != np.float32 or out.ndim != 1 \
+            or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out must be a writable contiguous 1-D float32 array")
+
+
+def _store(values: np.ndarray, out: np.ndarray, add: bool) -> None:
+    _check_out(out)
+    if add:
+        np.add(values, out, out=out)
+    else:
+        out[:] = values
+
+
+def decode_into(codec, buf, out: np.ndarray, add: bool = False) -> None:
+    """A hop codec's decode of out.size values stored into `out` or added to it (decoded +
+    out), through its decode_into where it has one."""
+    into = getattr(codec, "decode_into", None)
+    if into is not None:
+        into(buf, out, add)
+    else:
+        _store(np.asarray(codec.decode(buf, out.size), np.float32), out, add)
 
 
 def _flat_f32(values) -> bool:
@@ -181,6 +238,16 @@ class ScaledCodec:
 
     def roundtrip(self, values: np.ndarray) -> np.ndarray:
         return self.decode(self.encode(values), values.size)
+
+    def decode_into(self, buf, out: np.ndarray, add: bool = False) -> None:
+        """decode(buf, out.size) stored into `out` or added to it (decoded + out), the
+        product by 2^s and the sum in one pass (WireCodec.decode_into)."""
+        if len(buf) < 1:
+            raise ValueError(f"a scaled frame of {out.size} values has no scale byte")
+        s = buf[0] + SCALE_MIN
+        y = self.inner._decoded_scratch(memoryview(buf)[1:], out.size)
+        _check_out(out)
+        (fast_scale.times_2_to_add_into if add else fast_scale.times_2_to_into)(y, s, out)
 
     def encode_recorded(self, values: np.ndarray, loss: np.ndarray | None, keep: bool):
         """WireCodec.encode_recorded on the scaled values: the scale chosen, then one pass

@@ -231,6 +231,10 @@ class LossRecorder:
     def decode(self, buf, n: int) -> np.ndarray:
         return self.inner.decode(buf, n)
 
+    def decode_into(self, buf, out: np.ndarray, add: bool = False) -> None:
+        from .codecs import decode_into
+        decode_into(self.inner, buf, out, add)
+
     def roundtrip(self, values: np.ndarray) -> np.ndarray:
         return self.inner.roundtrip(values)
 

@@ -48,7 +48,7 @@ from .... import golden
 from ..ring_schedule import ring_plan, run_ring
 from ... import sockets
 from .agreement import agree_via_store
-from ..codecs import SCALE_MAX, SCALE_MIN, ScaledCodec, make_codec
+from ..codecs import SCALE_MAX, SCALE_MIN, ScaledCodec, decode_into, make_codec
 from ..memory import LossRecorder
 from .sender import LinkSender
 from .links import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
@@ -69,7 +69,19 @@ def default_codec_threads() -> int:
         cores = os.cpu_count() or 1
     return max(1, min(4, cores))
 
-DEFAULT_CHUNK = 1 << 16          # floats per chunk (256 KiB)
+DEFAULT_CHUNK = 1 << 18          # floats per pipelined chunk (1 MiB)
+PIECE = 1 << 16                  # floats per coded frame (and per scale): see _piece
+
+
+def _piece(chunk: int) -> int:
+    """Floats per coded piece of a chunk: each piece is one frame on the software wire
+    and one scale of the ScaledCodec on every lossy wire. PIECE where the chunk is a
+    multiple of it (so the numbers and bytes do not depend on the chunk: a chunk of 2^18
+    codes as four of 2^16), else the chunk itself. Why two sizes: the scale follows the
+    values best on small pieces, while each chunk costs a pool task, a hand-off to the
+    sender and one to the receiver (at 2^16, about a fifth of the ring's CPU time at
+    P = 2 on 12M values: docs/benchmarks.md)."""
+    return PIECE if chunk % PIECE == 0 else chunk
 
 
 class Ring(Collective):
@@ -99,6 +111,7 @@ class Ring(Collective):
         base = self._recorder.inner if self._recorder is not None else self.codec
         self._scaled = base if isinstance(base, ScaledCodec) else None
         self.chunk, self.timeout = chunk, timeout
+        self.piece = _piece(chunk)
         self.codec_threads = codec_threads or default_codec_threads()
         self.next = links.get((rank + 1) % world) if world > 1 else None
         self.prev = links.get((rank - 1) % world) if world > 1 else None
@@ -187,8 +200,10 @@ class Ring(Collective):
         float32 on the wire."""
         scaled = self._scaled is not None and self.wire != "plain"
         sender = (_ScaleSender if scaled else LinkSender)(self.next, self._wake)
+        # Scaled, a chunk is a piece: one scale per piece, as on the software wire.
+        chunk = self.piece if scaled else self.chunk
         try:
-            run_ring(x, ring_plan(x.size, self.world, self.rank, self.chunk),
+            run_ring(x, ring_plan(x.size, self.world, self.rank, chunk),
                      _FloatHops(self, sender))
         finally:
             sender.finish()
@@ -231,7 +246,10 @@ class Ring(Collective):
         if self._pool is None:
             self._pool = cf.ThreadPoolExecutor(self.codec_threads, thread_name_prefix="ring-codec")
         sender = _FrameSender(self, self._wake_all)
-        receiver = _FrameReceiver(self, [c1 - c0 for c0, c1, _ in plan[1] + plan[2]],
+        # Each frame decoded by the pool straight into its place in x (added there in
+        # the reduce-scatter, stored in the all-gather): the receiver knows the plan.
+        receiver = _FrameReceiver(self, [(x[c0:c1], True) for c0, c1, _ in plan[1]]
+                                  + [(x[c0:c1], False) for c0, c1, _ in plan[2]],
                                   self._wake_all)
         try:
             run_ring(x, plan, _CodedHops(self, sender, receiver))
@@ -363,16 +381,30 @@ class _CodedHops:
         # final block re-codes unchanged (the roundtrip is idempotent): no loss to record.
         encode = ring._encode_keep if keep else self.forward if self.gathering \
             else ring.codec.encode
-        self.sender.put(ring._pool.submit(encode, view))
+        self.sender.put(ring._pool.submit(_encode_pieces, encode, view, ring.piece))
 
     def recv(self, view, add):
-        _, fut = self.receiver.get()
-        got = _decoded(fut, self.ring.prev.peer)
-        if add:
-            np.add(got, view, out=view)
-        else:
-            view[:] = got
+        into, fut = self.receiver.get()
+        if into.size != view.size or into.ctypes.data != view.ctypes.data:
+            raise RuntimeError("the ring's receiver and its plan disagree")  # a bug of ours
+        _decoded(fut, self.ring.prev.peer)      # decoded into view (and added) by the pool
+        if not add:
             self.gathering = True
+
+
+def _pieces(view, piece):
+    return [view[i:i + piece] for i in range(0, view.size, piece)]
+
+
+def _encode_pieces(encode, view, piece):
+    """A chunk's frames: one per piece, coded in order by one pool task."""
+    return [encode(p) for p in _pieces(view, piece)]
+
+
+def _decode_pieces(codec, frames, view, add, piece):
+    """A chunk's frames decoded into (or added to) their pieces of view, by one task."""
+    for frame, p in zip(frames, _pieces(view, piece)):
+        decode_into(codec, frame, p, add)
 
 
 def _decoded(fut, peer):
@@ -383,17 +415,18 @@ def _decoded(fut, peer):
 
 
 class _FrameSender(LinkSender):
-    """Sends coded chunks in order: bytes, or futures of bytes (encodes in flight)."""
+    """Sends coded chunks in order: each a list of frames (bytes), or a future of one
+    (encodes in flight)."""
 
     def __init__(self, ring, on_error):
         self.ring = ring                  # before the thread starts: _send reads it
         super().__init__(ring.next, on_error)
 
     def _send(self, item):
-        body = item.result() if isinstance(item, cf.Future) else item
-        self.link.send_frame(body)
-        self.ring.bytes_sent += 4 + len(body)
-        self.ring.payload_bytes += len(body)
+        bodies = item.result() if isinstance(item, cf.Future) else item
+        self.link.send_frames(bodies)
+        self.ring.bytes_sent += sum(4 + len(b) for b in bodies)
+        self.ring.payload_bytes += sum(len(b) for b in bodies)
 
     def put(self, item):
         if self.error is not None:
@@ -407,11 +440,14 @@ class _FrameSender(LinkSender):
 
 
 class _FrameReceiver:
-    """Reads the frames of a known schedule (value counts) ahead of the main thread and
-    starts decoding each in the codec pool; at most `depth` frames wait."""
+    """Reads the frames of a known schedule ((view, add) per chunk: where its values go)
+    ahead of the main thread and starts decoding each in the codec pool, into its view
+    (added to it or stored); at most `depth` frames wait. A view is written only by its
+    decode: the ring sends a chunk's region before the frame that fills it can come back
+    round, and takes it again only once its decode is done."""
 
-    def __init__(self, ring, counts, on_error):
-        self.ring, self.link, self.counts, self.on_error = ring, ring.prev, counts, on_error
+    def __init__(self, ring, places, on_error):
+        self.ring, self.link, self.places, self.on_error = ring, ring.prev, places, on_error
         self.depth = threading.Semaphore(2 * ring.codec_threads + 2)
         self.q: queue.Queue = queue.Queue()
         self.error: BaseException | None = None
@@ -421,16 +457,18 @@ class _FrameReceiver:
         self.thread.start()
 
     def _run(self):
-        codec, pool = self.ring.codec, self.ring._pool
+        codec, pool, piece = self.ring.codec, self.ring._pool, self.ring.piece
         try:
-            for n in self.counts:
+            for view, add in self.places:
                 while not self.depth.acquire(timeout=0.2):
                     if self._stop:
                         return
                 if self._stop:
                     return
-                frame = self.link.recv_frame(2 * -(-n // 8) + 4 * n)
-                self.q.put((frame, pool.submit(codec.decode, frame, n)))
+                frames = [self.link.recv_frame(2 * -(-p.size // 8) + 4 * p.size)
+                          for p in _pieces(view, piece)]
+                self.q.put((view, pool.submit(_decode_pieces, codec, frames, view, add,
+                                              piece)))
         except BaseException as e:  # reported by the main thread
             self.error = e
             self.q.put(e)

@@ -22,7 +22,7 @@ import numpy as np
 from .... import golden
 from ... import sockets
 from ..codecs import make_codec
-from .socket_ring import DEFAULT_CHUNK
+from .socket_ring import PIECE as DEFAULT_CHUNK     # floats per chunk (its frames)
 from .sender import LinkSender
 from .links import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
                         rendezvous)
