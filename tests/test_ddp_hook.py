@@ -160,10 +160,10 @@ def _overlap(rank, world):
     inner = state.worker._exchange
     armed = [False]
 
-    def gated(arr, params):
+    def gated(arr, params, *rest):
         if armed[0] and not trace:
             trace.append(("gate", last_called.wait(20), time.perf_counter()))
-        out = inner(arr, params)
+        out = inner(arr, params, *rest)
         trace.append(("exchanged", arr.size, time.perf_counter()))
         return out
 

@@ -3,6 +3,8 @@ bucket index take turns, so a bucket's pages are not faulted in again every step
 no buffer is refilled while its exchange is pending or while the step after it may
 still read it."""
 
+import numpy as np
+import pytest
 import torch
 
 from inceptionn.ddp_hook import IncState
@@ -52,3 +54,18 @@ def test_close_lets_the_buffers_go():
     w.host_snapshot(0, torch.ones(10), _done())
     state.close()
     assert not w._snapshots and not w._losses
+
+
+def test_a_snapshot_adds_the_residual_in_and_zeroes_it():
+    """Error feedback on the ring: the snapshot is bucket + residual in one pass and the
+    residual (the bucket's loss buffer) is left zeroed, ready to record the exchange's
+    loss; the exchange then neither compensates nor zeroes (tests/test_ddp_hook.py and
+    test_ddp_hook_resume.py train bit for bit as before)."""
+    w = IncState(decide="ring").worker
+    r = np.full(10, 0.5, np.float32)
+    snap = w.host_snapshot(0, torch.ones(10), _done(), r)
+    assert torch.equal(snap, torch.full((10,), 1.5)) and not r.any()
+    again = w.host_snapshot(0, torch.ones(10), _done())
+    assert torch.equal(again, torch.ones(10))
+    with pytest.raises(ValueError, match="residual"):
+        w.host_snapshot(None, torch.ones(10), _done(), r)

@@ -248,6 +248,6 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
     fut: torch.futures.Future[torch.Tensor] = (
         torch.futures.Future(devices=[buf.device]) if buf.device.type == "cuda"
         else torch.futures.Future())
-    snap, event = state.worker.snapshot(bucket, buf, fut)
-    state.worker.submit((snap, buf.device, buf.dtype, params, fut, event))
+    snap, event, compensated = state.worker.snapshot(bucket, buf, fut, params)
+    state.worker.submit((snap, buf.device, buf.dtype, params, fut, event, compensated))
     return fut

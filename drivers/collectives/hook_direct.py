@@ -84,18 +84,19 @@ def issue_direct(worker, buf, params):
     return work.get_future().then(done)
 
 
-def plain_on_worker(worker, t, params, fp16: bool = False) -> None:
+def plain_on_worker(worker, t, params, fp16: bool = False, compensated: bool = False) -> None:
     """The float32 bucket `t` (on the host, or the torch transport's device) summed in
     place by the process group's all-reduce on the worker's thread (float32, or float16
-    with `fp16`), a host bucket's residual added in first."""
+    with `fp16`), a host bucket's residual added in first (`compensated`: it is, by the
+    snapshot, and the loss buffer zeroed)."""
     sent = _send_form(worker, t, params, fp16,
-                      worker.memory is not None and t.device.type == "cpu")
+                      worker.memory is not None and t.device.type == "cpu", compensated)
     plain_allreduce(sent, worker.group()[0], worker._device)
     if fp16:
         widen_sum(sent, worker.world, out=t, mean=False)
 
 
-def _send_form(worker, t, params, fp16: bool, feedback: bool):
+def _send_form(worker, t, params, fp16: bool, feedback: bool, compensated: bool = False):
     """What the group all-reduces for the float32 CPU-or-device bucket `t`: `t` itself
     (float32) or its float16 form (fp16.py). With `feedback` (a CPU bucket and a memory)
     the residuals are added into `t` first; the float32 path drops nothing, so the
@@ -106,9 +107,9 @@ def _send_form(worker, t, params, fp16: bool, feedback: bool):
     if feedback:
         if fp16:
             loss = worker._loss_buffer(tuple(params), t.numel())
-            if t.is_contiguous() and mem.held_in(params, loss):
+            if not compensated and t.is_contiguous() and mem.held_in(params, loss):
                 residual = loss     # added in by round_half's one pass
-        if residual is None:
+        if residual is None and not compensated:
             mem.compensate(t.detach().numpy().reshape(-1), params)
         if not fp16:
             mem.clear(params)

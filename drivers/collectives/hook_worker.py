@@ -137,14 +137,15 @@ class HookWorker:
             self.collective = TorchRing(pg, codec=st.codec, k=st.k, chunk=st.chunk,
                                         timeout=st.timeout)
 
-    def snapshot(self, bucket, buf, fut):
+    def snapshot(self, bucket, buf, fut, params=()):
         """(the bucket's float32 copy the worker exchanges, the CUDA event it waits for
-        or None), taken at the hook's call. Never the bucket itself: DDP may write the
+        or None, whether the copy has the residuals added in), taken at the hook's call. Never the bucket itself: DDP may write the
         bucket's memory before the Future completes (seen on CPU: a bucket read later by
         the worker held other values than at the call, in 3 test runs of 4)."""
         if buf.device.type != "cuda":
             index = bucket.index() if hasattr(bucket, "index") else None   # DDP's GradBucket has it
-            return self.host_snapshot(index, buf, fut), None
+            residual = self._residual_of(params, buf) if index is not None else None
+            return self.host_snapshot(index, buf, fut, residual), None, residual is not None
         if self.st.transport == "torch":     # stays on the GPU, coded there
             snap = buf.detach().to(torch.float32, copy=True)
         else:
@@ -153,9 +154,25 @@ class HookWorker:
             snap.copy_(src, non_blocking=True)   # on the producing stream, in order
         event = torch.cuda.Event()
         event.record(torch.cuda.current_stream(buf.device))
-        return snap, event
+        return snap, event, False
 
-    def host_snapshot(self, index, buf, fut):
+    def _residual_of(self, params, buf):
+        """The bucket's whole residual, where error feedback on the ring keeps it as one
+        buffer of a float32 host bucket's size (the loss buffer the last exchange of
+        these parameters recorded into); else None. The snapshot then adds it in and
+        zeroes it in its own pass: the exchange neither compensates nor zeroes the
+        loss buffer again (two passes over the bucket fewer, on the worker: measured in
+        docs/benchmarks.md). The bucket's last exchange is over: DDP waited for it."""
+        mem = self.memory
+        if mem is None or not self.st.ring_fed or mem.beta is not None \
+                or buf.dtype != torch.float32 or not buf.is_contiguous():
+            return None
+        loss = self._losses.get(tuple(params))
+        if loss is None or loss.size != buf.numel() or not mem.held_in(params, loss):
+            return None
+        return loss
+
+    def host_snapshot(self, index, buf, fut, residual=None):
         """A host copy of the CPU bucket `buf` for the worker. Two buffers per bucket
         index take turns: the one used two calls ago is filled again when that
         exchange's Future is done, else a new one is made. The Future's tensor is that
@@ -163,17 +180,25 @@ class HookWorker:
         reads it before its next backward; a callback still copying it while the next
         step's hook runs keeps its values). Why: a fresh clone of a large bucket every
         step faults in every page of it on the hook's critical path (docs/benchmarks.md).
-        Always float32: a 16-bit bucket is widened as it is copied."""
+        Always float32: a 16-bit bucket is widened as it is copied. With `residual`
+        (float32 of the bucket's size): the copy is bucket + residual and the residual
+        is zeroed (it is the exchange's loss buffer, ready to record)."""
         if index is None:
+            if residual is not None:
+                raise ValueError("a residual goes with a bucket's snapshot buffers")
             return buf.detach().to(torch.float32, copy=True)
         turns = self._snapshots.setdefault(index, [])
         if len(turns) == 2 and turns[0][1].done() and turns[0][0].shape == buf.shape:
             snap = turns.pop(0)[0]
-            snap.copy_(buf.detach())
         else:
-            snap = buf.detach().to(torch.float32, copy=True)
+            snap = torch.empty(buf.shape, dtype=torch.float32)
             if len(turns) == 2:
                 turns.pop(0)
+        if residual is None:
+            snap.copy_(buf.detach())
+        else:
+            np.add(buf.detach().numpy().reshape(-1), residual, out=snap.numpy().reshape(-1))
+            residual.fill(0)
         turns.append((snap, fut))
         return snap
 
@@ -195,7 +220,7 @@ class HookWorker:
             if item is None:
                 self._q.task_done()
                 return
-            snap, device, dtype, params, fut, event = item
+            snap, device, dtype, params, fut, event, compensated = item
             try:
                 if self._failed is not None:
                     raise CollectiveError(f"an earlier bucket's exchange failed: {self._failed}")
@@ -213,7 +238,7 @@ class HookWorker:
                                          for p in ("ring", "allreduce", "fp16")})
                     t = snap
                 else:
-                    out = self._exchange(snap.numpy().reshape(-1), params)
+                    out = self._exchange(snap.numpy().reshape(-1), params, compensated)
                     out /= np.float32(self.world)
                     t = torch.from_numpy(out).view(snap.shape)
                 self.calls += 1
@@ -230,23 +255,27 @@ class HookWorker:
             finally:
                 self._q.task_done()
 
-    def _exchange(self, arr, params):
+    def _exchange(self, arr, params, compensated=False):
         # A bucket merging buckets exchanged before (a resumed run's first step) goes as
         # those buckets: the numbers do not depend on DDP's rebuild (hook_state.py).
         groups = self.layout.plan(params)
         if groups is None:
-            return self._exchange_bucket(arr, params)
+            return self._exchange_bucket(arr, params, compensated)
+        if compensated:     # the snapshot found no such bucket's residual: a bug of ours
+            raise RuntimeError("a merged bucket's snapshot had a residual added in")
         return hook_state.exchange_as(arr, params, groups, self._exchange_bucket)
 
-    def _exchange_bucket(self, arr, params):
+    def _exchange_bucket(self, arr, params, compensated=False):
         # A dense compressor with error feedback (truncation) rides the ring as INCEPTIONN
         # does: its select and expand are the identity, so the ring sums the bucket itself.
         st = self.st
         if st.ring_native or st.ring_fed:
             t = torch.from_numpy(arr)
-            self._timed(params, {"ring": lambda: self._ring(arr, params),
-                                 "allreduce": lambda: plain_on_worker(self, t, params),
-                                 "fp16": lambda: plain_on_worker(self, t, params, True)})
+            c = compensated     # the residuals already in arr (and the loss buffer zeroed)
+            self._timed(params, {"ring": lambda: self._ring(arr, params, c),
+                                 "allreduce": lambda: plain_on_worker(self, t, params,
+                                                                      compensated=c),
+                                 "fp16": lambda: plain_on_worker(self, t, params, True, c)})
             return arr
         return self.buckets.step(arr, params)
 
@@ -262,19 +291,21 @@ class HookWorker:
     def _agree(self, values):
         return agree_max(values, self.group()[0], self._device)
 
-    def _ring(self, arr, params):
+    def _ring(self, arr, params, compensated=False):
         before = self.collective.bytes_sent
-        with self.feeding(arr, params):
+        with self.feeding(arr, params, compensated):
             self.collective.allreduce(arr)
         self.bytes_sent += self.collective.bytes_sent - before
 
-    def feeding(self, arr, params):
+    def feeding(self, arr, params, compensated=False):
         """Error feedback around the bucket's exchange on the ring (memory.feedback):
         compensated with this rank's memory, each hop's loss recorded by the ring's
         codec, the loss kept as the residuals (in the bucket's loss buffer, kept from
-        step to step). The study runs its simulated ranks' exchanges through it too."""
+        step to step). The study runs its simulated ranks' exchanges through it too.
+        compensated: arr has the residuals added in and the loss buffer is zeroed (the
+        snapshot did both)."""
         loss = None if self.memory is None else self._loss_buffer(tuple(params), arr.size)
-        return feedback(self.memory, self.codec, arr, params, loss)
+        return feedback(self.memory, self.codec, arr, params, loss, compensated)
 
     def _loss_buffer(self, key, size):
         """The bucket's loss buffer, kept from step to step; a new bucket's (DDP's

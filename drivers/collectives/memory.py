@@ -136,16 +136,18 @@ class LossRecorder:
     def __repr__(self):
         return f"<LossRecorder of {self.inner!r}>"
 
-    def start(self, x: np.ndarray, out: np.ndarray | None = None) -> None:
-        """Record the losses of chunks of x from now on, into `out` (zeroed here; float32
-        of x's size, which the caller does not read until stop) or a new array."""
+    def start(self, x: np.ndarray, out: np.ndarray | None = None, zeroed: bool = False) -> None:
+        """Record the losses of chunks of x from now on, into `out` (zeroed here unless
+        `zeroed` says the caller did; float32 of x's size, which the caller does not read
+        until stop) or a new array."""
         if out is None:
             loss = np.zeros(x.size, np.float32)
         elif out.dtype != np.float32 or out.shape != (x.size,) or not out.flags.c_contiguous:
             raise ValueError("out must be a contiguous float32 array of x's size")
         else:
             loss = out
-            loss.fill(0)
+            if not zeroed:
+                loss.fill(0)
         self._base, self._loss = x, loss
 
     def stop(self) -> np.ndarray:
@@ -251,19 +253,24 @@ def _offset(view: np.ndarray, base: np.ndarray) -> int:
 
 @contextlib.contextmanager
 def feedback(memory: Memory | None, recorder, x: np.ndarray, params,
-             loss: np.ndarray | None = None):
+             loss: np.ndarray | None = None, compensated: bool = False):
     """Error feedback around one exchange of x on the ring (GRACE's compensate, exchange,
     update): x compensated with the memory's residuals, the ring's coding recorded by
     `recorder` (its LossRecorder) while the body sums x, the recorded loss kept as the
     new residuals. `loss`: the buffer it is recorded into, which becomes their home
-    (Memory.adopt); by default a new one. Without a memory, the body alone."""
+    (Memory.adopt); by default a new one. Without a memory, the body alone.
+    compensated: x has the residuals added in and `loss` (their buffer) is zeroed
+    already (the DDP hook's snapshot does both in its copy's pass)."""
     if memory is None:
         yield
         return
-    memory.compensate(x, params)
+    if compensated and loss is None:
+        raise ValueError("a compensated exchange records into the residuals' buffer")
+    if not compensated:
+        memory.compensate(x, params)
     # The residuals may be views of `loss` (adopted last time): added in just now, so it
     # is free to be zeroed and to record this exchange's loss.
-    recorder.start(x, out=loss)
+    recorder.start(x, out=loss, zeroed=compensated)
     try:
         yield
     finally:
