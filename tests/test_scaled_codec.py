@@ -194,3 +194,20 @@ def test_decode_into_adds_at_scales_beyond_the_normal_range():
         out = own.copy()
         decode_into(c, body, out, add=True)
         assert np.array_equal(out.view(np.uint32), (c.decode(body, v.size) + own).view(np.uint32))
+
+
+@pytest.mark.parametrize("k", [4, 10, 16])
+@pytest.mark.parametrize("name,x", list(_chunks()), ids=[n for n, _ in _chunks()])
+def test_the_bounded_codec_recodes_decoded_values_to_the_same_bytes(k, name, x):
+    """What lets the ring forward the frames it received (recodes_to_same_bytes): the
+    decoded values code to the received bytes again; scaled, but for the scale byte of a
+    chunk that decodes to nothing but zeros (the same values either way)."""
+    for c in (ScaledCodec(k), WireCodec("bounded", k)):
+        assert c.recodes_to_same_bytes
+        body = c.encode(x)
+        again = c.encode(c.decode(body, x.size))
+        if isinstance(c, ScaledCodec) and not np.any(c.decode(body, x.size)):
+            assert again[1:] == body[1:]
+        else:
+            assert again == body, name
+    assert not WireCodec("paper", min(k, 15)).recodes_to_same_bytes

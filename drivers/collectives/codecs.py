@@ -46,6 +46,10 @@ class WireCodec:
             raise ValueError(f"codec must be one of {CODECS}, got {name!r}")
         self.name, self.k = name, golden.check_k(k)
         fast.fast_pack_groups(np.zeros(1, np.uint32), self.k, codec=name)   # k in range
+        # encode(decode(b)) == b for every b encode gives: the bounded codec's decoded
+        # value lies in its own band and step (tests/test_scaled_codec.py); the paper's
+        # decodes some 8-bit-band values to 0, which then code to no byte.
+        self.recodes_to_same_bytes = name == "bounded"
 
     def __repr__(self):
         return f"<WireCodec {self.name} 2^-{self.k}>"
@@ -199,6 +203,7 @@ class ScaledCodec:
             raise ValueError(f"share must be in (0, 1], got {share!r}")
         self.inner = WireCodec("bounded", k)
         self.k, self.share = self.inner.k, float(share)
+        self.recodes_to_same_bytes = True   # the decoded chunk chooses the same s again
         self.name = f"bounded-scaled-{self.share:g}"
 
     def __repr__(self):

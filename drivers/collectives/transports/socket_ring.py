@@ -18,10 +18,12 @@ compresses; "emulate": float32 on plain sockets, the receiver applies the codec'
 roundtrip (no byte saved: for checking); "software": every hop sends the codec's group
 bytes (what the NIC would put on the wire) on plain sockets and the receiver decodes
 them, so the bytes are saved without a NIC. All three lossy wires give the same numbers,
-bit for bit. In the all-gather a rank re-codes the values it decoded, as a NIC codes
-what its host sends: the values come out the same (the roundtrip is idempotent), the
-bytes can be fewer (the paper's codec spends a byte on an 8-bit-band value that decodes
-to 0, and none on the 0 it forwards).
+bit for bit. In the all-gather a rank forwards a block as a NIC would code what its
+host sends, the values it decoded: with the paper's codec it re-codes them (the values
+come out the same, the roundtrip being idempotent, and the bytes can be fewer: it spends
+a byte on an 8-bit-band value that decodes to 0, and none on the 0 it forwards); with
+the bounded codec, scaled or not, re-coding gives the received bytes again, so it sends
+those (one encode fewer per forwarded chunk).
 
 The schedule (which chunk is sent and received at each step, what is added, what the
 owner keeps) is ring_schedule.py's `ring_plan`, played by its `run_ring`, the schedule
@@ -372,11 +374,21 @@ class _CodedHops:
     def __init__(self, ring, sender, receiver):
         self.ring, self.sender, self.receiver = ring, sender, receiver
         rec = ring._recorder
-        self.forward = rec.inner.encode if rec is not None else ring.codec.encode
+        inner = rec.inner if rec is not None else ring.codec
+        self.forward = inner.encode
+        # Where re-coding decoded values gives their bytes again (the bounded codec,
+        # scaled or not: its decoded values keep their band, field and octave), a
+        # forward sends the frames received; else (the paper's codec may code fewer
+        # bytes) it re-codes them.
+        self.verbatim = getattr(inner, "recodes_to_same_bytes", False)
         self.gathering = False          # past the reduce-scatter: sends are forwards
+        self.received = None            # the last frames received, for a forward
 
     def send(self, view, keep):
         ring = self.ring
+        if self.gathering and not keep and self.verbatim:
+            self.sender.put(self.received)
+            return
         # The owner keeps what it sends, as its neighbours will decode it. A forwarded
         # final block re-codes unchanged (the roundtrip is idempotent): no loss to record.
         encode = ring._encode_keep if keep else self.forward if self.gathering \
@@ -384,12 +396,13 @@ class _CodedHops:
         self.sender.put(ring._pool.submit(_encode_pieces, encode, view, ring.piece))
 
     def recv(self, view, add):
-        into, fut = self.receiver.get()
+        into, fut, frames = self.receiver.get()
         if into.size != view.size or into.ctypes.data != view.ctypes.data:
             raise RuntimeError("the ring's receiver and its plan disagree")  # a bug of ours
         _decoded(fut, self.ring.prev.peer)      # decoded into view (and added) by the pool
         if not add:
             self.gathering = True
+            self.received = frames
 
 
 def _pieces(view, piece):
@@ -468,7 +481,7 @@ class _FrameReceiver:
                 frames = [self.link.recv_frame(2 * -(-p.size // 8) + 4 * p.size)
                           for p in _pieces(view, piece)]
                 self.q.put((view, pool.submit(_decode_pieces, codec, frames, view, add,
-                                              piece)))
+                                              piece), frames))
         except BaseException as e:  # reported by the main thread
             self.error = e
             self.q.put(e)
