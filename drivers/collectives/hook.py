@@ -96,9 +96,9 @@ class IncState:
     mode: "inc" (the ring) or "wa" (worker-aggregator, rank 0 aggregates; nic/emulate).
     density: the fraction of values a sparsifier keeps (the methods that need "k");
     method_kw: the method's other parameters.
-    chunk_floats: floats per pipelined chunk (default: 2^16 on the sockets, whose
-    frames it fills; 2^22 on the torch transport, where each round costs kernel launches
-    and syncs whatever its size); mss_bytes: the gradient sockets' MSS (nic);
+    chunk_floats: floats per pipelined chunk (default: 2^18 on the sockets, coded in
+    frames of 2^16, each with its own scale: socket_ring._piece; 2^22 on the torch
+    transport, where each round costs kernel launches and syncs whatever its size); mss_bytes: the gradient sockets' MSS (nic);
     timeout_s: how long a silent peer is waited for; codec_threads: the software wire's
     codec threads. transport: "socket" (the project's sockets) or "torch" (the process
     group's point-to-point, the buckets coded on their device: method "inceptionn", wire
