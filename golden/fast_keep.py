@@ -56,10 +56,11 @@ def _decoded(b, t, mlim, w8f, w16f, mulf, addf, d8, d16):
 
 
 @njit(cache=True, nogil=True)
-def _keep_blocks(x, t, mlim, w8, mul, add, d8, d16, down, up, scaled, out, loss, keep, marks):
+def _keep_blocks(x, t, mlim, w8, mul, add, d8, d16, down, up, scaled, out, loss, keep, marks,
+                 div):
     """The groups of x (float32) at the start of out; returns their byte length. loss
     (float32 of x's size, or empty) += the coding error; x = the decoded values if
-    keep. With scaled, the values coded are x down and the decoded ones are times up.
+    keep, divided by div (float32; 1: as they are). With scaled, the values coded are x down and the decoded ones are times up.
     marks: an empty int64 array (pack_blocks' index, unused here). Every index below is
     into a block's own slices: an index with an offset added kept LLVM from vectorising
     (its negative-index check), 10x slower."""
@@ -95,21 +96,25 @@ def _keep_blocks(x, t, mlim, w8, mul, add, d8, d16, down, up, scaled, out, loss,
             for i in range(m):
                 e = xv[i] - rt[i]
                 lv[i] += e if np.isfinite(e) else np.float32(0.0)
-        if keep:
+        if keep and div == np.float32(1.0):
             for i in range(m):
                 xv[i] = rt[i]
+        elif keep:
+            for i in range(m):
+                xv[i] = rt[i] / div
     return pos
 
 
 def encode_keep_into(values: np.ndarray, out: np.ndarray, k: int, codec: str = "bounded", *,
                      scale: int | None = None, loss: np.ndarray | None = None,
-                     keep: bool = False) -> int:
+                     keep: bool = False, divide_by: int = 1) -> int:
     """The groups of `values` (contiguous 1-D float32) times 2^-scale (none: as they are)
     into `out` (uint8, at least fast.pack_room(values.size) bytes; the bytes past the
     groups are scratch); returns their byte length. With `loss` (float32 of the values'
     size): loss += values - what the groups decode to (times 2^scale), 0 where that is
-    not finite. With `keep`: values = what the groups decode to. `scale` must lie in
-    SCALE_LIMITS. Releases the GIL while it runs."""
+    not finite. With `keep`: values = what the groups decode to, divided by `divide_by`
+    (the float32 quotient, as a later division would give it: a ring keeping its mean).
+    `scale` must lie in SCALE_LIMITS. Releases the GIL while it runs."""
     k = check_k(k, check_codec(codec))
     if not isinstance(values, np.ndarray) or values.dtype != np.float32 or values.ndim != 1 \
             or not values.flags.c_contiguous or (keep and not values.flags.writeable):
@@ -129,5 +134,8 @@ def encode_keep_into(values: np.ndarray, out: np.ndarray, k: int, codec: str = "
         return 0
     s = 0 if scale is None else int(scale)
     down, up = np.float32(2.0 ** -s), np.float32(2.0 ** s)
+    if isinstance(divide_by, bool) or not isinstance(divide_by, int) or divide_by < 1:
+        raise ValueError(f"divide_by must be a positive int, got {divide_by!r}")
     return int(_keep_blocks(values, *enc_consts(k, codec), *dec_consts(k, codec), down, up,
-                            scale is not None, out, loss, bool(keep), _NO_MARKS))
+                            scale is not None, out, loss, bool(keep), _NO_MARKS,
+                            np.float32(divide_by)))

@@ -29,7 +29,7 @@ from numba import njit
 from . import fast_host  # noqa: F401  (first: numba's cache of these files)
 
 __all__ = ["octave_histogram", "scale_from_histogram", "choose_scale_bits", "times_2_to_into",
-           "times_2_to_add_into", "scale_down_into", "SUBS"]
+           "times_2_to_add_into", "times_2_to_div_into", "scale_down_into", "SUBS"]
 
 SUBS = 8                  # sub-histograms, interleaved by value index (8 of int32: 20-25%
                           # faster than 4 of int64 on 2^16-value chunks, docs/benchmarks.md)
@@ -129,6 +129,21 @@ def times_2_to_add_into(v, s, out):
         d = 2.0 ** min(max(s, -_S_CLAMP), _S_CLAMP)
         for i in range(v.size):
             out[i] = np.float32(np.float64(v[i]) * d) + out[i]
+
+
+@njit(cache=True, nogil=True)
+def times_2_to_div_into(v, s, div, out):
+    """out = (v 2^s) / div in float32 (v, out: distinct float32 arrays of one dimension and
+    one size; div a float32): times_2_to_into's product, rounded, then the quotient,
+    rounded (a ring's final values stored as their mean)."""
+    if -126 <= s <= 127:
+        f = np.float32(2.0 ** s)
+        for i in range(v.size):
+            out[i] = (v[i] * f) / div
+    else:
+        d = 2.0 ** min(max(s, -_S_CLAMP), _S_CLAMP)
+        for i in range(v.size):
+            out[i] = np.float32(np.float64(v[i]) * d) / div
 
 
 @njit(cache=True, nogil=True)

@@ -304,3 +304,40 @@ def test_a_chunk_of_several_pieces_codes_as_those_pieces(wire):
     assert all(_same_bits(a, b) for a, b in zip(small[0] + small[1], big[0] + big[1]))
     assert small[2] == big[2]
     assert not all(_same_bits(a, b) for a, b in zip(small[0], odd[0]))
+
+
+@pytest.mark.parametrize("wire,codec,p", [("software", "scaled", 2), ("software", "scaled", 3),
+                                          ("software", "bounded", 3), ("software", "paper", 3),
+                                          ("emulate", "scaled", 3)])
+def test_the_ring_leaves_the_mean_as_dividing_after_would(wire, codec, p):
+    """allreduce(x, divide_by=P) (the DDP hook's): the final values written divided where
+    nothing reads them again (P = 2, or forwards of the frames received), divided after
+    elsewhere (the paper's codec re-codes its forwards; the float wires): the bits of
+    allreduce(x) / P either way, and the same recorded losses."""
+    from inceptionn.drivers.collectives.memory import LossRecorder as Rec
+    n = 3 * 70_001 + 5
+    rng = np.random.default_rng(p)
+    xs = [(rng.standard_normal(n) * 2.0 ** (-20 * np.arange(n) / n)).astype(np.float32)
+          for _ in range(p)]
+    got = {}
+    for div in (1, p):
+        store, res = HashStore(), {}
+
+        def body(r):
+            c = {"scaled": lambda: Rec(ScaledCodec(10)), "bounded": lambda: "bounded",
+                 "paper": lambda: "paper"}[codec]()
+            with Ring.from_store(store, r, p, wire=wire, codec=c, k=10, chunk=1 << 16,
+                                 timeout=20) as ring:
+                x = xs[r].copy()
+                if isinstance(c, Rec):
+                    c.start(x)
+                ring.allreduce(x, divide_by=div)
+                res[r] = (x, c.stop() if isinstance(c, Rec) else None)
+
+        errs = run_ranks(p, body)
+        assert not errs, errs
+        got[div] = res
+    for r in range(p):
+        (plain, loss1), (mean, loss2) = got[1][r], got[p][r]
+        assert _same_bits(plain / np.float32(p), mean)
+        assert loss1 is None or _same_bits(loss1, loss2)

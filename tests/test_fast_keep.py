@@ -193,3 +193,24 @@ def test_float_decode_equals_the_integer_form(codec):
         a, b = both(bits, *enc_consts(k, codec), *dec_consts(k, codec))
         bad = np.flatnonzero(a != b)
         assert bad.size == 0, (k, [hex(int(v)) for v in bits[bad[:4]]])
+
+
+@pytest.mark.parametrize("divide_by", [2, 3, 4])
+def test_the_kept_values_divided_are_the_later_division(divide_by):
+    """keep with divide_by (a ring keeping its mean): the kept values are what decodes,
+    divided in float32, as dividing them afterwards gives; bytes and loss unchanged."""
+    x = _values(3000, seed=divide_by)
+    for s in (None, -40, 9):
+        a, b = x.copy(), x.copy()
+        la, lb = np.zeros(x.size, np.float32), np.zeros(x.size, np.float32)
+        out_a, out_b = (np.empty(fast.pack_room(x.size), np.uint8) for _ in range(2))
+        na = fast_keep.encode_keep_into(a, out_a, 10, scale=s, loss=la, keep=True)
+        nb = fast_keep.encode_keep_into(b, out_b, 10, scale=s, loss=lb, keep=True,
+                                        divide_by=divide_by)
+        with np.errstate(all="ignore"):
+            want = a / np.float32(divide_by)
+        assert out_a[:na].tobytes() == out_b[:nb].tobytes()
+        assert np.array_equal(_bits(la), _bits(lb))
+        assert np.array_equal(_bits(b), _bits(want))
+    with pytest.raises(ValueError, match="divide_by"):
+        fast_keep.encode_keep_into(x, out_a, 10, keep=True, divide_by=0)

@@ -211,3 +211,18 @@ def test_the_bounded_codec_recodes_decoded_values_to_the_same_bytes(k, name, x):
         else:
             assert again == body, name
     assert not WireCodec("paper", min(k, 15)).recodes_to_same_bytes
+
+
+@pytest.mark.parametrize("make", [lambda: ScaledCodec(10), lambda: WireCodec("bounded", 10)])
+def test_decode_into_stores_the_values_divided(make):
+    from inceptionn.drivers.collectives.codecs import decode_into
+    codec = make()
+    x = np.array([3e38, -1e-3, 2.0 ** -140, 0.7, 5.0, -0.0, np.inf, np.nan] * 9, np.float32)
+    body = codec.encode(x)
+    out = np.empty_like(x)
+    decode_into(codec, body, out, divide_by=3)
+    with np.errstate(all="ignore"):
+        want = codec.decode(body, x.size) / np.float32(3)
+    assert np.array_equal(out.view(np.uint32), want.view(np.uint32))
+    with pytest.raises(ValueError, match="added"):
+        decode_into(codec, body, out, add=True, divide_by=3)

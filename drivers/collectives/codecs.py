@@ -70,11 +70,12 @@ class WireCodec:
     def roundtrip(self, values: np.ndarray) -> np.ndarray:
         return self.decode(self.encode(values), values.size)
 
-    def decode_into(self, buf, out: np.ndarray, add: bool = False) -> None:
-        """decode(buf, out.size) stored into `out` (contiguous float32), or added to it
-        (decoded + out: a ring's reduce-scatter order), without a new array: decoded into
-        this thread's scratch, then one pass. A ValueError leaves `out` as it was."""
-        _store(self._decoded_scratch(buf, out.size), out, add)
+    def decode_into(self, buf, out: np.ndarray, add: bool = False, divide_by: int = 1) -> None:
+        """decode(buf, out.size) stored into `out` (contiguous float32; divided by
+        `divide_by`: a ring's final values as their mean), or added to it (decoded + out:
+        a ring's reduce-scatter order), without a new array: decoded into this thread's
+        scratch, then one pass. A ValueError leaves `out` as it was."""
+        _store(self._decoded_scratch(buf, out.size), out, add, divide_by)
 
     def _decoded_scratch(self, buf, n: int) -> np.ndarray:
         """The n values of buf's groups, in this thread's scratch (valid until its next
@@ -88,14 +89,16 @@ class WireCodec:
             raise ValueError(f"{len(buf) - consumed} bytes left over after {n} values")
         return scratch[:n]
 
-    def encode_recorded(self, values: np.ndarray, loss: np.ndarray | None, keep: bool):
+    def encode_recorded(self, values: np.ndarray, loss: np.ndarray | None, keep: bool,
+                        divide_by: int = 1):
         """encode, in the same pass loss += values - what decodes and, with keep, values
-        = what decodes (golden.fast_keep); None where values is not a contiguous 1-D
-        float32 array (the caller then takes the separate steps)."""
+        = what decodes (divided by `divide_by`; golden.fast_keep); None where values is
+        not a contiguous 1-D float32 array (the caller then takes the separate steps)."""
         if not _flat_f32(values):
             return None
         out = np.empty(fast.pack_room(values.size), np.uint8)
-        n = fast_keep.encode_keep_into(values, out, self.k, self.name, loss=loss, keep=keep)
+        n = fast_keep.encode_keep_into(values, out, self.k, self.name, loss=loss, keep=keep,
+                                       divide_by=divide_by)
         return out[:n].tobytes()
 
 
@@ -118,22 +121,36 @@ def _check_out(out) -> None:
         raise ValueError("out must be a writable contiguous 1-D float32 array")
 
 
-def _store(values: np.ndarray, out: np.ndarray, add: bool) -> None:
+def _divisor(divide_by, add: bool):
+    """divide_by as a float32 divisor, None for 1; refused with add (a sum is not final)."""
+    if isinstance(divide_by, bool) or not isinstance(divide_by, int) or divide_by < 1:
+        raise ValueError(f"divide_by must be a positive int, got {divide_by!r}")
+    if divide_by == 1:
+        return None
+    if add:
+        raise ValueError("decoded values added to a buffer are not divided")
+    return np.float32(divide_by)
+
+
+def _store(values: np.ndarray, out: np.ndarray, add: bool, divide_by: int = 1) -> None:
+    div = _divisor(divide_by, add)
     _check_out(out)
     if add:
         np.add(values, out, out=out)
+    elif div is not None:
+        np.divide(values, div, out=out)
     else:
         out[:] = values
 
 
-def decode_into(codec, buf, out: np.ndarray, add: bool = False) -> None:
-    """A hop codec's decode of out.size values stored into `out` or added to it (decoded +
-    out), through its decode_into where it has one."""
+def decode_into(codec, buf, out: np.ndarray, add: bool = False, divide_by: int = 1) -> None:
+    """A hop codec's decode of out.size values stored into `out` (divided by `divide_by`)
+    or added to it (decoded + out), through its decode_into where it has one."""
     into = getattr(codec, "decode_into", None)
     if into is not None:
-        into(buf, out, add)
+        into(buf, out, add, divide_by)
     else:
-        _store(np.asarray(codec.decode(buf, out.size), np.float32), out, add)
+        _store(np.asarray(codec.decode(buf, out.size), np.float32), out, add, divide_by)
 
 
 def _flat_f32(values) -> bool:
@@ -244,17 +261,23 @@ class ScaledCodec:
     def roundtrip(self, values: np.ndarray) -> np.ndarray:
         return self.decode(self.encode(values), values.size)
 
-    def decode_into(self, buf, out: np.ndarray, add: bool = False) -> None:
-        """decode(buf, out.size) stored into `out` or added to it (decoded + out), the
-        product by 2^s and the sum in one pass (WireCodec.decode_into)."""
+    def decode_into(self, buf, out: np.ndarray, add: bool = False, divide_by: int = 1) -> None:
+        """decode(buf, out.size) stored into `out` (divided by `divide_by`) or added to
+        it (decoded + out), the product by 2^s and the sum or quotient in one pass
+        (WireCodec.decode_into)."""
         if len(buf) < 1:
             raise ValueError(f"a scaled frame of {out.size} values has no scale byte")
         s = buf[0] + SCALE_MIN
+        div = _divisor(divide_by, add)
         y = self.inner._decoded_scratch(memoryview(buf)[1:], out.size)
         _check_out(out)
-        (fast_scale.times_2_to_add_into if add else fast_scale.times_2_to_into)(y, s, out)
+        if div is not None:
+            fast_scale.times_2_to_div_into(y, s, div, out)
+        else:
+            (fast_scale.times_2_to_add_into if add else fast_scale.times_2_to_into)(y, s, out)
 
-    def encode_recorded(self, values: np.ndarray, loss: np.ndarray | None, keep: bool):
+    def encode_recorded(self, values: np.ndarray, loss: np.ndarray | None, keep: bool,
+                        divide_by: int = 1):
         """WireCodec.encode_recorded on the scaled values: the scale chosen, then one pass
         (scale, pack, decode, times 2^s, compare, keep); None where values is not a
         contiguous 1-D float32 array or s lies outside golden.fast_keep.SCALE_LIMITS
@@ -268,7 +291,7 @@ class ScaledCodec:
         out = np.empty(1 + fast.pack_room(values.size), np.uint8)
         out[0] = s - SCALE_MIN
         n = fast_keep.encode_keep_into(values, out[1:], self.k, "bounded", scale=s, loss=loss,
-                                       keep=keep)
+                                       keep=keep, divide_by=divide_by)
         return out[:1 + n].tobytes()
 
 

@@ -72,6 +72,8 @@ class HookWorker:
         self._losses: dict = {}         # bucket -> the ring's loss buffer, the residuals' home
         self._thread: threading.Thread | None = None
         self._failed: BaseException | None = None
+        self._average_in_ring = False   # this bucket's exchange may leave x as the mean
+        self._averaged = False          # it did (the worker then does not divide)
 
     # ------------------------------------------------------------------ setup
 
@@ -238,8 +240,10 @@ class HookWorker:
                                          for p in ("ring", "allreduce", "fp16")})
                     t = snap
                 else:
+                    self._averaged = False      # the ring may divide as it writes
                     out = self._exchange(snap.numpy().reshape(-1), params, compensated)
-                    out /= np.float32(self.world)
+                    if not self._averaged:
+                        out /= np.float32(self.world)
                     t = torch.from_numpy(out).view(snap.shape)
                 self.calls += 1
                 self.hook_seconds.append(time.perf_counter() - t0)
@@ -260,7 +264,9 @@ class HookWorker:
         # those buckets: the numbers do not depend on DDP's rebuild (hook_state.py).
         groups = self.layout.plan(params)
         if groups is None:
+            self._average_in_ring = True
             return self._exchange_bucket(arr, params, compensated)
+        self._average_in_ring = False   # several exchanges: the mean taken after them
         if compensated:     # the snapshot found no such bucket's residual: a bug of ours
             raise RuntimeError("a merged bucket's snapshot had a residual added in")
         return hook_state.exchange_as(arr, params, groups, self._exchange_bucket)
@@ -293,8 +299,15 @@ class HookWorker:
 
     def _ring(self, arr, params, compensated=False):
         before = self.collective.bytes_sent
+        # The socket ring writes the final values as the mean (a pass over the bucket
+        # fewer: socket_ring.Ring.allreduce); the WA divides after, here.
+        mean = self._average_in_ring and isinstance(self.collective, Ring)
         with self.feeding(arr, params, compensated):
-            self.collective.allreduce(arr)
+            if mean:
+                self.collective.allreduce(arr, divide_by=self.world)
+            else:
+                self.collective.allreduce(arr)
+        self._averaged = mean
         self.bytes_sent += self.collective.bytes_sent - before
 
     def feeding(self, arr, params, compensated=False):

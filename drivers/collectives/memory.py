@@ -193,7 +193,7 @@ class LossRecorder:
                 self._busy.remove(span)
                 self._free.notify_all()
 
-    def _encode_recorded(self, values: np.ndarray, keep: bool):
+    def _encode_recorded(self, values: np.ndarray, keep: bool, divide_by: int = 1):
         """The inner codec's encode with the loss added (and the values kept) in its own
         pass, where it has one (codecs.WireCodec, ScaledCodec) and values is a plain
         chunk; else None."""
@@ -202,10 +202,10 @@ class LossRecorder:
         if fused is None:
             return None
         if base is None or loss is None:          # not recording
-            return fused(values, None, keep) if keep else None
+            return fused(values, None, keep, divide_by) if keep else None
         off = _offset(values, base)
         with self._span(off, values.size):
-            return fused(values, loss[off:off + values.size], keep)
+            return fused(values, loss[off:off + values.size], keep, divide_by)
 
     def encode(self, values: np.ndarray) -> bytes:
         if self.recording:
@@ -217,25 +217,28 @@ class LossRecorder:
             self.record(values, self.inner.decode(body, values.size))
         return body
 
-    def encode_keep(self, values: np.ndarray) -> bytes:
+    def encode_keep(self, values: np.ndarray, divide_by: int = 1) -> bytes:
         """encode, and values replaced by what the receiver decodes (a block's owner keeps
-        it): one pass where the inner codec has one, else one decode serves the loss and
-        the copy."""
-        body = self._encode_recorded(values, keep=True)
+        it), divided by `divide_by` (a ring keeping its mean): one pass where the inner
+        codec has one, else one decode serves the loss and the copy."""
+        body = self._encode_recorded(values, keep=True, divide_by=divide_by)
         if body is not None:
             return body
         body = self.inner.encode(values)
         decoded = self.inner.decode(body, values.size)
         self.record(values, decoded)
-        values[:] = decoded
+        if divide_by == 1:
+            values[:] = decoded
+        else:
+            np.divide(decoded, np.float32(divide_by), out=values)
         return body
 
     def decode(self, buf, n: int) -> np.ndarray:
         return self.inner.decode(buf, n)
 
-    def decode_into(self, buf, out: np.ndarray, add: bool = False) -> None:
+    def decode_into(self, buf, out: np.ndarray, add: bool = False, divide_by: int = 1) -> None:
         from .codecs import decode_into
-        decode_into(self.inner, buf, out, add)
+        decode_into(self.inner, buf, out, add, divide_by)
 
     def roundtrip(self, values: np.ndarray) -> np.ndarray:
         return self.inner.roundtrip(values)

@@ -40,6 +40,7 @@ GIL) encodes and decodes several chunks at once, in order on the wire.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import os
 import queue
 import threading
@@ -166,25 +167,32 @@ class Ring(Collective):
 
     # ------------------------------------------------------------------ the exchange
 
-    def allreduce(self, x) -> np.ndarray:
-        """Sum `x` (1-D float32, contiguous) over all ranks, in place; returns x."""
+    def allreduce(self, x, divide_by: int = 1) -> np.ndarray:
+        """Sum `x` (1-D float32, contiguous) over all ranks, in place; returns x.
+        divide_by: x ends as the sum divided by it, in float32 (the mean, for
+        divide_by=world: the DDP hook's), the same bits as dividing afterwards; on the
+        software wire the final values are written divided where nothing reads them
+        again (P = 2, or a codec whose forwards send the frames received), which saves a
+        pass over x."""
         x = as_float32_buffer(x, "allreduce buffer")
+        if isinstance(divide_by, bool) or not isinstance(divide_by, int) or divide_by < 1:
+            raise ValueError(f"divide_by must be a positive int, got {divide_by!r}")
         if self._broken:
             raise CollectiveError("the ring is broken by an earlier failure; build a new one")
         self._calls += 1
         if self.world == 1:
-            return x
+            return _divide(x, divide_by)
         try:
             self._agree(x.size)
             if self.wire == "software":
-                self._exchange_coded(x)
+                divide_by = self._exchange_coded(x, divide_by)
             else:
                 self._exchange(x)
         except BaseException:
             self._broken = True
             self.close()
             raise
-        return x
+        return _divide(x, divide_by)
 
     def close(self):
         super().close()
@@ -242,30 +250,40 @@ class Ring(Collective):
 
     # ------------------------------------------------------------------ software wire
 
-    def _exchange_coded(self, x):
-        """The same schedule, each hop carrying the codec's bytes."""
+    def _exchange_coded(self, x, divide_by=1) -> int:
+        """The same schedule, each hop carrying the codec's bytes. Returns what x is
+        still to be divided by (1 where the final values were written divided)."""
         plan = ring_plan(x.size, self.world, self.rank, self.chunk)
         if self._pool is None:
             self._pool = cf.ThreadPoolExecutor(self.codec_threads, thread_name_prefix="ring-codec")
+        hops_verbatim = _verbatim(self)
+        # The final values (the owner's kept block, the all-gather's stores) written as
+        # the mean where x is not read again: no forward re-codes them.
+        div = divide_by if self.world == 2 or hops_verbatim else 1
         sender = _FrameSender(self, self._wake_all)
         # Each frame decoded by the pool straight into its place in x (added there in
         # the reduce-scatter, stored in the all-gather): the receiver knows the plan.
-        receiver = _FrameReceiver(self, [(x[c0:c1], True) for c0, c1, _ in plan[1]]
-                                  + [(x[c0:c1], False) for c0, c1, _ in plan[2]],
+        receiver = _FrameReceiver(self, [(x[c0:c1], True, 1) for c0, c1, _ in plan[1]]
+                                  + [(x[c0:c1], False, div) for c0, c1, _ in plan[2]],
                                   self._wake_all)
         try:
-            run_ring(x, plan, _CodedHops(self, sender, receiver))
+            run_ring(x, plan, _CodedHops(self, sender, receiver, div))
         finally:
             errors = [sender.finish(), receiver.finish()]
         for e in errors:
             if e is not None:
                 raise e
+        return divide_by // div
 
-    def _encode_keep(self, view):
+    def _encode_keep(self, view, divide_by=1):
         if self._recorder is not None:
-            return self._recorder.encode_keep(view)
+            return self._recorder.encode_keep(view, divide_by)
+        fused = getattr(self.codec, "encode_recorded", None)
+        body = fused(view, None, True, divide_by) if fused is not None else None
+        if body is not None:
+            return body
         body = self.codec.encode(view)
-        view[:] = self.codec.decode(body, view.size)
+        decode_into(self.codec, body, view, divide_by=divide_by)
         return body
 
     def _wake_all(self):
@@ -275,6 +293,18 @@ class Ring(Collective):
                 link.data.shutdown(2)
             except OSError:
                 pass
+
+
+def _divide(x, divide_by):
+    if divide_by != 1:
+        np.divide(x, np.float32(divide_by), out=x)
+    return x
+
+
+def _verbatim(ring) -> bool:
+    """Whether the software wire's forwards send the frames received (_CodedHops)."""
+    rec = ring._recorder
+    return getattr(rec.inner if rec is not None else ring.codec, "recodes_to_same_bytes", False)
 
 
 def _wire(wire, compress, emulate):
@@ -371,16 +401,17 @@ class _CodedHops:
     """run_ring's hops on the software wire: encodes go to the codec pool and on to the
     sender thread in order; received frames come decoded from the read-ahead receiver."""
 
-    def __init__(self, ring, sender, receiver):
+    def __init__(self, ring, sender, receiver, divide_by=1):
         self.ring, self.sender, self.receiver = ring, sender, receiver
         rec = ring._recorder
-        inner = rec.inner if rec is not None else ring.codec
-        self.forward = inner.encode
+        self.forward = (rec.inner if rec is not None else ring.codec).encode
         # Where re-coding decoded values gives their bytes again (the bounded codec,
         # scaled or not: its decoded values keep their band, field and octave), a
         # forward sends the frames received; else (the paper's codec may code fewer
         # bytes) it re-codes them.
-        self.verbatim = getattr(inner, "recodes_to_same_bytes", False)
+        self.verbatim = _verbatim(ring)
+        self.keep = (functools.partial(ring._encode_keep, divide_by=divide_by)
+                     if divide_by != 1 else ring._encode_keep)
         self.gathering = False          # past the reduce-scatter: sends are forwards
         self.received = None            # the last frames received, for a forward
 
@@ -391,7 +422,7 @@ class _CodedHops:
             return
         # The owner keeps what it sends, as its neighbours will decode it. A forwarded
         # final block re-codes unchanged (the roundtrip is idempotent): no loss to record.
-        encode = ring._encode_keep if keep else self.forward if self.gathering \
+        encode = self.keep if keep else self.forward if self.gathering \
             else ring.codec.encode
         self.sender.put(ring._pool.submit(_encode_pieces, encode, view, ring.piece))
 
@@ -414,10 +445,10 @@ def _encode_pieces(encode, view, piece):
     return [encode(p) for p in _pieces(view, piece)]
 
 
-def _decode_pieces(codec, frames, view, add, piece):
+def _decode_pieces(codec, frames, view, add, piece, divide_by=1):
     """A chunk's frames decoded into (or added to) their pieces of view, by one task."""
     for frame, p in zip(frames, _pieces(view, piece)):
-        decode_into(codec, frame, p, add)
+        decode_into(codec, frame, p, add, divide_by)
 
 
 def _decoded(fut, peer):
@@ -453,9 +484,9 @@ class _FrameSender(LinkSender):
 
 
 class _FrameReceiver:
-    """Reads the frames of a known schedule ((view, add) per chunk: where its values go)
-    ahead of the main thread and starts decoding each in the codec pool, into its view
-    (added to it or stored); at most `depth` frames wait. A view is written only by its
+    """Reads the frames of a known schedule ((view, add, divide_by) per chunk: where its
+    values go and how) ahead of the main thread and starts decoding each in the codec
+    pool, into its view (added to it, or stored divided); at most `depth` frames wait. A view is written only by its
     decode: the ring sends a chunk's region before the frame that fills it can come back
     round, and takes it again only once its decode is done."""
 
@@ -472,7 +503,7 @@ class _FrameReceiver:
     def _run(self):
         codec, pool, piece = self.ring.codec, self.ring._pool, self.ring.piece
         try:
-            for view, add in self.places:
+            for view, add, div in self.places:
                 while not self.depth.acquire(timeout=0.2):
                     if self._stop:
                         return
@@ -481,7 +512,7 @@ class _FrameReceiver:
                 frames = [self.link.recv_frame(2 * -(-p.size // 8) + 4 * p.size)
                           for p in _pieces(view, piece)]
                 self.q.put((view, pool.submit(_decode_pieces, codec, frames, view, add,
-                                              piece), frames))
+                                              piece, div), frames))
         except BaseException as e:  # reported by the main thread
             self.error = e
             self.q.put(e)
