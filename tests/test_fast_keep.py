@@ -167,8 +167,7 @@ def test_float_decode_equals_the_integer_form(codec):
     unpack decodes its stored field by integers (fast_blocks._decode_lane). Every bit
     pattern class, every k: the same bits."""
     from numba import njit
-    from inceptionn.golden.fast_blocks import (_bits_f32, _decode_lane, _field, dec_consts,
-                                               enc_consts)
+    from inceptionn.golden.fast_blocks import _decode_lane, _field, dec_consts, enc_consts
 
     @njit
     def both(bits, t, mlim, w8, mul, add, d8, d16):
