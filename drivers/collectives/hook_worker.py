@@ -141,9 +141,10 @@ class HookWorker:
 
     def snapshot(self, bucket, buf, fut, params=()):
         """(the bucket's float32 copy the worker exchanges, the CUDA event it waits for
-        or None, whether the copy has the residuals added in), taken at the hook's call. Never the bucket itself: DDP may write the
-        bucket's memory before the Future completes (seen on CPU: a bucket read later by
-        the worker held other values than at the call, in 3 test runs of 4)."""
+        or None, whether the copy has the residuals added in), taken at the hook's call.
+        Never the bucket itself: DDP may write the bucket's memory before the Future
+        completes (seen on CPU: a bucket read later by the worker held other values than
+        at the call, in 3 test runs of 4)."""
         if buf.device.type != "cuda":
             index = bucket.index() if hasattr(bucket, "index") else None   # DDP's GradBucket has it
             residual = self._residual_of(params, buf) if index is not None else None
