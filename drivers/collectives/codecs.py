@@ -61,10 +61,7 @@ class WireCodec:
     def decode(self, buf, n: int) -> np.ndarray:
         """n float32 values from exactly their groups; anything else is a ValueError."""
         bits, consumed, ok = fast.fast_unpack_groups(buf, n, k=self.k, codec=self.name)
-        if not ok:
-            raise ValueError(f"groups run out: {n} values need more than {len(buf)} bytes")
-        if consumed != len(buf):
-            raise ValueError(f"{len(buf) - consumed} bytes left over after {n} values")
+        _check_consumed(buf, n, consumed, ok)
         return bits.view(np.float32)
 
     def roundtrip(self, values: np.ndarray) -> np.ndarray:
@@ -83,10 +80,7 @@ class WireCodec:
         scratch = _scratch(n)
         consumed, ok = fast.fast_unpack_groups_into(buf, n, scratch.view(np.uint32), k=self.k,
                                                     codec=self.name)
-        if not ok:
-            raise ValueError(f"groups run out: {n} values need more than {len(buf)} bytes")
-        if consumed != len(buf):
-            raise ValueError(f"{len(buf) - consumed} bytes left over after {n} values")
+        _check_consumed(buf, n, consumed, ok)
         return scratch[:n]
 
     def encode_recorded(self, values: np.ndarray, loss: np.ndarray | None, keep: bool,
@@ -100,6 +94,14 @@ class WireCodec:
         n = fast_keep.encode_keep_into(values, out, self.k, self.name, loss=loss, keep=keep,
                                        divide_by=divide_by)
         return out[:n].tobytes()
+
+
+def _check_consumed(buf, n: int, consumed: int, ok: bool) -> None:
+    """A frame is exactly the groups of its n values; anything else is a ValueError."""
+    if not ok:
+        raise ValueError(f"groups run out: {n} values need more than {len(buf)} bytes")
+    if consumed != len(buf):
+        raise ValueError(f"{len(buf) - consumed} bytes left over after {n} values")
 
 
 _SCRATCH = threading.local()
