@@ -97,6 +97,7 @@ def _decide(rank, world):
         finally:
             state.close()
     out["mixed"] = _mixed(rank)
+    out["slow_snapshot"] = _slow_snapshot()
     state = IncState(timeout_s=20)            # as measured: the memory across the switches
     try:
         rows = _steps(rank, state)
@@ -148,6 +149,29 @@ def _mixed(rank):
         return {"paths": [r["path"] for r in rows], "got": [r["got"] for r in rows],
                 "decisions": state.decisions, "direct": state.worker.direct_calls,
                 "calls": state.calls}
+    finally:
+        state.close()
+
+
+SLOW = 0.25     # seconds the snapshot is made to take
+
+
+def _slow_snapshot():
+    """The hook's snapshot slowed by SLOW: the coded path's time includes it (decide.py)."""
+    import time
+    from inceptionn.ddp_hook import IncState
+    state = IncState(timeout_s=20)
+    real = state.worker.snapshot
+
+    def slow(*args, **kw):
+        time.sleep(SLOW)
+        return real(*args, **kw)
+    state.worker.snapshot = slow
+    try:
+        # DDP's first bucket, then the probes' warm-ups (ring, all-reduce, fp16), then
+        # each path timed once
+        _steps(0, state, steps=7)
+        return state.decisions
     finally:
         state.close()
 
@@ -237,6 +261,14 @@ def test_16_bit_buckets_are_averaged_on_either_path(decided, dtype, decide):
           f"(eps {eps:.1e}); residual {np.linalg.norm(resid) / np.linalg.norm(true):.2e}")
     assert off < 2 * eps, off
     assert (np.linalg.norm(resid) > 0) == (decide == "ring")
+
+
+def test_the_coded_paths_time_includes_the_hooks_snapshot(decided):
+    for r in (0, 1):
+        (d,) = [d for d in decided[r]["slow_snapshot"] if d["taken"]["ring"] >= 2]
+        # the plain paths go from the hook's call (no snapshot): they take no SLOW
+        assert d["seconds"]["ring"] >= SLOW > max(d["seconds"]["allreduce"],
+                                                  d["seconds"]["fp16"]), d
 
 
 def test_the_decisions_are_in_the_state_and_come_back(decided):

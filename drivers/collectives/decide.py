@@ -3,10 +3,13 @@ NCCL) of float32, or its all-reduce of float16 (torch's fp16_compress_hook, with
 feedback: fp16.py): whichever the hook has measured to be fastest for that bucket, the
 same on every rank.
 
-Both paths are timed as they run, on the hook's thread, from the bucket handed over to
-its sum ready: the coded path's time includes the codec's CPU time (on a machine with
-few cores the coding competes with backward for them), the wire's and the pipeline's;
-the plain path's the process group's all-reduce of float32. Nothing is configured: a
+Every path is timed from the hook's call to the bucket's sum ready, its passes over
+the bucket included wherever they run: the coded path's time is the snapshot on DDP's
+thread (the copy with the residual added in) plus the exchange on the hook's thread,
+so the codec's CPU time (on a machine with few cores the coding competes with backward
+for them), the wire's and the pipeline's; a plain path's, issued from the hook's call,
+its own pass (fp16's rounding with the residual) and the process group's all-reduce to
+its callback's widening. Nothing is configured: a
 bucket's schedule is fixed by how often it has been exchanged (`calls`), so every rank
 is at the same point of it for the same bucket:
 

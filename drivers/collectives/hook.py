@@ -38,6 +38,7 @@ MASTER_ADDR). The hook averages, like PyTorch's default all-reduce hook.
 
 import itertools
 import os
+import time
 
 import torch
 
@@ -248,6 +249,9 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
     fut: torch.futures.Future[torch.Tensor] = (
         torch.futures.Future(devices=[buf.device]) if buf.device.type == "cuda"
         else torch.futures.Future())
+    t0 = time.perf_counter()
     snap, event, compensated = state.worker.snapshot(bucket, buf, fut, params)
-    state.worker.submit((snap, buf.device, buf.dtype, params, fut, event, compensated))
+    # the snapshot's pass is the worker's paths' cost too (decide.py compares like with like)
+    state.worker.submit((snap, buf.device, buf.dtype, params, fut, event, compensated,
+                         time.perf_counter() - t0))
     return fut

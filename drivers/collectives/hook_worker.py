@@ -75,6 +75,7 @@ class HookWorker:
         self._failed: BaseException | None = None
         self._average_in_ring = False   # this bucket's exchange may leave x as the mean
         self._averaged = False          # it did (the worker then does not divide)
+        self._prep = 0.0                # seconds of the hook's call's snapshot (hook.py)
 
     # ------------------------------------------------------------------ setup
 
@@ -224,7 +225,7 @@ class HookWorker:
             if item is None:
                 self._q.task_done()
                 return
-            snap, device, dtype, params, fut, event, compensated = item
+            snap, device, dtype, params, fut, event, compensated, self._prep = item
             try:
                 if self._failed is not None:
                     raise CollectiveError(f"an earlier bucket's exchange failed: {self._failed}")
@@ -294,7 +295,10 @@ class HookWorker:
         path = self.decisions.path(key, self._agree)
         t0 = time.perf_counter()
         runs[path]()
-        self.decisions.record(key, path, time.perf_counter() - t0)
+        # plus the hook's call's snapshot (once per bucket handed over): a plain path
+        # issued from the hook's call times its own pass over the bucket (hook_direct.py)
+        prep, self._prep = self._prep, 0.0
+        self.decisions.record(key, path, time.perf_counter() - t0 + prep)
 
     def _agree(self, values):
         return agree_max(values, self.group()[0], self._device)
