@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 from test_ddp_hook import spawn  # noqa: E402  (the spawned-ranks helper)
 
 DTYPES = (("bfloat16", "ring"), ("float16", "ring"), ("bfloat16", "allreduce"))
-STEPS = 9       # after DDP's rebuild (step 0), 6 probes, then the first decision (step 7)
+STEPS = 12      # after DDP's rebuild (step 0), 9 probes, then the first decision (step 10)
 # Times each rank "measures" (seconds per exchange, by path), replacing the real ones:
 # rank 0 alone would choose another path than the one the slowest rank's times give.
 FAKE = {"ring-wins": ({"ring": 0.2, "allreduce": 0.25, "fp16": 0.15},
@@ -29,7 +29,7 @@ PATHS = ("ring", "allreduce", "fp16")
 # Buckets on different paths, agreeing at different steps: the bucket holding the
 # 64 x 64 weight codes (ring 1.25x faster: held 5 calls), the others all-reduce (2x:
 # held 8), with the hold shortened (decide.HOLD_CALLS 4, HOLD_MAX 8) and small buckets.
-MIXED_STEPS = 24
+MIXED_STEPS = 27
 MIXED = ({"ring": 0.4, "allreduce": 0.5, "fp16": 0.6}, {"ring": 0.5, "allreduce": 0.25,
                                                         "fp16": 0.6})
 
@@ -190,8 +190,8 @@ def test_both_ranks_take_the_path_the_slowest_ranks_times_give(decided, name, pa
     a, b = decided[0][name], decided[1][name]
     # Step 0: DDP's first bucket (a ring); after the rebuild the probes alternate.
     assert a["paths"] == b["paths"], (a["paths"], b["paths"])
-    assert a["paths"][1:7] == [[p] for p in PATHS] * 2, a["paths"]
-    assert a["paths"][7:] == [[path]] * (STEPS - 7), a["paths"]
+    assert a["paths"][1:10] == [[p] for p in PATHS] * 3, a["paths"]
+    assert a["paths"][10:] == [[path]] * (STEPS - 10), a["paths"]
     decided_now = [d for d in a["decisions"] if d["agreed"]]
     assert len(decided_now) == 1 and decided_now[0]["path"] == path, a["decisions"]
     slowest = {p: max(FAKE[name][r][p] for r in (0, 1)) for p in PATHS}
@@ -319,17 +319,17 @@ def test_the_schedule_probes_agrees_holds_and_probes_again():
 
     times = {"ring": 1.0, "allreduce": 2.0, "fp16": 4.0}
     paths = []
-    for _ in range(6 + 3 * HOLD_CALLS):
+    for _ in range(9 + 3 * HOLD_CALLS):
         p = d.path(key, agree)
         paths.append(p)
         d.record(key, p, times[p])
-    assert paths[:6] == ["ring", "allreduce", "fp16"] * 2
-    # Agreed at call 6: ring 3.0 (the other rank's) against 2.0 and 4.0: the all-reduce,
+    assert paths[:9] == ["ring", "allreduce", "fp16"] * 3
+    # Agreed at call 9: ring 3.0 (the other rank's) against 2.0 and 4.0: the all-reduce,
     # held 50 x 1.5 = 75 calls; the two calls before the next decision probe the others.
-    assert agreed[0] == [1.0, 2.0, 4.0] and paths[6] == "allreduce"
+    assert agreed[0] == [1.0, 2.0, 4.0] and paths[9] == "allreduce"
     hold = int(HOLD_CALLS * 1.5)
-    assert paths[7:6 + hold - 2] == ["allreduce"] * (hold - 3)
-    assert paths[6 + hold - 2:6 + hold] == ["ring", "fp16"] and len(agreed) == 2
+    assert paths[10:9 + hold - 2] == ["allreduce"] * (hold - 3)
+    assert paths[9 + hold - 2:9 + hold] == ["ring", "fp16"] and len(agreed) == 2
     (rep,) = d.report()
     assert rep["values"] == 15 and rep["agreed"] == {"ring": 3.0, "allreduce": 2.0,
                                                      "fp16": 4.0}
@@ -378,15 +378,15 @@ def test_the_schedule_of_three_paths():
     assert d.peek(key) is None          # new: the first call decides nothing, but unknown
     times = {"ring": 3.0, "allreduce": 2.0, "fp16": 1.0}
     paths = []
-    for _ in range(6 + 60):
+    for _ in range(9 + 60):
         p = d.path(key, lambda v: v)
         paths.append(p)
         d.record(key, p, times[p])
-    assert paths[:6] == ["ring", "allreduce", "fp16"] * 2
+    assert paths[:9] == ["ring", "allreduce", "fp16"] * 3
     # fp16 wins, held 50 x 2 (the second fastest, 2.0 / 1.0) = 100 calls
-    assert paths[6:] == ["fp16"] * 60
+    assert paths[9:] == ["fp16"] * 60
     (c,) = d.by_bucket.values()
-    assert c.decide_at == 106 and c.agreed == times
+    assert c.decide_at == 109 and c.agreed == times
     while c.calls < c.decide_at - 2:
         d.record(key, "fp16", 1.0)
     # the probes: each other path once, in order, just before the next decision
@@ -397,7 +397,26 @@ def test_the_schedule_of_three_paths():
     assert d.peek(key) is None          # the call that agrees
     # a tie goes to the exact path first
     tie = Decisions("auto")
-    for _ in range(6):
+    for _ in range(9):
         tie.record(key, tie.path(key, None), 1.0)
     assert tie.path(key, lambda v: v) == "allreduce"
     assert Decisions("fp16").peek(key) == "fp16"
+
+
+def test_the_probes_estimate_is_their_fastest_and_old_states_finish_them():
+    from inceptionn.drivers.collectives.decide import Choice, Decisions
+    d = Decisions("auto")
+    key = ((0, 10),)
+    # per path: the warm-up (dropped), then two probes; a load spike slows the second
+    samples = {"ring": [9.0, 3.0, 5.0], "allreduce": [9.0, 2.0, 1.5], "fp16": [9.0, 4.0, 6.0]}
+    for i in range(9):
+        p = d.path(key, None)
+        d.record(key, p, samples[p][i // 3])
+    assert d.by_bucket[key].seconds == {"ring": 3.0, "allreduce": 1.5, "fp16": 4.0}
+    assert d.path(key, lambda v: v) == "allreduce"
+    d.record(key, "allreduce", 2.5)         # decided: the running estimate
+    assert d.by_bucket[key].seconds["allreduce"] == 0.75 * 1.5 + 0.25 * 2.5
+    # a state saved with two probes a path, mid-way or just decided, finishes three
+    for calls, decide_at in ((5, 6), (7, 60)):
+        c = Choice.from_dict({**Choice().as_dict(), "calls": calls, "decide_at": decide_at})
+        assert c.decide_at == 9, (calls, decide_at)

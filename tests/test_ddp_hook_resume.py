@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from test_ddp_hook import spawn  # noqa: E402  (the spawned-ranks helper)
 
-N = 4           # steps before and after the checkpoint
+N = 6           # steps before and after the checkpoint
 
 
 def _train(rank, world, steps, load=None, save=None, hook_state=True, auto=False):
@@ -126,8 +126,8 @@ def test_resume_gives_the_uninterrupted_runs_parameters_bit_for_bit(resumed):
 
 def test_resume_continues_each_buckets_decisions(resumed):
     # Checkpointed mid-way through the probes (DDP's first bucket, then ring, all-reduce,
-    # fp16, ring, all-reduce, fp16 per rebuilt bucket): resumed, each bucket finishes its
-    # probes and decides (for the all-reduce, step 7) as the uninterrupted run does; without the
+    # fp16 three times per rebuilt bucket): resumed, each bucket finishes its probes and
+    # decides (for the all-reduce, step 10) as the uninterrupted run does; without the
     # saved decisions (the residuals loaded) it probes afresh and takes other paths.
     first, second = resumed
     for rank in (0, 1):

@@ -14,7 +14,9 @@ bucket's schedule is fixed by how often it has been exchanged (`calls`), so ever
 is at the same point of it for the same bucket:
 
 - its first 3 * PROBES exchanges cycle ring, all-reduce, fp16, ring, ... (the first of
-  each path is warm-up: sockets, thread pools, first-touch pages; not counted);
+  each path is warm-up: sockets, thread pools, first-touch pages; not counted; of the
+  others the fastest is the estimate: other work on the machine only ever slows a
+  path, and one sample each chose the slower path in a benchmark run);
 - then, at call `decide_at`, the ranks agree: each contributes its two estimates, the
   process group takes their maximum (the slowest rank sets the step), and every rank
   compares the same three numbers, so every rank takes the same path (a tie goes to the
@@ -41,7 +43,7 @@ __all__ = ["DECIDES", "PATHS", "Choice", "Decisions"]
 DECIDES = ("auto", "ring", "allreduce", "fp16")
 PATHS = ("ring", "allreduce", "fp16")
 PREFER = ("allreduce", "fp16", "ring")     # a tie's order: exact first, then fewer CPU
-PROBES = 2          # runs of each path before the first decision; the first is warm-up
+PROBES = 3          # runs of each path before the first decision; the first is warm-up
 HOLD_CALLS = 50     # calls a decision holds at least ...
 HOLD_MAX = 1000     # ... and at most (a lopsided one is probed less often)
 ALPHA = 0.25        # the running estimate: (1 - ALPHA) old + ALPHA sample
@@ -71,6 +73,10 @@ class Choice:
                 agreed={p: float(v) for p, v in d.get("agreed", {}).items()})
         if c.path not in PATHS:
             raise ValueError(f"a saved decision names path {c.path!r}: the state is damaged")
+        # saved with fewer probes (PROBES was 2): finish this schedule's, then agree
+        first = len(PATHS) * PROBES
+        if c.calls < first or c.decide_at < c.calls:
+            c.decide_at = max(first, c.calls)
         return c
 
 
@@ -125,8 +131,13 @@ class Decisions:
         if self.mode != "auto" or c.taken[path] == 1:   # the first run of a path: warm-up
             return
         old = c.seconds[path]
-        fresh = math.isnan(old) or (c.calls > len(PATHS) * PROBES and path != c.path)
-        c.seconds[path] = seconds if fresh else (1 - ALPHA) * old + ALPHA * seconds
+        probing = c.calls <= len(PATHS) * PROBES
+        if math.isnan(old) or (not probing and path != c.path):
+            c.seconds[path] = seconds       # the first sample, or a probe's fresh one
+        elif probing:
+            c.seconds[path] = min(old, seconds)
+        else:
+            c.seconds[path] = (1 - ALPHA) * old + ALPHA * seconds
 
     def _decide(self, key, c: Choice, agree) -> None:
         c.agreed = dict(zip(PATHS, (float(v) for v in agree([c.seconds[p] for p in PATHS]))))
