@@ -1,9 +1,9 @@
-"""What the INCEPTIONN hook costs on its plain paths against gloo's own all-reduce: two
-ranks on loopback (no rate limit), DDP over an MLP, the step time (forward, backward,
+"""What the INCEPTIONN hook costs on its plain paths against gloo's own all-reduce: P
+ranks (two by default) on loopback (no rate limit), DDP over an MLP, the step time (forward, backward,
 optimizer) of each method, the methods interleaved round by round so that a loaded
 machine slows them alike; ratios against gloo's default (no hook) printed.
 
-    python -m experiments.hook_overhead [--params-m 12] [--rounds 5] [--steps 4]
+    python -m experiments.hook_overhead [--params-m 12] [--rounds 5] [--steps 4] [--world 2]
 
 Methods: gloo (DDP's built-in all-reduce), torch's allreduce_hook and fp16_compress_hook,
 the INCEPTIONN hook forced to its float32 all-reduce and its fp16 all-reduce (the
@@ -97,11 +97,13 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=4, help="steps per method per round")
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--world", type=int, default=2, help="ranks (P)")
     args = ap.parse_args(argv)
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_rank, args=(r, 2, port, args, q)) for r in range(2)]
+    procs = [ctx.Process(target=_rank, args=(r, args.world, port, args, q))
+             for r in range(args.world)]
     for p in procs:
         p.start()
     import queue
@@ -118,7 +120,7 @@ def main(argv=None) -> None:
         p.join(60)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
-    print(f"P = 2, loopback, {args.params_m:g}M parameters, median step of {args.rounds} "
+    print(f"P = {args.world}, loopback, {args.params_m:g}M parameters, median step of {args.rounds} "
           f"rounds x {args.steps} steps, the slower rank; load average {load}")
     for m in METHODS:
         print(f"  {m:22s} {res[m] * 1e3:8.1f} ms   {res[m] / res['gloo']:.3f} x gloo")

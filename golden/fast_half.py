@@ -1,6 +1,7 @@
-"""Compiled loop for the hook's fp16 path with error feedback (drivers/collectives/fp16.py):
-one pass that adds a bucket's residual, scales and clamps each value, rounds it to
-float16 and keeps what the rounding lost. Not a NIC block: the NIC never sends float16.
+"""Compiled loops for the hook's fp16 path (drivers/collectives/fp16.py): one pass that
+scales and clamps each value and rounds it to float16 (the hook's), or that also adds a
+residual and keeps what the rounding lost (`round_half`'s exact loss, for a caller that
+asks); the widening back. Not a NIC block: the NIC never sends float16.
 
 Why: written with torch ops the path took six passes over the bucket (the residual
 added in, scale and clamp, the cast, the cast back, the product, the difference) and a
@@ -27,8 +28,8 @@ from llvmlite import ir
 
 from . import fast_host  # noqa: F401  (first: numba's cache of these files)
 
-__all__ = ["half_bits", "half_value", "round_half_into", "widen_into", "to_half_bits",
-           "from_half_bits"]
+__all__ = ["half_bits", "half_value", "round_half_into", "scale_half_into", "widen_into",
+           "to_half_bits", "from_half_bits"]
 
 
 # The two casts, written in LLVM's 32-bit integer operations: numba widens uint32
@@ -134,6 +135,20 @@ def _round_block(x, r, down, up, top, h, loss):
         h[i] = np.uint16(b)
         d = v - half_value(b) * up
         loss[i] = d if np.isfinite(d) else np.float32(0.0)
+
+
+@njit(cache=True, nogil=True)
+def scale_half_into(x, down, top, h):
+    """h[i] = the float16 bits (uint16) of x[i] * down clamped to [-top, top] (a NaN stays
+    NaN): round_half_into's h without a residual or a loss, the DDP hook's fp16 path in
+    one pass (reading 4 bytes a value and writing 2, as torch's cast does)."""
+    down, top = np.float32(down), np.float32(top)
+    for i in range(x.size):
+        y = x[i] * down
+        y = top if y > top else y
+        y = -top if y < -top else y
+        h[i] = np.uint16(half_bits(y))
+    return h
 
 
 @njit(cache=True, nogil=True)

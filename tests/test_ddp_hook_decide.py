@@ -206,18 +206,22 @@ def test_memory_is_exact_across_the_switches(decided):
     assert paths == [r["path"] for r in rows[1]]
     assert all([p] in paths[1:] for p in PATHS), paths
     for step, path in enumerate(paths):
-        for r in (0, 1):      # nothing dropped on the plain path: no residual after it
-            assert (rows[r][step]["resid"] == 0) == (path == ["allreduce"]), (step, r, path)
+        for r in (0, 1):      # the plain paths keep no residual (fp16.py: why not fp16's)
+            assert (rows[r][step]["resid"] == 0) == (path != ["ring"]), (step, r, path)
     # What DDP delivered over the steps plus the ranks' mean residual is the sum of the
     # true mean gradients: the residual added in before a plain all-reduce reaches the
-    # model, and none is lost or counted twice at a switch. Up to the group's float16
-    # sums on the fp16 steps: each rounds to half an fp16 ulp of the mean (at P = 2
-    # the mean is the float16 sum itself), on the adding rank, not fed back (fp16.py).
+    # model, and none is lost or counted twice at a switch. Up to the fp16 steps'
+    # roundings, not kept: each rank's value (its gradient plus the residual added in)
+    # to float16, half an fp16 ulp of it, and the group's float16 sum, half an ulp of
+    # the mean (at P = 2 the mean is that sum itself).
     true = sum((rows[0][s]["mine"] + rows[1][s]["mine"]) / 2 for s in range(STEPS))
     got = sum(rows[0][s]["got"] for s in range(STEPS))
     assert np.array_equal(got, sum(rows[1][s]["got"] for s in range(STEPS)))
     resid = (rows[0][-1]["resid_vec"] + rows[1][-1]["resid_vec"]) / 2
-    sums = sum(np.linalg.norm(np.abs(rows[0][s]["got"]) * 2.0 ** -11 + 2.0 ** -25)
+    sums = sum(np.linalg.norm((np.abs(rows[0][s]["got"])
+                               + (np.abs(rows[0][s]["mine"]) + np.abs(rows[1][s]["mine"])) / 2)
+                              * 2.0 ** -11 + 2.0 ** -24)
+               + 2.0 ** -11 * (rows[0][s - 1]["resid"] + rows[1][s - 1]["resid"]) / 2
                for s, p in enumerate(paths) if p == ["fp16"])
     off = (np.linalg.norm(got + resid - true) - sums) / np.linalg.norm(true)
     ring_step = max(s for s, p in enumerate(paths) if p == ["ring"])
@@ -226,7 +230,7 @@ def test_memory_is_exact_across_the_switches(decided):
           f"{off:.2e} (bound {sums / np.linalg.norm(true):.2e}); the residual after the "
           f"last ring step, relative: {kept:.2e}")
     assert off < 1e-6, off
-    assert kept > 100 * max(sums / np.linalg.norm(true), 1e-7), (kept, sums)
+    assert kept > 20 * max(sums / np.linalg.norm(true), 1e-7), (kept, sums)   # it would show
 
 
 def test_buckets_on_different_paths_keep_the_groups_order(decided):

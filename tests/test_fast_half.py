@@ -116,6 +116,22 @@ def test_one_pass_equals_the_torch_ops(world):
     assert np.all(loss[~fin] == 0)
 
 
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 8])
+def test_the_cast_alone_equals_the_torch_ops(world):
+    """The hook's fp16 path (no loss kept): one compiled pass, torch's ops' float16."""
+    x = _values(5000, world + 7)
+    h_ref, _ = _torch_ops(x, world)
+    h = round_half(torch.from_numpy(x), world).numpy().view(np.uint16)
+    nan = np.isnan(h_ref.view(np.float16))
+    assert np.array_equal(np.isnan(h.view(np.float16)), nan)
+    assert np.array_equal(h[~nan], h_ref[~nan])
+    assert np.array_equal(fast_half.scale_half_into(x, 2.0 ** -half_scale(world),
+                                                    HALF_MAX * 2.0 ** -half_scale(world),
+                                                    np.empty(x.size, np.uint16)), h)
+    with pytest.raises(ValueError, match="a residual goes with"):
+        round_half(torch.from_numpy(x), world, None, x)
+
+
 def test_the_memory_knows_a_residual_held_in_the_loss_buffer():
     params = [("a", 3), ("b", 5)]
     mem, buf = Memory(), np.zeros(8, np.float32)

@@ -40,7 +40,8 @@ def warm_codecs(nic=True):
     import torch
 
     from inceptionn.drivers.collectives.fp16 import round_half, widen_sum
-    loss = np.empty_like(x)      # the fp16 path's one pass, with and without a residual
+    loss = np.empty_like(x)      # the fp16 path's one pass; with a loss, and a residual
+    round_half(torch.from_numpy(x), 2)
     round_half(torch.from_numpy(x), 2, loss)
     h = round_half(torch.from_numpy(x), 2, loss, loss)
     widen_sum(h, 2, out=torch.from_numpy(loss))

@@ -1,6 +1,6 @@
 """Per bucket, the coded exchange (the ring), the process group's own all-reduce (gloo or
-NCCL) of float32, or its all-reduce of float16 (torch's fp16_compress_hook, with error
-feedback: fp16.py): whichever the hook has measured to be fastest for that bucket, the
+NCCL) of float32, or its all-reduce of float16 (torch's fp16_compress_hook: fp16.py):
+whichever the hook has measured to be fastest for that bucket, the
 same on every rank.
 
 Every path is timed from the hook's call to the bucket's sum ready, its passes over
@@ -8,7 +8,7 @@ the bucket included wherever they run: the coded path's time is the snapshot on 
 thread (the copy with the residual added in) plus the exchange on the hook's thread,
 so the codec's CPU time (on a machine with few cores the coding competes with backward
 for them), the wire's and the pipeline's; a plain path's, issued from the hook's call,
-its own pass (fp16's rounding with the residual) and the process group's all-reduce to
+its own pass (fp16's rounding) and the process group's all-reduce to
 its callback's widening. Nothing is configured: a
 bucket's schedule is fixed by how often it has been exchanged (`calls`), so every rank
 is at the same point of it for the same bucket:

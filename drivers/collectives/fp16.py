@@ -1,5 +1,15 @@
 """The hook's fp16 path: a bucket rounded to float16, summed by the process group's own
-all-reduce in float16, widened back (PyTorch's fp16_compress_hook), with error feedback.
+all-reduce in float16, widened back (PyTorch's fp16_compress_hook), each in one pass.
+
+Why the hook keeps no residual of fp16's rounding (it did until 2026-11-30): the group
+rounds every partial sum to float16 as well, P - 1 times a value in a ring all-reduce,
+on ranks that never see it, so this rank's own rounding is at most 1/P of the error,
+and keeping it exactly cost a pass reading the residual and writing the loss, 14 bytes
+a value against the cast's 6 (12M values on one core: 21-30 ms against 5). At P = 4 on
+2 cores the hook's fp16 step was then 1.2-1.35x torch's (docs/benchmarks.md). A
+residual left by the coded ring is still added in before the rounding, and then
+dropped: nothing the ring kept is lost at a switch. `round_half` keeps the exact loss
+for a caller that asks (`loss=`).
 
 Why the sum is in float16 (as torch's hook) and not a float32 sum of fp16-rounded
 values: the wire then carries 2 bytes a value on any collective the group picks (a ring
@@ -8,12 +18,13 @@ needs either float32 on the wire (no byte saved) or an all-gather of every rank'
 vector ((P-1) x 2 bytes a value: more than float32's ring from P = 3 on). The price:
 the group rounds each partial sum to float16 on whichever rank adds it, a second
 error (at most half an fp16 ulp of the sum per add) that this rank never sees and so
-cannot feed back. What this rank's own rounding lost is kept exactly (`round_half`).
+cannot feed back.
 
 Each value is scaled by 2^-s, 2^s the smallest power of two >= the world size, before
-it is rounded: a power of two changes no bit of a float32's significand (the residual
-stays exact), and a value beyond +-65504 (float16's largest) is clamped to it, so the
-sum of P scaled values cannot overflow (the residual carries the rest: exact up to
+it is rounded: a power of two changes no bit of a float32's significand (the loss,
+where asked for, stays exact), and a value beyond +-65504 (float16's largest) is
+clamped to it, so the sum of P scaled values cannot overflow (torch's hook makes such a
+value inf; here its excess is dropped, or kept in the loss where asked for: exact up to
 twice that, float32-rounded beyond; a gradient of that size means the run diverges).
 """
 
@@ -24,7 +35,7 @@ import threading
 
 import numpy as np
 
-from ...golden.fast_half import round_half_into, widen_into
+from ...golden.fast_half import round_half_into, scale_half_into, widen_into
 
 __all__ = ["half_scale", "round_half", "widen_sum"]
 
@@ -43,18 +54,25 @@ def round_half(x, world: int, loss: np.ndarray | None = None,
     exactly, written there (non-finite values: 0, nothing to keep, as the ring's loss).
     `residual` (a host array, x on the host) may be `loss` itself.
 
-    A host tensor with `loss` takes one compiled pass (golden/fast_half.py: x and the
-    residual read once, h and the loss written once); otherwise torch's ops, four passes
-    over x with the loss, two without, no float32 temporary but one scratch kept per
-    thread and size (a fresh one would fault in its pages every step)."""
+    A contiguous float32 host tensor takes one compiled pass (golden/fast_half.py: x
+    and the residual read once, h and the loss written once; without the loss, x read
+    and h written, as torch's cast); otherwise torch's ops, four passes over x with the
+    loss, two without, no float32 temporary but one scratch kept per thread and size (a
+    fresh one would fault in its pages every step)."""
     import torch
     s = half_scale(world)
     top = HALF_MAX * 2.0 ** -s
-    if (loss is not None and x.device.type == "cpu" and x.is_contiguous()
-            and x.dtype == torch.float32 and loss.dtype == np.float32):
+    host = x.device.type == "cpu" and x.is_contiguous() and x.dtype == torch.float32
+    if host and (loss is None or loss.dtype == np.float32):
         h = torch.empty(x.shape, dtype=torch.float16)
-        round_half_into(x.numpy().reshape(-1), residual, 2.0 ** -s, 2.0 ** s, top,
-                        h.numpy().reshape(-1).view(np.uint16), loss.reshape(-1))
+        bits = h.numpy().reshape(-1).view(np.uint16)
+        if loss is None and residual is None:
+            scale_half_into(x.detach().numpy().reshape(-1), 2.0 ** -s, top, bits)
+        elif loss is not None:
+            round_half_into(x.numpy().reshape(-1), residual, 2.0 ** -s, 2.0 ** s, top,
+                            bits, loss.reshape(-1))
+        else:
+            raise ValueError("round_half: a residual goes with a host tensor and its loss")
         return h
     if residual is not None:
         raise ValueError("round_half: a residual goes with a host tensor and its loss")

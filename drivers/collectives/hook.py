@@ -111,8 +111,9 @@ class IncState:
     every rank: decide.py; the default for "inceptionn" in mode "inc" on wire
     "software"), "ring" (always coded), "allreduce" (always the group's float32
     all-reduce, the residual added in) or "fp16" (always the group's float16 all-reduce,
-    the residual added in and its rounding fed back: fp16.py). A plain bucket with no
-    residual is all-reduced from the hook's call, as torch's own hooks (hook_direct.py).
+    the residual added in, its rounding not kept: fp16.py says why). A plain bucket
+    with no residual, or any CPU bucket, is all-reduced from the hook's call, as torch's
+    own hooks (hook_direct.py).
     `decisions` reads the per-bucket decisions and the measured times.
     """
 

@@ -3,8 +3,8 @@ for a bucket is the group's all-reduce (float32 or fp16), the hook issues that
 all-reduce itself, asynchronously on DDP's bucket, as PyTorch's default hook does (the
 Future's then() averages): no host snapshot, no hand-off to the worker's thread. A CPU
 bucket's residual is added into DDP's bucket in place first (as torch's hooks divide
-it in place) and fp16's rounding loss kept; a GPU bucket with a residual, or on fp16
-with error feedback, goes to the worker (the memory lives on the host).
+it in place); a GPU bucket with a residual goes to the worker (the memory lives on the
+host). Neither plain path keeps a residual (fp16.py says why fp16 keeps none).
 
 The order of the group's collectives must be the same on every rank (gloo and NCCL
 match them by order: two ranks issuing the agreement's tiny all-reduce and a bucket's
@@ -51,8 +51,7 @@ def issue_direct(worker, buf, params):
         return None
     mem = worker.memory
     cpu = buf.device.type == "cpu"
-    if mem is not None and not cpu and (
-            path == "fp16" or any(k in mem.residual for k, _ in params)):
+    if mem is not None and not cpu and any(k in mem.residual for k, _ in params):
         return None
     worker._q.join()    # every earlier bucket's collectives issued and done (above)
     pg = worker.group()[0]
@@ -98,25 +97,15 @@ def plain_on_worker(worker, t, params, fp16: bool = False, compensated: bool = F
 
 def _send_form(worker, t, params, fp16: bool, feedback: bool, compensated: bool = False):
     """What the group all-reduces for the float32 CPU-or-device bucket `t`: `t` itself
-    (float32) or its float16 form (fp16.py). With `feedback` (a CPU bucket and a memory)
-    the residuals are added into `t` first; the float32 path drops nothing, so the
-    residual is then gone (delivered plus the ranks' mean residual stays the sum of the
-    true mean gradients: memory.py); fp16's rounding loss is the new residual, exactly,
-    in the bucket's loss buffer (as the ring's loss)."""
-    mem, world, loss, residual = worker.memory, worker.world, None, None
+    (float32) or its float16 form (fp16.py, one pass). With `feedback` (a CPU bucket and
+    a memory) the residuals are added into `t` first (unless `compensated`: the snapshot
+    did) and then dropped: the float32 path drops nothing, so delivered plus the ranks'
+    mean residual stays the sum of the true mean gradients (memory.py); fp16's rounding
+    is not kept, as the group's own float16 sums are not (fp16.py)."""
+    mem, world = worker.memory, worker.world
     if feedback:
-        if fp16:
-            loss = worker._loss_buffer(tuple(params), t.numel())
-            if not compensated and t.is_contiguous() and mem.held_in(params, loss):
-                residual = loss     # added in by round_half's one pass
-        if residual is None and not compensated:
+        if not compensated:
             mem.compensate(t.detach().numpy().reshape(-1), params)
-        if not fp16:
-            mem.clear(params)
+        mem.clear(params)
     worker.bytes_sent += ring_bytes(t.numel(), world) // (2 if fp16 else 1)
-    if not fp16:
-        return t
-    h = round_half(t.detach(), world, loss, residual)
-    if loss is not None:
-        mem.adopt(params, loss)
-    return h
+    return round_half(t.detach(), world) if fp16 else t

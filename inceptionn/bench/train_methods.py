@@ -44,10 +44,12 @@ NIC_RATES = (0.1, 1.0, None)                    # Gb/s per port; None: no rate l
 
 # Every method --methods can time (the hook each registers: _register); a rank also
 # takes "ours-nic", the NIC path that --nic-rates runs.
-# "ours-ring": the defaults with every bucket coded (decide="ring"), what "ours" chooses from.
+# "ours-ring", "ours-allreduce", "ours-fp16": the defaults with every bucket on that path
+# (decide="ring", ...), what "ours" chooses from.
 # "none": no exchange at all (each rank keeps its own gradient): the step's floor on this
 # machine, which no method's step can go below; its model diverges across ranks.
-RUN_METHODS = METHODS + ("ours-ring", "none") + EMULATE_METHODS
+FORCED = ("ours-ring", "ours-allreduce", "ours-fp16")
+RUN_METHODS = METHODS + FORCED + ("none",) + EMULATE_METHODS
 
 NIC_METHOD = "ours-nic"
 
@@ -91,9 +93,10 @@ def register(net, method, decide="auto"):
                                          start_powerSGD_iter=2, use_error_feedback=True,
                                          warm_start=True)
         hook = powerSGD_hook.powerSGD_hook
-    elif method in ("ours", "ours-ring", "ours-emulate-default"):   # the defaults, as a user
+    elif method in ("ours", "ours-emulate-default") + FORCED:   # the defaults, as a user
         wire = "emulate" if method == "ours-emulate-default" else "software"  # registers them
-        kw = {"decide": "ring"} if "ring" in (decide, method[5:]) else {}   # every bucket coded
+        forced = method[5:] if method in FORCED else decide      # every bucket on one path
+        kw = {"decide": forced} if forced != "auto" else {}
         st = state = IncState(wire=wire, host=os.environ.get("INCEPTIONN_HOST"), timeout_s=120,
                               **kw)
         hook = inc_allreduce_hook
