@@ -75,9 +75,14 @@ def issue_direct(worker, buf, params):
             worker._failed = worker._failed or e
             raise CollectiveError(f"inceptionn hook: {type(e).__name__}: {e}") from None
         out = got.div_(world) if path == "allreduce" else widen_sum(got, world, out=buf)
-        seconds = time.perf_counter() - t0
-        worker.decisions.record(key, path, seconds)
-        worker.hook_seconds.append(seconds)
+        now = time.perf_counter()
+        # The group runs its collectives in turn: the time this one waited behind an
+        # earlier bucket's all-reduce is that bucket's, not this path's (a small last
+        # bucket would otherwise look slow on every plain path and go to the ring, which
+        # runs beside the group's all-reduce and takes CPU from it).
+        start, worker.group_free = max(t0, worker.group_free), now
+        worker.decisions.record(key, path, now - start)
+        worker.hook_seconds.append(now - t0)
         return out
 
     return work.get_future().then(done)

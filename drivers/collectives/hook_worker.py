@@ -76,6 +76,7 @@ class HookWorker:
         self._average_in_ring = False   # this bucket's exchange may leave x as the mean
         self._averaged = False          # it did (the worker then does not divide)
         self._prep = 0.0                # seconds of the hook's call's snapshot (hook.py)
+        self.group_free = 0.0           # when the last direct all-reduce ended (hook_direct)
 
     # ------------------------------------------------------------------ setup
 
