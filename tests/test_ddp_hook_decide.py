@@ -425,15 +425,3 @@ def test_the_probes_estimate_is_their_fastest_and_old_states_finish_them():
         c = Choice.from_dict({**Choice().as_dict(), "calls": calls, "decide_at": decide_at})
         assert c.decide_at == 9, (calls, decide_at)
 
-
-@pytest.mark.parametrize("ring,path", [(0.95, "allreduce"), (0.85, "ring")])
-def test_the_ring_is_taken_where_it_clearly_pays(ring, path):
-    from inceptionn.drivers.collectives.decide import RING_MARGIN, Decisions
-    assert RING_MARGIN == 1.1       # within 10% of the best plain path: a plain path
-    d = Decisions("auto")
-    key = ((0, 10),)
-    times = {"ring": ring, "allreduce": 1.0, "fp16": 2.0}
-    for _ in range(9):
-        p = d.path(key, None)
-        d.record(key, p, times[p])
-    assert d.path(key, lambda v: v) == path

@@ -19,9 +19,8 @@ is at the same point of it for the same bucket:
   path, and one sample each chose the slower path in a benchmark run);
 - then, at call `decide_at`, the ranks agree: each contributes its three estimates,
   the process group takes their maximum (the slowest rank sets the step), and every
-  rank compares the same three numbers, so every rank takes the same path (the ring
-  ranked at RING_MARGIN times its time; a tie goes to the all-reduce, then fp16: the
-  exact path first). One all-reduce of three floats per decision, on the same thread
+  rank compares the same three numbers, so every rank takes the same path (a tie goes
+  to the all-reduce, then fp16: the exact path first). One all-reduce of three floats per decision, on the same thread
   and group as the buckets' exchanges, so in the same order on every rank: never a
   deadlock;
 - the decision holds HOLD_CALLS calls times how many times slower the second fastest
@@ -45,12 +44,6 @@ __all__ = ["DECIDES", "PATHS", "Choice", "Decisions"]
 DECIDES = ("auto", "ring", "allreduce", "fp16")
 PATHS = ("ring", "allreduce", "fp16")
 PREFER = ("allreduce", "fp16", "ring")     # a tie's order: exact first, then fewer CPU
-# The ring is ranked as if RING_MARGIN times slower: its wall time does not count the CPU
-# its threads take from what runs beside it (the other buckets' all-reduces, backward).
-# At P = 4 on 2 cores a 0.2M-value bucket timed 0.02-0.035 s coded against 0.031-0.034
-# s all-reduced went either way between runs, and the runs with it coded had the
-# longer steps (docs/benchmarks.md); so the ring is taken where it clearly pays.
-RING_MARGIN = 1.1
 PROBES = 3          # runs of each path before the first decision; the first is warm-up
 HOLD_CALLS = 50     # calls a decision holds at least ...
 HOLD_MAX = 1000     # ... and at most (a lopsided one is probed less often)
@@ -150,8 +143,7 @@ class Decisions:
     def _decide(self, key, c: Choice, agree) -> None:
         c.agreed = dict(zip(PATHS, (float(v) for v in agree([c.seconds[p] for p in PATHS]))))
         # NaN (a path never timed: a resumed run's old state) ranks last
-        ranked = sorted(PREFER, key=lambda p: (math.isnan(c.agreed[p]), c.agreed[p]
-                                               * (RING_MARGIN if p == "ring" else 1)))
+        ranked = sorted(PREFER, key=lambda p: (math.isnan(c.agreed[p]), c.agreed[p]))
         c.path = ranked[0]
         fast, slow = c.agreed[ranked[0]], c.agreed[ranked[1]]
         ratio = slow / fast if fast > 0 and not math.isnan(slow) else HOLD_MAX
