@@ -6,7 +6,7 @@ rounds every partial sum to float16 as well, P - 1 times a value in a ring all-r
 on ranks that never see it, so this rank's own rounding is at most 1/P of the error,
 and keeping it exactly cost a pass reading the residual and writing the loss, 14 bytes
 a value against the cast's 6 (12M values on one core: 21-30 ms against 5). At P = 4 on
-2 cores the hook's fp16 step was then 1.2-1.35x torch's (docs/benchmarks.md). A
+2 cores the hook's fp16 step was then 1.07-1.36x torch's (docs/benchmarks.md). A
 residual left by the coded ring is still added in before the rounding, and then
 dropped: nothing the ring kept is lost at a switch. `round_half` keeps the exact loss
 for a caller that asks (`loss=`).
