@@ -1,12 +1,12 @@
-"""The hook's per-bucket decision between the coded ring, the process group's own
-all-reduce and its fp16 all-reduce (drivers/collectives/decide.py), in two spawned
-ranks over gloo: every outcome, taken by both ranks from the slowest rank's times (each
-rank alone would have chosen otherwise); the error-feedback memory exact across the
-switches (zero after a plain all-reduce, fp16's own rounding kept, conserved over the
-steps); the group's collectives in the same order on both ranks with buckets on
-different paths and agreeing at different steps (hook_direct.py); decide="allreduce"
+"""The hook's decision between the coded ring, the process group's own all-reduce, its
+fp16 all-reduce and a mix of them per bucket (drivers/collectives/decide.py), in two
+spawned ranks over gloo: every outcome, taken by both ranks from the slowest rank's
+times (each rank alone would have chosen otherwise); the error-feedback memory exact
+across the switches (zero after a plain all-reduce, fp16's rounding not kept, conserved
+over the steps); the group's collectives in the same order on both ranks with buckets on
+different paths, probes and agreements between (hook_direct.py); decide="allreduce"
 giving gloo's numbers bit for bit; the decisions in the state_dict and back; and
-bfloat16 and float16 buckets through the paths."""
+bfloat16 and float16 buckets through the paths. Without ranks: the schedule."""
 
 import numpy as np
 import pytest
@@ -16,9 +16,9 @@ torch = pytest.importorskip("torch")
 from test_ddp_hook import spawn  # noqa: E402  (the spawned-ranks helper)
 
 DTYPES = (("bfloat16", "ring"), ("float16", "ring"), ("bfloat16", "allreduce"))
-STEPS = 12      # after DDP's rebuild (step 0), 9 probes, then the first decision (step 10)
-# Times each rank "measures" (seconds per exchange, by path), replacing the real ones:
-# rank 0 alone would choose another path than the one the slowest rank's times give.
+STEPS = 12      # 9 probes (DDP's first step the first), then the first decision (step 9)
+# Times each rank "measures" (seconds per step and per exchange, by path), replacing the
+# real ones: rank 0 alone would choose another path than the slowest rank's times give.
 FAKE = {"ring-wins": ({"ring": 0.2, "allreduce": 0.25, "fp16": 0.15},
                       {"ring": 0.1, "allreduce": 0.3, "fp16": 0.3}),
         "allreduce-wins": ({"ring": 0.1, "allreduce": 0.2, "fp16": 0.3},
@@ -26,12 +26,15 @@ FAKE = {"ring-wins": ({"ring": 0.2, "allreduce": 0.25, "fp16": 0.15},
         "fp16-wins": ({"ring": 0.1, "allreduce": 0.4, "fp16": 0.3},
                       {"ring": 1.0, "allreduce": 0.5, "fp16": 0.35})}
 PATHS = ("ring", "allreduce", "fp16")
-# Buckets on different paths, agreeing at different steps: the bucket holding the
-# 64 x 64 weight codes (ring 1.25x faster: held 5 calls), the others all-reduce (2x:
-# held 8), with the hold shortened (decide.HOLD_CALLS 4, HOLD_MAX 8) and small buckets.
-MIXED_STEPS = 27
+# Buckets on different paths: the bucket holding the 64 x 64 weight codes (its ring
+# 1.25x faster), the others all-reduce (2x), and the mix's steps the fastest, with the
+# hold shortened (decide.HOLD_STEPS 4: held 5 steps, then a probe of each path) and small
+# buckets: tried at steps 9-10, taken at 11, each path probed at 13-15, agreed again at
+# 16 and 21 (next at 26).
+MIXED_STEPS = 23
 MIXED = ({"ring": 0.4, "allreduce": 0.5, "fp16": 0.6}, {"ring": 0.5, "allreduce": 0.25,
                                                         "fp16": 0.6})
+MIXED_STEP = {"ring": 0.5, "allreduce": 0.4, "fp16": 0.6, "mix": 0.3}
 
 
 def _net():
@@ -87,13 +90,11 @@ def _decide(rank, world):
     out = {}
     for name, fake in FAKE.items():
         state = IncState(timeout_s=20)
-        real = state.worker.decisions.record
-        state.worker.decisions.record = (
-            lambda key, path, s, real=real, f=fake[rank]: real(key, path, f[path]))
+        _fake(state, lambda key, f=fake[rank]: f, {**fake[rank], "mix": 9.0})
         try:
             rows = _steps(rank, state)
             out[name] = {"paths": [r["path"] for r in rows], "got": rows[-1]["got"],
-                         "decisions": state.decisions}
+                         "decisions": state.decisions, "schedule": state.schedule}
         finally:
             state.close()
     out["mixed"] = _mixed(rank)
@@ -133,22 +134,28 @@ def _decide(rank, world):
     return out
 
 
+def _fake(state, bucket_times, step_times):
+    """The hook's measured times replaced: per exchange `bucket_times(key)[path]`, per
+    step `step_times[config]`."""
+    d = state.worker.decisions
+    real, real_step = d.record, d.record_step
+    d.record = lambda key, path, s: real(key, path, bucket_times(key)[path])
+    d.record_step = lambda config, s: real_step(config, step_times[config])
+
+
 def _mixed(rank):
     from inceptionn.ddp_hook import IncState
     from inceptionn.drivers.collectives import decide
-    decide.HOLD_CALLS, decide.HOLD_MAX = 4, 8
+    decide.HOLD_STEPS, decide.HOLD_MAX = 4, 8
     state = IncState(timeout_s=20)
-    real = state.worker.decisions.record
-
-    def fake(key, path, s):
-        times = MIXED[0] if any(n == 64 * 64 for _, n in key) else MIXED[1]
-        real(key, path, times[path] * (1 + rank))
-    state.worker.decisions.record = fake
+    _fake(state, lambda key: {p: t * (1 + rank) for p, t in
+                              MIXED[0 if any(n == 64 * 64 for _, n in key) else 1].items()},
+          MIXED_STEP)
     try:
         rows = _steps(rank, state, steps=MIXED_STEPS, cap_mb=0.01)
         return {"paths": [r["path"] for r in rows], "got": [r["got"] for r in rows],
                 "decisions": state.decisions, "direct": state.worker.direct_calls,
-                "calls": state.calls}
+                "calls": state.calls, "schedule": state.schedule}
     finally:
         state.close()
 
@@ -188,14 +195,17 @@ def decided():
                                        ("fp16-wins", "fp16")])
 def test_both_ranks_take_the_path_the_slowest_ranks_times_give(decided, name, path):
     a, b = decided[0][name], decided[1][name]
-    # Step 0: DDP's first bucket (a ring); after the rebuild the probes alternate.
+    # The probes alternate from DDP's first step (its bucket before the rebuild).
     assert a["paths"] == b["paths"], (a["paths"], b["paths"])
-    assert a["paths"][1:10] == [[p] for p in PATHS] * 3, a["paths"]
-    assert a["paths"][10:] == [[path]] * (STEPS - 10), a["paths"]
+    assert a["paths"][:9] == [[p] for p in PATHS] * 3, a["paths"]
+    assert a["paths"][9:] == [[path]] * (STEPS - 9), a["paths"]
     decided_now = [d for d in a["decisions"] if d["agreed"]]
     assert len(decided_now) == 1 and decided_now[0]["path"] == path, a["decisions"]
     slowest = {p: max(FAKE[name][r][p] for r in (0, 1)) for p in PATHS}
     assert decided_now[0]["agreed"] == slowest
+    # one bucket: the mix is no candidate (never timed: infinitely slow)
+    assert a["schedule"]["agreed"] == {**slowest, "mix": float("inf")}
+    assert a["schedule"]["config"] == b["schedule"]["config"] == path
     assert [d["path"] for d in b["decisions"] if d["agreed"]] == [path]
     assert np.array_equal(a["got"], b["got"])              # the ranks' gradients identical
 
@@ -242,8 +252,10 @@ def test_buckets_on_different_paths_keep_the_groups_order(decided):
     for x, y in zip(a["got"], b["got"]):
         assert np.array_equal(x, y)
     assert sorted(a["paths"][-1]) == ["allreduce", "ring"], a["paths"]
-    agreed_at = {d["decide_at"] for d in a["decisions"] if d["agreed"]}
-    assert len(agreed_at) >= 2, a["decisions"]        # out of phase: agreeing apart
+    assert a["schedule"]["config"] == "mix" and a["schedule"]["decide_at"] == 26, a["schedule"]
+    # the trial, then the mix, then a probe of each path, whole steps
+    assert [sorted(p) for p in a["paths"][9:16]] == [["allreduce", "ring"]] * 4 + [
+        ["ring"], ["allreduce"], ["fp16"]], a["paths"]
     assert len(a["decisions"]) >= 3, a["decisions"]
     # the plain buckets went from the hook's call, but not all (the agreements did not)
     assert 0 < a["direct"] == b["direct"] < a["calls"], (a["direct"], a["calls"])
@@ -278,8 +290,9 @@ def test_the_coded_paths_time_includes_the_hooks_snapshot(decided):
 def test_the_decisions_are_in_the_state_and_come_back(decided):
     m = decided[0]["measured"]
     saved = m["sd"]["decisions"]
-    assert saved and repr(saved) == repr(m["reloaded"])      # repr: nan == nan
-    assert {d["calls"] for d in saved} == {d["calls"] for d in m["decisions"]}
+    assert saved["buckets"] and repr(saved) == repr(m["reloaded"])      # repr: nan == nan
+    assert saved["steps"]["step"] == STEPS - 1 and saved["last"]
+    assert {d["calls"] for d in saved["buckets"]} == {d["calls"] for d in m["decisions"]}
     for d in m["decisions"]:
         assert set(d["seconds"]) == set(PATHS)
         assert sum(d["taken"].values()) == d["calls"]
@@ -311,45 +324,91 @@ def test_decide_defaults_and_refusals():
             IncState(decide="auto", **kw)
 
 
+def _run(d, steps, buckets, step_times, bucket_times, agree=lambda v: v):
+    """`steps` steps of `buckets` (keys) through Decisions `d` without ranks: per step,
+    each bucket's path (begin, path, record as the hook does), the step's time faked."""
+    taken = []
+    for _ in range(steps):
+        row = []
+        for i, key in enumerate(buckets):
+            d.begin(key, i)
+            p = d.path(key, agree)
+            row.append(p)
+            d.record(key, p, bucket_times[key][p])
+        taken.append(row)
+        # the step just run: its time, as begin() would measure it
+        running = d._running
+        d._t0 = None
+        d.record_step(running, step_times[running])
+    return taken
+
+
+A, B = ((0, 10), (1, 5)), ((2, 7),)
+
+
 def test_the_schedule_probes_agrees_holds_and_probes_again():
-    from inceptionn.drivers.collectives.decide import HOLD_CALLS, Decisions
+    from inceptionn.drivers.collectives.decide import HOLD_STEPS, Decisions
     d = Decisions("auto")
-    key = ((0, 10), (1, 5))
     agreed = []
 
-    def agree(values):              # the other rank is slower on the ring
+    def agree(values):              # the other rank is slower on all-reduce steps
         agreed.append(list(values))
-        return [max(values[0], 3.0), values[1], values[2]]
+        return [values[0], max(values[1], 3.0)] + list(values[2:])
 
-    times = {"ring": 1.0, "allreduce": 2.0, "fp16": 4.0}
-    paths = []
-    for _ in range(9 + 3 * HOLD_CALLS):
-        p = d.path(key, agree)
-        paths.append(p)
-        d.record(key, p, times[p])
-    assert paths[:9] == ["ring", "allreduce", "fp16"] * 3
-    # Agreed at call 9: ring 3.0 (the other rank's) against 2.0 and 4.0: the all-reduce,
-    # held 50 x 1.5 = 75 calls; the two calls before the next decision probe the others.
-    assert agreed[0] == [1.0, 2.0, 4.0] and paths[9] == "allreduce"
-    hold = int(HOLD_CALLS * 1.5)
-    assert paths[10:9 + hold - 2] == ["allreduce"] * (hold - 3)
-    assert paths[9 + hold - 2:9 + hold] == ["ring", "fp16"] and len(agreed) == 2
-    (rep,) = d.report()
-    assert rep["values"] == 15 and rep["agreed"] == {"ring": 3.0, "allreduce": 2.0,
-                                                     "fp16": 4.0}
-    assert sum(rep["taken"].values()) == rep["calls"]
-    # The state comes back as it was (the schedule included); one saved before fp16
-    # was a path loads with fp16 untimed.
+    same = {"ring": 1.0, "allreduce": 2.0, "fp16": 4.0}
+    steps = {"ring": 2.5, "allreduce": 2.0, "fp16": 4.0, "mix": 9.0}
+    n = 9 + HOLD_STEPS * 2
+    taken = _run(d, n, [A, B], steps, {A: same, B: same}, agree)
+    assert taken[:9] == [[p, p] for p in ("ring", "allreduce", "fp16")] * 3
+    # Agreed at step 9: every bucket's fastest is the ring (no mix), and by steps the
+    # ring 2.5 against all-reduce 3.0 (the other rank's) and fp16 4.0: the ring, held
+    # 50 x 1.2 = 60 steps; the two steps before the next decision probe the others.
+    assert len(agreed[0]) == 4 + 2 * 3 and agreed[0][:3] == [2.5, 2.0, 4.0]
+    assert agreed[0][3] == float("inf")          # the mix: never timed
+    hold = int(HOLD_STEPS * 1.2)
+    assert taken[9:9 + hold - 2] == [["ring", "ring"]] * (hold - 2)
+    assert taken[9 + hold - 2:9 + hold] == [["allreduce"] * 2, ["fp16"] * 2]
+    assert len(agreed) == 2 and d.steps.decide_at > 9 + hold
+    sched = d.steps
+    assert sched.config == "ring" and sched.agreed["allreduce"] == 3.0
+    rep = {tuple(r["params"]): r for r in d.report()}
+    assert rep[(0, 1)]["values"] == 15 and rep[(0, 1)]["path"] == "ring"
+    assert rep[(0, 1)]["fastest"] == "ring" and rep[(0, 1)]["agreed"] == same
+    assert sum(rep[(2,)]["taken"].values()) == rep[(2,)]["calls"] == n
+    # The state comes back as it was (the schedule included)
     again = Decisions("auto")
-    again.load(d.state(), [10, 5])
-    assert again.report() == d.report()
-    old = d.state()
+    again.load(d.state(), [10, 5, 7])
+    assert again.report() == d.report() and again.steps == d.steps
+    assert again._last == [A, B]
+    assert Decisions("ring").path(A, agree) == "ring"
+
+
+def test_a_mix_is_tried_then_taken_only_where_its_steps_are_faster():
+    from inceptionn.drivers.collectives.decide import TRIAL, Decisions
+    # bucket A codes faster, B all-reduces faster: the mix puts A on the ring, B on gloo
+    times = {A: {"ring": 1.0, "allreduce": 2.0, "fp16": 3.0},
+             B: {"ring": 2.0, "allreduce": 1.0, "fp16": 3.0}}
+    for mix_step, want in ((1.0, "mix"), (3.0, "allreduce")):
+        d = Decisions("auto")
+        steps = {"ring": 2.5, "allreduce": 2.0, "fp16": 4.0, "mix": mix_step}
+        taken = _run(d, 9 + TRIAL + 3, [A, B], steps, times)
+        assert taken[9:9 + TRIAL] == [["ring", "allreduce"]] * TRIAL      # the trial
+        assert d.steps.config == want and not d.steps.trial
+        got = ["ring", "allreduce"] if want == "mix" else ["allreduce"] * 2
+        assert taken[9 + TRIAL:] == [got] * 3
+        assert {r["fastest"] for r in d.report()} == {"ring", "allreduce"}
+        assert [r["path"] for r in d.report()] == got
+    # a state saved before the schedule went by steps (a list of buckets) keeps their
+    # times and probes afresh
+    old = d.state()["buckets"]
     for c in old:
         del c["seconds"]["fp16"], c["taken"]["fp16"]
-    again.load(old, [10, 5])
-    (c,) = again.by_bucket.values()
-    assert np.isnan(c.seconds["fp16"]) and c.taken["fp16"] == 0
-    assert Decisions("ring").path(key, agree) == "ring"
+    again = Decisions("auto")
+    again.load(old, [10, 5, 7])
+    assert again.steps.step == -1 and np.isnan(again.by_bucket[A].seconds["fp16"])
+    with pytest.raises(ValueError, match="schedule is damaged"):
+        again.load({**d.state(), "steps": {**d.state()["steps"], "config": "never"}},
+                   [10, 5, 7])
 
 
 @pytest.mark.parametrize("world", [2, 3, 4])
@@ -378,50 +437,55 @@ def test_fp16_keeps_its_own_rounding_exactly(world):
 def test_the_schedule_of_three_paths():
     from inceptionn.drivers.collectives.decide import Decisions
     d = Decisions("auto")
-    key = ((0, 10),)
-    assert d.peek(key) is None          # new: the first call decides nothing, but unknown
-    times = {"ring": 3.0, "allreduce": 2.0, "fp16": 1.0}
-    paths = []
-    for _ in range(9 + 60):
-        p = d.path(key, lambda v: v)
-        paths.append(p)
-        d.record(key, p, times[p])
-    assert paths[:9] == ["ring", "allreduce", "fp16"] * 3
-    # fp16 wins, held 50 x 2 (the second fastest, 2.0 / 1.0) = 100 calls
-    assert paths[9:] == ["fp16"] * 60
-    (c,) = d.by_bucket.values()
-    assert c.decide_at == 109 and c.agreed == times
-    while c.calls < c.decide_at - 2:
-        d.record(key, "fp16", 1.0)
-    # the probes: each other path once, in order, just before the next decision
-    assert [d.peek(key), d.path(key, None)] == ["ring", "ring"]
-    d.record(key, "ring", 3.0)
-    assert d.peek(key) == "allreduce"
-    d.record(key, "allreduce", 2.0)
-    assert d.peek(key) is None          # the call that agrees
+    same = {"ring": 3.0, "allreduce": 2.0, "fp16": 1.0}
+    steps = {"ring": 3.0, "allreduce": 2.0, "fp16": 1.0, "mix": 5.0}
+    taken = _run(d, 9 + 60, [A], steps, {A: same})
+    assert [t[0] for t in taken[:9]] == ["ring", "allreduce", "fp16"] * 3
+    # fp16 wins, held 50 x 2 (the second fastest, 2.0 / 1.0) = 100 steps
+    assert [t[0] for t in taken[9:]] == ["fp16"] * 60
+    s = d.steps
+    assert s.decide_at == 109 and s.agreed == {**steps, "mix": float("inf")}
+    _run(d, s.decide_at - 2 - (s.step + 1), [A], steps, {A: same})
+    # the probes: each other config once, in order, just before the next decision
+    d.begin(A, 0)
+    assert [d.peek(A), d.path(A, None)] == ["ring", "ring"]
+    d._t0 = None
+    d.record_step("ring", 3.0)
+    d.begin(A, 0)
+    assert d.peek(A) == "allreduce"
+    d._t0 = None
+    d.record_step("allreduce", 2.0)
+    d.begin(A, 0)
+    assert d.peek(A) is None and d.peek(B) is None      # every bucket of the step that agrees
     # a tie goes to the exact path first
     tie = Decisions("auto")
-    for _ in range(9):
-        tie.record(key, tie.path(key, None), 1.0)
-    assert tie.path(key, lambda v: v) == "allreduce"
-    assert Decisions("fp16").peek(key) == "fp16"
+    flat = {"ring": 1.0, "allreduce": 1.0, "fp16": 1.0, "mix": 1.0}
+    _run(tie, 10, [A], flat, {A: flat})
+    assert tie.steps.config == "allreduce"
+    assert Decisions("fp16").peek(A) == "fp16"
+    # without a bucket index, a bucket handed again begins the next step
+    k = Decisions("auto")
+    for key in (A, B, A, B, A):
+        k.begin(key)
+    assert k.steps.step == 2
 
 
-def test_the_probes_estimate_is_their_fastest_and_old_states_finish_them():
-    from inceptionn.drivers.collectives.decide import Choice, Decisions
+def test_the_probes_estimate_is_their_fastest():
+    from inceptionn.drivers.collectives.decide import Decisions
     d = Decisions("auto")
-    key = ((0, 10),)
     # per path: the warm-up (dropped), then two probes; a load spike slows the second
     samples = {"ring": [9.0, 3.0, 5.0], "allreduce": [9.0, 2.0, 1.5], "fp16": [9.0, 4.0, 6.0]}
     for i in range(9):
-        p = d.path(key, None)
-        d.record(key, p, samples[p][i // 3])
-    assert d.by_bucket[key].seconds == {"ring": 3.0, "allreduce": 1.5, "fp16": 4.0}
-    assert d.path(key, lambda v: v) == "allreduce"
-    d.record(key, "allreduce", 2.5)         # decided: the running estimate
-    assert d.by_bucket[key].seconds["allreduce"] == 0.75 * 1.5 + 0.25 * 2.5
-    # a state saved with two probes a path, mid-way or just decided, finishes three
-    for calls, decide_at in ((5, 6), (7, 60)):
-        c = Choice.from_dict({**Choice().as_dict(), "calls": calls, "decide_at": decide_at})
-        assert c.decide_at == 9, (calls, decide_at)
-
+        d.begin(A, 0)
+        p = d.path(A, None)
+        d.record(A, p, samples[p][i // 3])
+        d._t0 = None                        # the step's time: faked, not measured
+        d.record_step(p, samples[p][i // 3] + 1)
+    assert d.by_bucket[A].seconds == {"ring": 3.0, "allreduce": 1.5, "fp16": 4.0}
+    assert {c: v for c, v in d.steps.seconds.items() if c != "mix"} == \
+        {"ring": 4.0, "allreduce": 2.5, "fp16": 5.0}
+    d.begin(A, 0)
+    assert d.path(A, lambda v: v) == "allreduce"
+    d._t0 = None
+    d.record_step("allreduce", 3.5)          # decided: the running estimate
+    assert d.steps.seconds["allreduce"] == 0.75 * 2.5 + 0.25 * 3.5

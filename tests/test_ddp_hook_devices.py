@@ -26,11 +26,14 @@ STEPS = 4
 class _HostBucket:
     """What the hook reads of a GradBucket, over a host copy."""
 
-    def __init__(self, buf, params):
-        self._buf, self._params = buf, params
+    def __init__(self, buf, params, index):
+        self._buf, self._params, self._index = buf, params, index
 
     def buffer(self):
         return self._buf
+
+    def index(self):        # DDP's order: the hook's step clock (decide.py)
+        return self._index
 
     def parameters(self):
         return self._params
@@ -56,6 +59,7 @@ def _device_vs_replay(rank, world, device, method, method_kw, replay_kw=None):
         buf = bucket.buffer()
         assert buf.device.type == dev.type
         params = [(p.data_ptr(), p.numel()) for p in bucket.parameters()]
+        index = bucket.index()
         inp = buf.detach().cpu().clone()       # before the hook: it may work in place
         kept: list = []
 
@@ -68,7 +72,7 @@ def _device_vs_replay(rank, world, device, method, method_kw, replay_kw=None):
             return f.value()
 
         fut = inc_allreduce_hook(st, bucket).then(keep)
-        seen.append((inp, params, fut, kept))
+        seen.append((inp, params, index, fut, kept))
         return fut
 
     ddp.register_comm_hook(state, hook)
@@ -83,10 +87,10 @@ def _device_vs_replay(rank, world, device, method, method_kw, replay_kw=None):
     if cuda:
         torch.cuda.synchronize()
     outs = []
-    for inp, params, fut, kept in seen:
+    for inp, params, index, fut, kept in seen:
         fut.wait()
-        outs.append((inp, params, kept[0]))
-    assert all(o.device.type == dev.type for _, _, o in outs), \
+        outs.append((inp, params, index, kept[0]))
+    assert all(o.device.type == dev.type for *_, o in outs), \
         "the Future must complete on the bucket's device"
     state.close()
 
@@ -95,9 +99,9 @@ def _device_vs_replay(rank, world, device, method, method_kw, replay_kw=None):
     host = IncState(method=method, **(method_kw if replay_kw is None else replay_kw))
     standins: dict = {}
     mismatches = 0
-    for inp, params, out in outs:
+    for inp, params, index, out in outs:
         ps = [standins.setdefault(key, torch.empty(key[1])) for key in params]
-        ref = inc_allreduce_hook(host, _HostBucket(inp.clone(), ps)).wait()
+        ref = inc_allreduce_hook(host, _HostBucket(inp.clone(), ps, index)).wait()
         mismatches += int(not torch.equal(ref, out.cpu()))
     host.close()
     return len(outs), mismatches

@@ -12,11 +12,11 @@ torch = pytest.importorskip("torch")
 
 from test_ddp_hook import spawn  # noqa: E402  (the spawned-ranks helper)
 
-# The default hook's steps: the ring, then (after the rebuild) its probes ring and
-# all-reduce; the fp16 probe that would come next is left out: the group's float16 sum
-# rounds on the adding rank, not fed back (test_ddp_hook_decide.py bounds it).
+# The default coding on the ring at every step (decide="auto" probes the all-reduce and
+# fp16 from step 1: the group's float16 sum rounds on the adding rank, not fed back;
+# test_ddp_hook_decide.py checks the memory across those switches and bounds it).
 STEPS = 3
-CASES = {"default": {}, "topk": {"method": "topk", "density": 0.05},
+CASES = {"default": {"decide": "ring"}, "topk": {"method": "topk", "density": 0.05},
          "scalecom": {"method": "scalecom", "density": 0.05},
          "terngrad-ef": {"method": "terngrad", "error_feedback": True}}
 

@@ -20,7 +20,7 @@ N = 6           # steps before and after the checkpoint
 def _train(rank, world, steps, load=None, save=None, hook_state=True, auto=False):
     """`steps` steps of a small MLP from the checkpoint `load` (or from scratch); the
     final parameters' bytes, and the checkpoint written to `save`. `auto`: the hook
-    decides per bucket, from times fixed per rank (so that two runs decide alike)."""
+    decides, from times fixed per rank (so that two runs decide alike)."""
     from torch import nn
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -33,9 +33,11 @@ def _train(rank, world, steps, load=None, save=None, hook_state=True, auto=False
     # same paths, so the ring everywhere, or auto with the times replaced.
     state = IncState(decide="auto" if auto else "ring")
     if auto:
-        real = state.worker.decisions.record
+        d = state.worker.decisions
+        real, real_step = d.record, d.record_step
         times = {"ring": 1.0 + rank, "allreduce": 0.5, "fp16": 0.8}   # the all-reduce wins
-        state.worker.decisions.record = lambda key, path, s: real(key, path, times[path])
+        d.record = lambda key, path, s: real(key, path, times[path])
+        d.record_step = lambda config, s: real_step(config, {**times, "mix": 0.6}[config])
     start = 0
     if load:
         ck = torch.load(load.format(rank=rank), weights_only=True)
@@ -125,9 +127,9 @@ def test_resume_gives_the_uninterrupted_runs_parameters_bit_for_bit(resumed):
 
 
 def test_resume_continues_each_buckets_decisions(resumed):
-    # Checkpointed mid-way through the probes (DDP's first bucket, then ring, all-reduce,
-    # fp16 three times per rebuilt bucket): resumed, each bucket finishes its probes and
-    # decides (for the all-reduce, step 10) as the uninterrupted run does; without the
+    # Checkpointed mid-way through the probes (steps of ring, all-reduce, fp16, three
+    # times, DDP's first step the first): resumed, the schedule finishes its probes and
+    # decides (for the all-reduce, step 9) as the uninterrupted run does; without the
     # saved decisions (the residuals loaded) it probes afresh and takes other paths.
     first, second = resumed
     for rank in (0, 1):

@@ -1,64 +1,83 @@
 """Per bucket, the coded exchange (the ring), the process group's own all-reduce (gloo or
-NCCL) of float32, or its all-reduce of float16 (torch's fp16_compress_hook: fp16.py):
-whichever the hook has measured to be fastest for that bucket, the
-same on every rank.
+NCCL) of float32, or its all-reduce of float16 (torch's fp16_compress_hook: fp16.py),
+chosen by the training step each gives, the same on every rank.
 
-Every path is timed from the hook's call to the bucket's sum ready, its passes over
-the bucket included wherever they run: the coded path's time is the snapshot on DDP's
-thread (the copy with the residual added in) plus the exchange on the hook's thread,
-so the codec's CPU time (on a machine with few cores the coding competes with backward
-for them), the wire's and the pipeline's; a plain path's, issued from the hook's call,
-its own pass (fp16's rounding) and the process group's all-reduce to
-its callback's widening. Nothing is configured: a
-bucket's schedule is fixed by how often it has been exchanged (`calls`), so every rank
-is at the same point of it for the same bucket:
+What is compared is the step: the time from one step's first bucket handed to the hook
+to the next step's (`begin`), which holds everything a path costs where it costs it: the
+codec's CPU time taken from backward and from the other buckets' all-reduce (on a
+machine with few cores the ring's threads compete with both), the wire's, the
+pipeline's. A bucket's own exchange time does not: two paths within 10% of each other on
+a bucket's clock gave steps 20% apart, either way, on 2 cores (docs/benchmarks.md). So
+the hook runs whole steps on one configuration ("config") and times them:
 
-- its first 3 * PROBES exchanges cycle ring, all-reduce, fp16, ring, ... (the first of
-  each path is warm-up: sockets, thread pools, first-touch pages; not counted; of the
-  others the fastest is the estimate: other work on the machine only ever slows a
-  path, and one sample each chose the slower path in a benchmark run);
-- then, at call `decide_at`, the ranks agree: each contributes its three estimates,
-  the process group takes their maximum (the slowest rank sets the step), and every
-  rank compares the same three numbers, so every rank takes the same path (a tie goes
-  to the all-reduce, then fp16: the exact path first). One all-reduce of three floats per decision, on the same thread
-  and group as the buckets' exchanges, so in the same order on every rank: never a
-  deadlock;
-- the decision holds HOLD_CALLS calls times how many times slower the second fastest
-  path was (at most HOLD_MAX); the calls just before the next decision run each other
-  path once, in PATHS order, to refresh their estimates (rates move with load: HiPress and Espresso's point).
+- "ring", "allreduce", "fp16": every bucket on that path;
+- "mix": each bucket on the path its own exchange times favour (each bucket's times,
+  from the hook's call to its sum ready, the snapshot's pass included: `record`). The
+  per-bucket times only propose this candidate; the steps decide whether it is taken.
 
-The path taken keeps a running estimate (ALPHA); a probe of another path replaces
-that path's estimate (its only fresh sample). The state of each bucket (`Choice`) is
-data and is saved with the hook's state (hook_state.py): a resumed run continues the
-schedule where it stopped, and between two decisions takes the saved path.
+The schedule is the hook's, counted in steps, so every rank is at the same point of it
+(DDP hands the same buckets in the same order to every rank):
+
+- its first 3 * PROBES steps cycle ring, all-reduce, fp16, ring, ... (the first of each
+  is warm-up: sockets, thread pools, first-touch pages, DDP's first step; not counted;
+  of the others the fastest is the estimate: other work on the machine only ever slows
+  a step);
+- at step `decide_at` the ranks agree, at its first bucket: each contributes its step
+  estimates and its buckets' exchange estimates, the process group takes their maximum
+  (the slowest rank sets the step), and every rank computes the same from the same
+  numbers. One all-reduce, on the same thread and group as the buckets' exchanges, so
+  in the same order on every rank: never a deadlock. Each bucket's mix path is its
+  fastest; a mix not yet timed (its paths changed) is tried for TRIAL steps and the
+  ranks agree again; else the fastest config is taken (a tie goes to the all-reduce,
+  then fp16, then the mix: the exact path first, then fewer CPU);
+- the decision holds HOLD_STEPS steps times how many times slower the second fastest
+  config was (at most HOLD_MAX); the steps just before the next decision run each other
+  config once, in CONFIGS order, to refresh their estimates (rates move with load:
+  HiPress and Espresso's point).
+
+The config taken keeps a running estimate (ALPHA); a probe of another replaces that
+config's estimate (its only fresh sample). The schedule (`Steps`) and each bucket's state
+(`Choice`) are data, saved with the hook's state (hook_state.py): a resumed run continues
+the schedule where it stopped.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["DECIDES", "PATHS", "Choice", "Decisions"]
+__all__ = ["DECIDES", "PATHS", "CONFIGS", "FIRST_DECIDED", "Choice", "Steps", "Decisions"]
 
 DECIDES = ("auto", "ring", "allreduce", "fp16")
 PATHS = ("ring", "allreduce", "fp16")
-PREFER = ("allreduce", "fp16", "ring")     # a tie's order: exact first, then fewer CPU
-PROBES = 3          # runs of each path before the first decision; the first is warm-up
-HOLD_CALLS = 50     # calls a decision holds at least ...
+CONFIGS = PATHS + ("mix",)
+PREFER = ("allreduce", "fp16", "ring")          # a bucket's tie: exact first, then fewer CPU
+PREFER_CONFIG = ("allreduce", "fp16", "mix", "ring")
+PROBES = 3          # steps of each path before the first decision; the first is warm-up
+TRIAL = 2           # steps a new mix runs before the ranks agree again
+HOLD_STEPS = 50     # steps a decision holds at least ...
 HOLD_MAX = 1000     # ... and at most (a lopsided one is probed less often)
 ALPHA = 0.25        # the running estimate: (1 - ALPHA) old + ALPHA sample
+# The steps before the first decision is final (probes, then a mix's trial): a benchmark
+# times from the step after.
+FIRST_DECIDED = len(PATHS) * PROBES + TRIAL
 
 log = logging.getLogger("inceptionn.hook")
 
 
+def _nans(names) -> dict:
+    return {p: math.nan for p in names}
+
+
 @dataclass
 class Choice:
-    """One bucket's decision state (a bucket: its parameters, in order)."""
+    """One bucket's state (a bucket: its parameters, in order): its exchange times per
+    path, and `path`, its fastest as last agreed (its path in the mix)."""
     calls: int = 0                  # exchanges of this bucket so far
-    path: str = "ring"              # the path decided (before the first decision: none)
-    decide_at: int = len(PATHS) * PROBES    # the call at which the ranks next agree
-    seconds: dict = field(default_factory=lambda: {p: math.nan for p in PATHS})
+    path: str = "allreduce"         # its path in the mix (before the first decision: none)
+    seconds: dict = field(default_factory=lambda: _nans(PATHS))
     taken: dict = field(default_factory=lambda: {p: 0 for p in PATHS})
     agreed: dict = field(default_factory=dict)    # the slowest rank's estimates, last agreed
 
@@ -67,63 +86,131 @@ class Choice:
 
     @classmethod
     def from_dict(cls, d: dict) -> Choice:
-        c = cls(calls=int(d["calls"]), path=str(d["path"]), decide_at=int(d["decide_at"]),
+        c = cls(calls=int(d["calls"]), path=str(d["path"]),
                 # a state saved before fp16 was a path has no entry for it
                 seconds={p: float(d["seconds"].get(p, math.nan)) for p in PATHS},
                 taken={p: int(d["taken"].get(p, 0)) for p in PATHS},
                 agreed={p: float(v) for p, v in d.get("agreed", {}).items()})
         if c.path not in PATHS:
             raise ValueError(f"a saved decision names path {c.path!r}: the state is damaged")
-        # saved with fewer probes (PROBES was 2): finish this schedule's, then agree
-        first = len(PATHS) * PROBES
-        if c.calls < first or c.decide_at < c.calls:
-            c.decide_at = max(first, c.calls)
         return c
 
 
+@dataclass
+class Steps:
+    """The hook's schedule, in steps: the config decided and the step times per config."""
+    step: int = -1                  # the step under way (-1: none begun)
+    config: str = "ring"            # decided: a path for every bucket, or "mix"
+    decide_at: int = len(PATHS) * PROBES    # the step whose first bucket agrees
+    trial: bool = False             # a new mix runs until decide_at, unprobed
+    seconds: dict = field(default_factory=lambda: _nans(CONFIGS))
+    taken: dict = field(default_factory=lambda: {c: 0 for c in CONFIGS})
+    agreed: dict = field(default_factory=dict)    # the slowest rank's step times, last agreed
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Steps:
+        s = cls(step=int(d["step"]), config=str(d["config"]), decide_at=int(d["decide_at"]),
+                trial=bool(d["trial"]),
+                seconds={c: float(d["seconds"][c]) for c in CONFIGS},
+                taken={c: int(d["taken"][c]) for c in CONFIGS},
+                agreed={c: float(v) for c, v in d.get("agreed", {}).items()})
+        if s.config not in CONFIGS or s.decide_at <= s.step:
+            raise ValueError("the hook state's schedule is damaged "
+                             f"(config {s.config!r}, step {s.step}, decide_at {s.decide_at})")
+        return s
+
+    def config_of(self, step: int, mixed: bool) -> str | None:
+        """The config of `step` where the schedule fixes it (None: the step agrees)."""
+        if step < len(PATHS) * PROBES:
+            return PATHS[step % len(PATHS)]
+        if step == self.decide_at:
+            return None
+        if self.trial:
+            return self.config
+        others = [c for c in CONFIGS if c != self.config and (c != "mix" or mixed)]
+        before = self.decide_at - step      # the probes: the steps just before a decision
+        if before <= len(others):
+            return others[len(others) - before]
+        return self.config
+
+
 class Decisions:
-    """The per-bucket decisions of one hook. `mode`: "auto", or a path forced ("ring",
-    "allreduce", "fp16": no probe, no agreement). `agree(values) -> values` takes this rank's
-    estimates and returns the maximum over the ranks (an all-reduce)."""
+    """The decisions of one hook. `mode`: "auto", or a path forced ("ring", "allreduce",
+    "fp16": no probe, no agreement). `agree(values) -> values` takes this rank's estimates
+    and returns the maximum over the ranks (an all-reduce)."""
 
     def __init__(self, mode: str):
         if mode not in DECIDES:
             raise ValueError(f"decide must be one of {DECIDES}, got {mode!r}")
         self.mode = mode
         self.by_bucket: dict[tuple, Choice] = {}
+        self.steps = Steps()
+        self._now: list[tuple] = []     # the buckets of the step under way, in DDP's order
+        self._last: list[tuple] = []    # the last whole step's
+        self._t0: float | None = None   # when the step under way began
+        self._running: str | None = None    # its config (None: until its agreement)
+        self._agreeing = False          # this step agrees, at its first bucket
+
+    def begin(self, key: tuple, index: int | None = None) -> None:
+        """DDP hands the hook bucket `key` (`index`: its place in DDP's order, where
+        known). The first of a step (index 0; without an index, a bucket already handed
+        in this step) begins one, and the step that ended is timed. On DDP's thread."""
+        if self.mode != "auto":
+            return
+        first = index == 0 if index is not None else (not self._now or key in self._now)
+        if first:
+            t = time.perf_counter()
+            if self._t0 is not None and self._running is not None:
+                self.record_step(self._running, t - self._t0)
+            self._t0 = t
+            if self._now:
+                self._last = self._now
+            self._now = []
+            s = self.steps
+            s.step += 1
+            self._running = s.config_of(s.step, self._mixed())
+            self._agreeing = self._running is None
+        if key not in self._now:
+            self._now.append(key)
+
+    def _mixed(self) -> bool:
+        """Whether the mix puts the buckets on different paths (else it is one of the
+        uniform configs, and not a candidate of its own)."""
+        return len({self.by_bucket[k].path for k in self._last if k in self.by_bucket}) > 1
 
     def path(self, key: tuple, agree) -> str:
         """The path of this bucket's next exchange (agreeing with the ranks where the
-        schedule says so)."""
+        schedule says so: `agree` is called at a deciding step's first bucket)."""
         if self.mode != "auto":
             return self.mode
         c = self.by_bucket.setdefault(key, Choice())
-        if c.calls < len(PATHS) * PROBES:
-            return PATHS[c.calls % len(PATHS)]
-        if c.calls == c.decide_at:
-            self._decide(key, c, agree)
-            return c.path
-        return self.peek(key) or c.path
+        if self.steps.step < 0:         # an exchange with no step begun begins one
+            self.begin(key)
+        if self._running is None:
+            self._decide(agree)
+            self._running = self.steps.config
+        return c.path if self._running == "mix" else self._running
 
     def peek(self, key: tuple) -> str | None:
         """The path of this bucket's next exchange where the schedule fixes it without
-        an agreement (a forced mode, a held decision, a probe); None where the next call
-        agrees (or the bucket is new). Reads only: the hook asks it from DDP's thread."""
+        an agreement; None for every bucket of a step that agrees (they go to the
+        worker's thread, after the agreement). Reads only: the hook asks it from DDP's
+        thread, after `begin`."""
         if self.mode != "auto":
             return self.mode
-        c = self.by_bucket.get(key)
-        if c is None or c.calls == c.decide_at:
+        if self._agreeing or self._running is None:
             return None
-        if c.calls < len(PATHS) * PROBES:
-            return PATHS[c.calls % len(PATHS)]
-        others = [p for p in PATHS if p != c.path]
-        before = c.decide_at - c.calls      # the probes: the calls just before a decision
-        if before <= len(others):
-            return others[len(others) - before]
-        return c.path
+        if self._running == "mix":
+            c = self.by_bucket.get(key)
+            return c.path if c is not None else Choice.path
+        return self._running
 
     def record(self, key: tuple, path: str, seconds: float) -> None:
-        """The exchange just run on `path` took `seconds` (this rank's wall time)."""
+        """The exchange of this bucket just run on `path` took `seconds` (this rank's
+        wall time, from the hook's call to its sum ready)."""
         c = self.by_bucket.get(key)
         if c is None:           # forced: counted only
             c = self.by_bucket.setdefault(key, Choice(path=path))
@@ -131,50 +218,111 @@ class Decisions:
         c.taken[path] += 1
         if self.mode != "auto" or c.taken[path] == 1:   # the first run of a path: warm-up
             return
-        old = c.seconds[path]
-        probing = c.calls <= len(PATHS) * PROBES
-        if math.isnan(old) or (not probing and path != c.path):
-            c.seconds[path] = seconds       # the first sample, or a probe's fresh one
-        elif probing:
-            c.seconds[path] = min(old, seconds)
-        else:
-            c.seconds[path] = (1 - ALPHA) * old + ALPHA * seconds
+        c.seconds[path] = _estimate(c.seconds[path], seconds,
+                                    c.calls <= len(PATHS) * PROBES, path != c.path)
 
-    def _decide(self, key, c: Choice, agree) -> None:
-        c.agreed = dict(zip(PATHS, (float(v) for v in agree([c.seconds[p] for p in PATHS]))))
-        # NaN (a path never timed: a resumed run's old state) ranks last
-        ranked = sorted(PREFER, key=lambda p: (math.isnan(c.agreed[p]), c.agreed[p]))
-        c.path = ranked[0]
-        fast, slow = c.agreed[ranked[0]], c.agreed[ranked[1]]
-        ratio = slow / fast if fast > 0 and not math.isnan(slow) else HOLD_MAX
-        hold = int(min(HOLD_MAX, max(HOLD_CALLS, HOLD_CALLS * ratio)))
-        c.decide_at = c.calls + hold
+    def record_step(self, config: str, seconds: float) -> None:
+        """The step just ended ran `config` and took `seconds` (this rank's wall time)."""
+        s = self.steps
+        s.taken[config] += 1
+        if config in PATHS and s.taken[config] == 1:     # warm-up
+            return
+        s.seconds[config] = _estimate(s.seconds[config], seconds,
+                                      s.step < len(PATHS) * PROBES or s.trial,
+                                      config != s.config)
+
+    def _decide(self, agree) -> None:
+        s = self.steps
+        keys = [k for k in self._last if k in self.by_bucket]
+        mine = [s.seconds[c] for c in CONFIGS] + [self.by_bucket[k].seconds[p]
+                                                  for k in keys for p in PATHS]
+        # untimed: infinitely slow (the maximum keeps it so; NaN's maximum is not defined)
+        got = [float(v) for v in agree([math.inf if math.isnan(v) else v for v in mine])]
+        s.agreed = dict(zip(CONFIGS, got))
+        changed = False
+        for i, k in enumerate(keys):
+            c = self.by_bucket[k]
+            at = len(CONFIGS) + len(PATHS) * i
+            c.agreed = dict(zip(PATHS, got[at:at + len(PATHS)]))
+            best = min(PREFER, key=lambda p: c.agreed[p])      # the first of a tie
+            changed |= best != c.path
+            c.path = best
+        mixed = self._mixed()
+        if changed or not mixed:        # the mix's time was another mix's
+            s.seconds["mix"], s.agreed["mix"] = math.nan, math.inf
+        if mixed and math.isinf(s.agreed["mix"]):
+            s.config, s.trial, s.decide_at, hold = "mix", True, s.step + TRIAL, TRIAL
+        else:
+            ranked = sorted((c for c in PREFER_CONFIG if c != "mix" or mixed),
+                            key=lambda c: s.agreed[c])     # stable: a tie in PREFER's order
+            fast, slow = s.agreed[ranked[0]], s.agreed[ranked[1]]
+            ratio = slow / fast if 0 < fast and math.isfinite(slow) else 1.0
+            hold = int(min(HOLD_MAX, max(HOLD_STEPS, HOLD_STEPS * ratio)))
+            s.config, s.trial, s.decide_at = ranked[0], False, s.step + hold
         if log.isEnabledFor(logging.DEBUG):
-            n = sum(int(m) for _, m in key)
-            log.debug("bucket of %d values (%d parameters, first %s): %s (slowest rank's "
-                      "estimates) -> %s for %d calls", n, len(key), key[0][0] if key else None,
-                      ", ".join(f"{p} {v * 1e3:.3f} ms" for p, v in c.agreed.items()),
-                      c.path, hold)
+            log.debug("step %d: step times (slowest rank's) %s; each bucket's fastest: %s "
+                      "-> %s%s for %d steps", s.step,
+                      ", ".join(f"{c} {v * 1e3:.1f} ms" for c, v in s.agreed.items()),
+                      ", ".join(f"{sum(int(n) for _, n in k)} values {self.by_bucket[k].path}"
+                                for k in keys), s.config, " (tried)" if s.trial else "", hold)
 
     def report(self) -> list[dict]:
-        """Every bucket's decision state, readable: its parameters' keys, the path, the
-        estimates (seconds per exchange, this rank's and the last agreed), the counts."""
-        return [{"params": [k for k, _ in key], "values": sum(int(n) for _, n in key),
-                 **c.as_dict()} for key, c in self.by_bucket.items()]
+        """Every bucket's state, readable: its parameters' keys, its values, `path` (the
+        path the decided config gives it), `fastest` (its own fastest: its path in the
+        mix), the exchange estimates (this rank's and the last agreed), the counts."""
+        out = []
+        for key, c in self.by_bucket.items():
+            d = c.as_dict()
+            d["fastest"] = d.pop("path")
+            out.append({"params": [k for k, _ in key], "values": sum(int(n) for _, n in key),
+                        "path": self._path_in(c, self.steps.config), **d})
+        return out
 
-    def state(self) -> list[dict]:
-        return [{"params": [int(k) for k, _ in key], **c.as_dict()}
-                for key, c in self.by_bucket.items()]
+    def _path_in(self, c: Choice, config: str) -> str:
+        return c.path if config == "mix" else (self.mode if self.mode != "auto" else config)
 
-    def load(self, saved: list, sizes: list[int]) -> None:
+    def state(self) -> dict:
+        index = {key: i for i, key in enumerate(self.by_bucket)}
+        return {"steps": self.steps.as_dict(), "last": [index[k] for k in self._last
+                                                        if k in index],
+                "buckets": [{"params": [int(k) for k, _ in key], **c.as_dict()}
+                            for key, c in self.by_bucket.items()]}
+
+    def load(self, saved, sizes: list[int]) -> None:
+        """A state() back. One saved before the decision was made by steps (a list of
+        buckets) keeps its buckets' times and probes its configs afresh."""
+        buckets = saved["buckets"] if isinstance(saved, dict) else saved
         by = {}
-        for d in saved:
+        for d in buckets:
             keys = [int(k) for k in d["params"]]
             if any(not 0 <= k < len(sizes) for k in keys):
                 raise ValueError("the hook state's decisions name parameters its parameter "
                                  "list does not hold: the state is damaged")
             by[tuple((k, sizes[k]) for k in keys)] = Choice.from_dict(d)
+        order = list(by)
         self.by_bucket = by
+        if isinstance(saved, dict):
+            self.steps = Steps.from_dict(saved["steps"])
+            if any(not 0 <= i < len(order) for i in saved["last"]):
+                raise ValueError("the hook state's decisions name a bucket they do not "
+                                 "hold: the state is damaged")
+            self._last = [order[i] for i in saved["last"]]
+        else:
+            self.steps, self._last = Steps(), []
+        self._now, self._t0, self._running, self._agreeing = [], None, None, False
+
+
+def _estimate(old: float, sample: float, probing: bool, probe: bool) -> float:
+    """A path's or config's estimate after `sample`: the first sample; while probing (or
+    trying a mix) the fastest (other work only slows); a probe's fresh sample; else the
+    running estimate."""
+    if math.isnan(old) or (probe and not probing):
+        return sample
+    if probing:
+        return min(old, sample)
+    return (1 - ALPHA) * old + ALPHA * sample
+
+
 
 
 # ---------------------------------------------------------------- over the process group

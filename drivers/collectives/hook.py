@@ -219,10 +219,21 @@ class IncState:
 
     @property
     def decisions(self) -> list[dict]:
-        """Per bucket: its parameters' keys, the path decided ("ring" / "allreduce"), the
-        seconds per exchange this rank measured on each path and the last agreed ones
-        (the slowest rank's), the exchanges taken on each path (decide.py)."""
+        """Per bucket: its parameters' keys, the path the decided config gives it
+        ("ring" / "allreduce" / "fp16"), its own fastest (`fastest`: its path in the
+        "mix"), the seconds per exchange this rank measured on each path and the last
+        agreed ones (the slowest rank's), the exchanges taken on each path (decide.py;
+        the config: `schedule`)."""
         return self.worker.decisions.report()
+
+    @property
+    def schedule(self) -> dict:
+        """The decision's schedule (decide="auto"): the step under way, the config decided
+        ("ring", "allreduce", "fp16": every bucket on it; "mix": each bucket on its own
+        fastest), the step at which the ranks next agree, the step seconds this rank
+        measured per config and the last agreed ones (the slowest rank's), the steps
+        taken per config (decide.py)."""
+        return self.worker.decisions.steps.as_dict()
 
     @property
     def memory(self) -> Memory | None:
@@ -244,6 +255,9 @@ def inc_allreduce_hook(state: IncState, bucket) -> torch.futures.Future[torch.Te
         raise TypeError(f"the INCEPTIONN hook carries float32, bfloat16 and float16 "
                         f"gradients, got {buf.dtype}")
     params = state.worker.keys.of(bucket.parameters())
+    # the step clock the decision compares paths by (decide.py)
+    state.worker.decisions.begin(tuple(params),
+                                 bucket.index() if hasattr(bucket, "index") else None)
     direct = issue_direct(state.worker, buf, params)   # a plain path: gloo's own cost
     if direct is not None:
         return direct

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-from ..drivers.collectives.decide import PATHS, PROBES
+from ..drivers.collectives.decide import FIRST_DECIDED
 
 __all__ = ["RATES", "WORLDS", "METHODS", "ACCURACY_METHODS", "EMULATE_METHODS", "REDUCTIONS",
            "MODELS", "LOOPBACK_ONLY", "DECIDE_STEPS", "NIC_RATES", "RUN_METHODS", "NIC_METHOD",
@@ -36,9 +36,10 @@ MODELS = ("mlp", "cnn")
 
 LOOPBACK_ONLY = ("ours-emulate",)
 
-# Steps a deciding hook takes to its first decision: DDP's first bucket, then its probes
-# (each path, ring, all-reduce and fp16, twice: decide.py).
-DECIDE_STEPS = 1 + len(PATHS) * PROBES
+# Steps a deciding hook takes before its first decision is final: its probes (each
+# path, ring, all-reduce and fp16, three times, DDP's first step the first), then a
+# mix's trial (decide.py).
+DECIDE_STEPS = FIRST_DECIDED
 
 NIC_RATES = (0.1, 1.0, None)                    # Gb/s per port; None: no rate limit
 

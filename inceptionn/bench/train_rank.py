@@ -62,8 +62,8 @@ def worker(args) -> dict:
         lr = args.lr / args.batch if args.reduction == "sum" else args.lr
         opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
         gen = torch.Generator().manual_seed(rank)
-        # A hook deciding per bucket (decide="auto") probes its paths on DDP's rebuilt
-        # buckets before its first decision (decide.py): timed from the step after it.
+        # A deciding hook (decide="auto") probes its paths, whole steps each, before its
+        # first decision (decide.py): timed from the step after it.
         warmup = args.warmup + (DECIDE_STEPS if state is not None
                                 and state.decide == "auto" else 0)
         steps = args.steps + warmup
@@ -89,14 +89,19 @@ def worker(args) -> dict:
         with torch.no_grad():
             acc = (net(xte).argmax(1) == yte).float().mean().item()
         paths: dict = {}
+        config: dict | None = None
         if state is not None:
+            # what decided it: the slowest rank's step times per config
+            sched = state.schedule if state.decide == "auto" else None
+            config = sched and {"config": sched["config"], "agreed": sched["agreed"]}
             for d in state.decisions:       # each bucket's decided path, values counted
                 if d["agreed"]:
                     paths[d["path"]] = paths.get(d["path"], 0) + d["values"]
             state.close()
         out[method] = {"step_s": float(np.median(step_t)), "hook_s": float(np.median(hook_t)),
                        "tx_bytes_per_step": tx / args.steps, "accuracy": acc,
-                       "params": sum(p.numel() for p in net.parameters()), "paths": paths}
+                       "params": sum(p.numel() for p in net.parameters()), "paths": paths,
+                       "config": config}
         del net
     dist.destroy_process_group()
     return out

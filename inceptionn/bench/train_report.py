@@ -28,7 +28,8 @@ def report(results, out=print):
                                   for p, n in sorted(r.get("paths", {}).items()))
                 out(f"{fmt_rate(g):>10} {m:>14} {r['step_s']:8.3f} {r['hook_s']:8.3f} "
                     f"{r['tx_bytes_per_step'] / 1e6:13.2f} {r['accuracy']:6.1%}"
-                    f"{'  decided: ' + paths if paths else ''}")
+                    f"{'  decided: ' + paths if paths else ''}"
+                    f"{' (' + r['config']['config'] + ')' if r.get('config') else ''}")
     _report_default(results, out)
     out("\nTargets (the issue's; ratio < 1 meets, > 1 misses by that factor):")
     for (w, g), res in results.items():

@@ -54,7 +54,8 @@ def add_arguments(ap) -> None:
     ap.add_argument("--methods", type=method_list, default=",".join(METHODS),
                     help=f"of {', '.join(RUN_METHODS)}")
     ap.add_argument("--ifname", default="eth0", help=argparse.SUPPRESS)
-    ap.add_argument("--steps", type=int_in(1), default=4, help="timed steps per method and rate")
+    ap.add_argument("--steps", type=int_in(1), default=8,
+                    help="timed steps per method and rate (their median is reported)")
     ap.add_argument("--warmup", type=int_in(0), default=2)
     ap.add_argument("--accuracy-steps", type=int_in(1), default=60,
                     help="steps on the unlimited wire, after which the accuracy is taken")
