@@ -175,10 +175,9 @@ def _slow_snapshot():
         return real(*args, **kw)
     state.worker.snapshot = slow
     try:
-        # DDP's first bucket, then the probes' warm-ups (ring, all-reduce, fp16), then
-        # each path timed once
-        _steps(0, state, steps=7)
-        return state.decisions
+        # the probes (the first of each path warm-up), then the decision, as measured
+        _steps(0, state, steps=STEPS)
+        return state.decisions, state.schedule
     finally:
         state.close()
 
@@ -280,11 +279,17 @@ def test_16_bit_buckets_are_averaged_on_either_path(decided, dtype, decide):
 
 
 def test_the_coded_paths_time_includes_the_hooks_snapshot(decided):
+    """Real times: the snapshot made slow shows in the ring's exchange time and in its
+    steps (the step clock), and the ranks leave the ring."""
     for r in (0, 1):
-        (d,) = [d for d in decided[r]["slow_snapshot"] if d["taken"]["ring"] >= 2]
+        decisions, schedule = decided[r]["slow_snapshot"]
+        (d,) = [d for d in decisions if d["taken"]["ring"] >= 2]
         # the plain paths go from the hook's call (no snapshot): they take no SLOW
         assert d["seconds"]["ring"] >= SLOW > max(d["seconds"]["allreduce"],
                                                   d["seconds"]["fp16"]), d
+        steps = schedule["seconds"]
+        assert steps["ring"] >= SLOW > max(steps["allreduce"], steps["fp16"]), schedule
+        assert schedule["config"] != "ring" and schedule["agreed"]["ring"] >= SLOW
 
 
 def test_the_decisions_are_in_the_state_and_come_back(decided):
@@ -379,7 +384,7 @@ def test_the_schedule_probes_agrees_holds_and_probes_again():
     again = Decisions("auto")
     again.load(d.state(), [10, 5, 7])
     assert again.report() == d.report() and again.steps == d.steps
-    assert again._last == [A, B]
+    assert again._last == {A, B}
     assert Decisions("ring").path(A, agree) == "ring"
 
 

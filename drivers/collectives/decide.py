@@ -148,8 +148,12 @@ class Decisions:
         self.mode = mode
         self.by_bucket: dict[tuple, Choice] = {}
         self.steps = Steps()
-        self._now: list[tuple] = []     # the buckets of the step under way, in DDP's order
-        self._last: list[tuple] = []    # the last whole step's
+        self._handed: list[tuple] = []  # the buckets handed to the hook in the step under way
+        # The buckets exchanged in the step under way and in the last whole one (a bucket
+        # merging buckets of a saved layout is exchanged as those: hook_state.py). Read in
+        # sorted order: the same on every rank, whichever thread recorded first.
+        self._now: set[tuple] = set()
+        self._last: set[tuple] = set()
         self._t0: float | None = None   # when the step under way began
         self._running: str | None = None    # its config (None: until its agreement)
         self._agreeing = False          # this step agrees, at its first bucket
@@ -160,7 +164,7 @@ class Decisions:
         in this step) begins one, and the step that ended is timed. On DDP's thread."""
         if self.mode != "auto":
             return
-        first = index == 0 if index is not None else (not self._now or key in self._now)
+        first = index == 0 if index is not None else (not self._handed or key in self._handed)
         if first:
             t = time.perf_counter()
             if self._t0 is not None and self._running is not None:
@@ -168,13 +172,13 @@ class Decisions:
             self._t0 = t
             if self._now:
                 self._last = self._now
-            self._now = []
+            self._now, self._handed = set(), []
             s = self.steps
             s.step += 1
             self._running = s.config_of(s.step, self._mixed())
             self._agreeing = self._running is None
-        if key not in self._now:
-            self._now.append(key)
+        if key not in self._handed:
+            self._handed.append(key)
 
     def _mixed(self) -> bool:
         """Whether the mix puts the buckets on different paths (else it is one of the
@@ -216,6 +220,7 @@ class Decisions:
             c = self.by_bucket.setdefault(key, Choice(path=path))
         c.calls += 1
         c.taken[path] += 1
+        self._now.add(key)
         if self.mode != "auto" or c.taken[path] == 1:   # the first run of a path: warm-up
             return
         c.seconds[path] = _estimate(c.seconds[path], seconds,
@@ -233,7 +238,7 @@ class Decisions:
 
     def _decide(self, agree) -> None:
         s = self.steps
-        keys = [k for k in self._last if k in self.by_bucket]
+        keys = sorted(k for k in self._last if k in self.by_bucket)
         mine = [s.seconds[c] for c in CONFIGS] + [self.by_bucket[k].seconds[p]
                                                   for k in keys for p in PATHS]
         # untimed: infinitely slow (the maximum keeps it so; NaN's maximum is not defined)
@@ -283,8 +288,8 @@ class Decisions:
 
     def state(self) -> dict:
         index = {key: i for i, key in enumerate(self.by_bucket)}
-        return {"steps": self.steps.as_dict(), "last": [index[k] for k in self._last
-                                                        if k in index],
+        return {"steps": self.steps.as_dict(), "last": sorted(index[k] for k in self._last
+                                                              if k in index),
                 "buckets": [{"params": [int(k) for k, _ in key], **c.as_dict()}
                             for key, c in self.by_bucket.items()]}
 
@@ -306,10 +311,11 @@ class Decisions:
             if any(not 0 <= i < len(order) for i in saved["last"]):
                 raise ValueError("the hook state's decisions name a bucket they do not "
                                  "hold: the state is damaged")
-            self._last = [order[i] for i in saved["last"]]
+            self._last = {order[i] for i in saved["last"]}
         else:
-            self.steps, self._last = Steps(), []
-        self._now, self._t0, self._running, self._agreeing = [], None, None, False
+            self.steps, self._last = Steps(), set()
+        self._now, self._handed = set(), []
+        self._t0, self._running, self._agreeing = None, None, False
 
 
 def _estimate(old: float, sample: float, probing: bool, probe: bool) -> float:

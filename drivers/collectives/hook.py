@@ -106,15 +106,17 @@ class IncState:
     "software", mode "inc" only). bytes_sent counts this rank's data bytes (for a bucket
     handed to the process group's all-reduce: the bytes a ring all-reduce of its float32
     values sends); hook_seconds the worker's time per bucket exchange.
-    decide: per bucket, "auto" (the ring, the process group's own all-reduce or its fp16
-    all-reduce, whichever the hook measures to be fastest for that bucket, agreed by
-    every rank: decide.py; the default for "inceptionn" in mode "inc" on wire
-    "software"), "ring" (always coded), "allreduce" (always the group's float32
+    decide: "auto" (each bucket on the ring, the process group's own all-reduce or its
+    fp16 all-reduce: every bucket on one, or each on its own fastest, whichever gives
+    the shortest training step as the hook measures them, agreed by every rank:
+    decide.py; the default for "inceptionn" in mode "inc" on wire "software"), "ring"
+    (always coded), "allreduce" (always the group's float32
     all-reduce, the residual added in) or "fp16" (always the group's float16 all-reduce,
     the residual added in, its rounding not kept: fp16.py says why). A plain bucket
     with no residual, or any CPU bucket, is all-reduced from the hook's call, as torch's
     own hooks (hook_direct.py).
-    `decisions` reads the per-bucket decisions and the measured times.
+    `schedule` reads the decision and the step times, `decisions` each bucket's path
+    and exchange times.
     """
 
     def __init__(self, process_group=None, *, method: str = "inceptionn",
