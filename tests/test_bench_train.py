@@ -23,8 +23,8 @@ def test_report_prints_every_target_with_its_ratio(tmp_path):
     lines = []
     train_report.report(res, out=lines.append)
     text = "\n".join(lines)
-    assert "P=2 1 Gb/s: bounded ring vs gloo step time 0.60" in text
-    assert "P=2 1 Gb/s: bounded ring vs fp16 step time 1.20  MISSED" in text
+    assert "P=2 1 Gb/s: absolute bound vs gloo step time 0.60" in text
+    assert "P=2 1 Gb/s: absolute bound vs fp16 step time 1.20  MISSED" in text
     # one host's 12.5 MB at 1 Gb/s is 0.1 s of wire; 0.3 s of hook is 3x, 2x the target
     assert "3.00x (target 1.5x: 2.00)" in text
     assert "+0.2 points below (target 0.5)" in text

@@ -28,9 +28,9 @@ FAKE = {"ring-wins": ({"ring": 0.2, "allreduce": 0.25, "fp16": 0.15},
 PATHS = ("ring", "allreduce", "fp16")
 # Buckets on different paths: the bucket holding the 64 x 64 weight codes (its ring
 # 1.25x faster), the others all-reduce (2x), and the mix's steps the fastest, with the
-# hold shortened (decide.HOLD_STEPS 4: held 5 steps, then a probe of each path) and small
-# buckets: tried at steps 9-10, taken at 11, each path probed at 13-15, agreed again at
-# 16 and 21 (next at 26).
+# hold shortened (decide.HOLD_MAX 8: held 8 steps, then a probe of each path) and small
+# buckets: tried at steps 9-10, taken at 11, each path probed at 16-18, agreed again at
+# 19 (next at 27).
 MIXED_STEPS = 23
 MIXED = ({"ring": 0.4, "allreduce": 0.5, "fp16": 0.6}, {"ring": 0.5, "allreduce": 0.25,
                                                         "fp16": 0.6})
@@ -146,7 +146,7 @@ def _fake(state, bucket_times, step_times):
 def _mixed(rank):
     from inceptionn.ddp_hook import IncState
     from inceptionn.drivers.collectives import decide
-    decide.HOLD_STEPS, decide.HOLD_MAX = 4, 8
+    decide.HOLD_STEPS, decide.HOLD_MAX = 4, 8     # the probes' share would hold 200
     state = IncState(timeout_s=20)
     _fake(state, lambda key: {p: t * (1 + rank) for p, t in
                               MIXED[0 if any(n == 64 * 64 for _, n in key) else 1].items()},
@@ -251,9 +251,9 @@ def test_buckets_on_different_paths_keep_the_groups_order(decided):
     for x, y in zip(a["got"], b["got"]):
         assert np.array_equal(x, y)
     assert sorted(a["paths"][-1]) == ["allreduce", "ring"], a["paths"]
-    assert a["schedule"]["config"] == "mix" and a["schedule"]["decide_at"] == 26, a["schedule"]
+    assert a["schedule"]["config"] == "mix" and a["schedule"]["decide_at"] == 27, a["schedule"]
     # the trial, then the mix, then a probe of each path, whole steps
-    assert [sorted(p) for p in a["paths"][9:16]] == [["allreduce", "ring"]] * 4 + [
+    assert [sorted(p) for p in a["paths"][9:19]] == [["allreduce", "ring"]] * 7 + [
         ["ring"], ["allreduce"], ["fp16"]], a["paths"]
     assert len(a["decisions"]) >= 3, a["decisions"]
     # the plain buckets went from the hook's call, but not all (the agreements did not)
@@ -352,7 +352,7 @@ A, B = ((0, 10), (1, 5)), ((2, 7),)
 
 
 def test_the_schedule_probes_agrees_holds_and_probes_again():
-    from inceptionn.drivers.collectives.decide import HOLD_STEPS, Decisions
+    from inceptionn.drivers.collectives.decide import Decisions
     d = Decisions("auto")
     agreed = []
 
@@ -362,15 +362,16 @@ def test_the_schedule_probes_agrees_holds_and_probes_again():
 
     same = {"ring": 1.0, "allreduce": 2.0, "fp16": 4.0}
     steps = {"ring": 2.5, "allreduce": 2.0, "fp16": 4.0, "mix": 9.0}
-    n = 9 + HOLD_STEPS * 2
+    n = 9 + 80 + 10
     taken = _run(d, n, [A, B], steps, {A: same, B: same}, agree)
     assert taken[:9] == [[p, p] for p in ("ring", "allreduce", "fp16")] * 3
     # Agreed at step 9: every bucket's fastest is the ring (no mix), and by steps the
     # ring 2.5 against all-reduce 3.0 (the other rank's) and fp16 4.0: the ring, held
-    # 50 x 1.2 = 60 steps; the two steps before the next decision probe the others.
+    # until the probes' extra (0.5 + 1.5) is 1% of the steps: 2.0 / 2.5 / 0.01 = 80
+    # steps; the two steps before the next decision probe the others.
     assert len(agreed[0]) == 4 + 2 * 3 and agreed[0][:3] == [2.5, 2.0, 4.0]
     assert agreed[0][3] == float("inf")          # the mix: never timed
-    hold = int(HOLD_STEPS * 1.2)
+    hold = 80
     assert taken[9:9 + hold - 2] == [["ring", "ring"]] * (hold - 2)
     assert taken[9 + hold - 2:9 + hold] == [["allreduce"] * 2, ["fp16"] * 2]
     assert len(agreed) == 2 and d.steps.decide_at > 9 + hold
@@ -446,10 +447,10 @@ def test_the_schedule_of_three_paths():
     steps = {"ring": 3.0, "allreduce": 2.0, "fp16": 1.0, "mix": 5.0}
     taken = _run(d, 9 + 60, [A], steps, {A: same})
     assert [t[0] for t in taken[:9]] == ["ring", "allreduce", "fp16"] * 3
-    # fp16 wins, held 50 x 2 (the second fastest, 2.0 / 1.0) = 100 steps
+    # fp16 wins, held until the probes' extra (1.0 + 2.0) is 1% of the steps: 300 steps
     assert [t[0] for t in taken[9:]] == ["fp16"] * 60
     s = d.steps
-    assert s.decide_at == 109 and s.agreed == {**steps, "mix": float("inf")}
+    assert s.decide_at == 309 and s.agreed == {**steps, "mix": float("inf")}
     _run(d, s.decide_at - 2 - (s.step + 1), [A], steps, {A: same})
     # the probes: each other config once, in order, just before the next decision
     d.begin(A, 0)
@@ -494,3 +495,12 @@ def test_the_probes_estimate_is_their_fastest():
     d._t0 = None
     d.record_step("allreduce", 3.5)          # decided: the running estimate
     assert d.steps.seconds["allreduce"] == 0.75 * 2.5 + 0.25 * 3.5
+
+
+def test_a_decision_holds_until_its_probes_cost_one_percent():
+    from inceptionn.drivers.collectives.decide import HOLD_MAX, HOLD_STEPS, _hold
+    # P = 4 at 0.1 Gb/s, as measured: the ring 1.13 s a step, fp16 3.26, all-reduce 6.15
+    assert _hold(1.13, [3.26, 6.15]) == 632      # (2.13 + 5.02) / 1.13 / 0.01 = 632.7
+    assert _hold(1.0, [1.02, 1.03]) == HOLD_STEPS     # a near tie: probed often
+    assert _hold(0.1, [5.0, 9.0]) == HOLD_MAX
+    assert _hold(1.0, [float("inf"), 1.5]) == 50     # untimed: probed at the next refresh

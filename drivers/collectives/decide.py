@@ -30,10 +30,11 @@ The schedule is the hook's, counted in steps, so every rank is at the same point
   fastest; a mix not yet timed (its paths changed) is tried for TRIAL steps and the
   ranks agree again; else the fastest config is taken (a tie goes to the all-reduce,
   then fp16, then the mix: the exact path first, then fewer CPU);
-- the decision holds HOLD_STEPS steps times how many times slower the second fastest
-  config was (at most HOLD_MAX); the steps just before the next decision run each other
-  config once, in CONFIGS order, to refresh their estimates (rates move with load:
-  HiPress and Espresso's point).
+- the decision holds until the probes that refresh the estimates cost PROBE_SHARE of the
+  steps' time (at least HOLD_STEPS, at most HOLD_MAX steps): the steps just before the
+  next decision run each other config once, in CONFIGS order (rates move with load:
+  HiPress and Espresso's point), so a config far slower than the one taken is probed
+  rarely and a near tie often.
 
 The config taken keeps a running estimate (ALPHA); a probe of another replaces that
 config's estimate (its only fresh sample). The schedule (`Steps`) and each bucket's state
@@ -58,7 +59,8 @@ PREFER_CONFIG = ("allreduce", "fp16", "mix", "ring")
 PROBES = 3          # steps of each path before the first decision; the first is warm-up
 TRIAL = 2           # steps a new mix runs before the ranks agree again
 HOLD_STEPS = 50     # steps a decision holds at least ...
-HOLD_MAX = 1000     # ... and at most (a lopsided one is probed less often)
+HOLD_MAX = 1000     # ... and at most
+PROBE_SHARE = 0.01  # ... and in between, until the probes cost this share of the steps' time
 ALPHA = 0.25        # the running estimate: (1 - ALPHA) old + ALPHA sample
 # The steps before the first decision is final (probes, then a mix's trial): a benchmark
 # times from the step after.
@@ -260,10 +262,9 @@ class Decisions:
         else:
             ranked = sorted((c for c in PREFER_CONFIG if c != "mix" or mixed),
                             key=lambda c: s.agreed[c])     # stable: a tie in PREFER's order
-            fast, slow = s.agreed[ranked[0]], s.agreed[ranked[1]]
-            ratio = slow / fast if 0 < fast and math.isfinite(slow) else 1.0
-            hold = int(min(HOLD_MAX, max(HOLD_STEPS, HOLD_STEPS * ratio)))
-            s.config, s.trial, s.decide_at = ranked[0], False, s.step + hold
+            s.config, s.trial = ranked[0], False
+            hold = _hold(s.agreed[ranked[0]], [s.agreed[c] for c in ranked[1:]])
+            s.decide_at = s.step + hold
         if log.isEnabledFor(logging.DEBUG):
             log.debug("step %d: step times (slowest rank's) %s; each bucket's fastest: %s "
                       "-> %s%s for %d steps", s.step,
@@ -316,6 +317,15 @@ class Decisions:
             self.steps, self._last = Steps(), set()
         self._now, self._handed = set(), []
         self._t0, self._running, self._agreeing = None, None, False
+
+
+def _hold(fast: float, others: list[float]) -> int:
+    """Steps a decision holds: the probes of the `others` (one step each, seconds per
+    step) cost PROBE_SHARE of the steps at `fast` seconds, within HOLD_STEPS..HOLD_MAX.
+    An untimed config (infinite) is not counted: it is probed at the next refresh."""
+    extra = sum(t - fast for t in others if math.isfinite(t))
+    steps = extra / fast / PROBE_SHARE if 0 < fast < math.inf else 0.0
+    return int(min(HOLD_MAX, max(HOLD_STEPS, steps)))
 
 
 def _estimate(old: float, sample: float, probing: bool, probe: bool) -> float:

@@ -12,7 +12,7 @@ all-reduce the other way round would sum unrelated tensors or hang). Two threads
 them: DDP's (here) and the worker's (the agreements, the buckets with a residual, the
 torch transport's ring). Why the order is still the same everywhere:
 - whether a bucket goes here is decided from what every rank holds alike: the path the
-  schedule fixes (decide.py's `peek`: the agreed path, the probes, counted by calls),
+  schedule fixes (decide.py's `peek`: the agreed config, the probes, counted in steps),
   the residual's presence (set by a lossy exchange, dropped by a plain one, on every
   rank alike; asked for GPU buckets only), the dtype and device, and whether any bucket
   went to the worker before;

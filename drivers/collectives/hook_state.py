@@ -15,10 +15,10 @@ was: the resumed run computes what the uninterrupted one did, bit for bit.
 
 The state holds no socket, thread or process group (as PyTorch's PowerSGDState): the
 error-feedback residuals per parameter (torch tensors, so `torch.load(weights_only=True)`
-reads it), the compressors' step per parameter, the bucket layout, the per-bucket
-decisions between the ring, the plain all-reduce and fp16 (decide.py: the path, the schedule,
-the measured times), the counters, the settings, the world size and the rank. A
-resumed run takes the saved paths until each bucket's next decision; a decision is
+reads it), the compressors' step per parameter, the bucket layout, the decisions between
+the ring, the plain all-reduce and fp16 (decide.py: the schedule in steps, the config,
+the measured times per step and per bucket), the counters, the settings, the world size
+and the rank. A resumed run continues the saved schedule; a decision is
 taken from times measured as the run goes, so two runs (or a run and its resumption)
 give the same numbers bit for bit where they take the same paths: always with
 a forced path (`decide="ring"`, `"allreduce"`, `"fp16"`). Loading it where the settings, the world size,

@@ -5,10 +5,11 @@ bridge in a switch namespace; each host's egress is a `tc tbf` at 0.1, 0.5, 1, 2
 10 Gb/s, or unlimited. A 12.2M-parameter MLP (64-3000-3000-1000-10) on scikit-learn's
 8x8 digits (offline), each rank its own shard. Methods: gloo's all-reduce (through
 PyTorch's allreduce_hook, so that it is timed the same way), PyTorch's fp16 hook,
-PowerSGD at rank 1 and 4, and ours: the hook's defaults (`IncState()`, deciding per
-bucket between the software-compressed ring and gloo's all-reduce, timed after its first
-decision; "ours-ring", not in the default grid: every bucket coded), the ring at the
-absolute bound 2^-10 with the bounded and the paper codecs, plus the emulated ring
+PowerSGD at rank 1 and 4, and ours: the hook's defaults (`IncState()`, putting each
+bucket on the software-compressed ring, gloo's all-reduce or its fp16 all-reduce by the
+steps each gives, timed after its first decision; "ours-ring", not in the default grid:
+every bucket coded), the hook at the absolute bound 2^-10 with the bounded and the paper
+codecs (deciding its paths the same way), plus the emulated ring
 (float32 on the wire) on the unlimited wire.
 
 Per method: hook time per step (per bucket, from the hook's call to its Future's
