@@ -504,3 +504,17 @@ def test_a_decision_holds_until_its_probes_cost_one_percent():
     assert _hold(1.0, [1.02, 1.03]) == HOLD_STEPS     # a near tie: probed often
     assert _hold(0.1, [5.0, 9.0]) == HOLD_MAX
     assert _hold(1.0, [float("inf"), 1.5]) == 50     # untimed: probed at the next refresh
+
+
+def test_a_paused_clock_leaves_the_step_untimed():
+    from inceptionn.drivers.collectives.decide import Decisions
+    d = Decisions("auto")
+    timed = []
+    d.record_step = lambda config, s: timed.append(config)
+    for pause in (False, True, False):
+        d.begin(A, 0)
+        d.record(A, d.path(A, None), 1.0)
+        if pause:           # an evaluation between steps: not the hook's time
+            d.pause()
+    d.begin(A, 0)
+    assert timed == ["ring", "fp16"], timed     # step 1 (all-reduce) was paused

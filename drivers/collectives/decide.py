@@ -182,6 +182,11 @@ class Decisions:
         if key not in self._handed:
             self._handed.append(key)
 
+    def pause(self) -> None:
+        """The time until the next step begins is not this hook's training (an
+        evaluation, a checkpoint, another model's steps): the step under way is not timed."""
+        self._t0 = None
+
     def _mixed(self) -> bool:
         """Whether the mix puts the buckets on different paths (else it is one of the
         uniform configs, and not a candidate of its own)."""

@@ -228,6 +228,12 @@ class IncState:
         the config: `schedule`)."""
         return self.worker.decisions.report()
 
+    def pause_clock(self) -> None:
+        """Call between steps where the time until the next one is not training (an
+        evaluation, a checkpoint): the step just ended is not timed, so it cannot sway
+        the decision (decide.py compares the paths by the steps they give)."""
+        self.worker.decisions.pause()
+
     @property
     def schedule(self) -> dict:
         """The decision's schedule (decide="auto"): the step under way, the config decided
