@@ -50,11 +50,7 @@ def worker(args) -> dict:
         xtr, ytr, xte, yte = digits(0)
     shard = torch.arange(rank, xtr.shape[0], world)
     xtr, ytr = xtr[shard], ytr[shard]
-    # Every method is built and warmed up first, then their timed steps interleave, the
-    # order rotating each round: every method meets the same load on the shared cores
-    # and wires, and a ratio between two methods compares steps run side by side (run one
-    # method after another, two methods on the same path differed by up to 15%).
-    runs = {}
+    out = {}
     for method in args.methods:
         # PowerSGD over gloo on CPU stalls at its first compressed step when the model
         # spans several buckets (measured here, torch 2.13): one bucket for it.
@@ -64,33 +60,32 @@ def worker(args) -> dict:
         # The same update with either reduction: the mean's gradients are `batch` times
         # smaller, its learning rate `batch` times larger.
         lr = args.lr / args.batch if args.reduction == "sum" else args.lr
-        r = {"net": net, "times": times, "state": state,
-             "opt": torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9),
-             "gen": torch.Generator().manual_seed(rank), "step_t": [], "hook_t": [], "tx": 0}
+        opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
+        gen = torch.Generator().manual_seed(rank)
         # A deciding hook (decide="auto") probes its paths, whole steps each, before its
         # first decision (decide.py): timed from the step after it.
         warmup = args.warmup + (DECIDE_STEPS if state is not None
                                 and state.decide == "auto" else 0)
-        for _ in range(warmup):
-            _step(r, xtr, ytr, args)
-        runs[method] = r
-    order = list(runs)
-    for s in range(args.steps):
-        for method in order[s % len(order):] + order[:s % len(order)]:
-            r = runs[method]
-            if r["state"] is not None:      # its clock would count the other methods' steps
-                r["state"].pause_clock()
-            dist.barrier()
-            tx0 = _tx_bytes(args.ifname)
-            r["step_t"].append(_step(r, xtr, ytr, args))
-            r["hook_t"].append(sum(r["times"]))
-            # every rank holds all this step sent (each byte of an all-reduce is needed
-            # by some rank), so its bytes have left this interface: counted to it alone
-            dist.barrier()
-            r["tx"] += _tx_bytes(args.ifname) - tx0
-    out = {}
-    for method, r in runs.items():
-        net, state = r["net"], r["state"]
+        steps = args.steps + warmup
+        step_t, hook_t = [], []
+        tx0 = None
+        for s in range(steps):
+            if s == warmup:
+                dist.barrier()
+                tx0 = _tx_bytes(args.ifname)
+            idx = torch.randint(0, xtr.shape[0], (args.batch,), generator=gen)
+            t0 = time.perf_counter()
+            times.clear()
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(xtr[idx]), ytr[idx],
+                                                     reduction=args.reduction)
+            loss.backward()
+            opt.step()
+            if s >= warmup:
+                step_t.append(time.perf_counter() - t0)
+                hook_t.append(sum(times))
+        dist.barrier()
+        tx = _tx_bytes(args.ifname) - tx0
         with torch.no_grad():
             acc = (net(xte).argmax(1) == yte).float().mean().item()
         paths: dict = {}
@@ -103,26 +98,10 @@ def worker(args) -> dict:
                 if d["agreed"]:
                     paths[d["path"]] = paths.get(d["path"], 0) + d["values"]
             state.close()
-        out[method] = {"step_s": float(np.median(r["step_t"])),
-                       "hook_s": float(np.median(r["hook_t"])),
-                       "tx_bytes_per_step": r["tx"] / args.steps, "accuracy": acc,
+        out[method] = {"step_s": float(np.median(step_t)), "hook_s": float(np.median(hook_t)),
+                       "tx_bytes_per_step": tx / args.steps, "accuracy": acc,
                        "params": sum(p.numel() for p in net.parameters()), "paths": paths,
                        "config": config}
-    del runs
+        del net
     dist.destroy_process_group()
     return out
-
-
-def _step(r, xtr, ytr, args) -> float:
-    """One training step of the method `r` (its net, optimizer, batch generator); its
-    wall time."""
-    import torch
-    idx = torch.randint(0, xtr.shape[0], (args.batch,), generator=r["gen"])
-    t0 = time.perf_counter()
-    r["times"].clear()
-    r["opt"].zero_grad()
-    loss = torch.nn.functional.cross_entropy(r["net"](xtr[idx]), ytr[idx],
-                                             reduction=args.reduction)
-    loss.backward()
-    r["opt"].step()
-    return time.perf_counter() - t0
