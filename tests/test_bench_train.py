@@ -204,8 +204,9 @@ def _fake_grid(monkeypatch, fail_at=None):
     from inceptionn.drivers import netns
     calls = []
 
-    def run_config(net, world, gbps, methods, steps, warmup, batch, port, timeout=1800, extra=()):
-        calls.append((world, gbps, tuple(methods), steps, extra))
+    def run_config(net, world, gbps, methods, steps, warmup, batch, port, timeout=1800, extra=(),
+                   block=0):
+        calls.append((world, gbps, tuple(methods), steps, extra, block))
         if len(calls) == fail_at:
             raise RuntimeError("a rank failed (1): faked")
         return {m: _row(1.0 + i, 0.5, 1e6 / (i + 1), 0.9) for i, m in enumerate(methods)}
@@ -232,6 +233,8 @@ def test_the_whole_command_with_a_comparison_writes_every_result(tmp_path, monke
     assert "Accuracy after the same steps (mlp 1)" in text and f"wrote {out}" in text
     assert [c[1] for c in calls] == [None, None, 0.1, 1.0, None]
     assert [c[3] for c in calls] == [1, 1, 1, 1, 2]      # the unlimited wire: --accuracy-steps
+    # the rates' methods interleave in blocks; the accuracy comparison's run one by one
+    assert [c[5] for c in calls] == [0, 0, 2, 2, 2]
     import json
     got = json.loads(out.read_text())
     assert sorted(got) == ["2/0.1", "2/1.0", "2/None"] and "ours-emulate" in got["2/None"]
@@ -268,3 +271,20 @@ def test_a_partial_run_never_replaces_the_committed_figures(monkeypatch, capsys)
     assert bench_train.partial_options(ap.parse_args(["--only-compare"])) == []
     assert bench_train.partial_options(ap.parse_args(["--rates", "1", "--steps", "2"])) == \
         ["steps", "rates"]
+
+
+def test_the_timed_steps_go_in_rotating_blocks():
+    from inceptionn.bench.train_rank import rounds
+    plan = rounds(5, 2, ["a", "b", "c"])
+    assert plan == [[("a", 2), ("b", 2), ("c", 2)], [("b", 2), ("c", 2), ("a", 2)],
+                    [("c", 1), ("a", 1), ("b", 1)]]
+    for steps, block in ((8, 2), (7, 3), (1, 4), (60, 2)):
+        plan = rounds(steps, block, ["x", "y"])
+        for m in "xy":      # every method gets exactly its steps, once per round
+            assert sum(n for order in plan for k, n in order if k == m) == steps
+        assert all(sorted(k for k, _ in order) == ["x", "y"] for order in plan)
+    # block 0, or a single method: one after another, all steps at once
+    assert rounds(8, 0, ["x", "y"]) == [[("x", 8), ("y", 8)]]
+    assert rounds(8, 2, ["x"]) == [[("x", 8)]]
+    with pytest.raises(ValueError):
+        rounds(0, 2, ["x"])

@@ -23,7 +23,7 @@ def test_the_whole_command_at_toy_sizes(tmp_path):
         pytest.skip(f"needs network namespaces: {why}")
     out = tmp_path / "out.json"
     argv = [sys.executable, "-m", "inceptionn", "bench", "train", "--worlds", "2", "--rates", "1",
-            "--nic-rates", "", "--methods", "gloo,ours,ours-ring", "--steps", "1", "--warmup", "0",
+            "--nic-rates", "", "--methods", "gloo,ours,ours-ring", "--steps", "3", "--block", "2", "--warmup", "0",
             "--accuracy-steps", "1", "--compare-steps", "mlp:1", "--compare-methods", "gloo,ours",
             "--json", str(out)]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=1200)

@@ -58,14 +58,15 @@ DEFAULT_JSON = ROOT / "docs" / "results" / "bench_train.json"
 
 
 def run_config(net, world, gbps, methods, steps, warmup, batch, port, timeout=1800,
-               extra=()):
+               extra=(), block=0):
     env = dict(os.environ, MASTER_ADDR=net.addr(0), MASTER_PORT=str(port),
                WORLD_SIZE=str(world), GLOO_SOCKET_IFNAME=net.ifname(0), OMP_NUM_THREADS="1")
     procs = []
     for r in range(world):
         argv = [sys.executable, "-m", "inceptionn", "bench", "train", "--worker",
                 "--methods", ",".join(methods), "--steps", str(steps), "--warmup",
-                str(warmup), "--batch", str(batch), "--ifname", net.ifname(r), *extra]
+                str(warmup), "--block", str(block), "--batch", str(batch), "--ifname",
+                net.ifname(r), *extra]
         procs.append(net.popen(r, argv, env=dict(env, RANK=str(r), INCEPTIONN_HOST=net.addr(r)),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     res, deadline = [], time.monotonic() + timeout
@@ -203,7 +204,7 @@ def run_grid(args, steps, methods, saved):
                 t0 = time.monotonic()
                 port += 1
                 results[(world, g)] = run_config(net, world, g, timed, n, args.warmup,
-                                                 args.batch, port)
+                                                 args.batch, port, block=args.block)
                 saved()
                 print(f"P={world} {fmt_rate(g)}: {time.monotonic() - t0:.0f} s", flush=True)
         finally:

@@ -57,6 +57,10 @@ def add_arguments(ap) -> None:
     ap.add_argument("--steps", type=int_in(1), default=8,
                     help="timed steps per method and rate (their median is reported)")
     ap.add_argument("--warmup", type=int_in(0), default=2)
+    ap.add_argument("--block", type=int_in(0), default=2,
+                    help="timed steps per block: the methods' blocks interleave, the order "
+                         "rotating, each block led by an untimed step; 0: one method "
+                         "after another")
     ap.add_argument("--accuracy-steps", type=int_in(1), default=60,
                     help="steps on the unlimited wire, after which the accuracy is taken")
     ap.add_argument("--batch", type=int_in(1), default=32, help="per rank")
@@ -95,7 +99,7 @@ def add_arguments(ap) -> None:
 
 
 # The options that make a run the full grid; the committed figures are only the full grid's.
-_GRID_OPTIONS = ("methods", "steps", "warmup", "accuracy_steps", "batch", "worlds", "rates",
+_GRID_OPTIONS = ("methods", "steps", "warmup", "block", "accuracy_steps", "batch", "worlds", "rates",
                  "nic_rates", "lr", "compare_worlds", "compare_steps", "compare_methods",
                  "only_compare")
 
