@@ -6,9 +6,9 @@ then their timed steps go in blocks of `block`, the methods' blocks one after an
 the order rotating each round, and each block led by one untimed step. Why: run one
 whole method after another, two methods on the same path differed by up to 15% (the
 shared cores' load drifts over a run); interleaved one step at a time they agreed
-within 2-4%, but the ring's steps slowed by 14% (its sockets and threads idle for
-seconds between its steps, docs/benchmarks.md). The untimed lead-in step takes that
-restart; the blocks still meet the same load. `--block 0`: one method after another,
+within 2-4%, but the ring's steps slowed by 14% (likely its sockets and threads, idle
+for seconds between its steps: docs/benchmarks.md). The untimed lead-in step takes such
+a restart; the blocks still meet the same load. `--block 0`: one method after another,
 each built, warmed up, timed and freed in turn (the accuracy comparison's way)."""
 
 from __future__ import annotations
