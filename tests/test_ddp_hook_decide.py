@@ -28,10 +28,10 @@ FAKE = {"ring-wins": ({"ring": 0.2, "allreduce": 0.25, "fp16": 0.15},
 PATHS = ("ring", "allreduce", "fp16")
 # Buckets on different paths: the bucket holding the 64 x 64 weight codes (its ring
 # 1.25x faster), the others all-reduce (2x), and the mix's steps the fastest, with the
-# hold shortened (decide.HOLD_MAX 8: held 8 steps, then a probe of each path) and small
-# buckets: tried at steps 9-10, taken at 11, each path probed at 16-18, agreed again at
-# 19 (next at 27).
-MIXED_STEPS = 23
+# hold shortened (decide.HOLD_MAX 8: held 8 steps, then two probe steps of each path) and
+# small buckets: tried at steps 9-10, taken at 11, each path probed at 13-18, agreed again
+# at 19 (next at 27; its probes from step 21).
+MIXED_STEPS = 21
 MIXED = ({"ring": 0.4, "allreduce": 0.5, "fp16": 0.6}, {"ring": 0.5, "allreduce": 0.25,
                                                         "fp16": 0.6})
 MIXED_STEP = {"ring": 0.5, "allreduce": 0.4, "fp16": 0.6, "mix": 0.3}
@@ -194,9 +194,10 @@ def decided():
                                        ("fp16-wins", "fp16")])
 def test_both_ranks_take_the_path_the_slowest_ranks_times_give(decided, name, path):
     a, b = decided[0][name], decided[1][name]
-    # The probes alternate from DDP's first step (its bucket before the rebuild).
+    # The probes, three steps of each path, from DDP's first step (its bucket before the
+    # rebuild).
     assert a["paths"] == b["paths"], (a["paths"], b["paths"])
-    assert a["paths"][:9] == [[p] for p in PATHS] * 3, a["paths"]
+    assert a["paths"][:9] == [[p] for p in PATHS for _ in range(3)], a["paths"]
     assert a["paths"][9:] == [[path]] * (STEPS - 9), a["paths"]
     decided_now = [d for d in a["decisions"] if d["agreed"]]
     assert len(decided_now) == 1 and decided_now[0]["path"] == path, a["decisions"]
@@ -253,8 +254,8 @@ def test_buckets_on_different_paths_keep_the_groups_order(decided):
     assert sorted(a["paths"][-1]) == ["allreduce", "ring"], a["paths"]
     assert a["schedule"]["config"] == "mix" and a["schedule"]["decide_at"] == 27, a["schedule"]
     # the trial, then the mix, then a probe of each path, whole steps
-    assert [sorted(p) for p in a["paths"][9:19]] == [["allreduce", "ring"]] * 7 + [
-        ["ring"], ["allreduce"], ["fp16"]], a["paths"]
+    assert [sorted(p) for p in a["paths"][9:19]] == [["allreduce", "ring"]] * 4 + [
+        ["ring"], ["ring"], ["allreduce"], ["allreduce"], ["fp16"], ["fp16"]], a["paths"]
     assert len(a["decisions"]) >= 3, a["decisions"]
     # the plain buckets went from the hook's call, but not all (the agreements did not)
     assert 0 < a["direct"] == b["direct"] < a["calls"], (a["direct"], a["calls"])
@@ -362,18 +363,19 @@ def test_the_schedule_probes_agrees_holds_and_probes_again():
 
     same = {"ring": 1.0, "allreduce": 2.0, "fp16": 4.0}
     steps = {"ring": 2.5, "allreduce": 2.0, "fp16": 4.0, "mix": 9.0}
-    n = 9 + 80 + 10
+    n = 9 + 160 + 10
     taken = _run(d, n, [A, B], steps, {A: same, B: same}, agree)
-    assert taken[:9] == [[p, p] for p in ("ring", "allreduce", "fp16")] * 3
+    assert taken[:9] == [[p, p] for p in ("ring", "allreduce", "fp16") for _ in range(3)]
     # Agreed at step 9: every bucket's fastest is the ring (no mix), and by steps the
     # ring 2.5 against all-reduce 3.0 (the other rank's) and fp16 4.0: the ring, held
-    # until the probes' extra (0.5 + 1.5) is 1% of the steps: 2.0 / 2.5 / 0.01 = 80
-    # steps; the two steps before the next decision probe the others.
+    # until the probes' extra (two steps each: 2 x (0.5 + 1.5)) is 1% of the steps:
+    # 4.0 / 2.5 / 0.01 = 160 steps; the four steps before the next decision probe the
+    # others, two each.
     assert len(agreed[0]) == 4 + 2 * 3 and agreed[0][:3] == [2.5, 2.0, 4.0]
     assert agreed[0][3] == float("inf")          # the mix: never timed
-    hold = 80
-    assert taken[9:9 + hold - 2] == [["ring", "ring"]] * (hold - 2)
-    assert taken[9 + hold - 2:9 + hold] == [["allreduce"] * 2, ["fp16"] * 2]
+    hold = 160
+    assert taken[9:9 + hold - 4] == [["ring", "ring"]] * (hold - 4)
+    assert taken[9 + hold - 4:9 + hold] == [["allreduce"] * 2] * 2 + [["fp16"] * 2] * 2
     assert len(agreed) == 2 and d.steps.decide_at > 9 + hold
     sched = d.steps
     assert sched.config == "ring" and sched.agreed["allreduce"] == 3.0
@@ -446,23 +448,27 @@ def test_the_schedule_of_three_paths():
     same = {"ring": 3.0, "allreduce": 2.0, "fp16": 1.0}
     steps = {"ring": 3.0, "allreduce": 2.0, "fp16": 1.0, "mix": 5.0}
     taken = _run(d, 9 + 60, [A], steps, {A: same})
-    assert [t[0] for t in taken[:9]] == ["ring", "allreduce", "fp16"] * 3
-    # fp16 wins, held until the probes' extra (1.0 + 2.0) is 1% of the steps: 300 steps
+    assert [t[0] for t in taken[:9]] == ["ring"] * 3 + ["allreduce"] * 3 + ["fp16"] * 3
+    # fp16 wins, held until the probes' extra (2 x (1.0 + 2.0)) is 1% of the steps: 600
     assert [t[0] for t in taken[9:]] == ["fp16"] * 60
     s = d.steps
-    assert s.decide_at == 309 and s.agreed == {**steps, "mix": float("inf")}
-    _run(d, s.decide_at - 2 - (s.step + 1), [A], steps, {A: same})
-    # the probes: each other config once, in order, just before the next decision
-    d.begin(A, 0)
-    assert [d.peek(A), d.path(A, None)] == ["ring", "ring"]
-    d._t0 = None
-    d.record_step("ring", 3.0)
-    d.begin(A, 0)
-    assert d.peek(A) == "allreduce"
-    d._t0 = None
-    d.record_step("allreduce", 2.0)
+    assert s.decide_at == 609 and s.agreed == {**steps, "mix": float("inf")}
+    _run(d, s.decide_at - 4 - (s.step + 1), [A], steps, {A: same})
+    # the probes: each other config twice, in order, just before the next decision; the
+    # first of each a warm-up, its time not counted (a real clock this time)
+    import time as _time
+    seen = []
+    for want, warm in (("ring", True), ("ring", False), ("allreduce", True),
+                       ("allreduce", False)):
+        d.begin(A, 0)
+        assert [d.peek(A), d.path(A, None), d._warm] == [want, want, warm]
+        d._t0 = _time.perf_counter() - {"ring": 30.0, "allreduce": 20.0}[want] * (1 + warm)
+        seen.append(dict(d.steps.seconds))
     d.begin(A, 0)
     assert d.peek(A) is None and d.peek(B) is None      # every bucket of the step that agrees
+    # the warm-up steps (twice as slow) were counted as taken, not timed
+    assert 29.0 < d.steps.seconds["ring"] < 31.0 and 19.0 < d.steps.seconds["allreduce"] < 21.0
+    assert seen[1]["ring"] == 3.0 and seen[2]["ring"] > 29.0, seen
     # a tie goes to the exact path first
     tie = Decisions("auto")
     flat = {"ring": 1.0, "allreduce": 1.0, "fp16": 1.0, "mix": 1.0}
@@ -484,9 +490,9 @@ def test_the_probes_estimate_is_their_fastest():
     for i in range(9):
         d.begin(A, 0)
         p = d.path(A, None)
-        d.record(A, p, samples[p][i // 3])
+        d.record(A, p, samples[p][i % 3])
         d._t0 = None                        # the step's time: faked, not measured
-        d.record_step(p, samples[p][i // 3] + 1)
+        d.record_step(p, samples[p][i % 3] + 1)
     assert d.by_bucket[A].seconds == {"ring": 3.0, "allreduce": 1.5, "fp16": 4.0}
     assert {c: v for c, v in d.steps.seconds.items() if c != "mix"} == \
         {"ring": 4.0, "allreduce": 2.5, "fp16": 5.0}
@@ -500,21 +506,23 @@ def test_the_probes_estimate_is_their_fastest():
 def test_a_decision_holds_until_its_probes_cost_one_percent():
     from inceptionn.drivers.collectives.decide import HOLD_MAX, HOLD_STEPS, _hold
     # P = 4 at 0.1 Gb/s, as measured: the ring 1.13 s a step, fp16 3.26, all-reduce 6.15
-    assert _hold(1.13, [3.26, 6.15]) == 632      # (2.13 + 5.02) / 1.13 / 0.01 = 632.7
+    # (two steps of each other config) P = 4 at 0.1 Gb/s, as measured: the ring 1.13 s a
+    # step, fp16 3.26, all-reduce 6.15: 2 (2.13 + 5.02) / 1.13 / 0.01 = 1265, held the most
+    assert _hold(1.13, [3.26, 6.15]) == HOLD_MAX == 1000
+    assert _hold(1.13, [1.5, 2.0]) == 219        # 2 (0.37 + 0.87) / 1.13 / 0.01 = 219.5
     assert _hold(1.0, [1.02, 1.03]) == HOLD_STEPS     # a near tie: probed often
-    assert _hold(0.1, [5.0, 9.0]) == HOLD_MAX
-    assert _hold(1.0, [float("inf"), 1.5]) == 50     # untimed: probed at the next refresh
+    assert _hold(1.0, [float("inf"), 1.5]) == 100    # untimed: probed at the next refresh
 
 
 def test_a_paused_clock_leaves_the_step_untimed():
     from inceptionn.drivers.collectives.decide import Decisions
     d = Decisions("auto")
     timed = []
-    d.record_step = lambda config, s: timed.append(config)
+    d.record_step = lambda config, s: timed.append(d.steps.step)
     for pause in (False, True, False):
         d.begin(A, 0)
         d.record(A, d.path(A, None), 1.0)
         if pause:           # an evaluation between steps: not the hook's time
             d.pause()
     d.begin(A, 0)
-    assert timed == ["ring", "fp16"], timed     # step 1 (all-reduce) was paused
+    assert timed == [0, 2], timed     # step 1 was paused

@@ -18,10 +18,13 @@ the hook runs whole steps on one configuration ("config") and times them:
 The schedule is the hook's, counted in steps, so every rank is at the same point of it
 (DDP hands the same buckets in the same order to every rank):
 
-- its first 3 * PROBES steps cycle ring, all-reduce, fp16, ring, ... (the first of each
-  is warm-up: sockets, thread pools, first-touch pages, DDP's first step; not counted;
-  of the others the fastest is the estimate: other work on the machine only ever slows
-  a step);
+- its first 3 * PROBES steps run ring, all-reduce and fp16, PROBES steps each in a row
+  (the first of each block is warm-up: sockets idle since the last step on that path,
+  thread pools, first-touch pages, DDP's first step; not counted; of the others the
+  fastest is the estimate: other work on the machine only ever slows a step). Why in
+  blocks: cycled one step each, every probe followed a step on another path, and the
+  estimates ran 25-30% above the steps the same path gave back to back, the ring's most
+  (docs/benchmarks.md): a tie then went away from the ring;
 - at step `decide_at` the ranks agree, at its first bucket: each contributes its step
   estimates and its buckets' exchange estimates, the process group takes their maximum
   (the slowest rank sets the step), and every rank computes the same from the same
@@ -32,9 +35,9 @@ The schedule is the hook's, counted in steps, so every rank is at the same point
   then fp16, then the mix: the exact path first, then fewer CPU);
 - the decision holds until the probes that refresh the estimates cost PROBE_SHARE of the
   steps' time (at least HOLD_STEPS, at most HOLD_MAX steps): the steps just before the
-  next decision run each other config once, in CONFIGS order (rates move with load:
-  HiPress and Espresso's point), so a config far slower than the one taken is probed
-  rarely and a near tie often.
+  next decision run each other config REFRESH steps in a row, in CONFIGS order, the
+  first of them warm-up, not timed (rates move with load: HiPress and Espresso's point),
+  so a config far slower than the one taken is probed rarely and a near tie often.
 
 The config taken keeps a running estimate (ALPHA); a probe of another replaces that
 config's estimate (its only fresh sample). The schedule (`Steps`) and each bucket's state
@@ -57,6 +60,7 @@ CONFIGS = PATHS + ("mix",)
 PREFER = ("allreduce", "fp16", "ring")          # a bucket's tie: exact first, then fewer CPU
 PREFER_CONFIG = ("allreduce", "fp16", "mix", "ring")
 PROBES = 3          # steps of each path before the first decision; the first is warm-up
+REFRESH = 2         # steps of each other config before a later decision; the first is warm-up
 TRIAL = 2           # steps a new mix runs before the ranks agree again
 HOLD_STEPS = 50     # steps a decision holds at least ...
 HOLD_MAX = 1000     # ... and at most
@@ -127,16 +131,30 @@ class Steps:
     def config_of(self, step: int, mixed: bool) -> str | None:
         """The config of `step` where the schedule fixes it (None: the step agrees)."""
         if step < len(PATHS) * PROBES:
-            return PATHS[step % len(PATHS)]
+            return PATHS[step // PROBES]
         if step == self.decide_at:
             return None
         if self.trial:
             return self.config
+        at = self._refresh(step, mixed)
+        return self.config if at is None else at[0]
+
+    def warm(self, step: int, mixed: bool) -> bool:
+        """Whether `step` is a refresh probe's warm-up (its time not counted; the first
+        step of each path before the first decision is dropped by record_step)."""
+        if step < len(PATHS) * PROBES or step == self.decide_at or self.trial:
+            return False
+        at = self._refresh(step, mixed)
+        return at is not None and at[1] == 0
+
+    def _refresh(self, step: int, mixed: bool) -> tuple[str, int] | None:
+        """(the config, the step's place in its run) where `step` is one of the refresh
+        probes, the REFRESH * (configs - 1) steps just before a decision; else None."""
         others = [c for c in CONFIGS if c != self.config and (c != "mix" or mixed)]
-        before = self.decide_at - step      # the probes: the steps just before a decision
-        if before <= len(others):
-            return others[len(others) - before]
-        return self.config
+        ahead = REFRESH * len(others) - (self.decide_at - step)
+        if ahead < 0:
+            return None
+        return others[ahead // REFRESH], ahead % REFRESH
 
 
 class Decisions:
@@ -158,6 +176,7 @@ class Decisions:
         self._last: set[tuple] = set()
         self._t0: float | None = None   # when the step under way began
         self._running: str | None = None    # its config (None: until its agreement)
+        self._warm = False              # it is a refresh probe's warm-up: not timed
         self._agreeing = False          # this step agrees, at its first bucket
 
     def begin(self, key: tuple, index: int | None = None) -> None:
@@ -170,14 +189,19 @@ class Decisions:
         if first:
             t = time.perf_counter()
             if self._t0 is not None and self._running is not None:
-                self.record_step(self._running, t - self._t0)
+                if self._warm:
+                    self.steps.taken[self._running] += 1
+                else:
+                    self.record_step(self._running, t - self._t0)
             self._t0 = t
             if self._now:
                 self._last = self._now
             self._now, self._handed = set(), []
             s = self.steps
             s.step += 1
-            self._running = s.config_of(s.step, self._mixed())
+            mixed = self._mixed()
+            self._running = s.config_of(s.step, mixed)
+            self._warm = s.warm(s.step, mixed)
             self._agreeing = self._running is None
         if key not in self._handed:
             self._handed.append(key)
@@ -321,14 +345,15 @@ class Decisions:
         else:
             self.steps, self._last = Steps(), set()
         self._now, self._handed = set(), []
-        self._t0, self._running, self._agreeing = None, None, False
+        self._t0, self._running, self._agreeing, self._warm = None, None, False, False
 
 
 def _hold(fast: float, others: list[float]) -> int:
-    """Steps a decision holds: the probes of the `others` (one step each, seconds per
-    step) cost PROBE_SHARE of the steps at `fast` seconds, within HOLD_STEPS..HOLD_MAX.
-    An untimed config (infinite) is not counted: it is probed at the next refresh."""
-    extra = sum(t - fast for t in others if math.isfinite(t))
+    """Steps a decision holds: the probes of the `others` (REFRESH steps each, seconds
+    per step) cost PROBE_SHARE of the steps at `fast` seconds, within
+    HOLD_STEPS..HOLD_MAX. An untimed config (infinite) is not counted: it is probed at
+    the next refresh."""
+    extra = REFRESH * sum(t - fast for t in others if math.isfinite(t))
     steps = extra / fast / PROBE_SHARE if 0 < fast < math.inf else 0.0
     return int(min(HOLD_MAX, max(HOLD_STEPS, steps)))
 
