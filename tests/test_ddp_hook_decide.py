@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 from test_ddp_hook import spawn  # noqa: E402  (the spawned-ranks helper)
 
 DTYPES = (("bfloat16", "ring"), ("float16", "ring"), ("bfloat16", "allreduce"))
-STEPS = 12      # 9 probes (DDP's first step the first), then the first decision (step 9)
+STEPS = 14      # 2 steps of start, 9 probes, then the first decision (step 11)
 # Times each rank "measures" (seconds per step and per exchange, by path), replacing the
 # real ones: rank 0 alone would choose another path than the slowest rank's times give.
 FAKE = {"ring-wins": ({"ring": 0.2, "allreduce": 0.25, "fp16": 0.15},
@@ -29,9 +29,9 @@ PATHS = ("ring", "allreduce", "fp16")
 # Buckets on different paths: the bucket holding the 64 x 64 weight codes (its ring
 # 1.25x faster), the others all-reduce (2x), and the mix's steps the fastest, with the
 # hold shortened (decide.HOLD_MAX 8: held 8 steps, then two probe steps of each path) and
-# small buckets: tried at steps 9-10, taken at 11, each path probed at 13-18, agreed again
-# at 19 (next at 27; its probes from step 21).
-MIXED_STEPS = 21
+# small buckets: tried at steps 11-12, taken at 13, each path probed at 15-20, agreed
+# again at 21 (next at 29; its probes from step 23).
+MIXED_STEPS = 23
 MIXED = ({"ring": 0.4, "allreduce": 0.5, "fp16": 0.6}, {"ring": 0.5, "allreduce": 0.25,
                                                         "fp16": 0.6})
 MIXED_STEP = {"ring": 0.5, "allreduce": 0.4, "fp16": 0.6, "mix": 0.3}
@@ -194,11 +194,12 @@ def decided():
                                        ("fp16-wins", "fp16")])
 def test_both_ranks_take_the_path_the_slowest_ranks_times_give(decided, name, path):
     a, b = decided[0][name], decided[1][name]
-    # The probes, three steps of each path, from DDP's first step (its bucket before the
-    # rebuild).
+    # DDP's start (its first step, its bucket before the rebuild) on the ring, then the
+    # probes, three steps of each path.
     assert a["paths"] == b["paths"], (a["paths"], b["paths"])
-    assert a["paths"][:9] == [[p] for p in PATHS for _ in range(3)], a["paths"]
-    assert a["paths"][9:] == [[path]] * (STEPS - 9), a["paths"]
+    assert a["paths"][:11] == [["ring"]] * 2 + [[p] for p in PATHS for _ in range(3)], \
+        a["paths"]
+    assert a["paths"][11:] == [[path]] * (STEPS - 11), a["paths"]
     decided_now = [d for d in a["decisions"] if d["agreed"]]
     assert len(decided_now) == 1 and decided_now[0]["path"] == path, a["decisions"]
     slowest = {p: max(FAKE[name][r][p] for r in (0, 1)) for p in PATHS}
@@ -252,9 +253,9 @@ def test_buckets_on_different_paths_keep_the_groups_order(decided):
     for x, y in zip(a["got"], b["got"]):
         assert np.array_equal(x, y)
     assert sorted(a["paths"][-1]) == ["allreduce", "ring"], a["paths"]
-    assert a["schedule"]["config"] == "mix" and a["schedule"]["decide_at"] == 27, a["schedule"]
+    assert a["schedule"]["config"] == "mix" and a["schedule"]["decide_at"] == 29, a["schedule"]
     # the trial, then the mix, then a probe of each path, whole steps
-    assert [sorted(p) for p in a["paths"][9:19]] == [["allreduce", "ring"]] * 4 + [
+    assert [sorted(p) for p in a["paths"][11:21]] == [["allreduce", "ring"]] * 4 + [
         ["ring"], ["ring"], ["allreduce"], ["allreduce"], ["fp16"], ["fp16"]], a["paths"]
     assert len(a["decisions"]) >= 3, a["decisions"]
     # the plain buckets went from the hook's call, but not all (the agreements did not)
@@ -363,10 +364,10 @@ def test_the_schedule_probes_agrees_holds_and_probes_again():
 
     same = {"ring": 1.0, "allreduce": 2.0, "fp16": 4.0}
     steps = {"ring": 2.5, "allreduce": 2.0, "fp16": 4.0, "mix": 9.0}
-    n = 9 + 160 + 10
+    n = 11 + 160 + 10
     taken = _run(d, n, [A, B], steps, {A: same, B: same}, agree)
-    assert taken[:9] == [[p, p] for p in ("ring", "allreduce", "fp16") for _ in range(3)]
-    # Agreed at step 9: every bucket's fastest is the ring (no mix), and by steps the
+    assert taken[:11] == [["ring"] * 2] * 2 + [[p, p] for p in PATHS for _ in range(3)]
+    # Agreed at step 11: every bucket's fastest is the ring (no mix), and by steps the
     # ring 2.5 against all-reduce 3.0 (the other rank's) and fp16 4.0: the ring, held
     # until the probes' extra (two steps each: 2 x (0.5 + 1.5)) is 1% of the steps:
     # 4.0 / 2.5 / 0.01 = 160 steps; the four steps before the next decision probe the
@@ -374,9 +375,9 @@ def test_the_schedule_probes_agrees_holds_and_probes_again():
     assert len(agreed[0]) == 4 + 2 * 3 and agreed[0][:3] == [2.5, 2.0, 4.0]
     assert agreed[0][3] == float("inf")          # the mix: never timed
     hold = 160
-    assert taken[9:9 + hold - 4] == [["ring", "ring"]] * (hold - 4)
-    assert taken[9 + hold - 4:9 + hold] == [["allreduce"] * 2] * 2 + [["fp16"] * 2] * 2
-    assert len(agreed) == 2 and d.steps.decide_at > 9 + hold
+    assert taken[11:11 + hold - 4] == [["ring", "ring"]] * (hold - 4)
+    assert taken[11 + hold - 4:11 + hold] == [["allreduce"] * 2] * 2 + [["fp16"] * 2] * 2
+    assert len(agreed) == 2 and d.steps.decide_at > 11 + hold
     sched = d.steps
     assert sched.config == "ring" and sched.agreed["allreduce"] == 3.0
     rep = {tuple(r["params"]): r for r in d.report()}
@@ -399,11 +400,11 @@ def test_a_mix_is_tried_then_taken_only_where_its_steps_are_faster():
     for mix_step, want in ((1.0, "mix"), (3.0, "allreduce")):
         d = Decisions("auto")
         steps = {"ring": 2.5, "allreduce": 2.0, "fp16": 4.0, "mix": mix_step}
-        taken = _run(d, 9 + TRIAL + 3, [A, B], steps, times)
-        assert taken[9:9 + TRIAL] == [["ring", "allreduce"]] * TRIAL      # the trial
+        taken = _run(d, 11 + TRIAL + 3, [A, B], steps, times)
+        assert taken[11:11 + TRIAL] == [["ring", "allreduce"]] * TRIAL      # the trial
         assert d.steps.config == want and not d.steps.trial
         got = ["ring", "allreduce"] if want == "mix" else ["allreduce"] * 2
-        assert taken[9 + TRIAL:] == [got] * 3
+        assert taken[11 + TRIAL:] == [got] * 3
         assert {r["fastest"] for r in d.report()} == {"ring", "allreduce"}
         assert [r["path"] for r in d.report()] == got
     # a state saved before the schedule went by steps (a list of buckets) keeps their
@@ -447,12 +448,12 @@ def test_the_schedule_of_three_paths():
     d = Decisions("auto")
     same = {"ring": 3.0, "allreduce": 2.0, "fp16": 1.0}
     steps = {"ring": 3.0, "allreduce": 2.0, "fp16": 1.0, "mix": 5.0}
-    taken = _run(d, 9 + 60, [A], steps, {A: same})
-    assert [t[0] for t in taken[:9]] == ["ring"] * 3 + ["allreduce"] * 3 + ["fp16"] * 3
+    taken = _run(d, 11 + 60, [A], steps, {A: same})
+    assert [t[0] for t in taken[:11]] == ["ring"] * 5 + ["allreduce"] * 3 + ["fp16"] * 3
     # fp16 wins, held until the probes' extra (2 x (1.0 + 2.0)) is 1% of the steps: 600
-    assert [t[0] for t in taken[9:]] == ["fp16"] * 60
+    assert [t[0] for t in taken[11:]] == ["fp16"] * 60
     s = d.steps
-    assert s.decide_at == 609 and s.agreed == {**steps, "mix": float("inf")}
+    assert s.decide_at == 611 and s.agreed == {**steps, "mix": float("inf")}
     _run(d, s.decide_at - 4 - (s.step + 1), [A], steps, {A: same})
     # the probes: each other config twice, in order, just before the next decision; the
     # first of each a warm-up, its time not counted (a real clock this time)
@@ -472,7 +473,7 @@ def test_the_schedule_of_three_paths():
     # a tie goes to the exact path first
     tie = Decisions("auto")
     flat = {"ring": 1.0, "allreduce": 1.0, "fp16": 1.0, "mix": 1.0}
-    _run(tie, 10, [A], flat, {A: flat})
+    _run(tie, 12, [A], flat, {A: flat})
     assert tie.steps.config == "allreduce"
     assert Decisions("fp16").peek(A) == "fp16"
     # without a bucket index, a bucket handed again begins the next step
@@ -482,25 +483,38 @@ def test_the_schedule_of_three_paths():
     assert k.steps.step == 2
 
 
+def _fake_clock(d, seconds):
+    """The step under way took `seconds`, as the next begin() measures it."""
+    import time
+    d._t0 = time.perf_counter() - seconds
+
+
 def test_the_probes_estimate_is_their_fastest():
-    from inceptionn.drivers.collectives.decide import Decisions
+    from inceptionn.drivers.collectives.decide import PROBED, Decisions
     d = Decisions("auto")
-    # per path: the warm-up (dropped), then two probes; a load spike slows the second
-    samples = {"ring": [9.0, 3.0, 5.0], "allreduce": [9.0, 2.0, 1.5], "fp16": [9.0, 4.0, 6.0]}
-    for i in range(9):
+    # DDP's start (2 ring steps) and each path's warm-up are dropped; of the two probes
+    # after it the fastest counts (a load spike slows one)
+    samples = {"ring": [9.0, 9.0, 9.0, 3.0, 5.0], "allreduce": [9.0, 2.0, 1.5],
+               "fp16": [9.0, 4.0, 6.0]}
+    seen = dict.fromkeys(samples, 0)
+    for _ in range(PROBED):
         d.begin(A, 0)
         p = d.path(A, None)
-        d.record(A, p, samples[p][i % 3])
-        d._t0 = None                        # the step's time: faked, not measured
-        d.record_step(p, samples[p][i % 3] + 1)
-    assert d.by_bucket[A].seconds == {"ring": 3.0, "allreduce": 1.5, "fp16": 4.0}
-    assert {c: v for c, v in d.steps.seconds.items() if c != "mix"} == \
-        {"ring": 4.0, "allreduce": 2.5, "fp16": 5.0}
+        v = samples[p][seen[p]]
+        seen[p] += 1
+        d.record(A, p, v)
+        _fake_clock(d, v + 1)
+    assert seen == {"ring": 5, "allreduce": 3, "fp16": 3}
     d.begin(A, 0)
+    assert d.by_bucket[A].seconds == {"ring": 3.0, "allreduce": 1.5, "fp16": 4.0}
+    got = {c: v for c, v in d.steps.seconds.items() if c != "mix"}
+    assert got == pytest.approx({"ring": 4.0, "allreduce": 2.5, "fp16": 5.0}, abs=0.05)
+    assert d.steps.taken == {"ring": 5, "allreduce": 3, "fp16": 3, "mix": 0}
     assert d.path(A, lambda v: v) == "allreduce"
     d._t0 = None
+    before = d.steps.seconds["allreduce"]
     d.record_step("allreduce", 3.5)          # decided: the running estimate
-    assert d.steps.seconds["allreduce"] == 0.75 * 2.5 + 0.25 * 3.5
+    assert d.steps.seconds["allreduce"] == 0.75 * before + 0.25 * 3.5
 
 
 def test_a_decision_holds_until_its_probes_cost_one_percent():
@@ -516,13 +530,15 @@ def test_a_decision_holds_until_its_probes_cost_one_percent():
 
 def test_a_paused_clock_leaves_the_step_untimed():
     from inceptionn.drivers.collectives.decide import Decisions
-    d = Decisions("auto")
-    timed = []
-    d.record_step = lambda config, s: timed.append(d.steps.step)
-    for pause in (False, True, False):
+    for pause, want in ((None, [3, 4]), (3, [4])):
+        d = Decisions("auto")
+        timed = []
+        d.record_step = lambda config, s, d=d, timed=timed: timed.append(d.steps.step)
+        for step in range(6):
+            d.begin(A, 0)
+            d.record(A, d.path(A, None), 1.0)
+            if step == pause:       # an evaluation between steps: not the hook's time
+                d.pause()
         d.begin(A, 0)
-        d.record(A, d.path(A, None), 1.0)
-        if pause:           # an evaluation between steps: not the hook's time
-            d.pause()
-    d.begin(A, 0)
-    assert timed == [0, 2], timed     # step 1 was paused
+        # steps 0-2: DDP's start and the ring's warm-up; 5: the all-reduce's warm-up
+        assert timed == want, (pause, timed)

@@ -18,13 +18,18 @@ the hook runs whole steps on one configuration ("config") and times them:
 The schedule is the hook's, counted in steps, so every rank is at the same point of it
 (DDP hands the same buckets in the same order to every rank):
 
-- its first 3 * PROBES steps run ring, all-reduce and fp16, PROBES steps each in a row
+- its first START steps run the ring, not timed: DDP's first step, its bucket rebuild
+  and the optimizer's first state make them the slowest of the run, whatever the path
+  (at P = 2 and 2.5 Gb/s: 0.43 and 0.37 s, then 0.21, where the ring's steps settle
+  at 0.17);
+- the next 3 * PROBES steps run ring, all-reduce and fp16, PROBES steps each in a row
   (the first of each block is warm-up: sockets idle since the last step on that path,
-  thread pools, first-touch pages, DDP's first step; not counted; of the others the
-  fastest is the estimate: other work on the machine only ever slows a step). Why in
-  blocks: cycled one step each, every probe followed a step on another path, and the
-  estimates ran 25-30% above the steps the same path gave back to back, the ring's most
-  (docs/benchmarks.md): a tie then went away from the ring;
+  thread pools, first-touch pages; not counted; of the others the fastest is the
+  estimate: other work on the machine only ever slows a step). Why so: cycled one
+  step each from the first step, every probe followed a step on another path and the
+  first ones bore DDP's start; the estimates ran 25-30% above the steps the same path
+  gave back to back, the ring's most (docs/benchmarks.md), and a tie went away from the
+  ring;
 - at step `decide_at` the ranks agree, at its first bucket: each contributes its step
   estimates and its buckets' exchange estimates, the process group takes their maximum
   (the slowest rank sets the step), and every rank computes the same from the same
@@ -52,13 +57,14 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["DECIDES", "PATHS", "CONFIGS", "FIRST_DECIDED", "Choice", "Steps", "Decisions"]
+__all__ = ["DECIDES", "PATHS", "CONFIGS", "PROBED", "FIRST_DECIDED", "Choice", "Steps", "Decisions"]
 
 DECIDES = ("auto", "ring", "allreduce", "fp16")
 PATHS = ("ring", "allreduce", "fp16")
 CONFIGS = PATHS + ("mix",)
 PREFER = ("allreduce", "fp16", "ring")          # a bucket's tie: exact first, then fewer CPU
 PREFER_CONFIG = ("allreduce", "fp16", "mix", "ring")
+START = 2           # steps on the ring before the probes, not timed (DDP's start)
 PROBES = 3          # steps of each path before the first decision; the first is warm-up
 REFRESH = 2         # steps of each other config before a later decision; the first is warm-up
 TRIAL = 2           # steps a new mix runs before the ranks agree again
@@ -68,7 +74,8 @@ PROBE_SHARE = 0.01  # ... and in between, until the probes cost this share of th
 ALPHA = 0.25        # the running estimate: (1 - ALPHA) old + ALPHA sample
 # The steps before the first decision is final (probes, then a mix's trial): a benchmark
 # times from the step after.
-FIRST_DECIDED = len(PATHS) * PROBES + TRIAL
+PROBED = START + len(PATHS) * PROBES     # the first decision's step
+FIRST_DECIDED = PROBED + TRIAL
 
 log = logging.getLogger("inceptionn.hook")
 
@@ -107,7 +114,7 @@ class Steps:
     """The hook's schedule, in steps: the config decided and the step times per config."""
     step: int = -1                  # the step under way (-1: none begun)
     config: str = "ring"            # decided: a path for every bucket, or "mix"
-    decide_at: int = len(PATHS) * PROBES    # the step whose first bucket agrees
+    decide_at: int = PROBED         # the step whose first bucket agrees
     trial: bool = False             # a new mix runs until decide_at, unprobed
     seconds: dict = field(default_factory=lambda: _nans(CONFIGS))
     taken: dict = field(default_factory=lambda: {c: 0 for c in CONFIGS})
@@ -130,8 +137,8 @@ class Steps:
 
     def config_of(self, step: int, mixed: bool) -> str | None:
         """The config of `step` where the schedule fixes it (None: the step agrees)."""
-        if step < len(PATHS) * PROBES:
-            return PATHS[step // PROBES]
+        if step < PROBED:
+            return PATHS[max(0, step - START) // PROBES]
         if step == self.decide_at:
             return None
         if self.trial:
@@ -140,9 +147,11 @@ class Steps:
         return self.config if at is None else at[0]
 
     def warm(self, step: int, mixed: bool) -> bool:
-        """Whether `step` is a refresh probe's warm-up (its time not counted; the first
-        step of each path before the first decision is dropped by record_step)."""
-        if step < len(PATHS) * PROBES or step == self.decide_at or self.trial:
+        """Whether `step` is a warm-up, its time not counted: DDP's start, the first of
+        each path's probes, a refresh probe's first step."""
+        if step < PROBED:
+            return step < START or (step - START) % PROBES == 0
+        if step == self.decide_at or self.trial:
             return False
         at = self._refresh(step, mixed)
         return at is not None and at[1] == 0
@@ -252,10 +261,11 @@ class Decisions:
         c.calls += 1
         c.taken[path] += 1
         self._now.add(key)
-        if self.mode != "auto" or c.taken[path] == 1:   # the first run of a path: warm-up
+        # the first run of a path, or a step not timed (warm-up): counted only
+        if self.mode != "auto" or c.taken[path] == 1 or self._warm:
             return
-        c.seconds[path] = _estimate(c.seconds[path], seconds,
-                                    c.calls <= len(PATHS) * PROBES, path != c.path)
+        c.seconds[path] = _estimate(c.seconds[path], seconds, c.calls <= PROBED,
+                                    path != c.path)
 
     def record_step(self, config: str, seconds: float) -> None:
         """The step just ended ran `config` and took `seconds` (this rank's wall time)."""
@@ -264,7 +274,7 @@ class Decisions:
         if config in PATHS and s.taken[config] == 1:     # warm-up
             return
         s.seconds[config] = _estimate(s.seconds[config], seconds,
-                                      s.step < len(PATHS) * PROBES or s.trial,
+                                      s.step < PROBED or s.trial,
                                       config != s.config)
 
     def _decide(self, agree) -> None:
