@@ -508,7 +508,7 @@ def test_the_probes_estimate_is_their_fastest():
     d.begin(A, 0)
     assert d.by_bucket[A].seconds == {"ring": 3.0, "allreduce": 1.5, "fp16": 4.0}
     got = {c: v for c, v in d.steps.seconds.items() if c != "mix"}
-    assert got == pytest.approx({"ring": 4.0, "allreduce": 2.5, "fp16": 5.0}, abs=0.05)
+    assert got == pytest.approx({"ring": 4.0, "allreduce": 2.5, "fp16": 5.0}, abs=0.4)
     assert d.steps.taken == {"ring": 5, "allreduce": 3, "fp16": 3, "mix": 0}
     assert d.path(A, lambda v: v) == "allreduce"
     d._t0 = None
