@@ -185,7 +185,7 @@ class Decisions:
         self._last: set[tuple] = set()
         self._t0: float | None = None   # when the step under way began
         self._running: str | None = None    # its config (None: until its agreement)
-        self._warm = False              # it is a refresh probe's warm-up: not timed
+        self._warm = False              # it is a warm-up (start, a probe block's first): untimed
         self._agreeing = False          # this step agrees, at its first bucket
 
     def begin(self, key: tuple, index: int | None = None) -> None:
