@@ -206,3 +206,54 @@ def test_kernels_take_strided_views(kernel):
     want = golden.unpack_groups(golden.pack_groups(bits, 10, "bounded"), bits.size, 10, "bounded")[0]
     m = min(8 * g, bits.size)
     assert g > 0 and out[:m].tobytes() == want[:m].tobytes()
+
+
+@pytest.mark.parametrize("skip", [False, True])
+@pytest.mark.parametrize("every,g_base", [(1, 0), (3, 2), (16, 5), (16, 0), (0, 0)])
+def test_shuffle_pack_with_and_without_zero_blocks(skip, every, g_base):
+    """The AVX2 packer's two loops (every group coded alone; blocks of four groups, a
+    block wholly in the 0-bit band written as its zero tag words by one store): the
+    model's bytes, and the marks of a piece that starts at group g_base and byte 1000 of
+    a larger stream, whatever runs of zeros start or end inside a block."""
+    from inceptionn.golden import fast_blocks, fast_shuffle
+    for codec, k in (("paper", 1), ("paper", 10), ("bounded", 9), ("bounded", 16)):
+        bits = _with_zero_runs(np.random.default_rng(every + k), 8 * 128 * 3 + 61)
+        out = np.full(fast.pack_room(bits.size), 0xA5, np.uint8)
+        groups = -(-bits.size // 8)
+        marks = np.full((g_base + groups) // max(every, 1) + 2, -7, np.int64)
+        end = int(fast_shuffle.pack_shuffle_with(bits, *fast_blocks.enc_consts(k, codec), out, marks,
+                                                 every, g_base, 1000, skip))
+        assert out[:end].tobytes() == golden.pack_groups(bits, k, codec), (codec, k)
+        if every:
+            offsets, _ = fast.group_offsets(out[:end], bits.size, 1)
+            want = {(g_base + g) // every: 1000 + int(offsets[g]) for g in range(groups)
+                    if (g_base + g) % every == 0}
+            got = {j: int(m) for j, m in enumerate(marks) if m != -7}
+            assert got == want, (codec, k)
+        else:
+            assert (marks == -7).all()
+
+
+def test_shuffle_pack_skips_zero_blocks_where_sampling_finds_enough():
+    """pack_shuffle runs the zero-block loop where at least 1 in SKIP_SHARE of the blocks
+    it samples lies wholly in the 0-bit band, and the plain loop otherwise (the check
+    costs dense data time); both give the same bytes."""
+    from inceptionn.golden import fast_blocks, fast_shuffle as fs
+    per = 8 * fs.SKIP_GROUPS
+    blocks = fs.SKIP_SAMPLE * fs.SKIP_SAMPLES          # every SKIP_SAMPLE-th block sampled
+    t, mlim, w8 = fast_blocks.enc_consts(10, "bounded")
+    tz = np.uint32(t << 23)
+    rng = np.random.default_rng(5)
+    dense = rng.normal(0.0, 1.0, blocks * per).astype(np.float32).view(np.uint32)
+    assert not fs.sparse(dense, tz)
+    for share, want in ((fs.SKIP_SHARE, True), (fs.SKIP_SHARE + 2, False)):
+        bits = dense.copy()
+        for j in range(0, fs.SKIP_SAMPLES, share):     # zero every share-th sampled block
+            b = j * fs.SKIP_SAMPLE
+            bits[b * per:(b + 1) * per] = 0
+        assert bool(fs.sparse(bits, tz)) is want, share
+        out = np.zeros(fast.pack_room(bits.size), np.uint8)
+        end = int(fs.pack_shuffle(bits, t, mlim, w8, out, np.zeros(0, np.int64), 0, 0, 0))
+        assert out[:end].tobytes() == golden.pack_groups(bits, 10, "bounded")
+    assert not fs.sparse(np.zeros(per - 1, np.uint32), tz)     # no whole block: nothing to skip
+    assert fs.sparse(np.zeros(per, np.uint32), tz)
