@@ -475,6 +475,13 @@ def test_the_schedule_of_three_paths():
     flat = {"ring": 1.0, "allreduce": 1.0, "fp16": 1.0, "mix": 1.0}
     _run(tie, 12, [A], flat, {A: flat})
     assert tie.steps.config == "allreduce"
+    # ... and so does a near tie: another config is taken only MARGIN faster
+    from inceptionn.drivers.collectives.decide import MARGIN
+    for fp16, want in ((1.0 / (1 + MARGIN) + 0.002, "allreduce"), (1.0 / (1 + MARGIN) - 0.002, "fp16")):
+        near = Decisions("auto")
+        times = {"ring": 2.0, "allreduce": 1.0, "fp16": fp16, "mix": 2.0}
+        _run(near, 12, [A], times, {A: times})
+        assert near.steps.config == want, fp16
     assert Decisions("fp16").peek(A) == "fp16"
     # without a bucket index, a bucket handed again begins the next step
     k = Decisions("auto")
