@@ -82,6 +82,19 @@ def test_copy_rounds_times_every_round_and_checks_the_values():
     assert " scaling " in bench.format_rounds(res) and bench.format_rounds(res).count(" GB/s") == 5 + _PORTABLE_ROWS
 
 
+def test_format_targets_reads_each_buffers_medians_against_half_a_copy():
+    """One line per buffer: v2's pack and unpack, the median share of the copy, MISSED
+    where under half; a buffer timed without v2 is left out."""
+    def res(name, copy, pack, unpack):
+        return {"buffer": name, "bytes": 1, "bounded": {"copy": copy, "pack": pack, "unpack": unpack}}
+    out = bench.format_targets([res("a", [1.0] * 3, [1.5, 1.6, 3.0], [2.2, 2.1, 1.0]),
+                                {"buffer": "v1 only", "bytes": 1, "paper": {}}], "avx2")
+    lines = out.splitlines()
+    assert lines[0].startswith("Targets: codec >= 0.5 of a same-core copy") and "kernel avx2" in lines[0]
+    assert lines[1] == "  a: pack 0.62 (0.33-0.67); unpack 0.48 (0.45-1.00): MISSED"
+    assert len(lines) == 2
+
+
 def test_mlp_bucket_is_the_models_gradient_and_cached(tmp_path):
     """The MLP's bucket, on a small MLP of the same build: one gradient per parameter,
     finite, not all zero, the same from the cache as freshly trained; and the default

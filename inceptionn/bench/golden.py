@@ -55,7 +55,7 @@ from inceptionn import golden
 from inceptionn.golden import fast, fast_index, fast_kernels
 
 __all__ = ["DEFAULT_SIZE", "Result", "parse_size", "bench_buffer", "run_bench", "format_table",
-           "format_vs_copy", "copy_rounds", "format_rounds", "zero_group_share", "scale_chunks",
+           "format_vs_copy", "copy_rounds", "format_rounds", "format_targets", "zero_group_share", "scale_chunks",
            "both_bounds_rounds", "mlp_net", "mlp_bucket", "MLP_SIZES"]
 
 
@@ -335,6 +335,29 @@ def format_rounds(res) -> str:
     ratios = ", ".join(f"{CODEC_TAGS[c]} {r:.2f}" for c, r in res.get("ratio", {}).items())
     return (f"one core vs numpy copy, medians of {n} rounds, {res['buffer']} (zero groups: {zeros}; "
             f"ratio: {ratios}): " + "; ".join(parts))
+
+
+COPY_TARGET = 0.5     # the codec's target: half a same-core copy each way (v2, the host's kernel)
+
+
+def format_targets(rounds, kernel: str) -> str:
+    """The target lines of copy_rounds' results: per buffer, v2's pack and unpack through
+    the host's kernel (`kernel`, named), the median of the per-round shares of the copy
+    against COPY_TARGET, met or MISSED."""
+    lines = [f"Targets: codec >= {COPY_TARGET:.1f} of a same-core copy each way, one core, "
+             f"kernel {kernel} (medians of the rounds; the rounds' range in brackets):"]
+    for res in rounds:
+        t = res.get("bounded")
+        if t is None:
+            continue
+        parts = []
+        for what in ("pack", "unpack"):
+            shares = [c / m for c, m in zip(t["copy"], t[what])]
+            med = float(np.median(shares))
+            parts.append(f"{what} {med:.2f} ({min(shares):.2f}-{max(shares):.2f})"
+                         + ("" if med >= COPY_TARGET else ": MISSED"))
+        lines.append(f"  {res['buffer']}: " + "; ".join(parts))
+    return "\n".join(lines)
 
 
 MLP_SIZES = (64, 3000, 3000, 1000, 10)     # bench train's 12.2M-parameter MLP

@@ -13,6 +13,7 @@ from inceptionn.golden import fast_kernels
 
 from ..bench.golden import (
     format_rounds,
+    format_targets,
     format_table,
     format_versions,
     format_vs_copy,
@@ -66,4 +67,6 @@ def run(args) -> int:
     print(format_vs_copy(results))
     for r in getattr(results, "rounds", []):
         print(format_rounds(r))
+    if getattr(results, "rounds", []):
+        print(format_targets(results.rounds, fast_kernels.KERNEL))
     return 0
