@@ -16,9 +16,9 @@ this file walks the same per-(k, codec) tables value by value:
 Both value codecs go through the same loops; only the tables differ: "paper" (wire
 version 1) and "bounded" (wire version 2, k in 1..16). Packing without the decoded
 values and unpacking whole groups go through vector kernels instead (fast_kernels.py
-binds the ones this CPU runs: AVX-512 VBMI2's or AVX2's in fast_blocks.py and
-fast_shuffle.py, each group coded in registers with a short serial chain per group, or
-the portable ones; the same bytes, several times faster than these loops,
+binds the ones this CPU runs: AVX-512 VBMI2's in fast_blocks.py, AVX2's or the portable
+ones in fast_groups.py, each group coded in registers with a short serial chain per
+group; the same bytes, several times faster than these loops,
 docs/benchmarks.md); the per-value
 loops stay for the NIC's TX path (it needs the decoded values), drivers/fastpath.py and
 the stream's end. The loops release the GIL (nogil), so threads can run them in

@@ -10,27 +10,28 @@ everything else is vector work:
           each group is coded in registers: its 8 fields as |x| 2^w truncated to an
           integer (one multiply and one conversion, exact: the same bits as the shift
           of Algorithm 2), its tag word by one pext, its fields' kept bytes by one
-          32-byte compress and store; elsewhere (pack_pairs) per block of BLOCK values
-          in loops the compiler vectorises, pairs of fields joined into one 64-bit
-          word and stored 8 bytes at a time.
+          32-byte compress and store. pack_pairs codes a block of BLOCK values in loops
+          the compiler vectorises, pairs of fields joined into one 64-bit word and
+          stored 8 bytes at a time: any CPU, and every kernel's last partial group
+          (the group coders of fast_shuffle.py and fast_pairs.py, which the other
+          kernels run, code a group in registers).
   unpack: serial per group: the tag word, the next group's position (popcounts of the
           tag word); four zero tag words in a row (a run of zero gradients, common in
           real ones) are stepped over with one 8-byte load. Where the CPU has a masked
           expanding load (AVX-512 VBMI2's vpexpandb: unpack_expand), each group's fields
           are copied into 8 32-bit lanes by one such load and decoded there and then, in
           registers, off the walk's chain, so the decoding costs little more than the
-          walk; elsewhere (unpack_gather) one load per field into a block of
-          BLOCK_GROUPS groups, then one vectorised pass over the block. A field {s, q}
+          walk (elsewhere fast_groups.py runs the same walk with another coder). A field {s, q}
           decodes to (-1)^s (q mul + add) 2^(e - 127), e = e8 or e16
           (decompression_block.decode_table's values; the paper's codec: mul 1, add 0,
           q = 0 gives +0.0; the bounded codec: mul 2, add 1), computed as an integer
           converted to float32 times a power of two: both exact (the integer has at
           most 16 bits, the product is a normal float).
-Each kernel stops where a group (unpack_gather: a whole block) might run past the data;
-fast.py's per-group loops go on from there. A little-endian host is assumed, as in fast.py.
-fast_kernels.py binds the kernels this host runs (fast_host.py chooses; fast_shuffle.py
-holds the AVX2 ones); fast_host.py keeps numba's on-disk cache of all golden/fast*.py
-true to their sources and the kernel chosen.
+Each kernel stops where a group might run past the data; fast.py's per-group loops go
+on from there. A little-endian host is assumed, as in fast.py. fast_kernels.py binds the
+kernels this host runs (fast_host.py chooses; fast_groups.py holds the AVX2 and the
+portable ones); fast_host.py keeps numba's on-disk cache of all golden/fast*.py true to
+their sources and the kernel chosen.
 """
 
 from __future__ import annotations
@@ -47,15 +48,14 @@ from llvmlite import ir
 from .compression_block import band_limits
 from .wire import GROUP_VALUES
 
-__all__ = ["pack_pairs", "pack_compress", "unpack_gather", "unpack_expand", "unpack_marked",
-           "enc_consts", "dec_consts", "BLOCK", "BLOCK_GROUPS"]
+__all__ = ["pack_pairs", "pack_compress", "unpack_expand", "unpack_marked", "enc_consts", "dec_consts",
+           "BLOCK"]
 
 _u8, _u16, _u32, _u64 = np.uint8, np.uint16, np.uint32, np.uint64
 _U1, _U2 = np.uint64(1), np.uint64(2)
 _SWAR1 = np.uint64(0x0101010101010101)
 _MAX_GROUP = 2 + 4 * GROUP_VALUES   # 34 bytes: a tag word and 8 raw floats
 BLOCK = 1024               # values per block of pack_pairs (its temporaries stay in L1)
-BLOCK_GROUPS = 128         # groups per block of the unpacker
 
 
 # ---------------------------------------------------------------- LLVM operations
@@ -384,20 +384,6 @@ def dec_consts(k, codec):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _tags_and_next(data, pos):
-    """(the group at pos's 8 tags as the bytes of a word, the next group's position)."""
-    tw = _load16(data, pos)
-    lo = _u64(tw & _u32(0x5555))
-    hi = _u64((tw >> _u32(1)) & _u32(0x5555))
-    nxt = pos + _U2 + _popcount(lo) + (_popcount(hi) << _U1) + _popcount(lo & hi)
-    x = _u64(tw)
-    x = (x | (x << _u64(24))) & _u64(0x000000FF000000FF)
-    x = (x | (x << _u64(12))) & _u64(0x000F000F000F000F)
-    x = (x | (x << _u64(6))) & _u64(0x0303030303030303)
-    return x, nxt
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _decode_lane(t, v, mul, add, s8, s16):
     """The bit pattern a field v (low bits; the bits above its width are ignored) of tag
     t decodes to."""
@@ -408,47 +394,6 @@ def _decode_lane(t, v, mul, add, s8, s16):
     f = _f32_bits(np.float32(num) * (s16 if b16 else s8))
     dec = _u32(f | (s << _u32(31))) if num != _u32(0) else _u32(0)
     return v if t == _u32(3) else (_u32(0) if t == _u32(0) else dec)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _decode_block(tags, raw, out, o0, mul, add, s8, s16):
-    """out[o0:o0 + raw.size] from the raw fields and their tags; vectorised."""
-    for i in range(raw.size):
-        out[o0 + i] = _decode_lane(_u32(tags[i]), raw[i], mul, add, s8, s16)
-
-
-@njit(cache=True, nogil=True)
-def unpack_gather(data, groups, out, mul, add, s8, s16):
-    """Whole blocks of groups from the start of data into out while a block surely lies
-    inside data, one 4-byte load per field (any CPU); returns (groups decoded, their
-    byte length)."""
-    data = np.ascontiguousarray(data)      # read by address: a view is copied
-    size = _u64(data.size)
-    raw = np.empty(8 * BLOCK_GROUPS, np.uint32)
-    tags = np.empty(8 * BLOCK_GROUPS, np.uint8)
-    tags64 = tags.view(np.uint64)
-    pos = _u64(0)
-    g0 = 0
-    while g0 + BLOCK_GROUPS <= groups and pos + _u64(BLOCK_GROUPS * _MAX_GROUP + 8) <= size:
-        g = 0
-        while g < BLOCK_GROUPS:
-            if g + 4 <= BLOCK_GROUPS and _load64(data, pos) == _u64(0):
-                for j in range(4):           # four zero groups: 32 zeros, whatever raw holds
-                    tags64[g + j] = _u64(0)
-                g += 4
-                pos += _u64(8)
-                continue
-            x, nxt = _tags_and_next(data, pos)
-            tags64[g] = x
-            w = x + ((x >> _U1) & x & _SWAR1)   # tag -> width 0, 1, 2, 4
-            offs = (w * _SWAR1) << _u64(8)      # each field's offset in the group
-            for j in range(8):
-                raw[8 * g + j] = _load32(data, pos + _U2 + ((offs >> _u64(8 * j)) & _u64(0xFF)))
-            pos = nxt
-            g += 1
-        _decode_block(tags, raw, out, 8 * g0, mul, add, s8, s16)
-        g0 += BLOCK_GROUPS
-    return g0, pos
 
 
 # Per tag-word byte: the expand mask of its 4 fields (nibble j: 0, 1, 3 or 15 for a

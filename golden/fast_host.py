@@ -5,8 +5,9 @@ Kernels (fast_kernels.py binds them):
   avx512:   fast_blocks' register compress and expanding load (AVX-512 VBMI2: vpcompressb,
             vpexpandb; and BMI2's pext);
   avx2:     fast_shuffle's byte shuffles (pshufb, movemask; any x86-64 CPU with AVX2);
-  portable: fast_blocks' pair packer and gathering unpacker, loops LLVM vectorises for
-            whatever the CPU has (Arm's NEON, x86 without AVX2).
+  portable: fast_pairs' group coders, a group in registers in LLVM IR with no target
+            intrinsic, lowered to whatever the CPU has (Arm's NEON, x86 without AVX2).
+The avx2 and portable coders run in fast_groups.py's loops.
 The best the host runs is chosen at import; the environment variable
 INCEPTIONN_CODEC_KERNEL names another (one the host can run: a name it cannot run is an
 error at import, never a silent fallback). A fixed numba target (NUMBA_CPU_NAME, a

@@ -12,9 +12,9 @@ must equal the index. An earlier version walked eight blocks at once from the in
 offsets, decoding two groups per 16-lane vector: it stepped through zero groups one at
 a time and ran slower than the single walk with zero steps (docs/benchmarks.md).
 The blocks near the data's end, which the walk leaves, go through fast.py's checked walk
-and decoder. The walk is the host's kernel's (fast_host: AVX-512 VBMI2's vpexpandb, or
-AVX2's pshufb); the portable kernels have none, and there (or with kernel=False) the
-checked walk decodes it all. A little-endian host is assumed.
+and decoder. The walk is the host's kernel's (fast_host: AVX-512 VBMI2's vpexpandb,
+AVX2's pshufb or the portable pairs); with kernel=False the checked walk decodes it all.
+A little-endian host is assumed.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ def _walk(kernel):
     if kernel is None:
         return unpack_marked
     if isinstance(kernel, bool):
-        return (unpack_marked or BY_NAME["avx512"][2]) if kernel else None
-    if kernel not in BY_NAME or BY_NAME[kernel][2] is None:
-        raise ValueError(f"kernel must be None, a bool or one of avx512, avx2; got {kernel!r}")
+        return unpack_marked if kernel else None
+    if kernel not in BY_NAME:
+        raise ValueError(f"kernel must be None, a bool or one of {', '.join(BY_NAME)}; got {kernel!r}")
     return BY_NAME[kernel][2]
 
 
@@ -56,11 +56,11 @@ def fast_unpack_groups_indexed_into(buf, n, out, index, every, k=None, codec="pa
     is a multiple of 8), using ``index`` (the byte offsets of groups 0, every, 2 every,
     ..., as fast_pack_groups_into records them; int32 or int64). Bytes and index that are
     not the groups of n values (damaged bytes, a wrong index, a wrong count, bytes left
-    over) are a ValueError; out's contents are then undefined. kernel: None, the host's
-    marking walk (fast_kernels.unpack_marked; the checked walk where it has none); False,
-    the checked walk and fast.py's unpack; True, a marking walk even where the host's
-    kernel has none (the avx512 one: correct, slow without AVX-512); or a kernel's name
-    ("avx512", "avx2"), that kernel's walk."""
+    over) are a ValueError; out's contents are then undefined. kernel: None or True, the
+    host's marking walk (fast_kernels.unpack_marked); False, the checked walk and
+    fast.py's unpack; or a kernel's name ("avx512", "avx2", "portable"), that kernel's
+    walk (on any x86-64 CPU all three run: the avx512 one correct, slow without
+    AVX-512)."""
     from . import fast
 
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:

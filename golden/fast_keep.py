@@ -13,7 +13,7 @@ kernel), decoded and compared while they are in L1.
 Bit for bit what the separate steps give (tests/test_fast_keep.py): the same float32
 operations on the same values in the same order. The product by 2^-s and 2^s is a
 float32 product (as fast_scale.times_2_to_into's where 2^s is a normal float32); the
-decoded value is _decode_block's; the error is values - decoded in float32, replaced by
+decoded value is fast_blocks._decode_lane's; the error is values - decoded in float32, replaced by
 0 where it is not finite (an inf or NaN arrives as it is: nothing to keep), and added to
 the loss in float32. The pack is the host's kernel (fast_kernels.pack_blocks), compiled
 in; fast_host.py keeps numba's cache of this file true to it and to fast_blocks.py.

@@ -12,15 +12,16 @@ from inceptionn.golden import fast
 
 from test_golden_fast import EVERY_EXPONENT, SPECIAL, check_groups, same
 
-PACKS = ["pack_pairs", "pack_compress", "pack_shuffle"]        # portable, avx512, avx2
-UNPACKS = ["unpack_gather", "unpack_expand", "unpack_shuffle"]
+# the loop packer (every kernel's last partial group), avx512, avx2, portable
+PACKS = ["pack_pairs", "pack_compress", "pack_shuffle", "pack_vector"]
+UNPACKS = ["unpack_expand", "unpack_shuffle", "unpack_vector"]        # avx512, avx2, portable
 
 
 def _kernel(name):
     """A block kernel by name, whichever golden.fast picked for this CPU: every x86-64
     CPU runs them all (LLVM spells out what the CPU lacks)."""
-    from inceptionn.golden import fast_blocks, fast_shuffle
-    return getattr(fast_shuffle if "shuffle" in name else fast_blocks, name)
+    from inceptionn.golden import fast_blocks, fast_groups
+    return getattr(fast_groups if name.endswith(("shuffle", "vector")) else fast_blocks, name)
 
 CODEC_KS = ([("paper", k) for k in range(golden.K_MIN, golden.K_MAX + 1)]
             + [("bounded", k) for k in range(golden.EB_K_MIN, golden.EB_K_MAX + 1)])
@@ -113,8 +114,8 @@ def _with_zero_runs(rng, n):
 @pytest.mark.parametrize("codec,k", [("paper", 1), ("paper", 10), ("paper", 16),
                                      ("bounded", 1), ("bounded", 9), ("bounded", 16)])
 def test_both_unpack_kernels(kernel, codec, k):
-    """Each unpack kernel (one load per field and a vectorised pass per block, one
-    expanding load or two byte shuffles per group decoded in registers) against the model, every float class and zero runs,
+    """Each unpack kernel (one expanding load, two byte shuffles or four pair loads per
+    group, decoded in registers) against the model, every float class and zero runs,
     whatever kernel golden.fast picked for this CPU."""
     from inceptionn.golden import fast_blocks
     rng = np.random.default_rng(k)
@@ -122,13 +123,11 @@ def test_both_unpack_kernels(kernel, codec, k):
     buf = golden.pack_groups(bits, k, codec)
     want, _, _ = golden.unpack_groups(buf, bits.size, k, codec)
     # padded so that every whole block lies surely inside the data
-    data = np.frombuffer(buf + bytes(fast_blocks.BLOCK_GROUPS * 34 + 8), np.uint8)
+    data = np.frombuffer(buf + bytes(34 + 8), np.uint8)
     groups = -(-bits.size // 8)
     out = np.zeros(8 * groups + 1, np.uint32)
     g, pos = _kernel(kernel)(data, groups, out, *fast_blocks.dec_consts(k, codec))
-    # whole blocks (gather); every group that lies 8 bytes or more before the end (others)
-    assert g == (groups if kernel != "unpack_gather" else
-                 groups // fast_blocks.BLOCK_GROUPS * fast_blocks.BLOCK_GROUPS)
+    assert g == groups          # every group that lies 8 bytes or more before the end
     m = min(8 * g, bits.size)
     assert out[:m].tobytes() == want[:m].tobytes()
     assert not out[m:8 * g].any()       # a last group's lanes past the values: tag 0
@@ -138,8 +137,8 @@ def test_both_unpack_kernels(kernel, codec, k):
 @pytest.mark.parametrize("kernel", PACKS)
 @pytest.mark.parametrize("codec", ["paper", "bounded"])
 def test_both_pack_kernels(kernel, codec):
-    """Each pack kernel (fields stored in pairs, one register compress or two byte
-    shuffles per group) against the model, every float class and every k, with
+    """Each pack kernel (a block's fields stored in pairs; per group in registers, one
+    register compress, two byte shuffles or four pair stores) against the model, every float class and every k, with
     a partial last block; the bytes past the groups are scratch, so the room is filled
     with a pattern first."""
     from inceptionn.golden import fast_blocks
@@ -198,7 +197,7 @@ def test_kernels_take_strided_views(kernel):
                                  np.zeros(1, np.int64), 0, 0, 0)
         assert out[:int(end)].tobytes() == golden.pack_groups(bits, 10, "bounded")
         return
-    buf = golden.pack_groups(bits, 10, "bounded") + bytes(fast_blocks.BLOCK_GROUPS * 34 + 8)
+    buf = golden.pack_groups(bits, 10, "bounded") + bytes(34 + 8)
     view = np.repeat(np.frombuffer(buf, np.uint8), 2)[::2]
     groups = -(-bits.size // 8)
     out = np.zeros(8 * groups + 1, np.uint32)
@@ -208,21 +207,24 @@ def test_kernels_take_strided_views(kernel):
     assert g > 0 and out[:m].tobytes() == want[:m].tobytes()
 
 
+@pytest.mark.parametrize("coder", ["shuffle", "pairs"])
 @pytest.mark.parametrize("skip", [False, True])
 @pytest.mark.parametrize("every,g_base", [(1, 0), (3, 2), (16, 5), (16, 0), (0, 0)])
-def test_shuffle_pack_with_and_without_zero_blocks(skip, every, g_base):
-    """The AVX2 packer's two loops (every group coded alone; blocks of four groups, a
-    block wholly in the 0-bit band written as its zero tag words by one store): the
-    model's bytes, and the marks of a piece that starts at group g_base and byte 1000 of
-    a larger stream, whatever runs of zeros start or end inside a block."""
-    from inceptionn.golden import fast_blocks, fast_shuffle
+def test_group_pack_with_and_without_zero_blocks(coder, skip, every, g_base):
+    """The group packers' two loops (every group coded alone; blocks of four groups, a
+    block wholly in the 0-bit band written as its zero tag words by one store), with
+    either coder (AVX2's shuffles, the portable pairs): the model's bytes, and the marks
+    of a piece that starts at group g_base and byte 1000 of a larger stream, whatever
+    runs of zeros start or end inside a block."""
+    from inceptionn.golden import fast_blocks, fast_groups
+    tables = fast_groups.SHUFFLE_PACK if coder == "shuffle" else fast_groups.PAIRS_PACK
     for codec, k in (("paper", 1), ("paper", 10), ("bounded", 9), ("bounded", 16)):
         bits = _with_zero_runs(np.random.default_rng(every + k), 8 * 128 * 3 + 61)
         out = np.full(fast.pack_room(bits.size), 0xA5, np.uint8)
         groups = -(-bits.size // 8)
         marks = np.full((g_base + groups) // max(every, 1) + 2, -7, np.int64)
-        end = int(fast_shuffle.pack_shuffle_with(bits, *fast_blocks.enc_consts(k, codec), out, marks,
-                                                 every, g_base, 1000, skip))
+        end = int(fast_groups.pack_groups_with(bits, *fast_blocks.enc_consts(k, codec), out, marks,
+                                               every, g_base, 1000, skip, tables))
         assert out[:end].tobytes() == golden.pack_groups(bits, k, codec), (codec, k)
         if every:
             offsets, _ = fast.group_offsets(out[:end], bits.size, 1)
@@ -234,11 +236,12 @@ def test_shuffle_pack_with_and_without_zero_blocks(skip, every, g_base):
             assert (marks == -7).all()
 
 
-def test_shuffle_pack_skips_zero_blocks_where_sampling_finds_enough():
-    """pack_shuffle runs the zero-block loop where at least 1 in SKIP_SHARE of the blocks
-    it samples lies wholly in the 0-bit band, and the plain loop otherwise (the check
-    costs dense data time); both give the same bytes."""
-    from inceptionn.golden import fast_blocks, fast_shuffle as fs
+@pytest.mark.parametrize("kernel", ["pack_shuffle", "pack_vector"])
+def test_group_pack_skips_zero_blocks_where_sampling_finds_enough(kernel):
+    """The group packers run the zero-block loop where at least 1 in SKIP_SHARE of the
+    blocks they sample lies wholly in the 0-bit band, and the plain loop otherwise (the
+    check costs dense data time); both give the same bytes."""
+    from inceptionn.golden import fast_blocks, fast_groups as fs
     per = 8 * fs.SKIP_GROUPS
     blocks = fs.SKIP_SAMPLE * fs.SKIP_SAMPLES          # every SKIP_SAMPLE-th block sampled
     t, mlim, w8 = fast_blocks.enc_consts(10, "bounded")
@@ -253,7 +256,7 @@ def test_shuffle_pack_skips_zero_blocks_where_sampling_finds_enough():
             bits[b * per:(b + 1) * per] = 0
         assert bool(fs.sparse(bits, tz)) is want, share
         out = np.zeros(fast.pack_room(bits.size), np.uint8)
-        end = int(fs.pack_shuffle(bits, t, mlim, w8, out, np.zeros(0, np.int64), 0, 0, 0))
+        end = int(getattr(fs, kernel)(bits, t, mlim, w8, out, np.zeros(0, np.int64), 0, 0, 0))
         assert out[:end].tobytes() == golden.pack_groups(bits, 10, "bounded")
     assert not fs.sparse(np.zeros(per - 1, np.uint32), tz)     # no whole block: nothing to skip
     assert fs.sparse(np.zeros(per, np.uint32), tz)

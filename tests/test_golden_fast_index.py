@@ -48,7 +48,7 @@ def test_lengths_and_blocks(codec, n, every):
     bits = _with_zero_runs(np.random.default_rng(n + every), n)
     data, index = _pack(bits, 10, codec, every)
     want = golden.compression_block(bits, 10, codec)[3].astype(np.uint32)
-    for kernel in (True, False, "avx2", "avx512"):
+    for kernel in (True, False, "avx2", "avx512", "portable"):
         out = _decode(data, n, index, every, 10, codec, kernel)
         assert out[:n].tobytes() == want.tobytes(), (kernel, n, every)
 
@@ -77,7 +77,7 @@ BITS = _with_zero_runs(np.random.default_rng(9), 8 * 16 * 40 + 3)
 DATA, INDEX = _pack(BITS, 10, "bounded", 16)
 
 
-@pytest.mark.parametrize("kernel", [True, False, "avx512", "avx2"])
+@pytest.mark.parametrize("kernel", [True, False, "avx512", "avx2", "portable"])
 def test_damage_is_an_error(kernel):
     n = BITS.size
 
@@ -137,5 +137,5 @@ def test_bad_arguments():
     with pytest.raises(ValueError):
         call(DATA, BITS.size, out, INDEX, 16, 99, "bounded")
     with pytest.raises(ValueError, match="kernel"):
-        call(DATA, BITS.size, out, INDEX, 16, 10, "bounded", kernel="portable")
+        call(DATA, BITS.size, out, INDEX, 16, 10, "bounded", kernel="gather")
     call(np.zeros(0, np.uint8), 0, np.zeros(0, np.uint32), np.zeros(0, np.int64), 16, 10, "bounded")
