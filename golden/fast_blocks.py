@@ -190,10 +190,12 @@ def _load8(context, builder, arrty, arr, i0):
 
 
 def _code8(builder, x, tz, t16, s8, s16):
-    """(fields, tags, raw) of the 8 bit patterns x (<8 x i32>): each field as _field gives
-    it (the same arithmetic, 8 lanes at once), each tag (<8 x i32>, 0..3), raw: <8 x i1>,
-    the lanes stored as they are. tz, t16: the 0-bit and 8-bit bands' limits on |x|'s
-    bits; s8, s16: 2^w8, 2^15."""
+    """(fields, tags, raw, tag bits) of the 8 bit patterns x (<8 x i32>): each field as
+    _field gives it (the same arithmetic, 8 lanes at once), each tag (<8 x i32>, 0..3),
+    raw: <8 x i1>, the lanes stored as they are; tag bits: the tags' low and high bits
+    (<8 x i1> each) from the compares themselves, for a tag word built without the tags
+    (three selects and two compares fewer where the tags are not used otherwise). tz,
+    t16: the 0-bit and 8-bit bands' limits on |x|'s bits; s8, s16: 2^w8, 2^15."""
     v8, f8 = ir.VectorType(ir.IntType(32), 8), ir.VectorType(ir.FloatType(), 8)
 
     def c(x):
@@ -211,7 +213,10 @@ def _code8(builder, x, tz, t16, s8, s16):
     fv = builder.or_(q, builder.shl(builder.lshr(x, c(31)), builder.select(b16, c(15), c(7))))
     fld = builder.select(raw, x, builder.select(zero, c(0), fv))
     t = builder.select(raw, c(3), builder.select(zero, c(0), builder.select(b16, c(2), c(1))))
-    return fld, t, raw
+    # tag 3 (raw) and 1 (8 bits: neither 0 bits nor 16) have the low bit; 3 and 2, which
+    # are the lanes at or above the 16-bit band, the high one
+    low = builder.or_(raw, builder.not_(builder.or_(zero, b16)))
+    return fld, t, raw, (low, b16)
 
 
 @intrinsic
@@ -231,7 +236,7 @@ def _compress_group8(typingctx, f, i0, out, pos, tz, t16, s8, s16):
         def c(x):
             return ir.Constant(v8, [x] * 8)
 
-        fld, t, raw = _code8(builder, _load8(context, builder, sig.args[0], f_, i0_), tz_, t16_, s8_, s16_)
+        fld, t, raw, _ = _code8(builder, _load8(context, builder, sig.args[0], f_, i0_), tz_, t16_, s8_, s16_)
         # byte b of lane j is kept when b < the lane's width (0, 1, 2, 4)
         wb = builder.bitcast(builder.mul(builder.select(raw, c(4), t), c(0x01010101)), v32i8)
         keep = builder.icmp_unsigned("<", ir.Constant(v32i8, [0, 1, 2, 3] * 8), wb)

@@ -48,16 +48,16 @@ def _const(ty, x):
     return ir.Constant(ty, x if isinstance(x, list) else [x] * ty.count)
 
 
-def tag_word(context, builder, arrty, spread, t):
-    """The tag word (i32) of the 8 lanes' tags t: each tag bit's 8 lanes by one movemask
-    (a <8 x i1> as i8), spread into alternate bits by one lookup in `spread` (SPREAD)."""
+def tag_word(context, builder, arrty, spread, bits):
+    """The tag word (i32) of 8 lanes whose tags' low and high bits are bits (two <8 x
+    i1>, _code8's): each bit's 8 lanes by one movemask (a <8 x i1> as i8), spread into
+    alternate bits by one lookup in `spread` (SPREAD)."""
     word = ir.Constant(_i32, 0)
-    for bit in (0, 1):
-        m = builder.icmp_unsigned("!=", builder.and_(t, _const(_v8, 1 << bit)), _const(_v8, 0))
+    for at_bit, m in enumerate(bits):
         at = builder.shl(builder.zext(builder.bitcast(m, ir.IntType(8)), _i64), ir.Constant(_i64, 1))
         s = builder.load(builder.bitcast(_byte_ptr(context, builder, arrty, spread, at), _i16.as_pointer()))
         s.align = 2
-        word = builder.or_(word, builder.shl(builder.zext(s, _i32), ir.Constant(_i32, bit)))
+        word = builder.or_(word, builder.shl(builder.zext(s, _i32), ir.Constant(_i32, at_bit)))
     return word
 
 
@@ -74,9 +74,9 @@ def pack_group8(context, builder, src, i0, dst, pos, consts, tables):
     t16, s8, s16) as _code8 takes them; tables: [(type, value) of SPREAD]."""
     (fty, f), (outty, out) = src, dst
     (spty, spread), = tables
-    fld, t, raw = _code8(builder, _load8(context, builder, fty, f, i0), *consts)
+    fld, t, raw, bits = _code8(builder, _load8(context, builder, fty, f, i0), *consts)
     w = builder.select(raw, _const(_v8, 4), t)          # a field's bytes: 0, 1, 2, 4
-    tw = tag_word(context, builder, spty, spread, t)
+    tw = tag_word(context, builder, spty, spread, bits)
     we = _lanes(builder, w, 0, _v4i64)
     pword = builder.or_(_lanes(builder, fld, 0, _v4i64),
                         builder.shl(_lanes(builder, fld, 1, _v4i64), builder.shl(we, _const(_v4i64, 3))))

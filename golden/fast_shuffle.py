@@ -82,8 +82,8 @@ def pack_group8(context, builder, src, i0, dst, pos, consts, tables):
     (rty, rows), (lty, lengths), (spty, spread) = tables
     i8, i16, i32, i64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
     v16 = ir.VectorType(i8, 16)
-    fld, t, _ = _code8(builder, _load8(context, builder, fty, f, i0), *consts)
-    tw = tag_word(context, builder, spty, spread, t)
+    fld, _, _, bits = _code8(builder, _load8(context, builder, fty, f, i0), *consts)
+    tw = tag_word(context, builder, spty, spread, bits)
     b0 = builder.zext(builder.and_(tw, ir.Constant(i32, 0xFF)), i64)
     b1 = builder.zext(builder.lshr(tw, ir.Constant(i32, 8)), i64)
     by = builder.bitcast(fld, ir.VectorType(i8, 32))
