@@ -39,15 +39,15 @@ __all__ = ["pack_shuffle", "pack_vector", "pack_groups_with", "sparse", "unpack_
 # zero. Why sampled: the blocks' loop costs dense data 4-6% (docs/benchmarks.md), while a
 # zero block takes about 40% of the time its groups take coded: break-even near 1 in 12.
 SKIP_GROUPS, SKIP_SAMPLE, SKIP_SAMPLES, SKIP_SHARE = 4, 16, 64, 8
-SHUFFLE_PACK, PAIRS_PACK = (PACK_ROWS, LENGTHS, SPREAD), (SPREAD,)     # the pack loop's tables
+SHUFFLE_PACK, PAIRS_PACK = (PACK_ROWS, LENGTHS, SPREAD), (SPREAD, PAIR_OFFS)     # the pack loop's tables
 
 
 def _coder(tables_type, pack):
     """The group coder whose tables these are (pack or unpack): the shuffle one's three or
     two, the pairs one's one."""
     n = len(tables_type)
-    if pack and n in (1, 3):
-        return fast_pairs.pack_group8 if n == 1 else fast_shuffle.pack_group8
+    if pack and n in (2, 3):
+        return fast_pairs.pack_group8 if n == 2 else fast_shuffle.pack_group8
     if not pack and n in (1, 2):
         return fast_pairs.unpack_group8 if n == 1 else fast_shuffle.unpack_group8
     raise TypeError(f"no group coder takes {n} tables")

@@ -8,14 +8,16 @@ Why: the loops of fast_blocks.pack_pairs, which LLVM vectorises per pass over a 
 spend 11 ns a group on this project's AVX2 hosts (29% of a same-core copy on 64 MiB, 13%
 on the 9 MiB capture; docs/benchmarks.md): its passes meet in memory (a block's fields,
 widths, pairs and tag words stored and loaded again). Coded a group at a time in
-registers the pack takes 6.3 ns, the unpack 6.2 (10 with one load per field and a
+registers the pack takes 5.4 ns, the unpack 6.2 (10 with one load per field and a
 decoding pass per block, the unpacker before).
   pack:   the group's fields and tags as fast_blocks._code8 gives them (8 lanes); its
           tag word from two movemasks (the tags' low and high bits) spread into alternate
           bits by SPREAD; the fields joined in pairs, each pair a 64-bit lane (even |
-          odd << 8 x the even one's width); the tag word and the 4 pairs stored at the
-          running offset, each pair 8 bytes (the bytes past its width are scratch,
-          overwritten by the next). A 128-bit store of two pairs ran 18% slower.
+          odd << 8 x the even one's width); the tag word and the 4 pairs stored, each
+          pair 8 bytes (the bytes past its width are scratch, overwritten by the next),
+          at offsets looked up by the tag word's bytes in PAIR_OFFS. The lanes' widths
+          summed in turn (four adds deep from one group's offset to the next) took 6.4
+          ns; two 128-bit stores of two pairs each 7.5.
   unpack: the 4 pairs loaded as 8 bytes each from their offsets in the group (PAIR_OFFS:
           per tag byte, its first pair's width and the 4 fields' width), split into
           fields by one vector shift (the bytes past a field's width are ignored:
@@ -71,26 +73,42 @@ def _lanes(builder, v, first, ty):
 def pack_group8(context, builder, src, i0, dst, pos, consts, tables):
     """The IR of one group, the 8 values from f[i0] on, coded at out[pos]; returns the
     next group's offset (i64). src, dst: (numba type, value) of f and out; consts: (tz,
-    t16, s8, s16) as _code8 takes them; tables: [(type, value) of SPREAD]."""
+    t16, s8, s16) as _code8 takes them; tables: [(type, value)] of SPREAD and PAIR_OFFS.
+    The pairs' offsets come from the tag word by PAIR_OFFS, not from the lanes' widths:
+    the next group's offset is then one add from this one's (the widths' adds, four
+    deep, set the pace)."""
     (fty, f), (outty, out) = src, dst
-    (spty, spread), = tables
+    (spty, spread), (oty, offs) = tables
     fld, t, raw, bits = _code8(builder, _load8(context, builder, fty, f, i0), *consts)
     w = builder.select(raw, _const(_v8, 4), t)          # a field's bytes: 0, 1, 2, 4
     tw = tag_word(context, builder, spty, spread, bits)
-    we = _lanes(builder, w, 0, _v4i64)
     pword = builder.or_(_lanes(builder, fld, 0, _v4i64),
-                        builder.shl(_lanes(builder, fld, 1, _v4i64), builder.shl(we, _const(_v4i64, 3))))
-    pw = builder.add(we, _lanes(builder, w, 1, _v4i64))
+                        builder.shl(_lanes(builder, fld, 1, _v4i64),
+                                    builder.shl(_lanes(builder, w, 0, _v4i64), _const(_v4i64, 3))))
+    lo, hi = _pair_offsets(context, builder, oty, offs, tw)
+    m8, s8b = ir.Constant(_i64, 0xFF), ir.Constant(_i64, 8)
+    half = builder.lshr(lo, s8b)
 
     def at(p, ty):
         return builder.bitcast(_byte_ptr(context, builder, outty, out, p), ty.as_pointer())
 
     builder.store(builder.trunc(tw, _i16), at(pos, _i16)).align = 1
     a = builder.add(pos, ir.Constant(_i64, 2))
-    for j in range(4):
-        builder.store(builder.extract_element(pword, ir.Constant(_i32, j)), at(a, _i64)).align = 1
-        a = builder.add(a, builder.extract_element(pw, ir.Constant(_i32, j)))
-    return a
+    for j, off in enumerate((ir.Constant(_i64, 0), builder.and_(lo, m8), half,
+                             builder.add(half, builder.and_(hi, m8)))):
+        builder.store(builder.extract_element(pword, ir.Constant(_i32, j)), at(builder.add(a, off), _i64)).align = 1
+    return builder.add(a, builder.add(half, builder.lshr(hi, s8b)))
+
+
+def _pair_offsets(context, builder, oty, offs, tw):
+    """PAIR_OFFS of the tag word tw's two bytes (i64 each)."""
+    def entry(b):
+        x = builder.load(builder.bitcast(_byte_ptr(context, builder, oty, offs, builder.shl(b, ir.Constant(_i64, 1))),
+                                         _i16.as_pointer()))
+        x.align = 2
+        return builder.zext(x, _i64)
+    return (entry(builder.zext(builder.and_(tw, ir.Constant(_i32, 0xFF)), _i64)),
+            entry(builder.zext(builder.lshr(tw, ir.Constant(_i32, 8)), _i64)))
 
 
 def unpack_group8(context, builder, src, pos, tw, dst, dpos, consts, tables):
@@ -102,14 +120,7 @@ def unpack_group8(context, builder, src, pos, tw, dst, dpos, consts, tables):
     (dty, data), (outty, out) = src, dst
     (oty, offs), = tables
 
-    def entry(b):
-        x = builder.load(builder.bitcast(_byte_ptr(context, builder, oty, offs, builder.shl(b, ir.Constant(_i64, 1))),
-                                         _i16.as_pointer()))
-        x.align = 2
-        return builder.zext(x, _i64)
-
-    lo = entry(builder.zext(builder.and_(tw, ir.Constant(_i32, 0xFF)), _i64))
-    hi = entry(builder.zext(builder.lshr(tw, ir.Constant(_i32, 8)), _i64))
+    lo, hi = _pair_offsets(context, builder, oty, offs, tw)
     m8, s8b = ir.Constant(_i64, 0xFF), ir.Constant(_i64, 8)
     half = builder.lshr(lo, s8b)
     pairs = ir.Constant(_v4i64, ir.Undefined)
