@@ -63,13 +63,6 @@ def tag_word(context, builder, arrty, spread, bits):
     return word
 
 
-def _lanes(builder, v, first, ty):
-    """Lanes first, first + 2, first + 4, first + 6 of <8 x i32> v, widened to ty."""
-    u = builder.shuffle_vector(v, ir.Constant(v.type, ir.Undefined),
-                               _const(_v4, [first, first + 2, first + 4, first + 6]))
-    return builder.zext(u, ty) if ty != _v4 else u
-
-
 def pack_group8(context, builder, src, i0, dst, pos, consts, tables):
     """The IR of one group, the 8 values from f[i0] on, coded at out[pos]; returns the
     next group's offset (i64). src, dst: (numba type, value) of f and out; consts: (tz,
@@ -82,9 +75,11 @@ def pack_group8(context, builder, src, i0, dst, pos, consts, tables):
     fld, t, raw, bits = _code8(builder, _load8(context, builder, fty, f, i0), *consts)
     w = builder.select(raw, _const(_v8, 4), t)          # a field's bytes: 0, 1, 2, 4
     tw = tag_word(context, builder, spty, spread, bits)
-    pword = builder.or_(_lanes(builder, fld, 0, _v4i64),
-                        builder.shl(_lanes(builder, fld, 1, _v4i64),
-                                    builder.shl(_lanes(builder, w, 0, _v4i64), _const(_v4i64, 3))))
+    # lane j of the <4 x i64> view of 8 lanes holds lanes 2j (low half) and 2j + 1
+    pairs, low = builder.bitcast(fld, _v4i64), _const(_v4i64, 0xFFFFFFFF)
+    shift = builder.shl(builder.and_(builder.bitcast(w, _v4i64), low), _const(_v4i64, 3))
+    pword = builder.or_(builder.and_(pairs, low),
+                        builder.shl(builder.lshr(pairs, _const(_v4i64, 32)), shift))
     lo, hi = _pair_offsets(context, builder, oty, offs, tw)
     m8, s8b = ir.Constant(_i64, 0xFF), ir.Constant(_i64, 8)
     half = builder.lshr(lo, s8b)
@@ -134,8 +129,11 @@ def unpack_group8(context, builder, src, pos, tw, dst, dpos, consts, tables):
     t = builder.and_(builder.lshr(_splat4(builder, tw), _const(_v4, [0, 4, 8, 12])), _const(_v4, 3))
     w = builder.add(t, builder.and_(builder.and_(builder.lshr(t, _const(_v4, 1)), t), _const(_v4, 1)))
     sh = builder.zext(builder.shl(w, _const(_v4, 3)), _v4i64)
-    v = builder.shuffle_vector(builder.trunc(pairs, _v4), builder.trunc(builder.lshr(pairs, sh), _v4),
-                               _const(_v8, [0, 4, 1, 5, 2, 6, 3, 7]))
+    # each pair as its two fields, the even one in the low half (the odd one's bytes
+    # above its width: ignored), the odd one shifted down into the high half
+    low = _const(_v4i64, 0xFFFFFFFF)
+    v = builder.bitcast(builder.or_(builder.and_(pairs, low),
+                                    builder.shl(builder.lshr(pairs, sh), _const(_v4i64, 32))), _v8)
     res = _decode8(builder, v, tw, *consts)
     d = _byte_ptr(context, builder, outty, out, builder.shl(dpos, ir.Constant(_i64, 2)))
     builder.store(res, builder.bitcast(d, _v8.as_pointer())).align = 4
