@@ -101,12 +101,20 @@ def _splat8(builder, v):
                                   ir.Constant(ir.VectorType(ir.IntType(32), 8), [0] * 8))
 
 
-def _decode8(builder, v, tw, msh, add, s8, s16):
+def _tags8(builder, tw):
+    """The 8 lanes' tags (<8 x i32>, 0..3) of tag word tw (i32)."""
+    v8 = ir.VectorType(ir.IntType(32), 8)
+    return builder.and_(builder.lshr(_splat8(builder, tw), ir.Constant(v8, [0, 2, 4, 6, 8, 10, 12, 14])),
+                        ir.Constant(v8, [3] * 8))
+
+
+def _decode8(builder, v, tw, msh, add, s8, s16, t=None):
     """The 8 decoded words (<8 x i32>) of a group's fields v (<8 x i32>, each field in its
-    lane's low bytes, the bytes past its width zero) of tag word tw (i32), as _decode_lane
-    decodes a lane. q mul + add is spelled (q << msh) | add: dec_consts' (1, 0) and (2, 1).
-    The integer is converted as signed (it has at most 16 bits): one vcvtdq2ps on any
-    x86, where an unsigned conversion takes several instructions without AVX-512."""
+    lane's low bytes, the bytes past its width ignored) of tag word tw (i32; or its lanes'
+    tags t, _tags8's, where the caller has them), as _decode_lane decodes a lane. q mul +
+    add is spelled (q << msh) | add: dec_consts' (1, 0) and (2, 1). The integer is
+    converted as signed (it has at most 16 bits): one vcvtdq2ps on any x86, where an
+    unsigned conversion takes several instructions without AVX-512."""
     i32 = ir.IntType(32)
     v8, f8 = ir.VectorType(i32, 8), ir.VectorType(ir.FloatType(), 8)
 
@@ -116,7 +124,7 @@ def _decode8(builder, v, tw, msh, add, s8, s16):
     def eq(a, x):
         return builder.icmp_unsigned("==", a, c(x))
 
-    t = builder.and_(builder.lshr(_splat8(builder, tw), c([0, 2, 4, 6, 8, 10, 12, 14])), c(3))
+    t = _tags8(builder, tw) if t is None else t
     b16 = eq(t, 2)
     q = builder.and_(v, builder.select(b16, c(0x7FFF), c(0x7F)))
     sign = builder.shl(builder.and_(builder.lshr(v, builder.select(b16, c(15), c(7))), c(1)), c(31))

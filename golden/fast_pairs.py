@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from .fast_blocks import _byte_ptr, _code8, _decode8, _load8, _splat8
+from .fast_blocks import _byte_ptr, _code8, _decode8, _load8, _tags8
 
 __all__ = ["SPREAD", "PAIR_OFFS", "tag_word", "pack_group8", "unpack_group8"]
 
@@ -43,7 +43,7 @@ PAIR_OFFS = np.array([_WIDTH[b & 3] + _WIDTH[(b >> 2) & 3]
                       for b in range(256)], np.uint16)
 
 _i16, _i32, _i64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
-_v4, _v4i64, _v8 = ir.VectorType(_i32, 4), ir.VectorType(_i64, 4), ir.VectorType(_i32, 8)
+_v4i64, _v8 = ir.VectorType(_i64, 4), ir.VectorType(_i32, 8)
 
 
 def _const(ty, x):
@@ -125,20 +125,16 @@ def unpack_group8(context, builder, src, pos, tw, dst, dpos, consts, tables):
                                          _i64.as_pointer()))
         x.align = 1
         pairs = builder.insert_element(pairs, x, ir.Constant(_i32, j))
-    # the even fields' tags (bits 4j, 4j + 1 of tw) -> widths 0, 1, 2, 4 -> bit shifts
-    t = builder.and_(builder.lshr(_splat4(builder, tw), _const(_v4, [0, 4, 8, 12])), _const(_v4, 3))
-    w = builder.add(t, builder.and_(builder.and_(builder.lshr(t, _const(_v4, 1)), t), _const(_v4, 1)))
-    sh = builder.zext(builder.shl(w, _const(_v4, 3)), _v4i64)
+    # the lanes' tags -> widths 0, 1, 2, 4; the even lanes' (the low halves of the <4 x
+    # i64> view) in bits: the shift that brings a pair's odd field down
+    t = _tags8(builder, tw)
+    w = builder.add(t, builder.and_(builder.and_(builder.lshr(t, _const(_v8, 1)), t), _const(_v8, 1)))
+    low = _const(_v4i64, 0xFFFFFFFF)
+    sh = builder.shl(builder.and_(builder.bitcast(w, _v4i64), low), _const(_v4i64, 3))
     # each pair as its two fields, the even one in the low half (the odd one's bytes
     # above its width: ignored), the odd one shifted down into the high half
-    low = _const(_v4i64, 0xFFFFFFFF)
     v = builder.bitcast(builder.or_(builder.and_(pairs, low),
                                     builder.shl(builder.lshr(pairs, sh), _const(_v4i64, 32))), _v8)
-    res = _decode8(builder, v, tw, *consts)
+    res = _decode8(builder, v, tw, *consts, t=t)
     d = _byte_ptr(context, builder, outty, out, builder.shl(dpos, ir.Constant(_i64, 2)))
     builder.store(res, builder.bitcast(d, _v8.as_pointer())).align = 4
-
-
-def _splat4(builder, v):
-    """<4 x i32> with the i32 v in every lane."""
-    return builder.shuffle_vector(_splat8(builder, v), ir.Constant(_v8, ir.Undefined), _const(_v4, 0))
