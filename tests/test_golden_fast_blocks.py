@@ -260,3 +260,17 @@ def test_group_pack_skips_zero_blocks_where_sampling_finds_enough(kernel):
         assert out[:end].tobytes() == golden.pack_groups(bits, 10, "bounded")
     assert not fs.sparse(np.zeros(per - 1, np.uint32), tz)     # no whole block: nothing to skip
     assert fs.sparse(np.zeros(per, np.uint32), tz)
+
+
+def test_group_loops_refuse_tables_no_coder_takes():
+    """The group loops pick their coder by the tables they are handed (fast_groups):
+    tables that fit neither coder are an error when the loop is compiled, not a
+    silent pick."""
+    from numba.core.errors import TypingError
+    from inceptionn.golden import fast_blocks, fast_groups
+    bits = np.zeros(64, np.uint32)
+    out = np.zeros(fast.pack_room(bits.size), np.uint8)
+    tables = (fast_groups.SPREAD,)
+    with pytest.raises((TypeError, TypingError), match="no group coder takes 1 tables"):
+        fast_groups.pack_groups_with(bits, *fast_blocks.enc_consts(10, "bounded"), out,
+                                     np.zeros(0, np.int64), 0, 0, 0, False, tables)
