@@ -11,8 +11,8 @@ bytes and values as fast_blocks.py's kernels.
           decoded off the chain by the coder.
 Which coder a loop runs is told by the tables it is handed (a tuple of arrays): the
 shuffle coder's three (pack: PACK_ROWS, LENGTHS, SPREAD) or two (unpack: UNPACK_ROWS,
-LENGTHS), the pairs coder's one (SPREAD; PAIR_OFFS). numba compiles and caches one loop
-per kind of tuple, each with its coder inlined. Each kernel stops where a group and 8
+LENGTHS), the pairs coder's two (pack: SPREAD, PAIR_OFFS) or one (unpack: PAIR_OFFS).
+numba compiles and caches one loop per kind of tuple, each with its coder inlined. Each kernel stops where a group and 8
 bytes more might run past the data (unpack) or keeps within pack_room (pack); fast.py
 goes on from there.
 """
@@ -43,8 +43,8 @@ SHUFFLE_PACK, PAIRS_PACK = (PACK_ROWS, LENGTHS, SPREAD), (SPREAD, PAIR_OFFS)    
 
 
 def _coder(tables_type, pack):
-    """The group coder whose tables these are (pack or unpack): the shuffle one's three or
-    two, the pairs one's one."""
+    """The group coder whose tables these are: to pack, the shuffle one's three or the
+    pairs one's two; to unpack, the shuffle one's two or the pairs one's one."""
     n = len(tables_type)
     if pack and n in (2, 3):
         return fast_pairs.pack_group8 if n == 2 else fast_shuffle.pack_group8
