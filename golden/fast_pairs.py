@@ -80,30 +80,32 @@ def pack_group8(context, builder, src, i0, dst, pos, consts, tables):
     shift = builder.shl(builder.and_(builder.bitcast(w, _v4i64), low), _const(_v4i64, 3))
     pword = builder.or_(builder.and_(pairs, low),
                         builder.shl(builder.lshr(pairs, _const(_v4i64, 32)), shift))
-    lo, hi = _pair_offsets(context, builder, oty, offs, tw)
-    m8, s8b = ir.Constant(_i64, 0xFF), ir.Constant(_i64, 8)
-    half = builder.lshr(lo, s8b)
+    offsets, width = _pair_offsets(context, builder, oty, offs, tw)
 
     def at(p, ty):
         return builder.bitcast(_byte_ptr(context, builder, outty, out, p), ty.as_pointer())
 
     builder.store(builder.trunc(tw, _i16), at(pos, _i16)).align = 1
     a = builder.add(pos, ir.Constant(_i64, 2))
-    for j, off in enumerate((ir.Constant(_i64, 0), builder.and_(lo, m8), half,
-                             builder.add(half, builder.and_(hi, m8)))):
+    for j, off in enumerate(offsets):
         builder.store(builder.extract_element(pword, ir.Constant(_i32, j)), at(builder.add(a, off), _i64)).align = 1
-    return builder.add(a, builder.add(half, builder.lshr(hi, s8b)))
+    return builder.add(a, width)
 
 
 def _pair_offsets(context, builder, oty, offs, tw):
-    """PAIR_OFFS of the tag word tw's two bytes (i64 each)."""
+    """(the 4 pairs' byte offsets in the group's fields, the fields' byte width), i64
+    each, from PAIR_OFFS of the tag word tw's two bytes."""
     def entry(b):
         x = builder.load(builder.bitcast(_byte_ptr(context, builder, oty, offs, builder.shl(b, ir.Constant(_i64, 1))),
                                          _i16.as_pointer()))
         x.align = 2
         return builder.zext(x, _i64)
-    return (entry(builder.zext(builder.and_(tw, ir.Constant(_i32, 0xFF)), _i64)),
-            entry(builder.zext(builder.lshr(tw, ir.Constant(_i32, 8)), _i64)))
+    lo = entry(builder.zext(builder.and_(tw, ir.Constant(_i32, 0xFF)), _i64))
+    hi = entry(builder.zext(builder.lshr(tw, ir.Constant(_i32, 8)), _i64))
+    m8, s8b = ir.Constant(_i64, 0xFF), ir.Constant(_i64, 8)
+    half = builder.lshr(lo, s8b)
+    return ((ir.Constant(_i64, 0), builder.and_(lo, m8), half, builder.add(half, builder.and_(hi, m8))),
+            builder.add(half, builder.lshr(hi, s8b)))
 
 
 def unpack_group8(context, builder, src, pos, tw, dst, dpos, consts, tables):
@@ -115,12 +117,9 @@ def unpack_group8(context, builder, src, pos, tw, dst, dpos, consts, tables):
     (dty, data), (outty, out) = src, dst
     (oty, offs), = tables
 
-    lo, hi = _pair_offsets(context, builder, oty, offs, tw)
-    m8, s8b = ir.Constant(_i64, 0xFF), ir.Constant(_i64, 8)
-    half = builder.lshr(lo, s8b)
+    offsets, _ = _pair_offsets(context, builder, oty, offs, tw)
     pairs = ir.Constant(_v4i64, ir.Undefined)
-    for j, off in enumerate((ir.Constant(_i64, 0), builder.and_(lo, m8), half,
-                             builder.add(half, builder.and_(hi, m8)))):
+    for j, off in enumerate(offsets):
         x = builder.load(builder.bitcast(_byte_ptr(context, builder, dty, data, builder.add(pos, off)),
                                          _i64.as_pointer()))
         x.align = 1
