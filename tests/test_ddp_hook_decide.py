@@ -345,7 +345,7 @@ def _run(d, steps, buckets, step_times, bucket_times, agree=lambda v: v):
         taken.append(row)
         # the step just run: its time, as begin() would measure it
         running = d._running
-        d._t0 = None
+        d._mark = None          # begin() times nothing: the time is faked here
         d.record_step(running, step_times[running])
     return taken
 
@@ -457,13 +457,12 @@ def test_the_schedule_of_three_paths():
     _run(d, s.decide_at - 4 - (s.step + 1), [A], steps, {A: same})
     # the probes: each other config twice, in order, just before the next decision; the
     # first of each a warm-up, its time not counted (a real clock this time)
-    import time as _time
     seen = []
     for want, warm in (("ring", True), ("ring", False), ("allreduce", True),
                        ("allreduce", False)):
         d.begin(A, 0)
         assert [d.peek(A), d.path(A, None), d._warm] == [want, want, warm]
-        d._t0 = _time.perf_counter() - {"ring": 30.0, "allreduce": 20.0}[want] * (1 + warm)
+        _fake_clock(d, {"ring": 30.0, "allreduce": 20.0}[want] * (1 + warm))
         seen.append(dict(d.steps.seconds))
     d.begin(A, 0)
     assert d.peek(A) is None and d.peek(B) is None      # every bucket of the step that agrees
@@ -491,9 +490,11 @@ def test_the_schedule_of_three_paths():
 
 
 def _fake_clock(d, seconds):
-    """The step under way took `seconds`, as the next begin() measures it."""
+    """The step under way took `seconds`, as the next begin() measures it: from the end
+    of the last step's exchanges to the end of this one's."""
     import time
-    d._t0 = time.perf_counter() - seconds
+    d._end = time.perf_counter()
+    d._mark = d._end - seconds
 
 
 def test_the_probes_estimate_is_their_fastest():
@@ -518,7 +519,7 @@ def test_the_probes_estimate_is_their_fastest():
     assert got == pytest.approx({"ring": 4.0, "allreduce": 2.5, "fp16": 5.0}, abs=0.4)
     assert d.steps.taken == {"ring": 5, "allreduce": 3, "fp16": 3, "mix": 0}
     assert d.path(A, lambda v: v) == "allreduce"
-    d._t0 = None
+    d._mark = None
     before = d.steps.seconds["allreduce"]
     d.record_step("allreduce", 3.5)          # decided: the running estimate
     assert d.steps.seconds["allreduce"] == 0.75 * before + 0.25 * 3.5
@@ -537,7 +538,8 @@ def test_a_decision_holds_until_its_probes_cost_one_percent():
 
 def test_a_paused_clock_leaves_the_step_untimed():
     from inceptionn.drivers.collectives.decide import Decisions
-    for pause, want in ((None, [3, 4]), (3, [4])):
+    # paused after step 3: the time until step 4 is in step 4 (timed from step 3's end)
+    for pause, want in ((None, [3, 4]), (3, [3])):
         d = Decisions("auto")
         timed = []
         d.record_step = lambda config, s, d=d, timed=timed: timed.append(d.steps.step)
@@ -549,3 +551,27 @@ def test_a_paused_clock_leaves_the_step_untimed():
         d.begin(A, 0)
         # steps 0-2: DDP's start and the ring's warm-up; 5: the all-reduce's warm-up
         assert timed == want, (pause, timed)
+
+
+def test_the_step_clock_runs_from_exchanges_end_to_end(monkeypatch):
+    """A step is timed from the end of the last step's exchanges to the end of its own,
+    the point the ranks pass together, not from its first bucket, which comes when the
+    rank's backward has had its share of the cores (decide.py)."""
+    from types import SimpleNamespace
+
+    from inceptionn.drivers.collectives import decide
+    now = [0.0]
+    monkeypatch.setattr(decide, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    d = decide.Decisions("auto")
+    timed = []
+    d.record_step = lambda config, s: timed.append((d.steps.step, config, s))
+    for step in range(8):
+        now[0] = 10.0 * step + (3.0 if step % 2 else 0.0)   # the first bucket jitters
+        d.begin(A, 0)
+        now[0] = 10.0 * step + 8.0                         # the sums end in step
+        d.record(A, d.path(A, None), 1.0)
+    d.begin(A, 0)
+    # steps 0-2: the process's first step, DDP's start and the ring's first probe (not
+    # timed); step 5: the all-reduce's first probe
+    assert timed == [(3, "ring", 10.0), (4, "ring", 10.0), (6, "allreduce", 10.0),
+                     (7, "allreduce", 10.0)], timed

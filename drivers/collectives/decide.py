@@ -2,13 +2,19 @@
 NCCL) of float32, or its all-reduce of float16 (torch's fp16_compress_hook: fp16.py),
 chosen by the training step each gives, the same on every rank.
 
-What is compared is the step: the time from one step's first bucket handed to the hook
-to the next step's (`begin`), which holds everything a path costs where it costs it: the
+What is compared is the step: the time from the end of one step's exchanges (its last
+bucket's sum ready) to the end of the next step's, which holds everything a path costs
+where it costs it: the
 codec's CPU time taken from backward and from the other buckets' all-reduce (on a
 machine with few cores the ring's threads compete with both), the wire's, the
 pipeline's. A bucket's own exchange time does not: two paths within 10% of each other on
-a bucket's clock gave steps 20% apart, either way, on 2 cores (docs/benchmarks.md). So
-the hook runs whole steps on one configuration ("config") and times them:
+a bucket's clock gave steps 20% apart, either way, on 2 cores (docs/benchmarks.md). Why
+the ends of the exchanges: they are the one point of a step the ranks pass together (the
+last sum is ready on every rank within a hop), while a rank's first bucket comes when
+its backward has had its share of the cores: at P = 4 on 2 cores, one step read
+0.21-0.51 s on the four ranks from their first buckets, 0.408-0.418 from their ends
+(docs/benchmarks.md). So the hook runs whole steps on one configuration ("config") and
+times them:
 
 - "ring", "allreduce", "fp16": every bucket on that path;
 - "mix": each bucket on the path its own exchange times favour (each bucket's times,
@@ -192,7 +198,11 @@ class Decisions:
         # sorted order: the same on every rank, whichever thread recorded first.
         self._now: set[tuple] = set()
         self._last: set[tuple] = set()
-        self._t0: float | None = None   # when the step under way began
+        # The step clock: when the latest exchange ended (`record`), and when the step
+        # before the one under way ended (None: the step under way is not timed).
+        self._end: float | None = None
+        self._mark: float | None = None
+        self._paused = False            # the time until the next step is not training
         self._running: str | None = None    # its config (None: until its agreement)
         self._warm = False              # it is a warm-up (start, a probe block's first): untimed
         self._agreeing = False          # this step agrees, at its first bucket
@@ -205,13 +215,18 @@ class Decisions:
             return
         first = index == 0 if index is not None else (not self._handed or key in self._handed)
         if first:
-            t = time.perf_counter()
-            if self._t0 is not None and self._running is not None:
+            # The step that ended is over: DDP has every bucket's sum (each recorded).
+            end = self._end
+            if self._mark is not None and end is not None and self._running is not None:
                 if self._warm:
                     self.steps.taken[self._running] += 1
                 else:
-                    self.record_step(self._running, t - self._t0)
-            self._t0 = t
+                    self.record_step(self._running, end - self._mark)
+            # The step beginning is timed from that end. A process's first step (DDP's
+            # start, or a resumed run's: no end yet) is counted, not timed.
+            fresh = end is None
+            self._mark = None if self._paused else (time.perf_counter() if fresh else end)
+            self._paused = False
             if self._now:
                 self._last = self._now
             self._now, self._handed = set(), []
@@ -219,15 +234,16 @@ class Decisions:
             s.step += 1
             mixed = self._mixed()
             self._running = s.config_of(s.step, mixed)
-            self._warm = s.warm(s.step, mixed)
+            self._warm = s.warm(s.step, mixed) or fresh
             self._agreeing = self._running is None
         if key not in self._handed:
             self._handed.append(key)
 
     def pause(self) -> None:
         """The time until the next step begins is not this hook's training (an
-        evaluation, a checkpoint, another model's steps): the step under way is not timed."""
-        self._t0 = None
+        evaluation, a checkpoint, another model's steps): the step that holds it (the
+        next one, timed from the end of the last exchange) is not timed."""
+        self._paused = True
 
     def _mixed(self) -> bool:
         """Whether the mix puts the buckets on different paths (else it is one of the
@@ -264,6 +280,7 @@ class Decisions:
     def record(self, key: tuple, path: str, seconds: float) -> None:
         """The exchange of this bucket just run on `path` took `seconds` (this rank's
         wall time, from the hook's call to its sum ready)."""
+        self._end = time.perf_counter()     # the step clock (begin)
         c = self.by_bucket.get(key)
         if c is None:           # forced: counted only
             c = self.by_bucket.setdefault(key, Choice(path=path))
@@ -365,7 +382,8 @@ class Decisions:
         else:
             self.steps, self._last = Steps(), set()
         self._now, self._handed = set(), []
-        self._t0, self._running, self._agreeing, self._warm = None, None, False, False
+        self._end, self._mark, self._paused = None, None, False
+        self._running, self._agreeing, self._warm = None, False, False
 
 
 def _hold(fast: float, others: list[float]) -> int:
