@@ -230,8 +230,9 @@ class IncState:
 
     def pause_clock(self) -> None:
         """Call between steps where the time until the next one is not training (an
-        evaluation, a checkpoint): the step just ended is not timed, so it cannot sway
-        the decision (decide.py compares the paths by the steps they give)."""
+        evaluation, a checkpoint): the step that holds that time (the next, timed from
+        the end of the last exchange) is not timed, so it cannot sway the decision
+        (decide.py compares the paths by the steps they give)."""
         self.worker.decisions.pause()
 
     @property
