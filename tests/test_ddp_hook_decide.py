@@ -575,3 +575,10 @@ def test_the_step_clock_runs_from_exchanges_end_to_end(monkeypatch):
     # timed); step 5: the all-reduce's first probe
     assert timed == [(3, "ring", 10.0), (4, "ring", 10.0), (6, "allreduce", 10.0),
                      (7, "allreduce", 10.0)], timed
+    # a step with no exchange ended in it (none recorded) is not timed, not as 0 s
+    now[0] = 88.0
+    d.record(A, d.path(A, None), 1.0)       # step 8 (fp16's warm-up) ends
+    for step in (9, 10):
+        now[0] = 10.0 * step
+        d.begin(A, 0)                       # step 9 records nothing
+    assert timed[-1][0] == 7, timed

@@ -216,8 +216,10 @@ class Decisions:
         first = index == 0 if index is not None else (not self._handed or key in self._handed)
         if first:
             # The step that ended is over: DDP has every bucket's sum (each recorded).
+            # One with no exchange ended since its mark has no time to give.
             end = self._end
-            if self._mark is not None and end is not None and self._running is not None:
+            if self._mark is not None and end is not None and end > self._mark \
+                    and self._running is not None:
                 if self._warm:
                     self.steps.taken[self._running] += 1
                 else:
@@ -280,7 +282,7 @@ class Decisions:
     def record(self, key: tuple, path: str, seconds: float) -> None:
         """The exchange of this bucket just run on `path` took `seconds` (this rank's
         wall time, from the hook's call to its sum ready)."""
-        self._end = time.perf_counter()     # the step clock (begin)
+        self._end = time.perf_counter()     # the step clock, read by begin
         c = self.by_bucket.get(key)
         if c is None:           # forced: counted only
             c = self.by_bucket.setdefault(key, Choice(path=path))
