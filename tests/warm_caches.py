@@ -36,7 +36,9 @@ def warm_codecs(nic=True):
         rec = LossRecorder(s)            # error feedback's one pass (golden.fast_keep)
         rec.start(v)
         rec.encode_keep(v)
+        wire = rec.encode_frames(v, 1 << 14, keep=True)     # a chunk's frames in one call
         rec.stop()
+        s.decode_frames(wire, v, 1 << 14, add=True)
     import torch
 
     from inceptionn.drivers.collectives.fp16 import round_half, widen_sum

@@ -29,7 +29,9 @@ import threading
 import numpy as np
 
 from ... import golden
-from ...golden import fast, fast_keep, fast_scale
+from ...golden import fast, fast_frames, fast_keep, fast_scale
+from ...golden.decompression_block import decode_table
+from ...golden.fast_blocks import dec_consts, enc_consts
 
 __all__ = ["CODECS", "WireCodec", "ScaledCodec", "ObjectCodec", "make_codec", "choose_scale",
            "decode_into",
@@ -295,6 +297,84 @@ class ScaledCodec:
         n = fast_keep.encode_keep_into(values, out[1:], self.k, "bounded", scale=s, loss=loss,
                                        keep=keep, divide_by=divide_by)
         return out[:1 + n].tobytes()
+
+    def encode_frames(self, values: np.ndarray, piece: int, loss: np.ndarray | None = None,
+                      keep: bool = False, divide_by: int = 1) -> np.ndarray:
+        """The frames of values' pieces (of `piece` values, the last one shorter) as the
+        software wire carries them, each a 4-byte big-endian length then the frame (as
+        encode gives it), in one uint8 array; with `loss` (float32 of the values' size)
+        and `keep`, encode_recorded's loss and kept values. One compiled call a chunk
+        (golden/fast_frames.py); a piece whose scale lies outside
+        golden.fast_keep.SCALE_LIMITS takes the separate steps."""
+        if not _flat_f32(values):
+            raise ValueError("values must be a writable contiguous 1-D float32 array")
+        if loss is not None and (loss.dtype != np.float32 or loss.shape != values.shape
+                                 or not loss.flags.c_contiguous):
+            raise ValueError("loss must be a contiguous float32 array of the values' size")
+        div = np.float32(_divisor(divide_by, False) or 1)
+        n, piece = values.size, int(piece)
+        if piece < 1:
+            raise ValueError(f"piece must be a positive number of values, got {piece}")
+        full, rest = divmod(n, piece)
+        room = full * _frame_room(piece) + (_frame_room(rest) if rest else 0)
+        out = np.empty(room, np.uint8)
+        consts = (*enc_consts(self.k, "bounded"), *dec_consts(self.k, "bounded"))
+        no_loss = _NO_LOSS if loss is None else loss
+        i = pos = 0
+        while True:
+            i, pos = fast_frames.encode_scaled_frames(
+                values, i, piece, self.k, self.share, SCALE_MIN, SCALE_MAX, *consts, out, pos,
+                no_loss, bool(keep), div)
+            if i >= n:
+                return out[:pos]
+            # a piece whose 2^-s or 2^s is not a normal float32: the separate steps
+            p = values[i:i + piece]
+            body = self.encode(p)
+            back = self.decode(body, p.size)
+            if loss is not None:
+                _add_error(loss[i:i + p.size], p, back)
+            if keep:
+                np.divide(back, div, out=p)
+            out[pos:pos + fast_frames.HEADER] = np.frombuffer(
+                len(body).to_bytes(fast_frames.HEADER, "big"), np.uint8)
+            out[pos + fast_frames.HEADER:pos + fast_frames.HEADER + len(body)] = \
+                np.frombuffer(body, np.uint8)
+            i, pos = i + p.size, pos + fast_frames.HEADER + len(body)
+
+    def decode_frames(self, wire, out: np.ndarray, piece: int, add: bool = False,
+                      divide_by: int = 1) -> None:
+        """The frames `wire` (encode_frames' layout, a uint8 array) of out.size values in
+        pieces of `piece`, decoded into `out` as decode_into does each piece, in one
+        compiled call; a frame that does not decode is a ValueError (the pieces before
+        it decoded, as one decode_into a piece would leave them)."""
+        div = _divisor(divide_by, add)
+        _check_out(out)
+        scratch = _scratch(min(int(piece), out.size)).view(np.uint32)
+        status, j = fast_frames.decode_scaled_frames(
+            wire, int(piece), out, scratch, decode_table(self.k, "bounded"), *dec_consts(self.k, "bounded"),
+            SCALE_MIN, 1 if add else 2 if div is not None else 0,
+            np.float32(1) if div is None else div)
+        if status:
+            raise ValueError(f"frame {j} of the chunk: {fast_frames.DECODE_ERRORS[status]}")
+
+
+_NO_LOSS = np.zeros(0, np.float32)
+
+
+def _frame_room(n: int) -> int:
+    """Bytes encode_frames may write for a piece of n values: its length, its scale byte,
+    the largest groups and the pack's spare bytes."""
+    return fast_frames.HEADER + 1 + fast.pack_room(n)
+
+
+def _add_error(loss: np.ndarray, values: np.ndarray, delivered: np.ndarray) -> None:
+    """loss += values - delivered, 0 where that is not finite (memory.LossRecorder.record's
+    arithmetic)."""
+    with np.errstate(invalid="ignore"):
+        err = values - delivered
+    if not np.isfinite(err).all():
+        np.nan_to_num(err, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
+    loss += err
 
 
 class ObjectCodec:

@@ -233,6 +233,24 @@ class LossRecorder:
             np.divide(decoded, np.float32(divide_by), out=values)
         return body
 
+    def encode_frames(self, values: np.ndarray, piece: int, keep: bool = False,
+                      divide_by: int = 1) -> np.ndarray:
+        """A chunk's frames in one call (the inner codec's encode_frames: ScaledCodec's),
+        its loss recorded while recording (one span and one offset a chunk), with keep
+        as encode_keep's."""
+        frames = self.inner.encode_frames
+        base, loss = self._base, self._loss
+        if base is None or loss is None:          # not recording
+            return frames(values, piece, keep=keep, divide_by=divide_by)
+        off = _offset(values, base)
+        with self._span(off, values.size):
+            return frames(values, piece, loss=loss[off:off + values.size], keep=keep,
+                          divide_by=divide_by)
+
+    def decode_frames(self, wire, out: np.ndarray, piece: int, add: bool = False,
+                      divide_by: int = 1) -> None:
+        self.inner.decode_frames(wire, out, piece, add, divide_by)
+
     def decode(self, buf, n: int) -> np.ndarray:
         return self.inner.decode(buf, n)
 

@@ -14,7 +14,9 @@ codecs (deciding its paths the same way), plus the emulated ring
 
 Per method: hook time per step (per bucket, from the hook's call to its Future's
 completion, summed), step time, bytes on the wire per step (tx_bytes of every host's
-interface, summed, divided by the steps), and test accuracy after a fixed number of
+interface, summed, divided by the steps), CPU seconds per step (every rank's user and
+system time over its timed steps, summed: on hosts that share cores, the step of a
+CPU-bound method is about this over the cores), and test accuracy after a fixed number of
 steps on the unlimited wire. The issue's targets are printed next to the figures with
 the miss ratio. Needs root (namespaces, veth, tc).
 
@@ -91,7 +93,8 @@ def run_config(net, world, gbps, methods, steps, warmup, batch, port, timeout=18
     merged = {}
     for m in methods:
         merged[m] = dict(res[0][m])
-        merged[m]["tx_bytes_per_step"] = sum(r[m]["tx_bytes_per_step"] for r in res)
+        for key in ("tx_bytes_per_step", "cpu_user_s_per_step", "cpu_sys_s_per_step"):
+            merged[m][key] = sum(r[m].get(key, 0.0) for r in res)    # every rank's
         merged[m]["step_s"] = max(r[m]["step_s"] for r in res)
         merged[m]["hook_s"] = max(r[m]["hook_s"] for r in res)
     return merged

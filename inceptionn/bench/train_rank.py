@@ -13,6 +13,7 @@ each built, warmed up, timed and freed in turn (the accuracy comparison's way)."
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -82,6 +83,7 @@ class _Run:
         self.hook_t: list[float] = []
         self.tx = 0
         self.timed = 0
+        self.cpu = [0.0, 0.0]       # this process's user and system seconds, timed steps
 
     @property
     def deciding(self) -> bool:
@@ -116,12 +118,15 @@ class _Run:
         if lead:
             self.step(xtr, ytr, args)
         dist.barrier()
-        tx0 = _tx_bytes(args.ifname)
+        tx0, cpu0 = _tx_bytes(args.ifname), os.times()
         for _ in range(n):
             self.step_t.append(self.step(xtr, ytr, args))
             self.hook_t.append(sum(self.times))
+        cpu1 = os.times()           # every thread's, before the barrier's wait
         dist.barrier()
         self.tx += _tx_bytes(args.ifname) - tx0
+        self.cpu[0] += cpu1.user - cpu0.user
+        self.cpu[1] += cpu1.system - cpu0.system
         self.timed += n
 
     def result(self, xte, yte) -> dict:
@@ -143,6 +148,8 @@ class _Run:
         return {"step_s": float(np.median(self.step_t)),
                 "hook_s": float(np.median(self.hook_t)),
                 "tx_bytes_per_step": self.tx / self.timed, "accuracy": acc,
+                "cpu_user_s_per_step": self.cpu[0] / self.timed,
+                "cpu_sys_s_per_step": self.cpu[1] / self.timed,
                 "params": sum(p.numel() for p in self.net.parameters()), "paths": paths,
                 "config": config}
 

@@ -19,7 +19,7 @@ def report(results, out=print):
     for world in sorted({w for w, _ in results}):
         out(f"\nP = {world} (per host, MTU 9000)")
         out(f"{'rate':>10} {'method':>14} {'step s':>8} {'hook s':>8} {'wire MB/step':>13} "
-            f"{'acc':>6}")
+            f"{'acc':>6} {'CPU s/step':>10} {'(sys)':>6}")
         for (w, g), res in sorted(results.items(), key=lambda kv: (kv[0][0], kv[0][1] or 1e9)):
             if w != world:
                 continue
@@ -27,7 +27,7 @@ def report(results, out=print):
                 paths = ", ".join(f"{p} {n / 1e6:.1f}M values"
                                   for p, n in sorted(r.get("paths", {}).items()))
                 out(f"{fmt_rate(g):>10} {m:>14} {r['step_s']:8.3f} {r['hook_s']:8.3f} "
-                    f"{r['tx_bytes_per_step'] / 1e6:13.2f} {r['accuracy']:6.1%}"
+                    f"{r['tx_bytes_per_step'] / 1e6:13.2f} {r['accuracy']:6.1%} {_cpu(r)}"
                     f"{'  decided: ' + paths if paths else ''}"
                     f"{' (' + r['config']['config'] + ')' if r.get('config') else ''}")
     _report_default(results, out)
@@ -67,6 +67,15 @@ def report(results, out=print):
                 r = res["ours-emulate"]["hook_s"] / res["gloo"]["hook_s"] / 1.5
                 out(f"  P={w} unlimited: emulated hook {res['ours-emulate']['hook_s']:.3f} s vs "
                     f"gloo's {res['gloo']['hook_s']:.3f} s (target 1.5x: {r:.2f})")
+
+
+def _cpu(r) -> str:
+    """Every rank's CPU seconds per timed step (user and system), and the system's part;
+    blank for results written before they were counted."""
+    if "cpu_user_s_per_step" not in r:
+        return f"{'':>10} {'':>6}"
+    user, sys_ = r["cpu_user_s_per_step"], r["cpu_sys_s_per_step"]
+    return f"{user + sys_:10.3f} {sys_:6.3f}"
 
 
 def _report_default(results, out) -> None:

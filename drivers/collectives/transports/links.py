@@ -411,8 +411,12 @@ class Link:
         parts = []
         for b in bodies:
             parts += [struct.pack("!I", len(b)), b]
+        self.send_wire(b"".join(parts))
+
+    def send_wire(self, data) -> None:
+        """Frames already laid out as send_frames sends them (each length-prefixed)."""
         try:
-            self.data.sendall(b"".join(parts))
+            self.data.sendall(data)
         except TimeoutError:
             raise CollectiveError(f"rank {self.peer} stopped reading (timeout)") from None
         except OSError as e:
@@ -427,6 +431,19 @@ class Link:
                                   f"{limit} fit: the ranks disagree on the codec or chunking")
         return _recv_data(self.data, n, what)
 
+    def recv_frame_into(self, buf: memoryview, limit: int) -> int:
+        """One frame of send_frame read into `buf` as it came, its length first (the
+        layout send_wire sends); returns the bytes read (4 + the frame's). A frame
+        longer than `limit` bytes is a protocol error; `buf` must hold 4 + limit."""
+        what = f"coded values from rank {self.peer}"
+        _recv_data_into(self.data, buf[:4], what)
+        n = struct.unpack("!I", buf[:4])[0]
+        if n > limit:
+            raise CollectiveError(f"rank {self.peer} sent a {n}-byte frame where at most "
+                                  f"{limit} fit: the ranks disagree on the codec or chunking")
+        _recv_data_into(self.data, buf[4:4 + n], what)
+        return 4 + n
+
     def close(self):
         for s in (self.ctrl, self.data):
             try:
@@ -438,7 +455,12 @@ class Link:
 
 def _recv_data(sock, n, what) -> bytearray:
     buf = bytearray(n)
-    view, got = memoryview(buf), 0
+    _recv_data_into(sock, memoryview(buf), what)
+    return buf
+
+
+def _recv_data_into(sock, view: memoryview, what) -> None:
+    n, got = len(view), 0
     try:
         while got < n:
             m = sock.recv_into(view[got:], n - got)
@@ -449,7 +471,6 @@ def _recv_data(sock, n, what) -> bytearray:
         raise CollectiveError(f"timed out waiting for {what}") from None
     except OSError as e:
         raise CollectiveError(f"connection lost while waiting for {what}: {e}") from None
-    return buf
 
 
 def _store_get(store, key: str, timeout: float, what: str):

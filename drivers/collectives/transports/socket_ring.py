@@ -44,6 +44,7 @@ import functools
 import os
 import queue
 import threading
+from typing import NamedTuple
 
 import numpy as np
 
@@ -113,6 +114,10 @@ class Ring(Collective):
         self._recorder = self.codec if isinstance(self.codec, LossRecorder) else None
         base = self._recorder.inner if self._recorder is not None else self.codec
         self._scaled = base if isinstance(base, ScaledCodec) else None
+        # A codec that codes a chunk's frames in one call (ScaledCodec.encode_frames):
+        # the software wire uses it, through the recorder where there is one.
+        self._frames = (self._recorder or self.codec) if hasattr(base, "encode_frames") \
+            else None
         self.chunk, self.timeout = chunk, timeout
         self.piece = _piece(chunk)
         self.codec_threads = codec_threads or default_codec_threads()
@@ -412,6 +417,7 @@ class _CodedHops:
         self.verbatim = _verbatim(ring)
         self.keep = (functools.partial(ring._encode_keep, divide_by=divide_by)
                      if divide_by != 1 else ring._encode_keep)
+        self.divide_by = divide_by
         self.gathering = False          # past the reduce-scatter: sends are forwards
         self.received = None            # the last frames received, for a forward
 
@@ -419,6 +425,13 @@ class _CodedHops:
         ring = self.ring
         if self.gathering and not keep and self.verbatim:
             self.sender.put(self.received)
+            return
+        if ring._frames is not None:
+            # The chunk's frames in one call: the owner's keep, the reduce-scatter's
+            # recorded encode, or a forward's plain one (the recorder's inner codec).
+            coder = ring._frames if keep or not self.gathering else ring._scaled
+            self.sender.put(ring._pool.submit(_encode_wire, coder, view, ring.piece, keep,
+                                              self.divide_by if keep else 1))
             return
         # The owner keeps what it sends, as its neighbours will decode it. A forwarded
         # final block re-codes unchanged (the roundtrip is idempotent): no loss to record.
@@ -428,7 +441,10 @@ class _CodedHops:
 
     def recv(self, view, add):
         into, fut, frames = self.receiver.get()
-        if into.size != view.size or into.ctypes.data != view.ctypes.data:
+        # (the array interface, not .ctypes: that built a ctypes object a chunk, a tenth of
+        # the main thread's samples at P = 4)
+        if into.size != view.size or into.__array_interface__["data"][0] \
+                != view.__array_interface__["data"][0]:
             raise RuntimeError("the ring's receiver and its plan disagree")  # a bug of ours
         _decoded(fut, self.ring.prev.peer)      # decoded into view (and added) by the pool
         if not add:
@@ -447,8 +463,28 @@ def _encode_pieces(encode, view, piece):
 
 def _decode_pieces(codec, frames, view, add, piece, divide_by=1):
     """A chunk's frames decoded into (or added to) their pieces of view, by one task."""
+    if isinstance(frames, _Wire):
+        codec.decode_frames(frames.data, view, piece, add, divide_by)
+        return
     for frame, p in zip(frames, _pieces(view, piece)):
         decode_into(codec, frame, p, add, divide_by)
+
+
+class _Wire(NamedTuple):
+    """A chunk's frames as the wire carries them (each length-prefixed: Link.send_wire)."""
+    data: np.ndarray
+    frames: int
+
+
+def _encode_wire(coder, view, piece, keep, divide_by):
+    """A chunk's frames in one call (the codec's encode_frames), by one pool task."""
+    return _Wire(coder.encode_frames(view, piece, keep=keep, divide_by=divide_by),
+                 -(-view.size // piece))
+
+
+def _limit(n: int) -> int:
+    """The longest frame of n values: the codecs' largest groups."""
+    return 2 * -(-n // 8) + 4 * n
 
 
 def _decoded(fut, peer):
@@ -468,6 +504,11 @@ class _FrameSender(LinkSender):
 
     def _send(self, item):
         bodies = item.result() if isinstance(item, cf.Future) else item
+        if isinstance(bodies, _Wire):
+            self.link.send_wire(bodies.data)
+            self.ring.bytes_sent += bodies.data.size
+            self.ring.payload_bytes += bodies.data.size - 4 * bodies.frames
+            return
         self.link.send_frames(bodies)
         self.ring.bytes_sent += sum(4 + len(b) for b in bodies)
         self.ring.payload_bytes += sum(len(b) for b in bodies)
@@ -509,14 +550,25 @@ class _FrameReceiver:
                         return
                 if self._stop:
                     return
-                frames = [self.link.recv_frame(2 * -(-p.size // 8) + 4 * p.size)
-                          for p in _pieces(view, piece)]
+                frames = (self._recv_wire(view, piece) if self.ring._frames is not None
+                          else [self.link.recv_frame(_limit(p.size))
+                                for p in _pieces(view, piece)])
                 self.q.put((view, pool.submit(_decode_pieces, codec, frames, view, add,
                                               piece, div), frames))
         except BaseException as e:  # reported by the main thread
             self.error = e
             self.q.put(e)
             self.on_error()
+
+    def _recv_wire(self, view, piece):
+        """A chunk's frames read as they came into one buffer (decoded in one call and,
+        in the all-gather, forwarded as they are)."""
+        pieces = _pieces(view, piece)
+        buf = np.empty(sum(4 + _limit(p.size) for p in pieces), np.uint8)
+        mv, pos = memoryview(buf), 0
+        for p in pieces:
+            pos += self.link.recv_frame_into(mv[pos:], _limit(p.size))
+        return _Wire(buf[:pos], len(pieces))
 
     def get(self):
         try:
