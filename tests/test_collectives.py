@@ -15,6 +15,7 @@ from torch.distributed import FileStore, HashStore
 from inceptionn import golden
 from inceptionn.drivers.collectives import (CollectiveError, Ring, SettingsMismatch,
                                             WorkerAggregator, block_bounds)
+from inceptionn.drivers.collectives.codecs import ScaledCodec
 from inceptionn.drivers.collectives.compressors.inceptionn_eb import EBCodec
 
 CLASSES = {"ring": Ring, "wa": WorkerAggregator}
@@ -179,7 +180,10 @@ def test_bad_arguments_are_clear_errors():
 def _rank_proc(kind, path, r, p, die, n, q):
     t0 = time.monotonic()
     try:
-        extra = {"wire": "software", "codec": "bounded"} if kind == "ring-software" else {}
+        # ring-scaled: the hook's codec, whose chunks are coded in one call (fast_frames)
+        extra = ({"wire": "software", "codec": "bounded"} if kind == "ring-software" else
+                 {"wire": "software", "codec": ScaledCodec(10)} if kind == "ring-scaled"
+                 else {})
         coll = CLASSES[kind.split("-")[0]].from_store(FileStore(path, p), r, p, timeout=5.0,
                                                       chunk=1 << 14, **extra)
         x = np.ones(n, np.float32)
@@ -202,7 +206,7 @@ _LONG = pytest.mark.long
 @pytest.mark.parametrize("kind,how", [pytest.param("ring", "exit", marks=_LONG),
                                       pytest.param("ring", "hang", marks=_LONG), ("wa", "exit"),
                                       pytest.param("wa", "hang", marks=_LONG),
-                                      ("ring-software", "exit")])
+                                      ("ring-software", "exit"), ("ring-scaled", "exit")])
 def test_a_dead_or_silent_rank_makes_every_other_rank_raise(kind, how, tmp_path):
     p, victim = 4, 2
     ctx = ranks.context()

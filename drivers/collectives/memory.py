@@ -167,16 +167,10 @@ class LossRecorder:
         with it)."""
         base, loss = self._base, self._loss      # one recording, even if stopped meanwhile
         if base is not None and loss is not None:
+            from .codecs import add_error
             off = _offset(values, base)
-            with np.errstate(invalid="ignore"):
-                err = values - delivered
-            # inf and NaN arrive as they are: nothing to keep (and a NaN kept would
-            # poison every later step of that value). Checked first: the check costs a
-            # third of the replacement (measured), and is all a finite chunk needs.
-            if not np.isfinite(err).all():
-                np.nan_to_num(err, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
             with self._span(off, values.size):
-                loss[off:off + values.size] += err
+                add_error(loss[off:off + values.size], values, delivered)
 
     @contextlib.contextmanager
     def _span(self, off: int, n: int):
