@@ -49,7 +49,7 @@ from pathlib import Path
 
 from .train_methods import ACCURACY_METHODS, EMULATE_METHODS, LOOPBACK_ONLY, MODELS, NIC_METHOD, REDUCTIONS
 from .train_net import Network, NicNetwork
-from .train_report import fmt_rate, plot, report, report_compare
+from .train_report import codec_line, fmt_rate, plot, report, report_compare
 
 __all__ = ["ROOT", "DEFAULT_JSON", "run_config", "compare", "Saved", "run_grid",
            "compare_steps", "compare_methods", "plot_path", "write_accuracy"]
@@ -189,6 +189,7 @@ def run_grid(args, steps, methods, saved):
     """run's grid: the accuracy comparison, then every world and rate, then the NIC path,
     each configuration saved as it ends; the report and the final files at the end."""
     results, compared, port = saved.results, saved.compared, 29600
+    print(codec_line(), flush=True)
     compare(args.compare_worlds, steps, args.warmup, args.batch, 29400, methods,
             out=compared, saved=saved)
     if compared:

@@ -7,7 +7,7 @@ import subprocess
 
 from .train_methods import NIC_METHOD, RUN_METHODS
 
-__all__ = ["fmt_rate", "report", "report_compare", "series", "plot"]
+__all__ = ["codec_line", "fmt_rate", "report", "report_compare", "series", "plot"]
 
 
 def fmt_rate(g):
@@ -16,6 +16,7 @@ def fmt_rate(g):
 
 def report(results, out=print):
     out(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    out(codec_line())
     for world in sorted({w for w, _ in results}):
         out(f"\nP = {world} (per host, MTU 9000)")
         out(f"{'rate':>10} {'method':>14} {'step s':>8} {'hook s':>8} {'wire MB/step':>13} "
@@ -138,6 +139,14 @@ def plot(results, path):
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def codec_line() -> str:
+    """Which codec kernel the ranks ran (they inherit INCEPTIONN_CODEC_KERNEL) and which
+    the host could: the ring's step depends on it."""
+    from ..golden import fast_host
+    return (f"codec kernel: {fast_host.choose_kernel()} (this CPU runs "
+            f"{', '.join(fast_host.host_kernels())}; {fast_host.ENV} picks one)")
 
 
 def report_compare(results, steps, out=print):
