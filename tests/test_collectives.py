@@ -232,6 +232,53 @@ def test_a_dead_or_silent_rank_makes_every_other_rank_raise(kind, how, tmp_path)
         assert took < 30, (r, took)            # the 5 s timeout, not forever
 
 
+class _Garbage:
+    """A rank's coder gone wrong: every piece of the chunks it sends before the owner's
+    keep is a frame of one scale byte and no groups (what a rank with another codec, or
+    a broken one, might send); everything else is the real codec's."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def encode_frames(self, values, piece, keep=False, **kw):
+        if keep:
+            return self.inner.encode_frames(values, piece, keep=keep, **kw)
+        return np.frombuffer(b"\x00\x00\x00\x01\x80" * -(-values.size // piece),
+                             np.uint8).copy()
+
+    def encode(self, values):
+        return b"\x80"
+
+
+@pytest.mark.parametrize("codec", ["bounded", "scaled"])
+def test_frames_that_do_not_decode_fail_every_rank_naming_the_sender(codec):
+    """Rank 1 sends frames that do not decode: rank 2 raises a CollectiveError that
+    names rank 1, and the others a CollectiveError too, within the timeout; no rank
+    hangs on a chunk it will never get."""
+    p, bad = 4, 1
+
+    def corrupt(r, make):
+        ring = make()
+        if r == bad:
+            if ring._frames is not None:      # the scaled codec: a chunk in one call
+                ring._frames = _Garbage(ring._frames)
+            else:
+                ring.codec = _Garbage(ring.codec)
+        return ring
+
+    t0 = time.monotonic()
+    outs, errs = _run("ring", _grads(p, 200_000), wire="software", k=10, chunk=1 << 14,
+                      codec=ScaledCodec(10) if codec == "scaled" else "bounded",
+                      timeout=5.0, call=corrupt)
+    assert time.monotonic() - t0 < 30
+    assert set(errs) == set(range(p)), errs
+    assert all(isinstance(e, CollectiveError) for e in errs.values()), errs
+    assert f"rank {bad} sent bytes that do not decode" in str(errs[bad + 1]), errs
+
+
 @pytest.mark.skipif(__import__("inceptionn.drivers.netns", fromlist=["x"]).netns_available()
                     is not None, reason="no network namespaces (needs root)")
 @pytest.mark.parametrize("kind", ["ring", "wa"])

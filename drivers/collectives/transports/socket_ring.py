@@ -27,24 +27,21 @@ those (one encode fewer per forwarded chunk).
 
 The schedule (which chunk is sent and received at each step, what is added, what the
 owner keeps) is ring_schedule.py's `ring_plan`, played by its `run_ring`, the schedule
-the simulation's program plays; this module supplies the hops: `_FloatHops` on the float32
-wires, `_CodedHops` on the software wire.
+the simulation's program plays; this module supplies the hops on the float32 wires
+(`_FloatHops`); the software wire plays the same steps (ring_steps) as a chain of tasks
+(socket_coded.py).
 
 Pipelining: a block moves in chunks; one sender thread per rank sends chunks in the
 order the neighbour receives them, while the main thread receives, sums and hands each
-summed chunk on, so receive, sum and send overlap. On the software wire a receiver
+summed chunk on, so receive, sum and send overlap. On the software wire the calling
 thread reads frames ahead and a pool of codec threads (golden.fast's loops release the
-GIL) encodes and decodes several chunks at once, in order on the wire.
+GIL) decodes and re-codes several chunks at once, each in one task, the sender sending
+them in order on the wire.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import functools
 import os
-import queue
-import threading
-from typing import NamedTuple
 
 import numpy as np
 
@@ -55,6 +52,7 @@ from .agreement import agree_via_store
 from ..codecs import SCALE_MAX, SCALE_MIN, ScaledCodec, decode_into, make_codec
 from ..memory import LossRecorder
 from .sender import LinkSender
+from .socket_coded import exchange_coded
 from .links import (DEFAULT_TIMEOUT, Collective, CollectiveError, as_float32_buffer,
                         rendezvous)
 
@@ -256,29 +254,10 @@ class Ring(Collective):
     # ------------------------------------------------------------------ software wire
 
     def _exchange_coded(self, x, divide_by=1) -> int:
-        """The same schedule, each hop carrying the codec's bytes. Returns what x is
-        still to be divided by (1 where the final values were written divided)."""
-        plan = ring_plan(x.size, self.world, self.rank, self.chunk)
-        if self._pool is None:
-            self._pool = cf.ThreadPoolExecutor(self.codec_threads, thread_name_prefix="ring-codec")
-        hops_verbatim = _verbatim(self)
-        # The final values (the owner's kept block, the all-gather's stores) written as
-        # the mean where x is not read again: no forward re-codes them.
-        div = divide_by if self.world == 2 or hops_verbatim else 1
-        sender = _FrameSender(self, self._wake_all)
-        # Each frame decoded by the pool straight into its place in x (added there in
-        # the reduce-scatter, stored in the all-gather): the receiver knows the plan.
-        receiver = _FrameReceiver(self, [(x[c0:c1], True, 1) for c0, c1, _ in plan[1]]
-                                  + [(x[c0:c1], False, div) for c0, c1, _ in plan[2]],
-                                  self._wake_all)
-        try:
-            run_ring(x, plan, _CodedHops(self, sender, receiver, div))
-        finally:
-            errors = [sender.finish(), receiver.finish()]
-        for e in errors:
-            if e is not None:
-                raise e
-        return divide_by // div
+        """The same schedule, each hop carrying the codec's bytes (socket_coded.py).
+        Returns what x is still to be divided by (1 where the final values were written
+        divided)."""
+        return exchange_coded(self, x, divide_by)
 
     def _encode_keep(self, view, divide_by=1):
         if self._recorder is not None:
@@ -291,25 +270,11 @@ class Ring(Collective):
         decode_into(self.codec, body, view, divide_by=divide_by)
         return body
 
-    def _wake_all(self):
-        # A thread failed: unblock every blocking call on the data connections.
-        for link in (self.prev, self.next):
-            try:
-                link.data.shutdown(2)
-            except OSError:
-                pass
-
 
 def _divide(x, divide_by):
     if divide_by != 1:
         np.divide(x, np.float32(divide_by), out=x)
     return x
-
-
-def _verbatim(ring) -> bool:
-    """Whether the software wire's forwards send the frames received (_CodedHops)."""
-    rec = ring._recorder
-    return getattr(rec.inner if rec is not None else ring.codec, "recodes_to_same_bytes", False)
 
 
 def _wire(wire, compress, emulate):
@@ -400,187 +365,3 @@ class _ScaleSender(LinkSender):
         s, view = item
         self.link.send_msg(s)
         self.link.send_floats(view)
-
-
-class _CodedHops:
-    """run_ring's hops on the software wire: encodes go to the codec pool and on to the
-    sender thread in order; received frames come decoded from the read-ahead receiver."""
-
-    def __init__(self, ring, sender, receiver, divide_by=1):
-        self.ring, self.sender, self.receiver = ring, sender, receiver
-        rec = ring._recorder
-        self.forward = (rec.inner if rec is not None else ring.codec).encode
-        # Where re-coding decoded values gives their bytes again (the bounded codec,
-        # scaled or not: its decoded values keep their band, field and octave), a
-        # forward sends the frames received; else (the paper's codec may code fewer
-        # bytes) it re-codes them.
-        self.verbatim = _verbatim(ring)
-        self.keep = (functools.partial(ring._encode_keep, divide_by=divide_by)
-                     if divide_by != 1 else ring._encode_keep)
-        self.divide_by = divide_by
-        self.gathering = False          # past the reduce-scatter: sends are forwards
-        self.received = None            # the last frames received, for a forward
-
-    def send(self, view, keep):
-        ring = self.ring
-        if self.gathering and not keep and self.verbatim:
-            self.sender.put(self.received)
-            return
-        if ring._frames is not None:
-            # The chunk's frames in one call: the owner's keep, the reduce-scatter's
-            # recorded encode, or a forward's plain one (the recorder's inner codec).
-            coder = ring._frames if keep or not self.gathering else ring._scaled
-            self.sender.put(ring._pool.submit(_encode_wire, coder, view, ring.piece, keep,
-                                              self.divide_by if keep else 1))
-            return
-        # The owner keeps what it sends, as its neighbours will decode it. A forwarded
-        # final block re-codes unchanged (the roundtrip is idempotent): no loss to record.
-        encode = self.keep if keep else self.forward if self.gathering \
-            else ring.codec.encode
-        self.sender.put(ring._pool.submit(_encode_pieces, encode, view, ring.piece))
-
-    def recv(self, view, add):
-        into, fut, frames = self.receiver.get()
-        # (the array interface, not .ctypes: that built a ctypes object a chunk, a tenth of
-        # the main thread's samples at P = 4)
-        if into.size != view.size or into.__array_interface__["data"][0] \
-                != view.__array_interface__["data"][0]:
-            raise RuntimeError("the ring's receiver and its plan disagree")  # a bug of ours
-        _decoded(fut, self.ring.prev.peer)      # decoded into view (and added) by the pool
-        if not add:
-            self.gathering = True
-            self.received = frames
-
-
-def _pieces(view, piece):
-    return [view[i:i + piece] for i in range(0, view.size, piece)]
-
-
-def _encode_pieces(encode, view, piece):
-    """A chunk's frames: one per piece, coded in order by one pool task."""
-    return [encode(p) for p in _pieces(view, piece)]
-
-
-def _decode_pieces(codec, frames, view, add, piece, divide_by=1):
-    """A chunk's frames decoded into (or added to) their pieces of view, by one task."""
-    if isinstance(frames, _Wire):
-        codec.decode_frames(frames.data, view, piece, add, divide_by)
-        return
-    for frame, p in zip(frames, _pieces(view, piece)):
-        decode_into(codec, frame, p, add, divide_by)
-
-
-class _Wire(NamedTuple):
-    """A chunk's frames as the wire carries them (each length-prefixed: Link.send_wire)."""
-    data: np.ndarray
-    frames: int
-
-
-def _encode_wire(coder, view, piece, keep, divide_by):
-    """A chunk's frames in one call (the codec's encode_frames), by one pool task."""
-    return _Wire(coder.encode_frames(view, piece, keep=keep, divide_by=divide_by),
-                 -(-view.size // piece))
-
-
-def _limit(n: int) -> int:
-    """The longest frame of n values: the codecs' largest groups."""
-    return 2 * -(-n // 8) + 4 * n
-
-
-def _decoded(fut, peer):
-    try:
-        return fut.result()
-    except ValueError as e:
-        raise CollectiveError(f"rank {peer} sent bytes that do not decode: {e}") from None
-
-
-class _FrameSender(LinkSender):
-    """Sends coded chunks in order: each a list of frames (bytes), or a future of one
-    (encodes in flight)."""
-
-    def __init__(self, ring, on_error):
-        self.ring = ring                  # before the thread starts: _send reads it
-        super().__init__(ring.next, on_error)
-
-    def _send(self, item):
-        bodies = item.result() if isinstance(item, cf.Future) else item
-        if isinstance(bodies, _Wire):
-            self.link.send_wire(bodies.data)
-            self.ring.bytes_sent += bodies.data.size
-            self.ring.payload_bytes += bodies.data.size - 4 * bodies.frames
-            return
-        self.link.send_frames(bodies)
-        self.ring.bytes_sent += sum(4 + len(b) for b in bodies)
-        self.ring.payload_bytes += sum(len(b) for b in bodies)
-
-    def put(self, item):
-        if self.error is not None:
-            raise self.error
-        self.q.put(item)
-
-    def finish(self):
-        self.q.put(None)
-        self.thread.join()
-        return self.error
-
-
-class _FrameReceiver:
-    """Reads the frames of a known schedule ((view, add, divide_by) per chunk: where its
-    values go and how) ahead of the main thread and starts decoding each in the codec
-    pool, into its view (added to it, or stored divided); at most `depth` frames wait. A view is written only by its
-    decode: the ring sends a chunk's region before the frame that fills it can come back
-    round, and takes it again only once its decode is done."""
-
-    def __init__(self, ring, places, on_error):
-        self.ring, self.link, self.places, self.on_error = ring, ring.prev, places, on_error
-        self.depth = threading.Semaphore(2 * ring.codec_threads + 2)
-        self.q: queue.Queue = queue.Queue()
-        self.error: BaseException | None = None
-        self._stop = False
-        self.thread = threading.Thread(target=self._run, name=f"ring-recv-{self.link.peer}",
-                                       daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        codec, pool, piece = self.ring.codec, self.ring._pool, self.ring.piece
-        try:
-            for view, add, div in self.places:
-                while not self.depth.acquire(timeout=0.2):
-                    if self._stop:
-                        return
-                if self._stop:
-                    return
-                frames = (self._recv_wire(view, piece) if self.ring._frames is not None
-                          else [self.link.recv_frame(_limit(p.size))
-                                for p in _pieces(view, piece)])
-                self.q.put((view, pool.submit(_decode_pieces, codec, frames, view, add,
-                                              piece, div), frames))
-        except BaseException as e:  # reported by the main thread
-            self.error = e
-            self.q.put(e)
-            self.on_error()
-
-    def _recv_wire(self, view, piece):
-        """A chunk's frames read as they came into one buffer (decoded in one call and,
-        in the all-gather, forwarded as they are)."""
-        pieces = _pieces(view, piece)
-        buf = np.empty(sum(4 + _limit(p.size) for p in pieces), np.uint8)
-        mv, pos = memoryview(buf), 0
-        for p in pieces:
-            pos += self.link.recv_frame_into(mv[pos:], _limit(p.size))
-        return _Wire(buf[:pos], len(pieces))
-
-    def get(self):
-        try:
-            item = self.q.get(timeout=self.ring.timeout + 5)
-        except queue.Empty:
-            raise CollectiveError(f"rank {self.link.peer} sent nothing (timeout)") from None
-        if isinstance(item, BaseException):
-            raise item
-        self.depth.release()
-        return item
-
-    def finish(self):
-        self._stop = True
-        self.thread.join()
-        return self.error
