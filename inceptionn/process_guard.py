@@ -9,7 +9,6 @@ gone; `release(pgid)` takes back a group the owner has reaped itself.
 """
 
 import os
-import subprocess
 import sys
 import threading
 
@@ -19,21 +18,45 @@ __all__ = ["guard_group", "release", "kill_guarded", "kill_tree", "children"]
 
 _WATCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "process_watcher.py")
 _lock = threading.Lock()
-_watcher = None          # (owner pid, Popen)
+_watcher = None          # (owner pid, watcher pid, fd of the write end of its stdin)
 _guarded: set = set()    # this process's groups, for kill_guarded()
+
+
+def _alive(pid: int) -> bool:
+    """Whether our watcher child still runs (reaped here if it has ended)."""
+    try:
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return False
+
+
+def _start_watcher():
+    """The watcher, in a session of its own, reading our lines on its stdin. Spawned
+    without a subprocess.Popen: it outlives this process by design, and a Popen would
+    warn at exit that it is still running."""
+    r, w = os.pipe()        # both ends close-on-exec; the dup2 makes r its stdin only
+    try:
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-I", _WATCHER, str(os.getpid())],
+                             os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, r, 0)],
+                             setsid=True)
+    except BaseException:
+        os.close(w)
+        raise
+    finally:
+        os.close(r)
+    return os.getpid(), pid, w      # a bare fd: a file object would warn at exit too
 
 
 def _tell(line):
     global _watcher
     with _lock:
-        if _watcher is None or _watcher[0] != os.getpid() or _watcher[1].poll() is not None:
+        if _watcher is None or _watcher[0] != os.getpid() or not _alive(_watcher[1]):
             # First use in this process (a forked child gets a watcher of its own).
-            proc = subprocess.Popen([sys.executable, "-I", _WATCHER, str(os.getpid())],
-                                    stdin=subprocess.PIPE, start_new_session=True)
-            _watcher = (os.getpid(), proc)
+            if _watcher is not None and _watcher[0] == os.getpid():
+                os.close(_watcher[2])
+            _watcher = _start_watcher()
         try:
-            _watcher[1].stdin.write(f"{line}\n".encode())
-            _watcher[1].stdin.flush()
+            os.write(_watcher[2], f"{line}\n".encode())   # < PIPE_BUF: one write
         except OSError:
             pass
 

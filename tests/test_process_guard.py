@@ -80,3 +80,21 @@ def test_released_group_is_left_alone():
         assert _alive(sleeper), "a released group was killed"
     finally:
         _end(proc, sleeper)
+
+
+def test_the_watcher_outliving_its_owner_is_no_warning_at_exit():
+    """The watcher runs on after its owner by design: the owner's exit says nothing of
+    a subprocess still running (a Popen kept for it used to, in every test worker)."""
+    code = textwrap.dedent("""
+        import subprocess
+        from inceptionn.process_guard import guard_group, release
+        p = subprocess.Popen(["sleep", "30"], start_new_session=True)
+        guard_group(p.pid)
+        p.kill()
+        p.wait()
+        release(p.pid)
+    """)
+    out = subprocess.run([sys.executable, "-W", "always::ResourceWarning", "-c", code],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "ResourceWarning" not in out.stderr and "still running" not in out.stderr, out.stderr
