@@ -6,7 +6,8 @@ Why: the per-value loops carry a serial chain (the output position) through ever
 value. Here the serial part is cut to the least each group needs (one add per group) and
 everything else is vector work:
   pack:   every field and width by arithmetic (no table gathers). Where the CPU
-          compresses bytes in a register (AVX-512 VBMI2's vpcompressb: pack_compress),
+          compresses bytes in a register (AVX-512 VBMI2's vpcompressb: compress_group8,
+          run by fast_groups' loop as pack_compress, zero blocks skipped as there),
           each group is coded in registers: its 8 fields as |x| 2^w truncated to an
           integer (one multiply and one conversion, exact: the same bits as the shift
           of Algorithm 2), its tag word by one pext, its fields' kept bytes by one
@@ -48,7 +49,7 @@ from llvmlite import ir
 from .compression_block import band_limits
 from .wire import GROUP_VALUES
 
-__all__ = ["pack_pairs", "pack_compress", "unpack_expand", "unpack_marked", "enc_consts", "dec_consts",
+__all__ = ["pack_pairs", "compress_group8", "unpack_expand", "unpack_marked", "enc_consts", "dec_consts",
            "BLOCK"]
 
 _u8, _u16, _u32, _u64 = np.uint8, np.uint16, np.uint32, np.uint64
@@ -227,43 +228,40 @@ def _code8(builder, x, tz, t16, s8, s16):
     return fld, t, raw, (low, b16)
 
 
-@intrinsic
-def _compress_group8(typingctx, f, i0, out, pos, tz, t16, s8, s16):
-    """The group of the 8 values f[i0:i0 + 8] at out[pos], in registers: fields and tags
-    as _code8 gives them, the tag word (the lanes'
-    tags gathered by one pext), the fields' kept bytes moved to the front by one
-    register compress (llvm.experimental.vector.compress: vpcompressb) and stored as 32
-    bytes at pos + 2 (the bytes past the kept ones are scratch). tz, t16: the 0-bit and
-    8-bit bands' limits on |x|'s bits; s8, s16: 2^w8, 2^15. Returns the next group's
-    offset."""
-    def codegen(context, builder, sig, args):
-        f_, i0_, out_, pos_, tz_, t16_, s8_, s16_ = args
-        i8, i16, i32, i64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
-        v8, v32i8 = ir.VectorType(i32, 8), ir.VectorType(i8, 32)
+def compress_group8(context, builder, src, i0, dst, pos, consts, tables=()):
+    """The IR of one group, the 8 values from f[i0] on, coded at out[pos] in registers
+    (the coder fast_groups' loops run for the avx512 kernel; it takes no tables): fields
+    and tags as _code8 gives them, the tag word (the lanes' tags gathered by one pext),
+    the fields' kept bytes moved to the front by one register compress
+    (llvm.experimental.vector.compress: vpcompressb) and stored as 32 bytes at pos + 2
+    (the bytes past the kept ones are scratch). src, dst: (numba type, value) of f and
+    out; consts: (tz, t16, s8, s16) as _code8 takes them. Returns the next group's
+    offset (i64)."""
+    (fty, f_), (outty, out_) = src, dst
+    i8, i16, i32, i64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+    v8, v32i8 = ir.VectorType(i32, 8), ir.VectorType(i8, 32)
 
-        def c(x):
-            return ir.Constant(v8, [x] * 8)
+    def c(x):
+        return ir.Constant(v8, [x] * 8)
 
-        fld, t, raw, _ = _code8(builder, _load8(context, builder, sig.args[0], f_, i0_), tz_, t16_, s8_, s16_)
-        # byte b of lane j is kept when b < the lane's width (0, 1, 2, 4)
-        wb = builder.bitcast(builder.mul(builder.select(raw, c(4), t), c(0x01010101)), v32i8)
-        keep = builder.icmp_unsigned("<", ir.Constant(v32i8, [0, 1, 2, 3] * 8), wb)
-        pext = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64, i64]),
-                                              "llvm.x86.bmi.pext.64")
-        tw = builder.trunc(builder.call(pext, [builder.bitcast(builder.trunc(t, ir.VectorType(i8, 8)), i64),
-                                               ir.Constant(i64, 0x0303030303030303)]), i16)
-        comp = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(v32i8, [v32i8, ir.VectorType(ir.IntType(1), 32), v32i8]),
-            "llvm.experimental.vector.compress.v32i8")
-        kept = builder.call(comp, [builder.bitcast(fld, v32i8), keep, ir.Constant(v32i8, ir.Undefined)])
-        builder.store(tw, builder.bitcast(_byte_ptr(context, builder, sig.args[2], out_, pos_),
-                                          i16.as_pointer())).align = 1
-        at = builder.add(pos_, ir.Constant(i64, 2))
-        builder.store(kept, builder.bitcast(_byte_ptr(context, builder, sig.args[2], out_, at),
-                                            v32i8.as_pointer())).align = 1
-        return builder.add(at, builder.zext(builder.ctpop(builder.bitcast(keep, i32)), i64))
-    return types.uint64(f, types.uint64, out, types.uint64, types.uint32, types.uint32,
-                        types.float32, types.float32), codegen
+    fld, t, raw, _ = _code8(builder, _load8(context, builder, fty, f_, i0), *consts)
+    # byte b of lane j is kept when b < the lane's width (0, 1, 2, 4)
+    wb = builder.bitcast(builder.mul(builder.select(raw, c(4), t), c(0x01010101)), v32i8)
+    keep = builder.icmp_unsigned("<", ir.Constant(v32i8, [0, 1, 2, 3] * 8), wb)
+    pext = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64, i64]),
+                                          "llvm.x86.bmi.pext.64")
+    tw = builder.trunc(builder.call(pext, [builder.bitcast(builder.trunc(t, ir.VectorType(i8, 8)), i64),
+                                           ir.Constant(i64, 0x0303030303030303)]), i16)
+    comp = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(v32i8, [v32i8, ir.VectorType(ir.IntType(1), 32), v32i8]),
+        "llvm.experimental.vector.compress.v32i8")
+    kept = builder.call(comp, [builder.bitcast(fld, v32i8), keep, ir.Constant(v32i8, ir.Undefined)])
+    builder.store(tw, builder.bitcast(_byte_ptr(context, builder, outty, out_, pos),
+                                      i16.as_pointer())).align = 1
+    at = builder.add(pos, ir.Constant(i64, 2))
+    builder.store(kept, builder.bitcast(_byte_ptr(context, builder, outty, out_, at),
+                                        v32i8.as_pointer())).align = 1
+    return builder.add(at, builder.zext(builder.ctpop(builder.bitcast(keep, i32)), i64))
 
 
 # ---------------------------------------------------------------- pack
@@ -358,31 +356,6 @@ def pack_pairs(f, t, mlim, w8, out, marks, every, g_base, pos_base):
 
 
 _NIB_TO_TAG = _SWAR1           # mask nibble 0, 1, 3, 15 -> tag 0, 1, 2, 3: bits 0 + 1 + 3
-
-
-@njit(cache=True, nogil=True)
-def pack_compress(f, t, mlim, w8, out, marks, every, g_base, pos_base):
-    """pack_pairs' bytes (and marks), each group coded in registers and stored by one
-    register compress (AVX-512 VBMI2; elsewhere LLVM spells the compress and pext
-    out, correct but slow). Whole groups here, a last partial one through pack_pairs.
-    out: pack_pairs' room (a group's 32-byte store at its byte pos + 2 ends within 34
-    bytes of the group's start, inside the room of whole groups)."""
-    f = np.ascontiguousarray(f)      # the groups are loaded by address: a view is copied
-    n = f.size
-    tz, t16 = _u32(t << _u32(23)), _u32(mlim << _u32(23))     # |x| below: 0-bit, 8-bit band
-    s8, s16 = np.float32(2.0) ** np.float32(w8), np.float32(32768.0)
-    full = n // 8
-    nxt = (every - g_base % every) % every if every > 0 else full    # the next group to mark
-    pos = _u64(0)
-    for g in range(full):
-        if g == nxt:
-            marks[(g_base + g) // every] = pos_base + pos
-            nxt += every
-        pos = _compress_group8(f, _u64(8 * g), out, pos, tz, t16, s8, s16)
-    if 8 * full < n:
-        pos += pack_pairs(f[8 * full:], t, mlim, w8, out[pos:], marks, every, g_base + full,
-                          pos_base + pos)
-    return pos
 
 
 # ---------------------------------------------------------------- unpack

@@ -1,6 +1,7 @@
-"""golden.fast's group-at-a-time kernels: the loops that run a group coder (AVX2's byte
-shuffles, fast_shuffle.py; the portable pairs, fast_pairs.py) over a buffer, the same
-bytes and values as fast_blocks.py's kernels.
+"""golden.fast's group-at-a-time kernels: the loops that run a group coder (AVX-512's
+register compress, fast_blocks.compress_group8, to pack; AVX2's byte shuffles,
+fast_shuffle.py; the portable pairs, fast_pairs.py) over a buffer, the same bytes and
+values as fast_blocks.py's kernels.
   pack:   group after group at the running offset (the serial part: one add per group),
           the ring's index marks taken on the way. Where real gradients leave runs of
           groups in the 0-bit band (sampled per call: sparse), blocks of SKIP_GROUPS
@@ -11,7 +12,9 @@ bytes and values as fast_blocks.py's kernels.
           decoded off the chain by the coder.
 Which coder a loop runs is told by the tables it is handed (a tuple of arrays): the
 shuffle coder's three (pack: PACK_ROWS, LENGTHS, SPREAD) or two (unpack: UNPACK_ROWS,
-LENGTHS), the pairs coder's two (pack: SPREAD, PAIR_OFFS) or one (unpack: PAIR_OFFS).
+LENGTHS), the pairs coder's two (pack: SPREAD, PAIR_OFFS) or one (unpack: PAIR_OFFS),
+the compress coder's none (pack only: AVX-512 unpacks by its expanding load,
+fast_blocks.unpack_expand).
 numba compiles and caches one loop per kind of tuple, each with its coder inlined. Each kernel stops where a group and 8
 bytes more might run past the data (unpack) or keeps within pack_room (pack); fast.py
 goes on from there.
@@ -26,13 +29,13 @@ from numba.extending import intrinsic
 from llvmlite import ir
 
 from . import fast_pairs, fast_shuffle
-from .fast_blocks import _U2, _byte_ptr, _load8, _load16, _popcount, _splat8, _u64, _walk_bounds, _zero_steps, pack_pairs
+from .fast_blocks import _U2, _byte_ptr, compress_group8, _load8, _load16, _popcount, _splat8, _u64, _walk_bounds, _zero_steps, pack_pairs
 from .fast_pairs import PAIR_OFFS, SPREAD
 from .fast_shuffle import LENGTHS, PACK_ROWS, UNPACK_ROWS
 
-__all__ = ["pack_shuffle", "pack_vector", "pack_groups_with", "sparse", "unpack_shuffle",
+__all__ = ["pack_compress", "pack_shuffle", "pack_vector", "pack_groups_with", "sparse", "unpack_shuffle",
            "unpack_shuffle_marked", "unpack_vector", "unpack_vector_marked",
-           "SHUFFLE_PACK", "PAIRS_PACK", "SKIP_GROUPS", "SKIP_SAMPLE", "SKIP_SAMPLES", "SKIP_SHARE"]
+           "SHUFFLE_PACK", "PAIRS_PACK", "COMPRESS_PACK", "SKIP_GROUPS", "SKIP_SAMPLE", "SKIP_SAMPLES", "SKIP_SHARE"]
 
 # Zero blocks (pack_groups_with): SKIP_GROUPS groups checked at once; skipped where
 # sampling (every SKIP_SAMPLE-th block, at most SKIP_SAMPLES) finds 1 block in SKIP_SHARE
@@ -40,14 +43,16 @@ __all__ = ["pack_shuffle", "pack_vector", "pack_groups_with", "sparse", "unpack_
 # zero block takes about 40% of the time its groups take coded: break-even near 1 in 12.
 SKIP_GROUPS, SKIP_SAMPLE, SKIP_SAMPLES, SKIP_SHARE = 4, 16, 64, 8
 SHUFFLE_PACK, PAIRS_PACK = (PACK_ROWS, LENGTHS, SPREAD), (SPREAD, PAIR_OFFS)     # the pack loop's tables
+COMPRESS_PACK = ()       # AVX-512's register compress needs no tables
 
 
 def _coder(tables_type, pack):
-    """The group coder whose tables these are: to pack, the shuffle one's three or the
-    pairs one's two; to unpack, the shuffle one's two or the pairs one's one."""
+    """The group coder whose tables these are: to pack, the shuffle one's three, the
+    pairs one's two or the register compress's none (AVX-512); to unpack, the shuffle
+    one's two or the pairs one's one."""
     n = len(tables_type)
-    if pack and n in (2, 3):
-        return fast_pairs.pack_group8 if n == 2 else fast_shuffle.pack_group8
+    if pack and n in (0, 2, 3):
+        return (compress_group8, None, fast_pairs.pack_group8, fast_shuffle.pack_group8)[n]
     if not pack and n in (1, 2):
         return fast_pairs.unpack_group8 if n == 1 else fast_shuffle.unpack_group8
     raise TypeError(f"no group coder takes {n} tables")
@@ -170,6 +175,14 @@ def _pack(f, t, mlim, w8, out, marks, every, g_base, pos_base, tables):
     f = np.ascontiguousarray(f)
     return pack_groups_with(f, t, mlim, w8, out, marks, every, g_base, pos_base,
                             sparse(f.view(np.uint32), np.uint32(t << np.uint32(23))), tables)
+
+
+@njit(cache=True, nogil=True)
+def pack_compress(f, t, mlim, w8, out, marks, every, g_base, pos_base):
+    """pack_pairs' bytes (and marks), each group coded in registers and stored by one
+    register compress (AVX-512 VBMI2; elsewhere LLVM spells the compress and pext out,
+    correct but slow); zero blocks skipped where `sparse` finds them worth it."""
+    return _pack(f, t, mlim, w8, out, marks, every, g_base, pos_base, COMPRESS_PACK)
 
 
 @njit(cache=True, nogil=True)

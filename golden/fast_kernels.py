@@ -7,8 +7,8 @@ avx512 ones run too: LLVM spells the missing instructions out, correct and slow)
 
 from __future__ import annotations
 
-from .fast_blocks import pack_compress, unpack_expand, unpack_marked as _expand_marked
-from .fast_groups import (pack_shuffle, pack_vector, unpack_shuffle, unpack_shuffle_marked, unpack_vector,
+from .fast_blocks import unpack_expand, unpack_marked as _expand_marked
+from .fast_groups import (pack_compress, pack_shuffle, pack_vector, unpack_shuffle, unpack_shuffle_marked, unpack_vector,
                           unpack_vector_marked)
 from .fast_host import KERNEL, KERNELS, host_kernels
 

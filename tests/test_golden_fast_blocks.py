@@ -38,7 +38,8 @@ def _kernel(name):
     from inceptionn.golden import fast_blocks, fast_groups
     if not runnable(name):
         pytest.skip(f"{name}: not compiled for a fixed numba target")
-    return getattr(fast_groups if name.endswith(("shuffle", "vector")) else fast_blocks, name)
+    return getattr(fast_groups if name.endswith(("shuffle", "vector", "compress")) else fast_blocks,
+                   name)
 
 CODEC_KS = ([("paper", k) for k in range(golden.K_MIN, golden.K_MAX + 1)]
             + [("bounded", k) for k in range(golden.EB_K_MIN, golden.EB_K_MAX + 1)])
@@ -224,7 +225,7 @@ def test_kernels_take_strided_views(kernel):
     assert g > 0 and out[:m].tobytes() == want[:m].tobytes()
 
 
-@pytest.mark.parametrize("coder", ["shuffle", "pairs"])
+@pytest.mark.parametrize("coder", ["compress", "shuffle", "pairs"])
 @pytest.mark.parametrize("skip", [False, True])
 @pytest.mark.parametrize("every,g_base", [(1, 0), (3, 2), (16, 5), (16, 0), (0, 0)])
 def test_group_pack_with_and_without_zero_blocks(coder, skip, every, g_base):
@@ -234,9 +235,10 @@ def test_group_pack_with_and_without_zero_blocks(coder, skip, every, g_base):
     of a piece that starts at group g_base and byte 1000 of a larger stream, whatever
     runs of zeros start or end inside a block."""
     from inceptionn.golden import fast_blocks, fast_groups
-    if not runnable(coder):
+    if not runnable("avx512" if coder == "compress" else coder):
         pytest.skip(f"{coder}: not compiled for a fixed numba target")
-    tables = fast_groups.SHUFFLE_PACK if coder == "shuffle" else fast_groups.PAIRS_PACK
+    tables = {"compress": fast_groups.COMPRESS_PACK, "shuffle": fast_groups.SHUFFLE_PACK,
+              "pairs": fast_groups.PAIRS_PACK}[coder]
     for codec, k in (("paper", 1), ("paper", 10), ("bounded", 9), ("bounded", 16)):
         bits = _with_zero_runs(np.random.default_rng(every + k), 8 * 128 * 3 + 61)
         out = np.full(fast.pack_room(bits.size), 0xA5, np.uint8)
@@ -255,7 +257,7 @@ def test_group_pack_with_and_without_zero_blocks(coder, skip, every, g_base):
             assert (marks == -7).all()
 
 
-@pytest.mark.parametrize("kernel", ["pack_shuffle", "pack_vector"])
+@pytest.mark.parametrize("kernel", ["pack_compress", "pack_shuffle", "pack_vector"])
 def test_group_pack_skips_zero_blocks_where_sampling_finds_enough(kernel):
     """The group packers run the zero-block loop where at least 1 in SKIP_SHARE of the
     blocks they sample lies wholly in the 0-bit band, and the plain loop otherwise (the
