@@ -99,13 +99,19 @@ class _Exchange:
         self.verbatim = verbatim(ring)
         self.depth = threading.Semaphore(2 * ring.codec_threads + 2)
         self.woken = False              # a thread failed and shut the data connections
+        # What codes a place sent on, by what it is: this rank's own first chunks and the
+        # reduce-scatter's sums, the owner's keep, an all-gather forward (None where the
+        # frames received are sent as they came).
+        self.code_sum = self._encoder(keep=False, forward=False)
+        self.code_keep = self._encoder(keep=True, forward=False)
+        self.code_forward = None if self.verbatim else self._encoder(keep=False, forward=True)
 
     def run(self, firsts, places):
         sender = _FrameSender(self.ring, self._wake)
         pending: list[cf.Future] = []   # tasks whose result nobody sends (the last stores)
         try:
             for view in firsts:
-                sender.put(self.pool.submit(self._encoder(keep=False, forward=False), view))
+                sender.put(self.pool.submit(self.code_sum, view))
             for place in places:
                 self._take(place, sender, pending)
             for fut in pending:
@@ -130,9 +136,8 @@ class _Exchange:
         except BaseException:
             self.depth.release()
             raise
-        code = None
-        if place.send and not (self.verbatim and not place.add and not place.keep):
-            code = self._encoder(keep=place.keep, forward=not place.add)
+        code = None if not place.send else self.code_keep if place.keep \
+            else self.code_sum if place.add else self.code_forward
         fut = self.pool.submit(_land, self.ring, frames, place, code)
         fut.add_done_callback(lambda _: self.depth.release())
         if code is not None:
